@@ -1,0 +1,1 @@
+"""karpy's controller side: scheduler extender, provisioning and node lifecycle workers."""

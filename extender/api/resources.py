@@ -1,0 +1,76 @@
+"""Resource lists as immutable mappings of resource name -> amount (cpu in cores, memory in bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from extender.api.quantity import parse_quantity
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+NVIDIA_GPU = "nvidia.com/gpu"
+AMD_GPU = "amd.com/gpu"
+NEURON = "aws.amazon.com/neuron"
+GPU_RESOURCES = (NVIDIA_GPU, AMD_GPU, NEURON)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """An immutable resource list; missing names are 0."""
+
+    amounts: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "amounts", MappingProxyType({k: v for k, v in self.amounts.items() if v}))
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, str | int | float] | None) -> Resources:
+        """From a Kubernetes resource list ({"cpu": "500m", "memory": "1Gi"}); raises QuantityError."""
+        return cls({name: parse_quantity(value) for name, value in (raw or {}).items()})
+
+    @classmethod
+    def of(cls, **amounts: float) -> Resources:
+        return cls({k.replace("_", "/") if k == "nvidia_gpu" else k: v for k, v in amounts.items()})
+
+    def get(self, name: str) -> float:
+        return self.amounts.get(name, 0.0)
+
+    @property
+    def cpu(self) -> float:
+        return self.get(CPU)
+
+    @property
+    def memory(self) -> float:
+        return self.get(MEMORY)
+
+    def __add__(self, other: Resources) -> Resources:
+        keys = set(self.amounts) | set(other.amounts)
+        return Resources({k: self.get(k) + other.get(k) for k in keys})
+
+    def __sub__(self, other: Resources) -> Resources:
+        keys = set(self.amounts) | set(other.amounts)
+        return Resources({k: self.get(k) - other.get(k) for k in keys})
+
+    def fits_in(self, capacity: Resources) -> bool:
+        """True when every requested amount is within capacity (a small epsilon absorbs float error)."""
+        return all(v <= capacity.get(k) + 1e-9 for k, v in self.amounts.items())
+
+    def maximum(self, other: Resources) -> Resources:
+        keys = set(self.amounts) | set(other.amounts)
+        return Resources({k: max(self.get(k), other.get(k)) for k in keys})
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self.amounts)
+
+    def __bool__(self) -> bool:
+        return bool(self.amounts)
+
+
+def total(items: Iterable[Resources]) -> Resources:
+    result = Resources()
+    for item in items:
+        result = result + item
+    return result

@@ -1,0 +1,1 @@
+"""The `karpy` command line: one module per subcommand, dispatched by main.py."""

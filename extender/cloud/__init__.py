@@ -1,0 +1,1 @@
+"""The cloud-provider seam: one interface (types.CloudProvider), AWS as its first implementation."""

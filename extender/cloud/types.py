@@ -1,0 +1,104 @@
+"""The CloudProvider interface and the plain data that crosses it.
+
+Launch templates, fleets, AMIs, subnets and pricing stay behind this interface; callers
+(provisioning, lifecycle, `karpy plan`) see instance types, launch requests and instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from extender.api.provisioner import Provisioner, Taint
+    from extender.scheduling.instancetypes import InstanceType
+
+
+@dataclass(frozen=True)
+class OfferingKey:
+    """One (instance type, zone, capacity type) the cloud can launch."""
+
+    instance_type: str
+    zone: str
+    capacity_type: str
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Launch `count` identical nodes for one packing: any of `instance_types` (cheapest first)."""
+
+    provisioner: Provisioner
+    instance_types: Sequence[str]
+    zones: Sequence[str]
+    capacity_types: Sequence[str]
+    count: int
+    labels: Mapping[str, str]
+    taints: Sequence[Taint]
+    # Idempotency key (EC2 ClientToken) and the tag that lets a restarted controller find the launch.
+    launch_id: str
+
+
+@dataclass(frozen=True)
+class Instance:
+    id: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    private_dns_name: str
+    provider_id: str
+    state: str
+    launch_time: datetime | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    instances: Sequence[Instance]
+    # Offerings the cloud refused for lack of capacity; the caller marks them unavailable and re-plans.
+    unavailable: Sequence[OfferingKey] = ()
+    errors: Sequence[str] = ()
+
+
+class CloudError(Exception):
+    """A cloud call failed; `code` is the provider's error code when known."""
+
+    def __init__(self, message: str, *, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class InsufficientCapacityError(CloudError):
+    def __init__(self, message: str, *, offerings: Sequence[OfferingKey] = (), code: str = "") -> None:
+        super().__init__(message, code=code or "InsufficientInstanceCapacity")
+        self.offerings = tuple(offerings)
+
+
+class InstanceNotFoundError(CloudError):
+    pass
+
+
+class CloudProvider(Protocol):
+    """Karpenter's verbs, in Python."""
+
+    name: str
+
+    def get_instance_types(self, provisioner: Provisioner | None = None) -> list[InstanceType]:
+        """The catalog (with offerings and prices) the provisioner may launch; cached by the provider."""
+        ...
+
+    def create(self, request: LaunchRequest) -> LaunchResult:
+        """Launch nodes in one call; raises InsufficientCapacityError when nothing could be launched."""
+        ...
+
+    def delete(self, instance_id: str) -> None:
+        """Terminate; InstanceNotFoundError is raised only for ids the cloud never knew."""
+        ...
+
+    def get(self, provider_id: str) -> Instance:
+        ...
+
+    def list(self) -> list[Instance]:
+        """Every live instance this cluster's karpy launched (by tag)."""
+        ...

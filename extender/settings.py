@@ -1,0 +1,111 @@
+"""One Settings object of grouped dataclasses, loaded once from flags and KARPY_* env vars.
+
+Only `from_env` reads os.environ; everything else receives `settings=` explicitly.
+Each group is owned by one package; add fields to your own group only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass
+class AWSSettings:
+    region: str = "us-west-2"
+    #: boto3 endpoint_url for EC2/SSM/SQS/EventBridge (moto on loopback in the local cluster); "" = AWS.
+    endpoint_url: str = ""
+    #: SSM prefix under which AMI ids are looked up (moto refuses writes under /aws/service).
+    ssm_prefix: str = "/aws/service/eks/optimized-ami"
+    #: SQS queue (name or URL) fed by the EventBridge interruption rules; "" disables interruption handling.
+    interruption_queue: str = ""
+    #: Optional price file ({"onDemand": {...}, "spot": {...}}) consulted before the estimate.
+    price_file: str = ""
+    #: Whether to call the AWS Pricing API at all (moto has none).
+    pricing_api: bool = True
+
+
+@dataclass
+class BatchingSettings:
+    #: Seconds without a new pod that close a batch.
+    idle_seconds: float = 1.0
+    #: Seconds after the first pod that close a batch regardless.
+    max_seconds: float = 10.0
+    #: Pods that close a batch regardless.
+    max_pods: int = 2000
+
+
+@dataclass
+class ExtenderSettings:
+    bind: str = "127.0.0.1:8088"
+    metrics_bind: str = "127.0.0.1:8089"
+
+
+@dataclass
+class LifecycleSettings:
+    #: A node that is not Ready this long after creation is terminated.
+    registration_ttl_seconds: float = 900.0
+    #: At most this many nodes disrupted (expiry) at a time.
+    max_disrupting: int = 1
+    #: Instances tagged for the cluster with no Node after this long are terminated.
+    gc_grace_seconds: float = 120.0
+    #: What to do on a rebalance recommendation: "event" (Event + metric) or "replace".
+    rebalance_action: str = "event"
+
+
+@dataclass
+class LeaderElectionSettings:
+    enabled: bool = True
+    namespace: str = "karpy"
+    lease_name: str = "karpy-controller"
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+
+
+@dataclass
+class Settings:
+    cluster_name: str = "karpy"
+    cluster_endpoint: str = ""
+    kubeconfig: str = ""
+    namespace: str = "karpy"
+    log_level: str = "INFO"
+    aws: AWSSettings = field(default_factory=AWSSettings)
+    batching: BatchingSettings = field(default_factory=BatchingSettings)
+    extender: ExtenderSettings = field(default_factory=ExtenderSettings)
+    lifecycle: LifecycleSettings = field(default_factory=LifecycleSettings)
+    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
+
+
+def _coerce(raw: str, current: object) -> object:
+    if isinstance(current, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError(f"not a boolean: {raw!r}")
+    if isinstance(current, int):
+        return int(raw)
+    if isinstance(current, float):
+        return float(raw)
+    return raw
+
+
+def from_env(env: Mapping[str, str] | None = None, prefix: str = "KARPY_") -> Settings:
+    """Settings from KARPY_* variables: KARPY_CLUSTER_NAME, KARPY_AWS_ENDPOINT_URL, KARPY_BATCHING_IDLE_SECONDS..."""
+    env = os.environ if env is None else env
+    settings = Settings()
+    for top in dataclasses.fields(settings):
+        value = getattr(settings, top.name)
+        if dataclasses.is_dataclass(value):
+            for sub in dataclasses.fields(value):
+                key = f"{prefix}{top.name}_{sub.name}".upper()
+                if key in env:
+                    setattr(value, sub.name, _coerce(env[key], getattr(value, sub.name)))
+        else:
+            key = f"{prefix}{top.name}".upper()
+            if key in env:
+                setattr(settings, top.name, _coerce(env[key], value))
+    return settings
