@@ -25,6 +25,11 @@ class AWSSettings:
     price_file: str = ""
     #: Whether to call the AWS Pricing API at all (moto has none).
     pricing_api: bool = True
+    #: Kubernetes major.minor whose EKS-optimized AMIs nodes boot (the SSM path segment, e.g. "1.37").
+    #: "" = the controller passes the API server's version to the cloud provider.
+    kubernetes_version: str = ""
+    #: Instance profile for Provisioners whose provider block names none (Karpenter 0.5.6's global default).
+    default_instance_profile: str = ""
 
 
 @dataclass
@@ -53,6 +58,17 @@ class LifecycleSettings:
     gc_grace_seconds: float = 120.0
     #: What to do on a rebalance recommendation: "event" (Event + metric) or "replace".
     rebalance_action: str = "event"
+    #: Every karpy node is reconciled at least this often, besides watch events and due times.
+    resync_seconds: float = 300.0
+    #: How often instances and Nodes are compared for garbage (not more often than needed for the grace).
+    gc_interval_seconds: float = 30.0
+    #: SQS long-poll wait (max 20) and visibility timeout for interruption messages.
+    sqs_wait_seconds: int = 20
+    sqs_visibility_seconds: int = 30
+    #: Cap on how long an expired node waits for its replacement nodes to become Ready before draining.
+    replacement_wait_seconds: float = 300.0
+    #: A pod still terminating this long after its deletionTimestamp no longer holds the drain.
+    stuck_pod_seconds: float = 60.0
 
 
 @dataclass
@@ -60,9 +76,12 @@ class LeaderElectionSettings:
     enabled: bool = True
     namespace: str = "karpy"
     lease_name: str = "karpy-controller"
-    lease_duration_seconds: float = 15.0
-    renew_deadline_seconds: float = 10.0
-    retry_period_seconds: float = 2.0
+    # Shorter than client-go's 15/10/2 so a killed leader is replaced (and provisioning resumes)
+    # within 15 s: a follower waits lease_duration after it last saw the record change, + one retry.
+    lease_duration_seconds: float = 10.0
+    #: Must stay below lease_duration: the old leader stops before a follower may take over.
+    renew_deadline_seconds: float = 7.0
+    retry_period_seconds: float = 1.0
 
 
 @dataclass

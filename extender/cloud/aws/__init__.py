@@ -1,1 +1,1 @@
-"""aws."""
+"""AWS implementation of the CloudProvider interface (`provider.AWSCloudProvider`), one concern per module."""

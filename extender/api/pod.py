@@ -1,0 +1,356 @@
+"""The parts of a v1 Pod that scheduling needs, parsed once from API JSON (camelCase).
+
+`Pod.from_manifest` is the only entry: the provisioning worker (pending pods), `karpy plan`
+(YAML streams) and DaemonSet templates all go through it, so every caller sees the same
+requests arithmetic and the same `PodError(path, message)` naming the object and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from extender.api import labels as wk
+from extender.api.provisioner import Requirement, Taint
+from extender.api.quantity import QuantityError
+from extender.api.resources import Resources
+
+ZONE_KEY = wk.ZONE
+HOSTNAME_KEY = wk.HOSTNAME
+TOPOLOGY_KEYS = (ZONE_KEY, HOSTNAME_KEY)
+
+
+class PodError(ValueError):
+    """A pod manifest karpy cannot use; `path` is e.g. "default/web-0 spec.containers[0].resources"."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """metav1.LabelSelector; an empty selector matches everything, `None` selectors are not built."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+    def matches(self, pod_labels: Mapping[str, str]) -> bool:
+        if any(pod_labels.get(k) != v for k, v in self.match_labels):
+            return False
+        for expr in self.match_expressions:
+            present = expr.key in pod_labels
+            value = pod_labels.get(expr.key)
+            if expr.operator == "In" and value not in expr.values:
+                return False
+            if expr.operator == "NotIn" and present and value in expr.values:
+                return False
+            if expr.operator == "Exists" and not present:
+                return False
+            if expr.operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class TopologySpread:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: LabelSelector
+
+
+@dataclass(frozen=True)
+class PodAffinityTerm:
+    topology_key: str
+    selector: LabelSelector
+    # Namespaces the selector applies to; empty = the pod's own namespace.
+    namespaces: tuple[str, ...] = ()
+
+    def selects(self, own_namespace: str, namespace: str, pod_labels: Mapping[str, str]) -> bool:
+        allowed = self.namespaces or (own_namespace,)
+        return namespace in allowed and self.selector.matches(pod_labels)
+
+
+@dataclass(frozen=True)
+class PreferredTerm:
+    weight: int
+    requirements: tuple[Requirement, ...]
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    name: str
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    requests: Resources = field(default_factory=Resources)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # Required node affinity: the terms are ORed, the requirements inside one term ANDed.
+    required_terms: tuple[tuple[Requirement, ...], ...] = ()
+    preferred_terms: tuple[PreferredTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread: tuple[TopologySpread, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    owner_kind: str = ""
+    owner_name: str = ""
+    node_name: str = ""
+    priority_class_name: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_daemonset(self) -> bool:
+        return self.owner_kind == "DaemonSet"
+
+    def tolerates(self, taints: Iterable[Taint]) -> Taint | None:
+        """The first NoSchedule/NoExecute taint this pod does not tolerate, or None."""
+        for taint in taints:
+            if taint.effect == "PreferNoSchedule":
+                continue
+            if not any(t.tolerates(taint) for t in self.tolerations):
+                return taint
+        return None
+
+    @classmethod
+    def from_manifest(cls, obj: Mapping[str, Any]) -> Pod:
+        """Parse a v1 Pod (API JSON); raises PodError naming the pod and the field path."""
+        return _PodParser(obj).parse()
+
+
+class _PodParser:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
+        if not isinstance(obj, Mapping):
+            raise PodError("pod", "must be an object")
+        self.obj = obj
+        meta = obj.get("metadata") or {}
+        self.namespace = str(meta.get("namespace") or "default")
+        self.name = str(meta.get("name") or meta.get("generateName") or "")
+        self.where = f"pod {self.namespace}/{self.name or '<unnamed>'}"
+
+    def fail(self, path: str, message: str) -> PodError:
+        return PodError(f"{self.where} {path}", message)
+
+    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(path, "must be an object")
+        return value
+
+    def items(self, value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(path, "must be a list")
+        return value
+
+    def string_map(self, value: Any, path: str) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.mapping(value, path).items()}
+
+    def parse(self) -> Pod:
+        kind = self.obj.get("kind", "Pod")
+        if kind != "Pod":
+            raise self.fail("kind", f"expected Pod, got {kind!r}")
+        if not self.name:
+            raise self.fail("metadata.name", "is required")
+        meta = self.mapping(self.obj.get("metadata"), "metadata")
+        spec = self.mapping(self.obj.get("spec"), "spec")
+        owners = self.items(meta.get("ownerReferences"), "metadata.ownerReferences")
+        controller = next((o for o in owners if isinstance(o, Mapping) and o.get("controller")), None)
+        controller = controller or (owners[0] if owners and isinstance(owners[0], Mapping) else {})
+        affinity = self.mapping(spec.get("affinity"), "spec.affinity")
+        required, preferred = self.node_affinity(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+        return Pod(
+            namespace=self.namespace,
+            name=self.name,
+            uid=str(meta.get("uid") or ""),
+            labels=self.string_map(meta.get("labels"), "metadata.labels"),
+            annotations=self.string_map(meta.get("annotations"), "metadata.annotations"),
+            requests=self.requests(spec),
+            node_selector={
+                wk.normalize_key(k): v
+                for k, v in self.string_map(spec.get("nodeSelector"), "spec.nodeSelector").items()
+            },
+            required_terms=required,
+            preferred_terms=preferred,
+            tolerations=self.tolerations(spec.get("tolerations")),
+            topology_spread=self.spreads(spec.get("topologySpreadConstraints")),
+            pod_affinity=self.pod_terms(affinity.get("podAffinity"), "spec.affinity.podAffinity"),
+            pod_anti_affinity=self.pod_terms(
+                affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity"
+            ),
+            owner_kind=str(controller.get("kind") or ""),
+            owner_name=str(controller.get("name") or ""),
+            node_name=str(spec.get("nodeName") or ""),
+            priority_class_name=str(spec.get("priorityClassName") or ""),
+        )
+
+    def container_requests(self, container: Any, path: str) -> Resources:
+        container = self.mapping(container, path)
+        resources = self.mapping(container.get("resources"), f"{path}.resources")
+        requests = self.mapping(resources.get("requests"), f"{path}.resources.requests")
+        limits = self.mapping(resources.get("limits"), f"{path}.resources.limits")
+        # Kubernetes defaults a missing request to the limit (that is how GPU pods usually ask).
+        merged = {**limits, **requests}
+        amounts = {}
+        for name, raw in merged.items():
+            field_path = f"{path}.resources.{'requests' if name in requests else 'limits'}.{name}"
+            try:
+                amounts[name] = Resources.parse({name: raw}).get(name)
+            except QuantityError as err:
+                raise self.fail(field_path, str(err)) from err
+        return Resources(amounts)
+
+    def requests(self, spec: Mapping[str, Any]) -> Resources:
+        containers = self.items(spec.get("containers"), "spec.containers")
+        total = Resources()
+        for i, container in enumerate(containers):
+            total = total + self.container_requests(container, f"spec.containers[{i}]")
+        # Init containers run one at a time before the app containers: the pod needs the larger of the two.
+        for i, container in enumerate(self.items(spec.get("initContainers"), "spec.initContainers")):
+            total = total.maximum(self.container_requests(container, f"spec.initContainers[{i}]"))
+        overhead = self.mapping(spec.get("overhead"), "spec.overhead")
+        try:
+            return total + Resources.parse(overhead)
+        except QuantityError as err:
+            raise self.fail("spec.overhead", str(err)) from err
+
+    def requirement(self, raw: Any, path: str) -> Requirement:
+        raw = self.mapping(raw, path)
+        operator = raw.get("operator")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise self.fail(f"{path}.operator", f"unsupported operator {operator!r}")
+        if not raw.get("key"):
+            raise self.fail(f"{path}.key", "is required")
+        values = tuple(str(v) for v in self.items(raw.get("values"), f"{path}.values"))
+        if operator in ("Gt", "Lt"):
+            if len(values) != 1 or not values[0].lstrip("-").isdigit():
+                raise self.fail(f"{path}.values", f"{operator} needs exactly one integer value")
+        return Requirement(key=wk.normalize_key(str(raw["key"])), operator=operator, values=values)
+
+    def term(self, raw: Any, path: str) -> tuple[Requirement, ...]:
+        raw = self.mapping(raw, path)
+        if raw.get("matchFields"):
+            raise self.fail(f"{path}.matchFields", "node selector terms with matchFields are not supported")
+        exprs = self.items(raw.get("matchExpressions"), f"{path}.matchExpressions")
+        return tuple(self.requirement(e, f"{path}.matchExpressions[{i}]") for i, e in enumerate(exprs))
+
+    def node_affinity(
+        self, raw: Any, path: str
+    ) -> tuple[tuple[tuple[Requirement, ...], ...], tuple[PreferredTerm, ...]]:
+        raw = self.mapping(raw, path)
+        req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+        required = self.mapping(raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)
+        terms = self.items(required.get("nodeSelectorTerms"), f"{req_path}.nodeSelectorTerms")
+        required_terms = tuple(
+            self.term(t, f"{req_path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms)
+        )
+        pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+        preferred = []
+        for i, item in enumerate(
+            self.items(raw.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)
+        ):
+            item = self.mapping(item, f"{pref_path}[{i}]")
+            weight = item.get("weight", 1)
+            if not isinstance(weight, int) or isinstance(weight, bool):
+                raise self.fail(f"{pref_path}[{i}].weight", "must be an integer")
+            preferred.append(
+                PreferredTerm(weight, self.term(item.get("preference"), f"{pref_path}[{i}].preference"))
+            )
+        return required_terms, tuple(preferred)
+
+    def tolerations(self, raw: Any) -> tuple[Toleration, ...]:
+        result = []
+        for i, item in enumerate(self.items(raw, "spec.tolerations")):
+            item = self.mapping(item, f"spec.tolerations[{i}]")
+            operator = str(item.get("operator") or "Equal")
+            if operator not in ("Equal", "Exists"):
+                raise self.fail(f"spec.tolerations[{i}].operator", f"unsupported operator {operator!r}")
+            result.append(
+                Toleration(
+                    key=str(item.get("key") or ""),
+                    operator=operator,
+                    value=str(item.get("value") or ""),
+                    effect=str(item.get("effect") or ""),
+                )
+            )
+        return tuple(result)
+
+    def selector(self, raw: Any, path: str) -> LabelSelector:
+        raw = self.mapping(raw, path)
+        exprs = self.items(raw.get("matchExpressions"), f"{path}.matchExpressions")
+        return LabelSelector(
+            match_labels=tuple(
+                sorted(self.string_map(raw.get("matchLabels"), f"{path}.matchLabels").items())
+            ),
+            match_expressions=tuple(
+                self.requirement(e, f"{path}.matchExpressions[{i}]") for i, e in enumerate(exprs)
+            ),
+        )
+
+    def topology_key(self, raw: Mapping[str, Any], path: str) -> str:
+        key = str(raw.get("topologyKey") or "")
+        if key not in TOPOLOGY_KEYS:
+            raise self.fail(
+                f"{path}.topologyKey", f"unsupported topology key {key!r}, not in {list(TOPOLOGY_KEYS)}"
+            )
+        return key
+
+    def spreads(self, raw: Any) -> tuple[TopologySpread, ...]:
+        result = []
+        for i, item in enumerate(self.items(raw, "spec.topologySpreadConstraints")):
+            path = f"spec.topologySpreadConstraints[{i}]"
+            item = self.mapping(item, path)
+            skew = item.get("maxSkew", 1)
+            if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
+                raise self.fail(f"{path}.maxSkew", "must be an integer >= 1")
+            result.append(
+                TopologySpread(
+                    max_skew=skew,
+                    topology_key=self.topology_key(item, path),
+                    when_unsatisfiable=str(item.get("whenUnsatisfiable") or "DoNotSchedule"),
+                    selector=self.selector(item.get("labelSelector"), f"{path}.labelSelector"),
+                )
+            )
+        return tuple(result)
+
+    def pod_terms(self, raw: Any, path: str) -> tuple[PodAffinityTerm, ...]:
+        raw = self.mapping(raw, path)
+        req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+        result = []
+        for i, item in enumerate(
+            self.items(raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)
+        ):
+            item = self.mapping(item, f"{req_path}[{i}]")
+            result.append(
+                PodAffinityTerm(
+                    topology_key=self.topology_key(item, f"{req_path}[{i}]"),
+                    selector=self.selector(item.get("labelSelector"), f"{req_path}[{i}].labelSelector"),
+                    namespaces=tuple(
+                        str(n) for n in self.items(item.get("namespaces"), f"{req_path}[{i}].namespaces")
+                    ),
+                )
+            )
+        return tuple(result)

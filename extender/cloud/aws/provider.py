@@ -1,0 +1,323 @@
+"""AWSCloudProvider: the CloudProvider interface over EC2, SSM and the Pricing API.
+
+Wires the small aws/ modules together: catalog (instance types, offerings, prices), subnets and
+security groups by selector, AMIs from SSM, launch templates by hash, CreateFleet, instances by
+tag. It keeps one piece of state of its own: offerings EC2 recently refused for lack of capacity
+(3 min), which it reports as unavailable in the catalog and skips in launches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from cachetools import TTLCache
+
+from extender.api.labels import (
+    CAPACITY_TYPE,
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
+    LAUNCH_ID_TAG,
+    PROVISIONER_NAME,
+)
+from extender.api.provisioner import Provisioner
+from extender.cloud.aws import fleet, instances
+from extender.cloud.aws.ami import AMIProvider, ami_family
+from extender.cloud.aws.instancetypes import CatalogProvider
+from extender.cloud.aws.launchtemplates import LaunchTemplateProvider, LaunchTemplateSpec, user_data
+from extender.cloud.aws.pricing import PricingProvider
+from extender.cloud.aws.ratelimit import TokenBucket
+from extender.cloud.aws.securitygroups import SecurityGroupProvider
+from extender.cloud.aws.selectors import cluster_selector
+from extender.cloud.aws.session import Clients, make_clients
+from extender.cloud.aws.subnets import SubnetProvider
+from extender.cloud.types import (
+    CloudError,
+    Instance,
+    InstanceNotFoundError,
+    InsufficientCapacityError,
+    LaunchRequest,
+    LaunchResult,
+    OfferingKey,
+)
+from extender.scheduling.instancetypes import InstanceType
+from extender.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: How long an offering EC2 refused for capacity is left out (modern Karpenter's UnavailableOfferingsTTL).
+UNAVAILABLE_TTL_SECONDS = 180.0
+#: DescribeInstances right after CreateFleet may not show the instance (or its DNS name) yet.
+DESCRIBE_ATTEMPTS = 3
+DESCRIBE_DELAY_SECONDS = 1.0
+
+
+def choose_capacity_type(
+    options: Sequence[InstanceType], allowed: Sequence[str], zones: Sequence[str]
+) -> str:
+    """Spot when allowed and some option has an available spot offering in an allowed zone, else on-demand."""
+    allowed = tuple(allowed) or (CAPACITY_TYPE_ON_DEMAND,)
+    if CAPACITY_TYPE_SPOT in allowed and any(
+        o.capacity_type == CAPACITY_TYPE_SPOT and o.available and o.zone in zones
+        for option in options
+        for o in option.offerings
+    ):
+        return CAPACITY_TYPE_SPOT
+    return CAPACITY_TYPE_ON_DEMAND if CAPACITY_TYPE_ON_DEMAND in allowed else allowed[0]
+
+
+def without_unavailable(
+    catalog: list[InstanceType], unavailable: Iterable[OfferingKey]
+) -> list[InstanceType]:
+    """The catalog with the given offerings marked available=False."""
+    by_type: dict[str, set[tuple[str, str]]] = {}
+    for key in unavailable:
+        by_type.setdefault(key.instance_type, set()).add((key.zone, key.capacity_type))
+    if not by_type:
+        return catalog
+    return [
+        item.with_offerings(
+            replace(o, available=False) if (o.zone, o.capacity_type) in by_type[item.name] else o
+            for o in item.offerings
+        )
+        if item.name in by_type
+        else item
+        for item in catalog
+    ]
+
+
+class AWSCloudProvider:
+    name = "aws"
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        timer: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        clients: Clients | None = None,
+        catalog: CatalogProvider | None = None,
+        kubernetes_version: Callable[[], str] | None = None,
+    ) -> None:
+        aws = settings.aws
+        self._settings = settings
+        self._cluster = settings.cluster_name
+        self._sleep = sleep
+        self.clients = clients or make_clients(aws)
+        ec2 = self.clients.ec2
+        self.pricing = PricingProvider(ec2=ec2, pricing=self.clients.pricing, settings=aws, timer=timer)
+        self.catalog = catalog or CatalogProvider(ec2, price_book=self.pricing.price_book, timer=timer)
+        self.subnets = SubnetProvider(ec2, timer=timer)
+        self.security_groups = SecurityGroupProvider(ec2, cluster=self._cluster, timer=timer)
+        self.amis = AMIProvider(
+            self.clients.ssm,
+            prefix=aws.ssm_prefix,
+            kubernetes_version=kubernetes_version or self._configured_kubernetes_version,
+            timer=timer,
+        )
+        self.launch_templates = LaunchTemplateProvider(ec2, cluster=self._cluster, timer=timer)
+        self.limiter = TokenBucket(timer=timer, sleep=sleep)
+        self._unavailable: TTLCache[OfferingKey, bool] = TTLCache(
+            maxsize=100_000, ttl=UNAVAILABLE_TTL_SECONDS, timer=timer
+        )
+        self._unavailable_lock = threading.Lock()
+
+    # -- catalog -------------------------------------------------------------------------------
+
+    def get_instance_types(self, provisioner: Provisioner | None = None) -> list[InstanceType]:
+        zones = list(self.subnets.by_zone(self._subnet_selector(provisioner)))
+        return without_unavailable(self.catalog.get(zones), self.unavailable_offerings())
+
+    def unavailable_offerings(self) -> list[OfferingKey]:
+        with self._unavailable_lock:
+            return list(self._unavailable.keys())
+
+    def mark_unavailable(self, offerings: Iterable[OfferingKey]) -> None:
+        with self._unavailable_lock:
+            for key in offerings:
+                log.info(
+                    "InsufficientInstanceCapacity for offering "
+                    "{ instanceType: %s, zone: %s, capacityType: %s }, avoiding for %ds",
+                    key.instance_type,
+                    key.zone,
+                    key.capacity_type,
+                    UNAVAILABLE_TTL_SECONDS,
+                )
+                self._unavailable[key] = True
+
+    # -- launch --------------------------------------------------------------------------------
+
+    def create(self, request: LaunchRequest) -> LaunchResult:
+        launched = self.find_launch(request.launch_id)
+        if launched:
+            log.info("Found %d instance(s) of launch %s already running", len(launched), request.launch_id)
+            return LaunchResult(instances=launched)
+        catalog = {item.name: item for item in self.get_instance_types(request.provisioner)}
+        options = [catalog[name] for name in request.instance_types if name in catalog]
+        capacity_type = choose_capacity_type(options, request.capacity_types, request.zones)
+        subnets = {
+            zone: s["SubnetId"] for zone, s in self.subnets.by_zone(self._subnet_selector(request)).items()
+        }
+        overrides = fleet.plan_overrides(
+            options,
+            capacity_type=capacity_type,
+            zones=request.zones,
+            subnets=subnets,
+            templates=self._launch_templates(request, options, capacity_type),
+        )
+        if not overrides:
+            raise InsufficientCapacityError(
+                f"no available {capacity_type} offering of {list(request.instance_types)} in zones "
+                f"{list(request.zones)} with a subnet",
+                code="NoAvailableOffering",
+            )
+        self.limiter.acquire()
+        response = fleet.create_fleet(
+            self.clients.ec2,
+            fleet.fleet_request(
+                overrides,
+                capacity_type=capacity_type,
+                count=request.count,
+                tags=self.instance_tags(request),
+                client_token=request.launch_id,
+            ),
+        )
+        outcome = fleet.parse_fleet_response(
+            response, capacity_type=capacity_type, zones_by_subnet={v: k for k, v in subnets.items()}
+        )
+        return self._launch_result(request, outcome, overrides, capacity_type)
+
+    def _launch_result(
+        self,
+        request: LaunchRequest,
+        outcome: fleet.FleetOutcome,
+        overrides: Sequence[fleet.Override],
+        capacity_type: str,
+    ) -> LaunchResult:
+        unavailable = list(outcome.unavailable)
+        if not outcome.instance_ids and not outcome.errors:
+            # An empty instant fleet without a reason is EC2 saying "none of these, right now".
+            unavailable = [OfferingKey(o.instance_type, o.zone, capacity_type) for o in overrides]
+        self.mark_unavailable(unavailable)
+        if not outcome.instance_ids:
+            reasons = "; ".join(outcome.errors) or "no instances launched"
+            message = f"creating fleet, with fleet error(s), {reasons}"
+            if unavailable:
+                raise InsufficientCapacityError(message, offerings=unavailable)
+            raise CloudError(message, code=outcome.errors[0].split(":", 1)[0])
+        if len(outcome.instance_ids) < request.count:
+            log.error(
+                "Failed to launch %d EC2 instances out of the %d EC2 instances requested: %s",
+                request.count - len(outcome.instance_ids),
+                request.count,
+                "; ".join(outcome.errors),
+            )
+        launched = self._describe_launched(outcome.instance_ids)
+        for item in launched:
+            log.info(
+                "Launched instance: %s, hostname: %s, type: %s, zone: %s, capacityType: %s",
+                item.id,
+                item.private_dns_name,
+                item.instance_type,
+                item.zone,
+                item.capacity_type,
+            )
+        return LaunchResult(instances=launched, unavailable=tuple(unavailable), errors=outcome.errors)
+
+    def _describe_launched(self, instance_ids: Sequence[str]) -> list[Instance]:
+        for attempt in range(1, DESCRIBE_ATTEMPTS + 1):
+            try:
+                found = instances.describe(self.clients.ec2, instance_ids)
+            except InstanceNotFoundError:
+                if attempt == DESCRIBE_ATTEMPTS:
+                    raise
+                found = []
+            if len(found) == len(instance_ids) and all(i.private_dns_name for i in found):
+                return found
+            if attempt < DESCRIBE_ATTEMPTS:
+                self._sleep(DESCRIBE_DELAY_SECONDS)
+        return found
+
+    def _launch_templates(
+        self, request: LaunchRequest, options: Sequence[InstanceType], capacity_type: str
+    ) -> dict[str, str]:
+        """instance type -> launch template name; one template per AMI family in the options."""
+        provider = request.provisioner.provider
+        if provider.launch_template:
+            return {option.name: provider.launch_template for option in options}
+        security_groups = self.security_groups.ids(
+            provider.security_group_selector or cluster_selector(self._cluster)
+        )
+        script = user_data(
+            cluster=self._cluster,
+            endpoint=self._settings.cluster_endpoint,
+            labels={
+                **request.labels,
+                PROVISIONER_NAME: request.provisioner.name,
+                CAPACITY_TYPE: capacity_type,
+            },
+            taints=request.taints,
+        )
+        by_family: dict[str, str] = {}
+        for family in sorted({ami_family(option) for option in options}):
+            spec = LaunchTemplateSpec.of(
+                image_id=self.amis.image_id(family),
+                security_group_ids=security_groups,
+                instance_profile=provider.instance_profile or self._settings.aws.default_instance_profile,
+                user_data=script,
+                tags={f"karpenter.sh/cluster/{self._cluster}": "owned", **provider.tags},
+            )
+            by_family[family] = self.launch_templates.ensure(spec)
+        return {option.name: by_family[ami_family(option)] for option in options}
+
+    def instance_tags(self, request: LaunchRequest) -> dict[str, str]:
+        """Provider tags may replace Name; the identity tags karpy finds its instances by always win."""
+        return {
+            "Name": f"karpenter.sh/cluster/{self._cluster}/provisioner/{request.provisioner.name}",
+            **request.provisioner.provider.tags,
+            f"kubernetes.io/cluster/{self._cluster}": "owned",
+            f"karpenter.sh/cluster/{self._cluster}": "owned",
+            PROVISIONER_NAME: request.provisioner.name,
+            LAUNCH_ID_TAG: request.launch_id,
+        }
+
+    # -- instances -----------------------------------------------------------------------------
+
+    def delete(self, instance_id: str) -> None:
+        instances.terminate(self.clients.ec2, instances.parse_provider_id(instance_id))
+
+    def get(self, provider_id: str) -> Instance:
+        found = instances.describe(self.clients.ec2, [instances.parse_provider_id(provider_id)])
+        if not found:
+            raise InstanceNotFoundError(
+                f"getting instance {provider_id}, not found", code="InvalidInstanceID.NotFound"
+            )
+        return found[0]
+
+    def list(self) -> list[Instance]:
+        return instances.find_by_tags(self.clients.ec2, self._cluster_tag())
+
+    def find_launch(self, launch_id: str) -> list[Instance]:
+        """Live instances of one launch (by its tag), so a retried or restarted launch is not repeated."""
+        return instances.find_by_tags(self.clients.ec2, {**self._cluster_tag(), LAUNCH_ID_TAG: launch_id})
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _cluster_tag(self) -> dict[str, str]:
+        return {f"karpenter.sh/cluster/{self._cluster}": "owned"}
+
+    def _subnet_selector(self, source: Provisioner | LaunchRequest | None) -> Mapping[str, str]:
+        provisioner = source.provisioner if isinstance(source, LaunchRequest) else source
+        selector = provisioner.provider.subnet_selector if provisioner else {}
+        return selector or cluster_selector(self._cluster)
+
+    def _configured_kubernetes_version(self) -> str:
+        if not self._settings.aws.kubernetes_version:
+            raise CloudError(
+                "resolving AMI, no Kubernetes version: set KARPY_AWS_KUBERNETES_VERSION",
+                code="NoKubernetesVersion",
+            )
+        return self._settings.aws.kubernetes_version

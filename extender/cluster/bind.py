@@ -1,0 +1,36 @@
+"""Bind a pod to a node with the Binding subresource, as kube-scheduler's DefaultBinder does.
+
+The python client declares the 201 answer a V1Binding, but the apiserver returns a Status, so
+parsing it fails after the bind succeeded: the call is made with `_preload_content=False`.
+"""
+
+from __future__ import annotations
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+CONFLICT = 409
+
+
+class AlreadyBound(Exception):
+    """409: the pod is bound already (or being deleted); nothing for karpy to do."""
+
+
+def bind(kube: client.ApiClient, *, namespace: str, name: str, uid: str, node: str) -> None:
+    """POST pods/<name>/binding; raises AlreadyBound on 409 and ApiException on other failures."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        # The UID makes the bind a precondition on this very pod, not a same-named successor.
+        "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    try:
+        response = client.CoreV1Api(kube).create_namespaced_pod_binding(
+            name, namespace, body, _preload_content=False
+        )
+    except ApiException as err:
+        if err.status == CONFLICT:
+            raise AlreadyBound(str(err.body or err.reason)) from err
+        raise
+    response.release_conn()

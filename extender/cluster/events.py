@@ -1,0 +1,56 @@
+"""Record a core/v1 Event about any object; best effort (an Event is never worth failing a launch)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from extender.cluster.client import call_json
+
+log = logging.getLogger("karpy.events")
+
+COMPONENT = "karpy"
+
+
+def record(
+    kube: client.ApiClient,
+    *,
+    kind: str,
+    name: str,
+    namespace: str = "",
+    uid: str = "",
+    api_version: str = "v1",
+    reason: str,
+    message: str,
+    warning: bool = False,
+) -> None:
+    """Create the Event; cluster-scoped objects get theirs in `default`, as kubectl describe expects."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event_namespace = namespace or "default"
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": event_namespace},
+        "involvedObject": {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": COMPONENT},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        call_json(client.CoreV1Api(kube).create_namespaced_event, event_namespace, body)
+    except Exception as err:  # see module docstring
+        log.debug("Failed to record event %s for %s %s, %s", reason, kind, name, err)

@@ -1,0 +1,78 @@
+"""Node verbs for provisioning: create the Node of a launched instance, list karpy's nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from extender.api import labels as wk
+from extender.api.provisioner import Taint
+from extender.api.quantity import format_cpu, format_memory
+from extender.api.resources import CPU, MEMORY, Resources
+from extender.cluster.client import call_json
+from extender.cluster.watch import list_objects
+
+ALREADY_EXISTS = 409
+
+
+def _quantity(name: str, amount: float) -> str:
+    if name == CPU:
+        return format_cpu(amount)
+    if name == MEMORY:
+        # Whole KiB: the catalog's memory is a fraction of the EC2 figure and need not be integral.
+        return format_memory(int(amount // 1024) * 1024)
+    return str(int(amount))
+
+
+def resource_list(resources: Resources) -> dict[str, str]:
+    return {name: _quantity(name, amount) for name, amount in sorted(resources.amounts.items())}
+
+
+def node_manifest(
+    *,
+    name: str,
+    provider_id: str,
+    labels: Mapping[str, str],
+    taints: Sequence[Taint],
+    capacity: Resources,
+    allocatable: Resources,
+    arch: str,
+    os: str,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {**labels, wk.HOSTNAME: name},
+            "finalizers": [wk.TERMINATION_FINALIZER],
+        },
+        "spec": {
+            "providerID": provider_id,
+            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
+        },
+        "status": {
+            "capacity": resource_list(capacity),
+            "allocatable": resource_list(allocatable),
+            "nodeInfo": {"architecture": arch, "operatingSystem": os},
+        },
+    }
+
+
+def create_node(kube: client.ApiClient, manifest: Mapping[str, Any]) -> bool:
+    """Create the Node; False if it exists already (kubelet registered first, or a retried launch)."""
+    try:
+        call_json(client.CoreV1Api(kube).create_node, manifest)
+    except ApiException as err:
+        if err.status == ALREADY_EXISTS:
+            return False
+        raise
+    return True
+
+
+def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
+    """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
+    return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]

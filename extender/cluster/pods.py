@@ -1,0 +1,56 @@
+"""Pod reads: pending pods (spec.nodeName empty), pods on given nodes, DaemonSet templates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kubernetes import client
+
+from extender.cluster.watch import list_objects
+
+PENDING = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"
+ASSIGNED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+
+def list_pending(kube: client.ApiClient) -> tuple[list[dict[str, Any]], str]:
+    """Unbound, non-terminal pods in every namespace, and the resourceVersion to watch from."""
+    return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=PENDING)
+
+
+def list_assigned(kube: client.ApiClient) -> list[dict[str, Any]]:
+    """Bound, non-terminal pods in every namespace."""
+    return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=ASSIGNED)[0]
+
+
+def by_node(pods: Iterable[dict[str, Any]], nodes: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    wanted = set(nodes)
+    result: dict[str, list[dict[str, Any]]] = {name: [] for name in wanted}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in wanted:
+            result[node].append(pod)
+    return result
+
+
+def daemonset_pods(kube: client.ApiClient) -> list[dict[str, Any]]:
+    """One pod manifest per DaemonSet (its template), owned by it, for the solver's overhead."""
+    daemonsets, _ = list_objects(client.AppsV1Api(kube).list_daemon_set_for_all_namespaces)
+    result = []
+    for ds in daemonsets:
+        meta = ds.get("metadata") or {}
+        template = (ds.get("spec") or {}).get("template") or {}
+        result.append(
+            {
+                "metadata": {
+                    "name": meta.get("name", ""),
+                    "namespace": meta.get("namespace", ""),
+                    "labels": (template.get("metadata") or {}).get("labels") or {},
+                    "ownerReferences": [
+                        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta.get("name", "")}
+                    ],
+                },
+                "spec": template.get("spec") or {},
+            }
+        )
+    return result

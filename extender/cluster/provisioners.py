@@ -1,0 +1,46 @@
+"""Provisioner custom resources: list (as parsed Provisioners) and status patches."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from marshmallow import ValidationError
+
+from extender.api import labels as wk
+from extender.api.provisioner import Provisioner, default_manifest, load_provisioner
+
+log = logging.getLogger("karpy.provisioners")
+
+GROUP, VERSION = wk.API_VERSION.split("/")
+PLURAL = "provisioners"
+
+
+def list_provisioners(
+    kube: client.ApiClient, *, cluster_name: str, cluster_endpoint: str = ""
+) -> list[Provisioner]:
+    """Every valid Provisioner, with the webhook's defaults applied (idempotent) in case none ran.
+
+    An invalid object is logged and skipped: one bad Provisioner must not stop the others.
+    """
+    raw = client.CustomObjectsApi(kube).list_cluster_custom_object(GROUP, VERSION, PLURAL)
+    result = []
+    for obj in raw.get("items") or []:
+        name = (obj.get("metadata") or {}).get("name", "")
+        try:
+            result.append(
+                load_provisioner(
+                    default_manifest(obj, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint)
+                )
+            )
+        except ValidationError as err:
+            log.error("Ignoring invalid provisioner %s, %s", name, err.messages)
+    return result
+
+
+def patch_status(kube: client.ApiClient, name: str, status: Mapping[str, Any]) -> None:
+    client.CustomObjectsApi(kube).patch_cluster_custom_object_status(
+        GROUP, VERSION, PLURAL, name, {"status": dict(status)}, _content_type="application/merge-patch+json"
+    )

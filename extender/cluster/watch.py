@@ -1,0 +1,74 @@
+"""List-then-watch for any list endpoint, as API JSON, with resourceVersion bookkeeping.
+
+`kubernetes.watch.Watch` retries a 410 once on its own and, with `deserialize=False`, fails on
+ERROR events; karpy needs the 410 itself (to re-list), so the stream is read here directly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kubernetes.watch.watch import iter_resp_lines
+
+from extender.cluster.client import call_json
+
+GONE = 410
+
+
+class Gone(Exception):
+    """The resourceVersion is too old (410): the caller must re-list."""
+
+
+def list_objects(func: Callable[..., Any], **kwargs: Any) -> tuple[list[dict[str, Any]], str]:
+    """Every item (following `continue`) and the list's resourceVersion to watch from."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        page = call_json(func, limit=500, _continue=token or None, **kwargs)
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items, (page.get("metadata") or {}).get("resourceVersion", "")
+
+
+def watch_objects(
+    func: Callable[..., Any], resource_version: str, *, timeout_seconds: int = 60, **kwargs: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(type, object) events from resource_version until the server closes the watch.
+
+    BOOKMARK events are passed on (their object carries only the new resourceVersion); a 410 in
+    the stream or as the HTTP answer raises Gone.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        response = func(
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _preload_content=False,
+            **kwargs,
+        )
+    except ApiException as err:
+        if err.status == GONE:
+            raise Gone(str(err.reason)) from err
+        raise
+    try:
+        for line in iter_resp_lines(response):
+            if not line or line.isspace():
+                continue
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                if obj.get("code") == GONE:
+                    raise Gone(obj.get("message", "resource version too old"))
+                raise ApiException(
+                    status=obj.get("code"), reason=f"{obj.get('reason')}: {obj.get('message')}"
+                )
+            yield event["type"], obj
+    finally:
+        response.close()
+        response.release_conn()

@@ -1,0 +1,93 @@
+"""The extender's decisions, on plain data: which nodes to fail, how to score them.
+
+O(nodes) dict lookups: this runs inside kube-scheduler's serialized scheduling cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from extender.api.pod import Pod, PodError
+from extender.api.resources import Resources
+from extender.state import ClusterState
+
+MAX_SCORE = 10
+
+
+@dataclass
+class FilterResult:
+    node_names: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    #: How many of `failed` are marked for removal and how many are reserved (for metrics).
+    removal: int = 0
+    reserved: int = 0
+
+    def wire(self) -> dict[str, Any]:
+        """ExtenderFilterResult with nodeCacheCapable: every input name is kept or failed."""
+        return {
+            "Nodes": None,
+            "NodeNames": self.node_names,
+            "FailedNodes": {},
+            "FailedAndUnresolvableNodes": self.failed,
+            "Error": "",
+        }
+
+
+def _requests(pod: Mapping[str, Any]) -> Resources | None:
+    try:
+        return Pod.from_manifest(pod).requests
+    except PodError:
+        return None
+
+
+def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[str]) -> FilterResult:
+    """Fail nodes karpy is about to remove, and nodes whose room karpy has promised to pods it is
+    binding (as FailedAndUnresolvable, so preemption does not pick them either)."""
+    result = FilterResult()
+    marked = state.marked()
+    reserving = state.reserved_nodes()
+    requests: Resources | None = None
+    for name in names:
+        reason = marked.get(name)
+        if reason is not None:
+            result.failed[name] = f"karpy: node {reason}"
+            result.removal += 1
+            continue
+        if name in reserving:
+            count, reserved = state.reservation(name)
+            if count:
+                if requests is None:
+                    requests = _requests(pod) or Resources()
+                info = state.node(name)
+                room = info.allocatable - info.requested - reserved if info else None
+                if room is None or not requests.fits_in(room):
+                    result.failed[name] = f"karpy: capacity reserved for {count} pod(s) being bound"
+                    result.reserved += 1
+                    continue
+        result.node_names.append(name)
+    return result
+
+
+def prioritize(state: ClusterState, names: Sequence[str]) -> list[dict[str, Any]]:
+    """HostPriorityList: 10 for nodes karpy keeps, 0 for nodes it plans to remove."""
+    marked = state.marked()
+    return [{"Host": name, "Score": 0 if name in marked else MAX_SCORE} for name in names]
+
+
+def node_names(args: Mapping[str, Any]) -> list[str]:
+    """NodeNames (nodeCacheCapable), else the names of Nodes.items."""
+    names = args.get("NodeNames")
+    if names is not None:
+        return list(names)
+    items = (args.get("Nodes") or {}).get("items") or []
+    return [(n.get("metadata") or {}).get("name", "") for n in items]
+
+
+def fast_path(result: FilterResult, names: Sequence[str], pod: Mapping[str, Any], enqueue: Callable) -> bool:
+    """When the guard (not kube-scheduler) left the pod no node, provision for it now."""
+    if names and not result.node_names and pod:
+        enqueue([pod])
+        return True
+    return False

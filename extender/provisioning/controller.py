@@ -1,0 +1,406 @@
+"""The provisioning worker: batch -> re-read -> plan -> launch -> Node -> bind.
+
+One loop thread takes batches from the Batcher (fed by the pod watch, the extender's fast path and
+retries); the lifecycle borrows the same pipeline through `provision_replacements`. Launches run
+only while this replica leads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cachetools import TTLCache
+from kubernetes import client
+
+from extender.api.pod import Pod, PodError
+from extender.api.provisioner import Provisioner
+from extender.api.quantity import format_cpu, format_memory
+from extender.cloud.types import CloudError, CloudProvider, InsufficientCapacityError, OfferingKey
+from extender.cluster import events
+from extender.cluster import nodes as kube_nodes
+from extender.cluster import pods as kube_pods
+from extender.cluster import provisioners as kube_provisioners
+from extender.provisioning import binder, inventory, launcher, metrics
+from extender.provisioning.batcher import Batcher
+from extender.provisioning.watcher import PodWatcher, pod_key
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.plan import Plan, PlannedNode
+from extender.scheduling.solver import solve
+from extender.settings import Settings
+from extender.state import ClusterState
+
+log = logging.getLogger("karpy.controller.provisioning")
+
+#: Offerings EC2 refused for capacity are left out this long (modern Karpenter's UnavailableOfferingsTTL).
+UNAVAILABLE_TTL_SECONDS = 180.0
+#: Re-plans of one batch after capacity errors before the rest waits for the next batch.
+MAX_REPLANS = 3
+#: Pods no Provisioner could take are retried this often (a Provisioner may have changed).
+PARKED_RETRY_SECONDS = 30.0
+
+
+@dataclass
+class BatchReport:
+    """What one batch did and where its time went (the benchmarks read these)."""
+
+    pods: int = 0
+    bound: int = 0
+    nodes: int = 0
+    fleet_calls: int = 0
+    #: Distinct instance-type option lists over the batch's plans (a fleet call is allowed per list).
+    option_lists: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def add(self, phase: str, seconds: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + seconds
+
+
+@dataclass
+class _Context:
+    provisioners: dict[str, Provisioner]
+    catalog: list[InstanceType]
+    daemonsets: list[Pod]
+
+
+class ProvisioningController:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        kube: client.ApiClient,
+        cloud: CloudProvider,
+        state: ClusterState,
+        is_leader: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.kube = kube
+        self.cloud = cloud
+        self.state = state
+        self.is_leader = is_leader
+        self.clock = clock
+        self.batcher = Batcher(settings.batching, clock)
+        self.watcher = PodWatcher(kube, on_pods=self.batcher.add, on_synced=state.set_ready)
+        self.unavailable: TTLCache[OfferingKey, bool] = TTLCache(
+            maxsize=10_000, ttl=UNAVAILABLE_TTL_SECONDS, timer=clock
+        )
+        self.reports: list[BatchReport] = []
+        self._parked: dict[str, dict[str, Any]] = {}
+        self._parked_at = clock()
+        self._lock = threading.Lock()
+        self._launch_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="launch")
+        self._bind_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="bind")
+
+    # -- entry points ----------------------------------------------------------------------------
+
+    def enqueue(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        """Fast path: pods (API JSON) the extender's guard left without a node."""
+        self.batcher.add({pod_key(p): dict(p) for p in pods})
+
+    def mark_unavailable(self, key: OfferingKey) -> None:
+        self.unavailable[key] = True
+
+    def start(self, stop: threading.Event) -> list[threading.Thread]:
+        loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
+        loop.start()
+        return [self.watcher.start(stop), loop]
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("Waiting for unschedulable pods")
+        while not stop.is_set():
+            self._unpark()
+            batch, waited = self.batcher.wait(stop, idle_return=PARKED_RETRY_SECONDS)
+            if not batch:
+                continue
+            if not self.is_leader():
+                self._parked.update(batch)
+                continue
+            log.info("Batched %d pods in %.3fs", len(batch), waited)
+            metrics.BATCH_WAIT.observe(waited)
+            try:
+                report = self.provision(batch)
+            except Exception as err:  # one failed batch must not stop provisioning
+                log.error("Provisioning failed, %s", err)
+                self._parked.update(batch)
+                continue
+            report.timings["batch_wait"] = waited
+
+    def provision_replacements(self, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Launch nodes (without binding) for pods of a node about to be drained; their names."""
+        parsed = [p for p in (self._parse(m) for m in pods) if p is not None]
+        if not parsed:
+            return []
+        with self._lock:
+            ctx = self._context()
+            names: list[str] = []
+            self._plan_and_launch(parsed, ctx, BatchReport(), bind=False, launched=names)
+            return names
+
+    # -- one batch -------------------------------------------------------------------------------
+
+    def provision(self, batch: Mapping[str, Mapping[str, Any]]) -> BatchReport:
+        report = BatchReport()
+        started = self.clock()
+        with self._lock:
+            t0 = self.clock()
+            pending, _ = kube_pods.list_pending(self.kube)
+            # Re-read: a pod bound or deleted while the window was open must not be bound twice.
+            fresh = {pod_key(p): p for p in pending if pod_key(p) in batch}
+            pods = [p for p in (self._parse(m) for m in fresh.values()) if p is not None]
+            report.add("reread", self.clock() - t0)
+            report.pods = len(pods)
+            if not pods:
+                return report
+            log.info("Found %d provisionable pod(s)", len(pods))
+            ctx = self._context()
+            if not ctx.provisioners:
+                log.info("No provisioners found, %d pod(s) wait for one", len(pods))
+                self._parked.update({p.key: fresh[p.key] for p in pods})
+                return report
+            self._plan_and_launch(pods, ctx, report, bind=True, manifests=fresh)
+            self._update_status(ctx)
+        elapsed = self.clock() - started
+        for name in ctx.provisioners:
+            metrics.SCHEDULING.labels(provisioner=name).observe(elapsed)
+        self.reports = [*self.reports[-99:], report]
+        return report
+
+    def _context(self) -> _Context:
+        s = self.settings
+        provisioners = kube_provisioners.list_provisioners(
+            self.kube, cluster_name=s.cluster_name, cluster_endpoint=s.cluster_endpoint
+        )
+        daemonsets = [
+            p for p in (self._parse(m) for m in kube_pods.daemonset_pods(self.kube)) if p is not None
+        ]
+        catalog = self.cloud.get_instance_types(None) if provisioners else []
+        return _Context({p.name: p for p in provisioners}, catalog, daemonsets)
+
+    def _inventory(self) -> inventory.Inventory:
+        karpy_nodes = kube_nodes.list_karpy_nodes(self.kube)
+        assigned = kube_pods.list_assigned(self.kube) if karpy_nodes else []
+        by_node = kube_pods.by_node(assigned, [n["metadata"]["name"] for n in karpy_nodes])
+        result = inventory.build(karpy_nodes, by_node, self.state.marked())
+        self.state.set_nodes(result.nodes)
+        return result
+
+    def _plan_and_launch(
+        self,
+        pods: list[Pod],
+        ctx: _Context,
+        report: BatchReport,
+        *,
+        bind: bool,
+        manifests: Mapping[str, Mapping[str, Any]] | None = None,
+        launched: list[str] | None = None,
+    ) -> None:
+        remaining = pods
+        for attempt in range(MAX_REPLANS + 1):
+            t0 = self.clock()
+            inv = self._inventory() if bind else inventory.Inventory(usage=self._inventory().usage)
+            unavailable = frozenset(
+                (k.instance_type, k.zone, k.capacity_type) for k in list(self.unavailable)
+            )
+            plan = solve(
+                remaining,
+                list(ctx.provisioners.values()),
+                ctx.catalog,
+                daemonsets=ctx.daemonsets,
+                existing_nodes=inv.existing,
+                unavailable=unavailable,
+                usage=inv.usage,
+            )
+            packing = self.clock() - t0
+            metrics.PACKING.observe(packing)
+            report.add("packing", packing)
+            self._log_plan(plan, ctx, manifests or {})
+            if bind:
+                for node, placed in plan.existing.items():
+                    report.bound += self._bind(node, placed, "", report, manifests)
+            groups = launcher.group(plan.nodes, ctx.provisioners)
+            report.option_lists += len(
+                {(n.provisioner, tuple(t.name for t in n.options)) for n in plan.nodes}
+            )
+            results = list(
+                self._launch_pool.map(lambda g: self._launch_group(g, report, bind, manifests), groups)
+            )
+            retry: list[Pod] = []
+            for names, unlaunched in results:
+                if launched is not None:
+                    launched.extend(names)
+                retry.extend(unlaunched)
+            if not retry:
+                return
+            if attempt < MAX_REPLANS:
+                log.info("Re-planning %d pod(s) without the offerings EC2 refused", len(retry))
+            remaining = retry
+        if manifests:
+            self._parked.update({p.key: dict(manifests[p.key]) for p in remaining if p.key in manifests})
+
+    def _launch_group(
+        self,
+        group: launcher.LaunchGroup,
+        report: BatchReport,
+        bind: bool,
+        manifests: Mapping[str, Mapping[str, Any]] | None,
+    ) -> tuple[list[str], list[Pod]]:
+        """Launch one group; (node names, pods of nodes EC2 refused for capacity, to re-plan)."""
+        request = group.request
+        provisioner = request.provisioner
+        t0 = self.clock()
+        report.fleet_calls += 1
+        try:
+            result = self.cloud.create(request)
+        except InsufficientCapacityError as err:
+            self._note_unavailable(err.offerings)
+            metrics.LAUNCH_ERRORS.labels(provisioner=provisioner.name, code=err.code).inc()
+            log.error("Launching %d node(s) failed, %s", request.count, err)
+            return [], [p for node in group.nodes for p in node.pods]
+        except CloudError as err:
+            metrics.LAUNCH_ERRORS.labels(provisioner=provisioner.name, code=err.code or "Unknown").inc()
+            log.error("Provisioning failed, launching node, %s", err)
+            self._provisioner_event(provisioner, "FailedLaunch", f"launching node, {err}", warning=True)
+            if manifests:
+                self._parked.update({p.key: dict(manifests[p.key]) for n in group.nodes for p in n.pods})
+            return [], []
+        finally:
+            elapsed = self.clock() - t0
+            metrics.LAUNCH.labels(provisioner=provisioner.name).observe(elapsed)
+            report.add("fleet", elapsed)
+        self._note_unavailable(result.unavailable)
+        names: list[str] = []
+        for instance, planned in zip(result.instances, group.nodes, strict=False):
+            t1 = self.clock()
+            manifest = launcher.node_for(instance, planned, provisioner)
+            name = manifest["metadata"]["name"]
+            kube_nodes.create_node(self.kube, manifest)
+            report.add("node_create", self.clock() - t1)
+            report.nodes += 1
+            names.append(name)
+            metrics.NODES_LAUNCHED.labels(
+                provisioner=provisioner.name, capacity_type=instance.capacity_type
+            ).inc()
+            self._provisioner_event(
+                provisioner,
+                "LaunchedNode",
+                f"Launched node {name} ({instance.instance_type}, {instance.zone}, {instance.capacity_type}) "
+                f"for {len(planned.pods)} pod(s)",
+            )
+            if bind:
+                report.bound += self._bind(name, planned.pods, provisioner.name, report, manifests)
+        # Nodes EC2 did not launch (partial fleet): their pods go round again.
+        return names, [p for node in group.nodes[len(result.instances) :] for p in node.pods]
+
+    def _bind(
+        self,
+        node: str,
+        pods: Sequence[Pod],
+        provisioner: str,
+        report: BatchReport,
+        manifests: Mapping[str, Mapping[str, Any]] | None,
+    ) -> int:
+        t0 = self.clock()
+        bound, failed = binder.bind_all(
+            self.kube,
+            self._bind_pool,
+            self.state,
+            node,
+            pods,
+            on_event=binder.pod_event(self.kube, provisioner),
+        )
+        elapsed = self.clock() - t0
+        report.add("binds", elapsed)
+        metrics.BIND.labels(provisioner=provisioner).observe(elapsed)
+        metrics.PODS_BOUND.labels(provisioner=provisioner).inc(len(bound))
+        if failed and manifests:
+            # Back through the window: a failed bind is retried a batch later, never dropped.
+            self.batcher.add({p.key: dict(manifests[p.key]) for p in failed if p.key in manifests})
+        return len(bound)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _parse(self, manifest: Mapping[str, Any]) -> Pod | None:
+        try:
+            return Pod.from_manifest(manifest)
+        except PodError as err:
+            log.debug("Ignoring pod, %s", err)
+            return None
+
+    def _note_unavailable(self, offerings: Sequence[OfferingKey]) -> None:
+        for key in offerings:
+            self.unavailable[key] = True
+
+    def _log_plan(self, plan: Plan, ctx: _Context, manifests: Mapping[str, Mapping[str, Any]]) -> None:
+        for line in plan.describe():
+            if not line.startswith("Unable to schedule"):
+                log.info("%s", line)
+        limited: dict[str, str] = {}
+        for item in plan.unschedulable:
+            log.info("Unable to schedule pod %s, %s", item.pod.key, item.reason)
+            events.record(
+                self.kube,
+                kind="Pod",
+                name=item.pod.name,
+                namespace=item.pod.namespace,
+                uid=item.pod.uid,
+                reason="FailedProvisioning",
+                message=item.reason,
+                warning=True,
+            )
+            if "limits exceeded" in item.reason:
+                name = item.reason.split()[1]
+                limited.setdefault(name, item.reason)
+            if item.pod.key in manifests:
+                self._parked[item.pod.key] = dict(manifests[item.pod.key])
+        for name, reason in limited.items():
+            if name in ctx.provisioners:
+                self._provisioner_event(ctx.provisioners[name], "LimitExceeded", reason, warning=True)
+
+    def _provisioner_event(
+        self, provisioner: Provisioner, reason: str, message: str, *, warning: bool = False
+    ) -> None:
+        events.record(
+            self.kube,
+            kind="Provisioner",
+            api_version=kube_provisioners.GROUP + "/" + kube_provisioners.VERSION,
+            name=provisioner.name,
+            uid=provisioner.uid,
+            reason=reason,
+            message=message,
+            warning=warning,
+        )
+
+    def _update_status(self, ctx: _Context) -> None:
+        usage = self._inventory().usage
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for name in ctx.provisioners:
+            used = usage.get(name)
+            if used is None:
+                continue
+            status = {
+                "resources": {
+                    "cpu": format_cpu(used.cpu),
+                    "memory": format_memory(int(used.memory // 1024) * 1024),
+                },
+                "lastScaleTime": now,
+            }
+            try:
+                kube_provisioners.patch_status(self.kube, name, status)
+            except Exception as err:  # status is informational
+                log.debug("Failed to update status of provisioner %s, %s", name, err)
+
+    def _unpark(self) -> None:
+        if self._parked and self.clock() - self._parked_at >= PARKED_RETRY_SECONDS:
+            parked, self._parked = self._parked, {}
+            self._parked_at = self.clock()
+            self.batcher.add(parked)
+
+
+__all__ = ["BatchReport", "PlannedNode", "ProvisioningController"]

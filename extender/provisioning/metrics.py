@@ -1,0 +1,55 @@
+"""Prometheus metrics of the provisioning worker and the extender (namespace `karpy`).
+
+Names follow Karpenter 0.5's `karpenter_allocation_controller_*_duration_seconds{provisioner}`.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+# Karpenter's DurationBuckets (pkg/metrics/constants.go) trimmed to what a batch can take.
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60)
+
+BATCH_WAIT = Histogram(
+    "karpy_allocation_controller_batch_window_seconds",
+    "How long batching windows stayed open.",
+    buckets=BUCKETS,
+)
+SCHEDULING = Histogram(
+    "karpy_allocation_controller_scheduling_duration_seconds",
+    "Duration of one provisioning pass (re-read, plan, launch, bind).",
+    ["provisioner"],
+    buckets=BUCKETS,
+)
+PACKING = Histogram(
+    "karpy_allocation_controller_binpacking_duration_seconds",
+    "Duration of the solver for one batch.",
+    buckets=BUCKETS,
+)
+LAUNCH = Histogram(
+    "karpy_allocation_controller_launch_duration_seconds",
+    "Duration of one cloud create call (one CreateFleet).",
+    ["provisioner"],
+    buckets=BUCKETS,
+)
+BIND = Histogram(
+    "karpy_allocation_controller_bind_duration_seconds",
+    "Duration of creating a node and binding its pods.",
+    ["provisioner"],
+    buckets=BUCKETS,
+)
+NODES_LAUNCHED = Counter("karpy_nodes_launched_total", "Nodes launched.", ["provisioner", "capacity_type"])
+PODS_BOUND = Counter("karpy_pods_bound_total", "Pods bound to nodes karpy launched.", ["provisioner"])
+LAUNCH_ERRORS = Counter(
+    "karpy_launch_errors_total", "Failed launches, by error code.", ["provisioner", "code"]
+)
+EXTENDER = Histogram(
+    "karpy_extender_request_duration_seconds",
+    "Scheduler extender request durations.",
+    ["verb"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1),
+)
+EXTENDER_GUARDED = Counter(
+    "karpy_extender_guarded_nodes_total", "Nodes the extender's guard failed, by reason.", ["reason"]
+)
+FAST_PATH = Counter("karpy_extender_fast_path_total", "Pods enqueued because the guard left them no node.")

@@ -1,0 +1,128 @@
+"""The pod watch: the primary way karpy learns of pods kube-scheduler could not place.
+
+kube-scheduler never calls an extender when its own filters leave no node (or the cluster has
+none), so detection follows Karpenter: watch unbound pods, pick the provisionable ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubernetes import client
+
+from extender.cluster import pods as kube_pods
+from extender.cluster.watch import Gone, watch_objects
+
+log = logging.getLogger("karpy.controller.selection")
+
+#: Seconds the server keeps one watch open; reconnects continue from the last resourceVersion.
+WATCH_SECONDS = 60
+RETRY_SECONDS = 2.0
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def is_provisionable(pod: Mapping[str, Any]) -> bool:
+    """Unbound, marked Unschedulable by kube-scheduler, not preempting, not a DaemonSet or
+    static pod, not terminating (Karpenter's IsProvisionable plus the terminating check)."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    if spec.get("nodeName") or meta.get("deletionTimestamp") or status.get("nominatedNodeName"):
+        return False
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return False
+    if any(ref.get("kind") in ("DaemonSet", "Node") for ref in meta.get("ownerReferences") or ()):
+        return False
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in status.get("conditions") or ()
+    )
+
+
+class PodWatcher:
+    """List, then watch from the list's resourceVersion; re-list on 410 Gone.
+
+    `on_pods(dict key -> manifest)` receives provisionable pods; `on_gone(keys)` pods that were
+    bound or deleted. `pending()` is the current provisionable set.
+    """
+
+    def __init__(
+        self,
+        kube: client.ApiClient,
+        *,
+        on_pods: Callable[[dict[str, dict[str, Any]]], None],
+        on_synced: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.kube = kube
+        self.on_pods = on_pods
+        self.on_synced = on_synced
+        self.resource_version = ""
+        self.relists = 0
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def pending(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return dict(self._pending)
+
+    def relist(self) -> None:
+        items, self.resource_version = kube_pods.list_pending(self.kube)
+        fresh = {pod_key(p): p for p in items if is_provisionable(p)}
+        with self._lock:
+            self._pending = fresh
+        self.relists += 1
+        if fresh:
+            self.on_pods(fresh)
+
+    def handle(self, kind: str, pod: dict[str, Any]) -> None:
+        if kind == "BOOKMARK":
+            self.resource_version = (pod.get("metadata") or {}).get("resourceVersion", self.resource_version)
+            return
+        self.resource_version = (pod.get("metadata") or {}).get("resourceVersion", self.resource_version)
+        key = pod_key(pod)
+        if kind != "DELETED" and is_provisionable(pod):
+            with self._lock:
+                self._pending[key] = pod
+            self.on_pods({key: pod})
+        else:
+            with self._lock:
+                self._pending.pop(key, None)
+
+    def run(self, stop: threading.Event) -> None:
+        core = client.CoreV1Api(self.kube)
+        need_list = True
+        while not stop.is_set():
+            try:
+                if need_list:
+                    self.relist()
+                    need_list = False
+                    self.on_synced()
+                for kind, pod in watch_objects(
+                    core.list_pod_for_all_namespaces,
+                    self.resource_version,
+                    timeout_seconds=WATCH_SECONDS,
+                    field_selector=kube_pods.PENDING,
+                ):
+                    self.handle(kind, pod)
+                    if stop.is_set():
+                        return
+            except Gone:
+                log.debug("Pod watch expired at resourceVersion %s, re-listing", self.resource_version)
+                need_list = True
+            except Exception as err:  # the watch must outlive apiserver restarts
+                if stop.is_set():
+                    return
+                log.error("Watching pods failed, %s", err)
+                stop.wait(RETRY_SECONDS)
+
+    def start(self, stop: threading.Event) -> threading.Thread:
+        thread = threading.Thread(target=self.run, args=(stop,), name="pod-watcher", daemon=True)
+        thread.start()
+        return thread

@@ -1,0 +1,121 @@
+"""The solver's output: a frozen Plan of new nodes, pods placed on existing nodes, and the rest.
+
+Consumed as-is by the provisioning worker (launch + bind), `karpy plan` and the benchmarks;
+`Plan.describe()` renders the Karpenter 0.5 log lines they all print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from extender.api.pod import Pod
+from extender.api.provisioner import Taint
+from extender.api.resources import Resources
+from extender.scheduling.instancetypes import InstanceType
+
+MAX_LOGGED_OPTIONS = 10
+
+
+@dataclass(frozen=True)
+class Unschedulable:
+    pod: Pod
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExistingNode:
+    """A live or in-flight karpy node that can still take pods."""
+
+    name: str
+    provisioner: str
+    instance_type: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: Resources
+    requested: Resources
+    pod_count: int
+
+
+@dataclass(frozen=True)
+class PlannedNode:
+    provisioner: str
+    #: Every type that holds `pods` under the node's requirements, cheapest first (capped).
+    options: tuple[InstanceType, ...]
+    zones: tuple[str, ...]
+    capacity_types: tuple[str, ...]
+    #: Zone and capacity type of the cheapest available offering of options[0]; `price` is its $/h.
+    zone: str
+    capacity_type: str
+    price: float
+    pods: tuple[Pod, ...]
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    requests: Resources
+
+    @property
+    def instance_type(self) -> InstanceType:
+        return self.options[0]
+
+    def node_labels(self) -> dict[str, str]:
+        """The labels the node will carry if launched as its cheapest option."""
+        return {
+            **self.labels,
+            **self.instance_type.labels(),
+            "topology.kubernetes.io/zone": self.zone,
+            "karpenter.sh/capacity-type": self.capacity_type,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    nodes: tuple[PlannedNode, ...] = ()
+    existing: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    unschedulable: tuple[Unschedulable, ...] = ()
+    total_price: float = 0.0
+    #: LP-relaxation lower bound on the $/h of new capacity for the pods placed on new nodes.
+    lower_bound: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def gap(self) -> float | None:
+        """Plan cost over lower bound, minus 1 (0.03 = 3 % above the bound); None without a bound."""
+        if self.lower_bound <= 0:
+            return None
+        return self.total_price / self.lower_bound - 1
+
+    def placed(self) -> dict[str, str]:
+        """pod key -> node ("planned-<i>" for new nodes, the name for existing ones)."""
+        result = {p.key: f"planned-{i}" for i, node in enumerate(self.nodes) for p in node.pods}
+        result.update({p.key: name for name, pods in self.existing.items() for p in pods})
+        return result
+
+    def by_provisioner(self) -> dict[str, list[PlannedNode]]:
+        result: dict[str, list[PlannedNode]] = {}
+        for node in self.nodes:
+            result.setdefault(node.provisioner, []).append(node)
+        return result
+
+    def describe(self) -> list[str]:
+        """Karpenter-style log lines: one packing line per group of nodes with the same options."""
+        lines = []
+        groups: dict[tuple[str, tuple[str, ...]], list[PlannedNode]] = {}
+        for node in self.nodes:
+            groups.setdefault((node.provisioner, tuple(t.name for t in node.options)), []).append(node)
+        for (_, names), nodes in groups.items():
+            shown = " ".join(names[:MAX_LOGGED_OPTIONS])
+            if len(names) > MAX_LOGGED_OPTIONS:
+                shown += f" and {len(names) - MAX_LOGGED_OPTIONS} other(s)"
+            pods = sum(len(n.pods) for n in nodes)
+            count = f"of {len(nodes)} node(s) " if len(nodes) > 1 else ""
+            lines.append(f"Computed packing {count}for {pods} pod(s) with instance type option(s) [{shown}]")
+        for name, pods in self.existing.items():
+            lines.append(f"Packed {len(pods)} pod(s) onto existing node {name}")
+        for item in self.unschedulable:
+            lines.append(f"Unable to schedule pod {item.pod.key}, {item.reason}")
+        lines.extend(self.notes)
+        if self.nodes:
+            bound = f", lower bound ${self.lower_bound:.4f}/h" if self.lower_bound > 0 else ""
+            gap = f" (+{self.gap * 100:.1f}%)" if self.gap is not None else ""
+            lines.append(f"Planned {len(self.nodes)} node(s) at ${self.total_price:.4f}/h{bound}{gap}")
+        return lines

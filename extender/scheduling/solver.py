@@ -1,0 +1,394 @@
+"""solve(): pending pods + Provisioners + catalog -> Plan. Pure: no API calls, no clock, no globals.
+
+Steps: resolve each distinct pod shape to a Provisioner and a requirement set (required terms in
+order, preferred terms relaxed lightest-first), pin zone-constrained pods to zones, pack classes of
+identical pods First-Fit-Descending (existing nodes first), apply Provisioner limits, then give
+every new node its options (cheapest first) and price, and bound the cost from below.
+Called by the provisioning worker and `karpy plan`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+
+from extender.api import labels as wk
+from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
+from extender.api.resources import CPU, MEMORY, PODS, Resources
+from extender.scheduling import lowerbound
+from extender.scheduling.candidates import (
+    CandidateCache,
+    OfferingKey,
+    ProvisionerView,
+    Vector,
+    fits,
+    gpu_kinds,
+    vector,
+)
+from extender.scheduling.constraints import describe_taint, pod_terms, preferences
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.packer import Node, Packer, PodClass
+from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
+from extender.scheduling.provisioners import ordered
+from extender.scheduling.requirements import Requirements
+from extender.scheduling.topology import HostConstraints, Terms, pin_zones
+
+__all__ = ["SORT_KEYS", "ExistingNode", "Plan", "PlannedNode", "Unschedulable", "solve"]
+
+SORT_KEYS = ("cpu", "memory", "euclidean")
+
+
+def _dims(pods: Sequence[Pod], daemonsets: Sequence[Pod]) -> tuple[str, ...]:
+    extended = {name for pod in (*pods, *daemonsets) for name in pod.requests.names()} - {CPU, MEMORY, PODS}
+    return (CPU, MEMORY, PODS, *sorted(extended))
+
+
+def _shape_key(pod: Pod) -> tuple:
+    """Everything resolution and topology depend on; pods with equal keys are interchangeable."""
+    return (
+        pod.namespace,
+        tuple(sorted(pod.labels.items())),
+        tuple(sorted(pod.requests.amounts.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_terms,
+        pod.preferred_terms,
+        pod.tolerations,
+        pod.topology_spread,
+        pod.pod_affinity,
+        pod.pod_anti_affinity,
+    )
+
+
+class _Resolver:
+    """Pod shape -> (Provisioner view, requirements) with the reason when there is none."""
+
+    def __init__(self, views: Sequence[ProvisionerView], cache: CandidateCache, dims: Sequence[str]) -> None:
+        self.views = views
+        self.cache = cache
+        self.dims = dims
+        self.notes: list[str] = []
+
+    def holds(self, view: ProvisionerView, reqs: Requirements, request: Vector, gpus: frozenset[str]) -> bool:
+        return any(fits(request, c.entry.alloc) for c in self.cache.lookup(view, reqs, gpus).candidates)
+
+    def resolve(
+        self, pod: Pod, request: Vector, zone: str | None
+    ) -> tuple[ProvisionerView | None, Requirements, Requirements | None, str]:
+        gpus = gpu_kinds(pod.requests)
+        pin = Requirements.from_labels({wk.ZONE: zone}) if zone else Requirements()
+        wanted = pod.node_selector.get(wk.PROVISIONER_NAME)
+        views = [v for v in self.views if not wanted or v.provisioner.name == wanted]
+        reasons: list[str] = []
+        terms = [t.intersect(pin) for t in pod_terms(pod)]
+        prefs = preferences(pod)
+        for view in views:
+            if taint := pod.tolerates(view.provisioner.taints):
+                reasons.append(
+                    f"provisioner/{view.provisioner.name}: did not tolerate {describe_taint(taint)}"
+                )
+                continue
+            for term in terms:
+                base = view.requirements.intersect(term)
+                if conflict := base.conflict(view.keys):
+                    reasons.append(f"provisioner/{view.provisioner.name}: {conflict}")
+                    continue
+                for kept in range(len(prefs), -1, -1):
+                    reqs = base
+                    for _, pref, _raw in prefs[:kept]:
+                        reqs = reqs.intersect(pref)
+                    if reqs.conflict(view.keys) is None and self.holds(view, reqs, request, gpus):
+                        if kept < len(prefs):
+                            dropped = "; ".join(
+                                f"weight {w}: "
+                                + ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in raw)
+                                for w, _, raw in prefs[kept:]
+                            )
+                            self.notes.append(
+                                f"Relaxed preferred node affinity of pod {pod.key}, removing: {dropped}"
+                            )
+                        return view, term, reqs, ""
+                reasons.append(
+                    f"provisioner/{view.provisioner.name}: no instance type satisfies {base.describe() or 'the'}"
+                    f" requirements and holds {_describe_requests(pod.requests)}"
+                )
+        if wanted and not views:
+            reasons.append(f"provisioner {wanted} not found")
+        return None, terms[0], None, "; ".join(dict.fromkeys(reasons)) or "no provisioner"
+
+    def eligible_zones(self, pod: Pod) -> list[str]:
+        view, _, reqs, _ = self.resolve(pod, vector(pod.requests + Resources({PODS: 1}), self.dims), None)
+        if view is None or reqs is None:
+            return []
+        request = vector(pod.requests + Resources({PODS: 1}), self.dims)
+        zones = set()
+        for candidate in self.cache.lookup(view, reqs, gpu_kinds(pod.requests)).candidates:
+            if fits(request, candidate.entry.alloc):
+                zones.update(
+                    o.zone
+                    for o in candidate.entry.type.offerings
+                    if reqs.allows(wk.ZONE, o.zone) and o.available
+                )
+        return sorted(zones)
+
+
+def _describe_requests(requests: Resources) -> str:
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(requests.amounts.items())) + "}"
+
+
+def _sort_key(name: str, classes: Sequence[PodClass]) -> object:
+    if name == "memory":
+        return lambda c: (-c.request[1], -c.request[0])
+    if name == "euclidean":
+        top_cpu = max((c.request[0] for c in classes), default=1) or 1
+        top_mem = max((c.request[1] for c in classes), default=1) or 1
+        return lambda c: -math.hypot(c.request[0] / top_cpu, c.request[1] / top_mem)
+    if name == "cpu":
+        return lambda c: (-c.request[0], -c.request[1])
+    raise ValueError(f"unknown sort key {name!r}, expected one of {SORT_KEYS}")
+
+
+def solve(
+    pods: Sequence[Pod],
+    provisioners: Sequence[Provisioner],
+    instance_types: Sequence[InstanceType],
+    *,
+    daemonsets: Sequence[Pod] = (),
+    existing_nodes: Sequence[ExistingNode] = (),
+    unavailable: Collection[OfferingKey] = frozenset(),
+    usage: Mapping[str, Resources] | None = None,
+    sort_key: str = "cpu",
+    max_options: int = 60,
+) -> Plan:
+    dims = _dims(pods, daemonsets)
+    views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
+    cache = CandidateCache(unavailable)
+    resolver = _Resolver(views, cache, dims)
+    notes: list[str] = []
+    excluded = sorted({line for view in views for line in view.excluded})
+    if excluded:
+        notes.append(
+            f"Excluded {len(excluded)} instance type(s): "
+            + "; ".join(excluded[:5])
+            + (" ..." if len(excluded) > 5 else "")
+        )
+    unschedulable: list[Unschedulable] = []
+
+    candidates: list[Pod] = []
+    for pod in pods:
+        if pod.is_daemonset:
+            unschedulable.append(
+                Unschedulable(pod, "owned by a DaemonSet; its nodes are provisioned by others")
+            )
+        else:
+            candidates.append(pod)
+
+    needs_zone = [
+        p
+        for p in candidates
+        if any(t.topology_key == wk.ZONE for t in (*p.topology_spread, *p.pod_affinity, *p.pod_anti_affinity))
+    ]
+    zone_memo: dict[tuple, list[str]] = {}
+
+    def eligible(pod: Pod) -> list[str]:
+        key = _shape_key(pod)
+        if key not in zone_memo:
+            zone_memo[key] = resolver.eligible_zones(pod)
+        return zone_memo[key]
+
+    pins, failed = pin_zones(needs_zone, eligible)
+    for pod in candidates:
+        if pod.key in failed:
+            unschedulable.append(Unschedulable(pod, failed[pod.key]))
+
+    terms = Terms()
+    classes: dict[tuple, PodClass] = {}
+    for pod in candidates:
+        if pod.key in failed:
+            continue
+        key = (_shape_key(pod), pins.get(pod.key))
+        if key in classes:
+            classes[key].pods.append(pod)
+            continue
+        request = vector(pod.requests + Resources({PODS: 1}), dims)
+        view, term, reqs, reason = resolver.resolve(pod, request, pins.get(pod.key))
+        classes[key] = PodClass(
+            pods=[pod],
+            request=request,
+            gpus=gpu_kinds(pod.requests),
+            host=HostConstraints.of(pod, terms),
+            matches=(),
+            pod_reqs=term,
+            view=view,
+            reqs=reqs,
+            reason=reason,
+        )
+    for pod_class in classes.values():
+        pod_class.matches = terms.matching(pod_class.pods[0])
+    notes.extend(dict.fromkeys(resolver.notes))
+
+    ordered_classes = sorted(classes.values(), key=_sort_key(sort_key, list(classes.values())))
+    # Pods whose hostname affinity points at other pods go last, so the pods they follow are placed first.
+    ordered_classes.sort(key=lambda c: any(t not in c.matches for t in c.host.affinity))
+    min_request = tuple(min((c.request[i] for c in ordered_classes), default=0.0) for i in range(len(dims)))
+    universal = (
+        frozenset.intersection(*(frozenset(c.matches) for c in ordered_classes))
+        if ordered_classes
+        else frozenset()
+    )
+    packer = Packer(cache, min_request, universal)
+    for node in existing_nodes:
+        packer.add_existing(node, dims)
+    for pod_class in ordered_classes:
+        packer.place(pod_class, lambda pod, reason: unschedulable.append(Unschedulable(pod, reason)))
+
+    planned = _apply_limits(
+        _materialize(packer.nodes, cache, max_options, dims), views, usage or {}, unschedulable
+    )
+    existing = {n.existing.name: tuple(n.pods) for n in packer.existing if n.pods and n.existing}
+    placed_new = [pod for node in planned for pod in node.pods]
+    bound = _lower_bound(placed_new, ordered_classes, cache, dims)
+    return Plan(
+        nodes=tuple(planned),
+        existing=existing,
+        unschedulable=tuple(unschedulable),
+        total_price=sum(n.price for n in planned),
+        lower_bound=bound,
+        notes=tuple(notes),
+    )
+
+
+def _materialize(
+    nodes: Sequence[Node], cache: CandidateCache, max_options: int, dims: Sequence[str]
+) -> list[PlannedNode]:
+    result = []
+    for node in nodes:
+        assert node.view is not None and node.reqs is not None
+        fitting = [
+            c
+            for c in cache.lookup(node.view, node.reqs, node.gpus).candidates
+            if fits(node.used, c.entry.alloc)
+        ]
+        options = fitting[:max_options]
+        cheapest = options[0]
+        zones = sorted(
+            {
+                o.zone
+                for c in options
+                for o in c.entry.type.offerings
+                if o.available and node.reqs.allows(wk.ZONE, o.zone)
+            }
+        )
+        capacity_types = sorted(
+            {
+                o.capacity_type
+                for c in options
+                for o in c.entry.type.offerings
+                if o.available and node.reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)
+            }
+        )
+        provisioner = node.view.provisioner
+        labels = {**provisioner.labels, wk.PROVISIONER_NAME: provisioner.name, **node.reqs.single_values()}
+        result.append(
+            PlannedNode(
+                provisioner=provisioner.name,
+                options=tuple(c.entry.type for c in options),
+                zones=tuple(zones),
+                capacity_types=tuple(capacity_types),
+                zone=cheapest.offering.zone,
+                capacity_type=cheapest.offering.capacity_type,
+                price=cheapest.offering.price,
+                pods=tuple(node.pods),
+                labels=labels,
+                taints=tuple(provisioner.taints),
+                requests=Resources(dict(zip(dims, node.used, strict=True))),
+            )
+        )
+    return result
+
+
+def _apply_limits(
+    nodes: list[PlannedNode],
+    views: Sequence[ProvisionerView],
+    usage: Mapping[str, Resources],
+    unschedulable: list[Unschedulable],
+) -> list[PlannedNode]:
+    """Keep nodes in order while the Provisioner's cpu/memory limits allow the cheapest option that fits them."""
+    limits = {v.provisioner.name: v.provisioner.limits for v in views}
+    used = {name: usage.get(name, Resources()) for name in limits}
+    kept = []
+    for node in nodes:
+        limit = limits[node.provisioner]
+        names = [n for n in (CPU, MEMORY) if limit.get(n) > 0]
+        if not names:
+            kept.append(node)
+            continue
+        room = [
+            t
+            for t in node.options
+            if all(used[node.provisioner].get(n) + t.capacity.get(n) <= limit.get(n) + 1e-9 for n in names)
+        ]
+        if not room:
+            reason = f"provisioner {node.provisioner} limits exceeded: " + ", ".join(
+                f"{n} usage {used[node.provisioner].get(n):g} + node {node.options[0].capacity.get(n):g}"
+                f" > limit {limit.get(n):g}"
+                for n in names
+            )
+            unschedulable.extend(Unschedulable(pod, reason) for pod in node.pods)
+            continue
+        if room[0] is not node.options[0]:
+            cheapest = min(
+                (
+                    o
+                    for o in room[0].offerings
+                    if o.available and o.zone in node.zones and o.capacity_type in node.capacity_types
+                ),
+                key=lambda o: o.price,
+            )
+            node = PlannedNode(
+                **{
+                    **node.__dict__,
+                    "options": tuple(room),
+                    "zone": cheapest.zone,
+                    "capacity_type": cheapest.capacity_type,
+                    "price": cheapest.price,
+                }
+            )
+        used[node.provisioner] = used[node.provisioner] + Resources(
+            {n: node.options[0].capacity.get(n) for n in (CPU, MEMORY)}
+        )
+        kept.append(node)
+    return kept
+
+
+def _lower_bound(
+    placed: Sequence[Pod], classes: Sequence[PodClass], cache: CandidateCache, dims: Sequence[str]
+) -> float:
+    """LP relaxation over cpu, memory and pod slots (+ GPUs), split into CPU-only and GPU pods (disjoint types)."""
+    placed_keys = {p.key for p in placed}
+    total = 0.0
+    for want_gpu in (False, True):
+        dims_used = [0, 1, 2] + ([i for i, _ in enumerate(dims) if i > 2] if want_gpu else [])
+        demand = [0.0] * len(dims_used)
+        supply: dict[str, tuple[tuple[float, ...], float]] = {}
+        for pod_class in classes:
+            if bool(pod_class.gpus) != want_gpu or pod_class.reqs is None or pod_class.view is None:
+                continue
+            count = sum(1 for p in pod_class.pods if p.key in placed_keys)
+            if not count:
+                continue
+            for j, i in enumerate(dims_used):
+                demand[j] += count * pod_class.request[i]
+            for c in cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus).candidates:
+                capacity = tuple(max(0.0, c.entry.alloc[i]) for i in dims_used)
+                name = c.entry.type.name
+                if name not in supply or c.offering.price < supply[name][1] or capacity > supply[name][0]:
+                    old = supply.get(name, (capacity, c.offering.price))
+                    supply[name] = (
+                        tuple(max(a, b) for a, b in zip(old[0], capacity, strict=True)),
+                        min(old[1], c.offering.price),
+                    )
+        if any(demand):
+            cost = lowerbound.cover_cost(demand, list(supply.values()))
+            total += cost if math.isfinite(cost) else 0.0
+    return total

@@ -1,0 +1,112 @@
+"""ClusterState: what the extender's guard and prioritize read, shared in-process and thread-safe.
+
+Lifecycle writes removal marks; provisioning writes reservations (capacity promised to pods it is
+binding) and the node cache it rebuilds every batch. Every read is a dict lookup: /filter runs in
+kube-scheduler's serialized scheduling loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from extender.api.resources import Resources
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    provisioner: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    allocatable: Resources = field(default_factory=Resources)
+    #: Sum of the requests of pods bound to the node when karpy last looked.
+    requested: Resources = field(default_factory=Resources)
+    created: float = 0.0
+    ready: bool = False
+
+
+class ClusterState:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[str, NodeInfo] = {}
+        self._marks: dict[str, str] = {}
+        self._reserved: dict[str, dict[str, Resources]] = {}
+        self._ready = threading.Event()
+
+    # -- node cache ------------------------------------------------------------------------------
+
+    def set_nodes(self, nodes: Iterable[NodeInfo]) -> None:
+        fresh = {n.name: n for n in nodes}
+        with self._lock:
+            self._nodes = fresh
+
+    def upsert_node(self, node: NodeInfo) -> None:
+        with self._lock:
+            self._nodes = {**self._nodes, node.name: node}
+
+    def node(self, name: str) -> NodeInfo | None:
+        return self._nodes.get(name)
+
+    def nodes(self) -> dict[str, NodeInfo]:
+        return dict(self._nodes)
+
+    # -- removal marks (lifecycle) ---------------------------------------------------------------
+
+    def mark_for_removal(self, node: str, reason: str) -> None:
+        with self._lock:
+            self._marks[node] = reason
+
+    def unmark(self, node: str) -> None:
+        with self._lock:
+            self._marks.pop(node, None)
+
+    def removal_reason(self, node: str) -> str | None:
+        return self._marks.get(node)
+
+    def marked(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._marks)
+
+    # -- reservations (provisioning) -------------------------------------------------------------
+
+    def reserve(self, node: str, pods: Mapping[str, Resources]) -> None:
+        """Promise `node` capacity for these pods (key -> requests) until `release`."""
+        with self._lock:
+            self._reserved.setdefault(node, {}).update(pods)
+
+    def release(self, node: str, pod_keys: Iterable[str]) -> None:
+        with self._lock:
+            held = self._reserved.get(node)
+            if held is None:
+                return
+            for key in pod_keys:
+                held.pop(key, None)
+            if not held:
+                del self._reserved[node]
+
+    def reservation(self, node: str) -> tuple[int, Resources]:
+        """(pod count, summed requests) reserved on the node; (0, empty) when none."""
+        held = self._reserved.get(node)
+        if not held:
+            return 0, Resources()
+        with self._lock:
+            values = list(held.values())
+        total = Resources()
+        for value in values:
+            total = total + value
+        return len(values), total
+
+    def reserved_nodes(self) -> frozenset[str]:
+        """Nodes holding reservations now (a snapshot; usually empty, so the guard's loop is cheap)."""
+        with self._lock:
+            return frozenset(self._reserved)
+
+    # -- readiness -------------------------------------------------------------------------------
+
+    def set_ready(self) -> None:
+        self._ready.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()

@@ -1,0 +1,67 @@
+"""The priced catalog from moto: zonal offerings per subnet zone, capacity types, price sources, caching."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+
+from extender.cloud.aws.instancetypes import CatalogProvider
+from extender.cloud.aws.provider import AWSCloudProvider
+from extender.scheduling.pricing import PriceBook
+
+pytestmark = pytest.mark.integration
+
+
+def test_catalog_offers_each_type_in_every_seeded_zone_for_both_capacity_types(
+    provider: AWSCloudProvider, aws: Any
+) -> None:
+    started = time.perf_counter()
+    catalog = {item.name: item for item in provider.get_instance_types()}
+    elapsed = time.perf_counter() - started
+
+    m5 = catalog["m5.large"]
+    assert {(o.zone, o.capacity_type) for o in m5.offerings} == {
+        (zone, ct) for zone in aws.subnets for ct in ("on-demand", "spot")
+    }
+    on_demand = next(o for o in m5.offerings if o.capacity_type == "on-demand")
+    assert on_demand.price == pytest.approx(0.096)
+    assert on_demand.price_source == "on-demand ec2-on-demand-prices.json"
+    assert all(o.zone in aws.subnets for item in catalog.values() for o in item.offerings)
+    # Karpenter's filters: no bare metal, no FPGA types.
+    assert "m5.metal" not in catalog and "f1.2xlarge" not in catalog
+    print(f"\ncatalog: {len(catalog)} instance types from moto in {elapsed:.2f}s (first build or cached)")
+
+
+def test_catalog_is_listed_once_per_ttl_and_rebuilt_after_it(
+    clients: Any, clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="extender.cloud.aws.instancetypes")
+    calls: list[str] = []
+
+    def narrow(params: dict[str, Any], **_: Any) -> dict[str, Any]:
+        # Ask moto for two types instead of 1,395: the caching is the point here, not the listing.
+        calls.append("DescribeInstanceTypes")
+        return {**params, "InstanceTypes": ["m5.large", "c5.large"]}
+
+    clients.ec2.meta.events.register("provide-client-params.ec2.DescribeInstanceTypes", narrow)
+    catalog = CatalogProvider(clients.ec2, price_book=PriceBook, timer=clock)
+
+    first = catalog.get(["us-west-2a", "us-west-2b"])
+    assert [item.name for item in first] == ["c5.large", "m5.large"]
+    assert catalog.get(["us-west-2b", "us-west-2a"]) is first
+    clock.tick(299)
+    assert catalog.get(["us-west-2a", "us-west-2b"]) is first
+    assert len(calls) == 1
+    clock.tick(2)
+    assert catalog.get(["us-west-2a", "us-west-2b"]) is not first
+    assert len(calls) == 2
+    # An unpriced book falls through to the documented estimate, and the offering says so.
+    assert {o.price_source for o in first[0].offerings} == {"estimate", "spot = 0.35 x estimate"}
+    # ... and the catalog log says which sources priced it.
+    assert (
+        "Discovered 2 instance type(s) in zones ['us-west-2a', 'us-west-2b']" in caplog.text
+        and "offering prices by source: {'estimate': 4, 'spot = 0.35 x estimate': 4}" in caplog.text
+    )

@@ -1,0 +1,101 @@
+"""The extender app over its wire format: guard, fast path, prioritize, health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.api.resources import Resources
+from extender.http.app import create_app
+from extender.settings import Settings
+from extender.state import ClusterState, NodeInfo
+
+POD = {
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+    "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]},
+    "status": {},
+}
+
+
+@pytest.fixture
+def harness() -> tuple[Any, ClusterState, list[list[dict[str, Any]]]]:
+    state = ClusterState()
+    enqueued: list[list[dict[str, Any]]] = []
+    app = create_app(Settings(), state, enqueued.append)
+    return app.test_client(), state, enqueued
+
+
+def test_filter_keeps_every_node_when_nothing_is_guarded(harness) -> None:
+    web, _, enqueued = harness
+    reply = web.post("/filter", json={"Pod": POD, "Nodes": None, "NodeNames": ["n1", "n2"]})
+    assert reply.status_code == 200
+    assert reply.get_json() == {
+        "Nodes": None,
+        "NodeNames": ["n1", "n2"],
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": "",
+    }
+    assert enqueued == []
+
+
+def test_marked_node_is_failed_unresolvable_and_unmark_restores_it(harness) -> None:
+    web, state, _ = harness
+    state.mark_for_removal("n2", "draining")
+    body = web.post("/filter", json={"Pod": POD, "NodeNames": ["n1", "n2"]}).get_json()
+    assert body["NodeNames"] == ["n1"]
+    assert body["FailedAndUnresolvableNodes"] == {"n2": "karpy: node draining"}
+    state.unmark("n2")
+    assert web.post("/filter", json={"Pod": POD, "NodeNames": ["n2"]}).get_json()["NodeNames"] == ["n2"]
+
+
+def test_reserved_node_fails_only_pods_that_do_not_fit_the_rest(harness) -> None:
+    web, state, _ = harness
+    state.set_nodes([NodeInfo(name="n1", provisioner="default", allocatable=Resources.of(cpu=4))])
+    state.reserve("n1", {"ns/a": Resources.of(cpu=2)})
+    assert web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]}).get_json()["NodeNames"] == ["n1"]
+    state.reserve("n1", {"ns/b": Resources.of(cpu=1.5)})
+    body = web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]}).get_json()
+    assert body["NodeNames"] == []
+    assert body["FailedAndUnresolvableNodes"] == {"n1": "karpy: capacity reserved for 2 pod(s) being bound"}
+    state.release("n1", ["ns/a", "ns/b"])
+    assert web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]}).get_json()["NodeNames"] == ["n1"]
+
+
+def test_guard_leaving_no_node_enqueues_the_pod(harness) -> None:
+    web, state, enqueued = harness
+    state.mark_for_removal("n1", "expired")
+    web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]})
+    assert enqueued == [[POD]]
+
+
+def test_nodes_list_is_accepted_without_node_cache(harness) -> None:
+    web, state, _ = harness
+    state.mark_for_removal("n1", "empty")
+    nodes = {"items": [{"metadata": {"name": "n1"}}, {"metadata": {"name": "n2"}}]}
+    body = web.post("/filter", json={"Pod": POD, "Nodes": nodes, "NodeNames": None}).get_json()
+    assert body["NodeNames"] == ["n2"]
+
+
+def test_bad_body_answers_200_with_error(harness) -> None:
+    web, _, _ = harness
+    reply = web.post("/filter", data=b"not json")
+    assert reply.status_code == 200 and reply.get_json()["Error"]
+
+
+def test_prioritize_prefers_nodes_not_planned_for_removal(harness) -> None:
+    web, state, _ = harness
+    state.mark_for_removal("n2", "empty")
+    body = web.post("/prioritize", json={"Pod": POD, "NodeNames": ["n1", "n2"]}).get_json()
+    assert body == [{"Host": "n1", "Score": 10}, {"Host": "n2", "Score": 0}]
+
+
+def test_health_ready_and_metrics(harness) -> None:
+    web, state, _ = harness
+    assert web.get("/healthz").status_code == 200
+    assert web.get("/readyz").status_code == 503
+    state.set_ready()
+    assert web.get("/readyz").status_code == 200
+    web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]})
+    assert b"karpy_extender_request_duration_seconds_bucket" in web.get("/metrics").data

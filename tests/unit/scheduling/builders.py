@@ -1,0 +1,56 @@
+"""Plain-data builders for scheduling tests: pods, provisioners and the fixture catalog."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from extender.api.pod import Pod
+from extender.api.provisioner import load_provisioner
+from extender.scheduling.catalog import build_catalog
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.pricing import PriceBook
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+PRICES = Path(__file__).resolve().parents[4] / "shared" / "data" / "ec2-on-demand-prices.json"
+ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
+
+
+@cache
+def raw_types() -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads((DATA / "instance-types.json").read_text())["InstanceTypes"])
+
+
+@cache
+def catalog() -> tuple[InstanceType, ...]:
+    prices = PriceBook.from_file(PRICES) if PRICES.exists() else PriceBook()
+    return tuple(build_catalog(raw_types(), offerings=None, zones=ZONES, prices=prices))
+
+
+def make_pod(
+    name: str = "p",
+    *,
+    cpu: str = "1",
+    memory: str = "",
+    namespace: str = "default",
+    gpu: int = 0,
+    **spec: Any,
+) -> Pod:
+    requests = {"cpu": cpu, **({"memory": memory} if memory else {})}
+    limits = {"nvidia.com/gpu": gpu} if gpu else {}
+    labels = spec.pop("labels", {})
+    return Pod.from_manifest(
+        {
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": requests, "limits": limits}}],
+                **spec,
+            },
+        }
+    )
+
+
+def make_provisioner(name: str = "default", **spec: Any):
+    return load_provisioner({"metadata": {"name": name}, "spec": spec})

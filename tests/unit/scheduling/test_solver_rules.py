@@ -1,0 +1,223 @@
+"""The scheduling rules of issue 3 on the fixture catalog: sizing, selectors, arch, spot, taints, GPUs, limits."""
+
+from __future__ import annotations
+
+from extender.api import labels as wk
+from extender.api.resources import Resources
+from extender.scheduling.solver import ExistingNode, solve
+from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+
+
+def pods(n, **kw):
+    return [make_pod(f"p{i}", **kw) for i in range(n)]
+
+
+def test_five_one_cpu_pods_get_one_node_whose_cheapest_option_has_8_vcpu():
+    plan = solve(pods(5), [make_provisioner()], catalog())
+    assert len(plan.nodes) == 1
+    assert plan.nodes[0].instance_type.cpu == 8
+    assert all(t.allocatable.cpu >= 5 for t in plan.nodes[0].options)
+    assert [t for t in catalog() if t.cpu == 4 and not t.has_gpu][0].allocatable.cpu < 5
+    assert not plan.unschedulable
+
+
+def test_instance_type_selector_gives_two_c5_xlarge_nodes_three_and_two():
+    plan = solve(pods(5, nodeSelector={wk.INSTANCE_TYPE: "c5.xlarge"}), [make_provisioner()], catalog())
+    assert [n.instance_type.name for n in plan.nodes] == ["c5.xlarge", "c5.xlarge"]
+    assert sorted(len(n.pods) for n in plan.nodes) == [2, 3]
+
+
+def test_arm64_selector_gives_only_arm64_options():
+    plan = solve(pods(3, nodeSelector={wk.ARCH: "arm64"}), [make_provisioner()], catalog())
+    assert plan.nodes and all(t.arch == "arm64" for n in plan.nodes for t in n.options)
+
+
+def test_spot_requirement_uses_spot_offerings_only_and_the_alias_key_works():
+    for key in (wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ALIAS):
+        prov = make_provisioner(requirements=[{"key": key, "operator": "In", "values": ["spot"]}])
+        plan = solve(pods(2), [prov], catalog())
+        assert [n.capacity_type for n in plan.nodes] == ["spot"]
+        assert plan.nodes[0].capacity_types == ("spot",)
+
+
+def test_on_demand_requirement_excludes_spot():
+    prov = make_provisioner(
+        requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}]
+    )
+    plan = solve(pods(2), [prov], catalog())
+    assert plan.nodes[0].capacity_type == "on-demand"
+
+
+def test_untolerated_taint_makes_pod_unschedulable_with_reason():
+    prov = make_provisioner(taints=[{"key": "team", "value": "a", "effect": "NoSchedule"}])
+    plan = solve(pods(1), [prov], catalog())
+    assert not plan.nodes
+    assert "did not tolerate team=a:NoSchedule" in plan.unschedulable[0].reason
+    tolerant = make_pod(
+        "t", tolerations=[{"key": "team", "operator": "Equal", "value": "a", "effect": "NoSchedule"}]
+    )
+    assert len(solve([tolerant], [prov], catalog()).nodes) == 1
+
+
+def test_gpu_pod_gets_gpu_type_and_cpu_pod_never_does():
+    plan = solve([make_pod("g", gpu=1), make_pod("c")], [make_provisioner()], catalog())
+    by_pod = {p.key: n for n in plan.nodes for p in n.pods}
+    assert all(t.gpus.get("nvidia.com/gpu") >= 1 for t in by_pod["default/g"].options)
+    assert not any(t.has_gpu for t in by_pod["default/c"].options)
+
+
+def test_limits_leave_pods_unschedulable_with_reason():
+    prov = make_provisioner(limits={"resources": {"cpu": "10"}})
+    plan = solve(pods(12, cpu="3"), [prov], catalog())
+    assert sum(n.instance_type.capacity.cpu for n in plan.nodes) <= 10
+    assert plan.unschedulable and all("limits exceeded" in u.reason for u in plan.unschedulable)
+    assert len(plan.unschedulable) + sum(len(n.pods) for n in plan.nodes) == 12
+
+
+def test_usage_counts_against_limits():
+    prov = make_provisioner(limits={"resources": {"cpu": "10"}})
+    plan = solve(pods(1), [prov], catalog(), usage={"default": Resources.of(cpu=9.5)})
+    assert not plan.nodes and "limits exceeded" in plan.unschedulable[0].reason
+
+
+def test_requests_use_largest_init_container_and_overhead():
+    pod = make_pod(
+        "i",
+        cpu="500m",
+        initContainers=[{"name": "init", "resources": {"requests": {"cpu": "3"}}}],
+        overhead={"cpu": "250m"},
+    )
+    assert pod.requests.cpu == 3.25
+
+
+def test_required_terms_are_ored_in_order():
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["nope.large"]}
+                        ]
+                    },
+                    {
+                        "matchExpressions": [
+                            {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}
+                        ]
+                    },
+                ]
+            }
+        }
+    }
+    plan = solve([make_pod("a", cpu="500m", affinity=affinity)], [make_provisioner()], catalog())
+    assert plan.nodes[0].instance_type.name == "m5.large"
+
+
+def test_unsatisfiable_preference_is_relaxed_with_a_note():
+    affinity = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "preference": {
+                        "matchExpressions": [{"key": wk.ZONE, "operator": "In", "values": ["mars-1a"]}]
+                    },
+                },
+            ]
+        }
+    }
+    plan = solve([make_pod("a", affinity=affinity)], [make_provisioner()], catalog())
+    assert len(plan.nodes) == 1
+    assert any("Relaxed preferred node affinity of pod default/a" in n for n in plan.notes)
+
+
+def test_satisfiable_preference_is_honoured():
+    affinity = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "preference": {
+                        "matchExpressions": [{"key": wk.ZONE, "operator": "In", "values": ["us-west-2c"]}]
+                    },
+                },
+            ]
+        }
+    }
+    plan = solve([make_pod("a", affinity=affinity)], [make_provisioner()], catalog())
+    assert plan.nodes[0].zone == "us-west-2c"
+
+
+def test_daemonsets_count_against_nodes():
+    daemon = make_pod("ds", cpu="1500m")
+    plan = solve(pods(5), [make_provisioner()], catalog(), daemonsets=[daemon])
+    assert all(t.allocatable.cpu >= 6.5 for t in plan.nodes[0].options)
+
+
+def test_kubelet_max_pods_override_caps_pods_per_node():
+    prov = make_provisioner(kubeletConfiguration={"maxPods": 3})
+    plan = solve(pods(7, cpu="100m"), [prov], catalog())
+    assert all(len(n.pods) <= 3 for n in plan.nodes) and len(plan.nodes) == 3
+
+
+def test_hostname_anti_affinity_puts_each_pod_on_its_own_node():
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": {"app": "db"}}}
+            ]
+        }
+    }
+    plan = solve(pods(3, labels={"app": "db"}, affinity=anti), [make_provisioner()], catalog())
+    assert len(plan.nodes) == 3
+
+
+def test_zone_spread_balances_pods_across_zones():
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": wk.ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+        }
+    ]
+    plan = solve(
+        pods(6, labels={"app": "w"}, topologySpreadConstraints=spread), [make_provisioner()], catalog()
+    )
+    per_zone = {}
+    for node in plan.nodes:
+        per_zone[node.zone] = per_zone.get(node.zone, 0) + len(node.pods)
+    assert sorted(per_zone.values()) == [2, 2, 2]
+
+
+def test_existing_nodes_are_filled_first():
+    node = ExistingNode(
+        name="n1",
+        provisioner="default",
+        instance_type="m5.xlarge",
+        labels={wk.ARCH: "amd64"},
+        taints=(),
+        allocatable=Resources.of(cpu=3.8, memory=14e9, pods=58),
+        requested=Resources.of(cpu=1),
+        pod_count=1,
+    )
+    plan = solve(pods(3), [make_provisioner()], catalog(), existing_nodes=[node])
+    assert len(plan.existing["n1"]) == 2 and len(plan.nodes) == 1
+
+
+def test_weight_picks_provisioner_and_named_pod_overrides():
+    heavy = make_provisioner("heavy", weight=10)
+    light = make_provisioner("light")
+    assert solve(pods(1), [light, heavy], catalog()).nodes[0].provisioner == "heavy"
+    named = make_pod("n", nodeSelector={wk.PROVISIONER_NAME: "light"})
+    assert solve([named], [light, heavy], catalog()).nodes[0].provisioner == "light"
+
+
+def test_plan_describe_uses_karpenter_voice():
+    lines = solve(pods(5), [make_provisioner()], catalog()).describe()
+    assert lines[0].startswith("Computed packing for 5 pod(s) with instance type option(s) [")
+
+
+def test_lower_bound_is_below_plan_cost():
+    plan = solve(pods(40, cpu="1500m", memory="3Gi"), [make_provisioner()], catalog())
+    assert 0 < plan.lower_bound <= plan.total_price
