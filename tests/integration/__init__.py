@@ -1,0 +1,1 @@
+"""Integration tests against the local proving ground (hack/localcluster): real control plane, moto."""

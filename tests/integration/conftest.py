@@ -1,0 +1,121 @@
+"""Integration fixtures: the local control plane (hack/localcluster) once per session.
+
+- ``cluster`` (session): brings the proving ground up in a temporary run folder and tears it down
+  at the end, unless ``KARPY_CLUSTER_STATE`` names the state.json of an already-running cluster
+  (``make cluster-up`` writes .run/cluster/state.json), which is then used and left running.
+  Exposes ``kubeconfig`` (path), ``api_client()`` (a new kubernetes ApiClient), ``apiserver_url``,
+  ``extender_port``, ``extender_url``, ``aws`` (an AwsSeed for the cluster's moto), ``state`` (the
+  raw state dict) and ``run_dir``.
+- ``namespace`` (function): a fresh namespace (name returned), its default ServiceAccount present;
+  deleted after the test.
+- ``core_v1`` / ``apps_v1`` (function): typed APIs bound to a client of ``cluster``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hack.localcluster import awsseed
+from hack.localcluster import cluster as localcluster
+
+STATE_ENV = "KARPY_CLUSTER_STATE"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    state: dict[str, Any]
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.state["run_dir"])
+
+    @property
+    def kubeconfig(self) -> str:
+        return self.state["kubeconfig"]
+
+    @property
+    def apiserver_url(self) -> str:
+        return self.state["apiserver_url"]
+
+    @property
+    def extender_port(self) -> int:
+        return int(self.state["extender_port"])
+
+    @property
+    def extender_url(self) -> str:
+        return self.state["extender_url"]
+
+    @property
+    def aws(self) -> awsseed.AwsSeed:
+        return awsseed.AwsSeed.from_dict(self.state["aws"])
+
+    def api_client(self) -> Any:
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=self.kubeconfig, client_configuration=configuration)
+        return client.ApiClient(configuration)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    state_file = os.environ.get(STATE_ENV)
+    if state_file:
+        yield Cluster(json.loads(Path(state_file).read_text()))
+        return
+    folder = tmp_path_factory.mktemp("cluster")
+    state = localcluster.up(folder, die_with_parent=True, quiet=True)
+    try:
+        yield Cluster(state)
+    finally:
+        localcluster.down(folder, quiet=True)
+
+
+@pytest.fixture
+def core_v1(cluster: Cluster) -> Iterator[Any]:
+    from kubernetes import client
+
+    with cluster.api_client() as api:
+        yield client.CoreV1Api(api)
+
+
+@pytest.fixture
+def apps_v1(cluster: Cluster) -> Iterator[Any]:
+    from kubernetes import client
+
+    with cluster.api_client() as api:
+        yield client.AppsV1Api(api)
+
+
+@pytest.fixture
+def namespace(core_v1: Any) -> Iterator[str]:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    # Pod admission needs the namespace's default ServiceAccount, made by a controller shortly after.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            core_v1.read_namespaced_service_account("default", name)
+            break
+        except ApiException as exc:
+            if exc.status != 404 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    yield name
+    try:
+        core_v1.delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
