@@ -1,1 +1,1 @@
-"""webhook."""
+"""karpy's admission webhook: Provisioner defaulting and validation, pod defaulting (`app.create_app`)."""

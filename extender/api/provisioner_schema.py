@@ -1,11 +1,29 @@
-"""marshmallow schemas for karpenter.sh/v1alpha5 Provisioner manifests -> extender.api.provisioner dataclasses."""
+"""marshmallow schemas: karpenter.sh/v1alpha5 Provisioner manifests -> extender.api.provisioner dataclasses.
+
+This is the one validator for Provisioners: the admission webhook, the controller and `karpy plan` all
+go through it. Errors are flattened to `path: message` lines such as
+`spec.requirements[1].operator: "Foo" not in [In NotIn Exists DoesNotExist Gt Lt]`.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import re
+from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, validate
+from marshmallow import (
+    EXCLUDE,
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates_schema,
+)
 
+from extender.api import labels as wk
 from extender.api.provisioner import (
     OPERATORS,
     TAINT_EFFECTS,
@@ -19,6 +37,88 @@ from extender.api.provisioner import (
 from extender.api.quantity import QuantityError
 from extender.api.resources import Resources
 
+AMI_FAMILIES = ("AL2", "Bottlerocket", "Ubuntu")
+# Keys the controller owns on every node; users may not set them as labels.
+RESTRICTED_LABELS = wk.RESTRICTED_LABELS | {wk.PROVISIONER_NAME, wk.EMPTINESS_TIMESTAMP_ANNOTATION}
+# Requirement keys a Provisioner may constrain without declaring them in spec.labels.
+REQUIREMENT_KEYS = wk.WELL_KNOWN_LABELS - {wk.PROVISIONER_NAME}
+
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_INTEGER = re.compile(r"^-?[0-9]+$")
+
+
+def _quote(value: object) -> str:
+    # ASCII-escaped so odd unicode in user input cannot garble the message.
+    text = str(value)
+    return '"' + (text if text.isascii() else text.encode("unicode_escape").decode("ascii")) + '"'
+
+
+def _choices(options: tuple[str, ...]) -> str:
+    return "[" + " ".join(options) + "]"
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """Why `key` is not a Kubernetes qualified name ([prefix/]name), or None."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return "prefix must be a DNS subdomain"
+    if not name or len(name) > 63 or not _NAME.match(name):
+        return "name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    if value and (len(value) > 63 or not _NAME.match(value)):
+        return "must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
+    return None
+
+
+def _is_restricted_domain(key: str) -> bool:
+    domain = key.rpartition("/")[0]
+    return any(domain == d or domain.endswith("." + d) for d in wk.RESTRICTED_LABEL_DOMAINS)
+
+
+def validate_labels(value: Mapping[str, str]) -> None:
+    errors: dict[str, list[str]] = {}
+    for key, val in value.items():
+        problems = []
+        problem = qualified_name_problem(key)
+        if problem:
+            problems.append(f"invalid key name {_quote(key)}: {problem}")
+        elif key in RESTRICTED_LABELS:
+            problems.append("label is restricted")
+        elif _is_restricted_domain(key) and wk.normalize_key(key) not in REQUIREMENT_KEYS:
+            problems.append(f"label domain not allowed (restricted: {_choices(wk.RESTRICTED_LABEL_DOMAINS)})")
+        if (problem := label_value_problem(val)) is not None:
+            problems.append(f"invalid value {_quote(val)}: {problem}")
+        if problems:
+            errors[f"[{_quote(key)}]"] = problems
+    if errors:
+        raise ValidationError(errors)
+
+
+def _validate_selector(value: Mapping[str, str]) -> None:
+    if not value:
+        raise ValidationError("must not be empty")
+    errors = {
+        f"[{_quote(k)}]": ["key and value must be non-empty"] for k, v in value.items() if not k or not v
+    }
+    if errors:
+        raise ValidationError(errors)
+
+
+def _validate_tags(value: Mapping[str, str]) -> None:
+    if "" in value:
+        raise ValidationError({'[""]': ["empty tag keys are not supported"]})
+
+
+def _validate_ip(value: str) -> None:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError as err:
+        raise ValidationError(f"{_quote(value)} is not an IP address") from err
+
 
 class _Base(Schema):
     class Meta:
@@ -27,18 +127,50 @@ class _Base(Schema):
 
 class RequirementSchema(_Base):
     key = fields.String(required=True, validate=validate.Length(min=1))
-    operator = fields.String(required=True, validate=validate.OneOf(OPERATORS))
+    operator = fields.String(
+        required=True, validate=validate.OneOf(OPERATORS, error='"{input}" not in ' + _choices(OPERATORS))
+    )
     values = fields.List(fields.String(), load_default=list)
+
+    @validates_schema
+    def check_values(self, data: dict[str, Any], **_: Any) -> None:
+        op, values = data["operator"], data["values"]
+        if op in ("Exists", "DoesNotExist") and values:
+            raise ValidationError(f"must be empty for operator {op}", "values")
+        if op in ("Gt", "Lt") and (len(values) != 1 or not _INTEGER.match(values[0])):
+            raise ValidationError(f"operator {op} takes exactly one integer value", "values")
+        if op in ("In", "NotIn"):
+            if not values:
+                raise ValidationError(f"must not be empty for operator {op}", "values")
+            problems = {
+                i: [f"invalid value {_quote(v)}: {p}"]
+                for i, v in enumerate(values)
+                if (p := label_value_problem(v)) is not None
+            }
+            if problems:
+                raise ValidationError(problems, "values")
 
     @post_load
     def make(self, data: dict[str, Any], **_: Any) -> Requirement:
-        return Requirement(key=data["key"], operator=data["operator"], values=tuple(data["values"]))
+        # The Karpenter <= 0.5 alias is accepted on input and never seen past this point.
+        key = wk.normalize_key(data["key"])
+        return Requirement(key=key, operator=data["operator"], values=tuple(data["values"]))
 
 
 class TaintSchema(_Base):
     key = fields.String(required=True, validate=validate.Length(min=1))
     value = fields.String(load_default="")
-    effect = fields.String(required=True, validate=validate.OneOf(TAINT_EFFECTS))
+    effect = fields.String(
+        required=True,
+        validate=validate.OneOf(TAINT_EFFECTS, error='"{input}" not in ' + _choices(TAINT_EFFECTS)),
+    )
+
+    @validates_schema
+    def check_names(self, data: dict[str, Any], **_: Any) -> None:
+        if (problem := qualified_name_problem(data["key"])) is not None:
+            raise ValidationError(f"invalid key name {_quote(data['key'])}: {problem}", "key")
+        if (problem := label_value_problem(data["value"])) is not None:
+            raise ValidationError(f"invalid value {_quote(data['value'])}: {problem}", "value")
 
     @post_load
     def make(self, data: dict[str, Any], **_: Any) -> Taint:
@@ -46,7 +178,7 @@ class TaintSchema(_Base):
 
 
 class ClusterSchema(_Base):
-    name = fields.String(required=True, validate=validate.Length(min=1))
+    name = fields.String(required=True, validate=validate.Length(min=1, error="must not be empty"))
     endpoint = fields.String(load_default="")
 
     @post_load
@@ -54,14 +186,35 @@ class ClusterSchema(_Base):
         return ClusterRef(**data)
 
 
-class AWSProviderSchema(_Base):
+class AWSProviderSchema(Schema):
+    class Meta:
+        # Strict, as Karpenter decodes the provider: a misspelt selector must not be silently dropped.
+        unknown = RAISE
+
+    apiVersion = fields.String()
+    kind = fields.String()
     instanceProfile = fields.String(load_default="")
     launchTemplate = fields.String(load_default="")
-    subnetSelector = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
-    securityGroupSelector = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
-    tags = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
-    amiFamily = fields.String(load_default="")
+    subnetSelector = fields.Dict(
+        keys=fields.String(), values=fields.String(), load_default=dict, validate=_validate_selector
+    )
+    securityGroupSelector = fields.Dict(
+        keys=fields.String(), values=fields.String(), load_default=dict, validate=_validate_selector
+    )
+    tags = fields.Dict(
+        keys=fields.String(), values=fields.String(), load_default=dict, validate=_validate_tags
+    )
+    amiFamily = fields.String(
+        load_default="",
+        validate=validate.OneOf(("", *AMI_FAMILIES), error='"{input}" not in ' + _choices(AMI_FAMILIES)),
+    )
     cluster = fields.Nested(ClusterSchema, load_default=None)
+
+    @validates_schema
+    def check_profile(self, data: dict[str, Any], **_: Any) -> None:
+        # A launch template carries its own instance profile.
+        if not data.get("instanceProfile") and not data.get("launchTemplate"):
+            raise ValidationError("missing required field", "instanceProfile")
 
     @post_load
     def make(self, data: dict[str, Any], **_: Any) -> AWSProvider:
@@ -77,8 +230,8 @@ class AWSProviderSchema(_Base):
 
 
 class KubeletSchema(_Base):
-    clusterDNS = fields.List(fields.String(), load_default=list)
-    maxPods = fields.Integer(load_default=None, validate=validate.Range(min=1))
+    clusterDNS = fields.List(fields.String(validate=_validate_ip), load_default=list)
+    maxPods = fields.Integer(strict=True, load_default=None, validate=validate.Range(min=1))
 
     @post_load
     def make(self, data: dict[str, Any], **_: Any) -> KubeletConfiguration:
@@ -91,26 +244,61 @@ class ResourceListField(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Resources:
         if not isinstance(value, dict):
             raise ValidationError("must be a map of resource name to quantity")
-        try:
-            return Resources.parse(value)
-        except QuantityError as err:
-            raise ValidationError(str(err)) from err
+        errors: dict[str, list[str]] = {}
+        for name, raw in value.items():
+            try:
+                Resources.parse({name: raw})
+            except (QuantityError, TypeError, ValueError) as err:
+                errors[str(name)] = [str(err)]
+        if errors:
+            raise ValidationError(errors)
+        return Resources.parse(value)
 
 
 class LimitsSchema(_Base):
     resources = ResourceListField(load_default=Resources)
 
 
+_TTL = validate.Range(min=0, error="cannot be negative")
+
+
 class SpecSchema(_Base):
     requirements = fields.List(fields.Nested(RequirementSchema), load_default=list)
-    labels = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
+    labels = fields.Dict(
+        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
+    )
     taints = fields.List(fields.Nested(TaintSchema), load_default=list)
-    ttlSecondsAfterEmpty = fields.Integer(load_default=None, validate=validate.Range(min=0))
-    ttlSecondsUntilExpired = fields.Integer(load_default=None, validate=validate.Range(min=0))
+    ttlSecondsAfterEmpty = fields.Integer(strict=True, load_default=None, validate=_TTL)
+    ttlSecondsUntilExpired = fields.Integer(strict=True, load_default=None, validate=_TTL)
     limits = fields.Nested(LimitsSchema, load_default=None)
-    weight = fields.Integer(load_default=0)
+    # Higher is tried first; modern Karpenter's range.
+    weight = fields.Integer(strict=True, load_default=0, validate=validate.Range(min=0, max=100))
     kubeletConfiguration = fields.Nested(KubeletSchema, load_default=None)
     provider = fields.Nested(AWSProviderSchema, load_default=None)
+
+    @validates_schema(pass_original=True, skip_on_field_errors=False)
+    def check_requirement_keys(self, _data: dict[str, Any], original: Any, **_: Any) -> None:
+        # Works on the raw input so an unknown key is reported together with any field errors.
+        if not isinstance(original, Mapping) or not isinstance(original.get("requirements"), list):
+            return
+        raw_labels = original.get("labels")
+        declared = {wk.normalize_key(k) for k in raw_labels} if isinstance(raw_labels, Mapping) else set()
+        errors: dict[str, list[str]] = {}
+        for i, req in enumerate(original["requirements"]):
+            key = req.get("key") if isinstance(req, Mapping) else None
+            if not isinstance(key, str) or not key:
+                continue
+            if key in RESTRICTED_LABELS:
+                errors[f"requirements[{i}].key"] = [f"{_quote(key)} is restricted"]
+            elif (canonical := wk.normalize_key(key)) not in REQUIREMENT_KEYS and canonical not in declared:
+                errors[f"requirements[{i}].key"] = [
+                    f"{_quote(key)} not in {_choices(tuple(sorted(REQUIREMENT_KEYS)))} "
+                    "and not declared in spec.labels"
+                ]
+            elif (problem := qualified_name_problem(key)) is not None:
+                errors[f"requirements[{i}].key"] = [f"invalid key name {_quote(key)}: {problem}"]
+        if errors:
+            raise ValidationError(errors)
 
 
 class MetadataSchema(_Base):
@@ -120,7 +308,10 @@ class MetadataSchema(_Base):
 
 
 class ProvisionerSchema(_Base):
-    apiVersion = fields.String(load_default="karpenter.sh/v1alpha5")
+    apiVersion = fields.String(
+        load_default=wk.API_VERSION,
+        validate=validate.Equal(wk.API_VERSION, error='"{input}" is not ' + wk.API_VERSION),
+    )
     kind = fields.String(load_default="Provisioner", validate=validate.Equal("Provisioner"))
     metadata = fields.Nested(MetadataSchema, required=True)
     spec = fields.Nested(SpecSchema, load_default=dict)
@@ -143,3 +334,44 @@ class ProvisionerSchema(_Base):
             kubelet=spec.get("kubeletConfiguration") or KubeletConfiguration(),
             provider=spec.get("provider") or AWSProvider(),
         )
+
+
+def flatten_errors(messages: Any, prefix: str = "") -> list[str]:
+    """marshmallow's nested error dict -> ["spec.requirements[1].operator: ...", ...] in field order."""
+    if isinstance(messages, Mapping):
+        lines: list[str] = []
+        for key, sub in messages.items():
+            if key == "_schema":
+                path = prefix
+            elif isinstance(key, int):
+                path = f"{prefix}[{key}]"
+            elif str(key).startswith("["):
+                path = f"{prefix}{key}"
+            else:
+                path = f"{prefix}.{key}" if prefix else str(key)
+            lines.extend(flatten_errors(sub, path))
+        return lines
+    if isinstance(messages, list | tuple):
+        return [line for item in messages for line in flatten_errors(item, prefix)]
+    return [f"{prefix}: {messages}" if prefix else str(messages)]
+
+
+# Built once: constructing the schema costs three times a load, and load keeps no per-call state.
+_SCHEMA = ProvisionerSchema()
+
+
+def parse_provisioner(obj: Any) -> Provisioner:
+    """Load and validate; raises ValidationError whose `messages` is the flat list of `path: message`."""
+    try:
+        return _SCHEMA.load(obj)
+    except ValidationError as err:
+        raise ValidationError(flatten_errors(err.messages)) from err
+
+
+def validate_provisioner(obj: Any) -> list[str]:
+    """Every problem with a Provisioner manifest, one `path: message` line each; [] when valid."""
+    try:
+        parse_provisioner(obj)
+    except ValidationError as err:
+        return list(err.messages)
+    return []

@@ -1,0 +1,72 @@
+"""AdmissionReview and manifest builders shared by the webhook unit tests."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from extender.api.provisioner import Provisioner, load_provisioner
+
+
+def provisioner_manifest(name: str = "default", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1alpha5",
+        "kind": "Provisioner",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def valid_spec() -> dict[str, Any]:
+    return {
+        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
+        "provider": {
+            "instanceProfile": "KarpenterNodeInstanceProfile-demo",
+            "subnetSelector": {"kubernetes.io/cluster/demo": "*"},
+            "securityGroupSelector": {"kubernetes.io/cluster/demo": "*"},
+            "cluster": {"name": "demo", "endpoint": "https://127.0.0.1:6443"},
+        },
+        "ttlSecondsAfterEmpty": 30,
+    }
+
+
+def pod_manifest(name: str = "web", **spec: Any) -> dict[str, Any]:
+    body = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}], **spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "apps"}, "spec": body}
+
+
+def make_review(
+    obj: Any,
+    *,
+    group: str = "karpenter.sh",
+    version: str = "v1alpha5",
+    kind: str = "Provisioner",
+    operation: str = "CREATE",
+    namespace: str = "",
+    uid: str = "705ab4f5-6393-11e8-b7cc-42010a800002",
+) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "uid": uid,
+        "kind": {"group": group, "version": version, "kind": kind},
+        "operation": operation,
+        "object": obj,
+        "oldObject": None,
+        "dryRun": False,
+    }
+    if namespace:
+        request["namespace"] = namespace
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def pod_review(obj: Any, *, namespace: str = "apps", operation: str = "CREATE") -> dict[str, Any]:
+    return make_review(obj, group="", version="v1", kind="Pod", namespace=namespace, operation=operation)
+
+
+def decoded_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    assert response["patchType"] == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+def loaded(name: str, **spec: Any) -> Provisioner:
+    return load_provisioner(provisioner_manifest(name, **spec))

@@ -1,0 +1,66 @@
+"""The admission blueprint: /mutate/provisioner, /validate/provisioner, /mutate/pod.
+
+Every handler answers a well-formed AdmissionReview; a body that is not one gets HTTP 400. An
+unexpected exception in a handler is logged and answered per the resource's failure policy:
+pods are admitted unchanged (karpy must never block a Deployment), Provisioners are denied.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from flask import Blueprint, Response, jsonify, request
+
+from webhook import pod, provisioner
+from webhook.admission import AdmissionRequest, BadReview, Verdict, build_response, parse_review
+from webhook.state import state
+
+log = logging.getLogger(__name__)
+bp = Blueprint("admission", __name__)
+
+Handler = Callable[[AdmissionRequest], Verdict]
+
+
+def _result(verdict: Verdict) -> str:
+    if not verdict.allowed:
+        return "denied"
+    return "patched" if verdict.patch else "allowed"
+
+
+def _answer(handler: Handler, *, fail_open: bool) -> tuple[Response, int]:
+    started = time.perf_counter()
+    try:
+        review = parse_review(request.get_data(cache=False))
+    except BadReview as err:
+        state().metrics.observe(request.path, "bad_request", time.perf_counter() - started)
+        return jsonify(code=400, message=str(err)), 400
+    try:
+        verdict = handler(review)
+        result = _result(verdict)
+    except Exception:
+        log.exception("Admission handler failed for %s uid %s", request.path, review.uid)
+        if fail_open:
+            verdict = Verdict(warnings=("karpy: internal error, admitted unchanged",))
+        else:
+            verdict = Verdict.deny(500, "karpy: internal error")
+        result = "error"
+    state().metrics.observe(request.path, result, time.perf_counter() - started)
+    return jsonify(build_response(review.uid, verdict)), 200
+
+
+@bp.post("/mutate/provisioner")
+def mutate_provisioner() -> tuple[Response, int]:
+    return _answer(lambda r: provisioner.mutate(r, state().config), fail_open=False)
+
+
+@bp.post("/validate/provisioner")
+def validate_provisioner() -> tuple[Response, int]:
+    return _answer(provisioner.validate, fail_open=False)
+
+
+@bp.post("/mutate/pod")
+def mutate_pod() -> tuple[Response, int]:
+    app_state = state()
+    return _answer(lambda r: pod.mutate(r, app_state.config, app_state.provisioners), fail_open=True)
