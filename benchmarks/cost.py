@@ -2,7 +2,8 @@
 
 Prints plan $/h, LP lower bound, gap, and a Cluster-Autoscaler-style single node group (all m5.large,
 on-demand, pods packed FFD by cpu then memory) for comparison. Run: python benchmarks/cost.py
-(needs moto for DescribeInstanceTypes; prices from ../shared/data/ec2-on-demand-prices.json).
+(python -m benchmarks.cost; needs moto for DescribeInstanceTypes;
+prices from ../shared/data/ec2-on-demand-prices.json).
 """
 
 from __future__ import annotations
@@ -97,14 +98,16 @@ def main() -> None:
     )
     print(f"catalog: {len(catalog)} types; on-demand only (spot prices in the file are absent)")
     print(
-        f"{'mix':<14} {'pods':>5} {'nodes':>6} {'plan $/h':>9} {'bound $/h':>10} {'gap':>7} {'CA m5.large $/h':>16}"
+        f"{'mix':<14} {'pods':>5} {'nodes':>6} {'plan $/h':>9} {'bound $/h':>10} {'gap':>7}"
+        f" {'CA m5.large $/h':>16} {'unsched':>8}"
     )
     for name, pod_list in mixes(random.Random(7)).items():
         plan = solve(pod_list, [on_demand], catalog)
         gap = f"{plan.gap * 100:.1f}%" if plan.gap is not None else "-"
         print(
-            f"{name:<14} {len(pod_list):>5} {len(plan.nodes):>6} {plan.total_price:>9.3f} {plan.lower_bound:>10.3f}"
-            f" {gap:>7} {ca_node_group(pod_list, by_name):>16.3f}"
+            f"{name:<14} {len(pod_list):>5} {len(plan.nodes):>6} {plan.total_price:>9.3f}"
+            f" {plan.lower_bound:>10.3f} {gap:>7} {ca_node_group(pod_list, by_name):>16.3f}"
+            f" {len(plan.unschedulable):>8}"
         )
 
 

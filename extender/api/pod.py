@@ -245,9 +245,8 @@ class _PodParser:
         if not raw.get("key"):
             raise self.fail(f"{path}.key", "is required")
         values = tuple(str(v) for v in self.items(raw.get("values"), f"{path}.values"))
-        if operator in ("Gt", "Lt"):
-            if len(values) != 1 or not values[0].lstrip("-").isdigit():
-                raise self.fail(f"{path}.values", f"{operator} needs exactly one integer value")
+        if operator in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+            raise self.fail(f"{path}.values", f"{operator} needs exactly one integer value")
         return Requirement(key=wk.normalize_key(str(raw["key"])), operator=operator, values=values)
 
     def term(self, raw: Any, path: str) -> tuple[Requirement, ...]:

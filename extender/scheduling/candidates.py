@@ -3,11 +3,19 @@
 Vectors are tuples over the batch's resource dimensions (cpu, memory, pods, then any extended
 resource requested), so the packer compares plain floats. `CandidateCache.lookup` memoises
 "types compatible with (provisioner, requirements, GPU kinds)" — the solver asks the same few
-questions thousands of times.
+questions thousands of times — and `pod_rate` the cheapest $/pod for a request on such a set.
+
+Burstable (t-family) types are candidates only when the requirements list instance types by name
+(an `In` set). Their list price buys a CPU baseline of 5-40 % per vCPU; a node packed to its
+pods' CPU requests runs above it and, in the default `unlimited` credit mode, is billed for the
+surplus, so the list price understates what such a node costs. Karpenter 0.5 offered them
+anyway; karpy does not by default. The plan and the lower bound both read `lookup`, so they
+agree on the catalog.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -15,14 +23,11 @@ from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import GPU_RESOURCES, Resources
-from extender.scheduling import lowerbound
 from extender.scheduling.constraints import defined_keys, pod_terms, provisioner_requirements
 from extender.scheduling.instancetypes import InstanceType, Offering
 from extender.scheduling.requirements import Requirements
 
 Vector = tuple[float, ...]
-#: How much dearer than the catalog's best $/resource a type may be and still be grown into.
-GROWTH_SLACK = 0.1
 OfferingKey = tuple[str, str, str]
 
 
@@ -53,20 +58,23 @@ class Candidate:
     offering: Offering
 
 
-@dataclass(frozen=True)
+def fit_count(request: Vector, free: Vector) -> int:
+    """How many pods of `request` fit in `free` (a large number when the request is all zeros)."""
+    count = 1 << 30
+    for req, room in zip(request, free, strict=True):
+        if req > 0:
+            count = min(count, int((room + 1e-9) // req))
+        elif room < -1e-9:
+            return 0
+    return max(count, 0)
+
+
+@dataclass(frozen=True, eq=False)
 class CandidateSet:
-    """Compatible types, cheapest first, and the Pareto frontier of their allocatable (for packing)."""
+    """Compatible types, cheapest first; compared by identity (the cache hands out one per question)."""
 
     candidates: tuple[Candidate, ...]
-    frontier: tuple[Vector, ...]
-
-
-def _pareto(vectors: list[Vector]) -> tuple[Vector, ...]:
-    kept: list[Vector] = []
-    for vec in sorted(set(vectors), key=lambda v: tuple(-x for x in v)):
-        if not any(fits(vec, other) for other in kept):
-            kept.append(vec)
-    return tuple(kept)
+    names: frozenset[str]
 
 
 def _daemon_fits_type(
@@ -124,6 +132,7 @@ class CandidateCache:
     def __init__(self, unavailable: Collection[OfferingKey]) -> None:
         self.unavailable = frozenset(unavailable)
         self._memo: dict[tuple[str, Requirements, frozenset[str]], CandidateSet] = {}
+        self._rates: dict[tuple[int, Vector], float] = {}
 
     def cheapest_offering(self, instance_type: InstanceType, reqs: Requirements) -> Offering | None:
         zones, capacity_types = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
@@ -134,9 +143,9 @@ class CandidateCache:
                 or (instance_type.name, offering.zone, offering.capacity_type) in self.unavailable
             ):
                 continue
-            if zones.contains(offering.zone) and capacity_types.contains(offering.capacity_type):
-                if best is None or offering.price < best.price:
-                    best = offering
+            allowed = zones.contains(offering.zone) and capacity_types.contains(offering.capacity_type)
+            if allowed and (best is None or offering.price < best.price):
+                best = offering
         return best
 
     def lookup(self, view: ProvisionerView, reqs: Requirements, gpus: frozenset[str]) -> CandidateSet:
@@ -151,6 +160,8 @@ class CandidateCache:
             type_gpus = gpus_of(instance_type)
             if (gpus and not gpus <= type_gpus) or (not gpus and type_gpus):
                 continue
+            if instance_type.burstable and names.complement:
+                continue
             if not (
                 names.contains(instance_type.name)
                 and arches.contains(instance_type.arch)
@@ -161,35 +172,21 @@ class CandidateCache:
             if offering is not None:
                 candidates.append(Candidate(entry, offering))
         candidates.sort(key=lambda c: (c.offering.price, c.entry.type.name))
-        found = CandidateSet(
-            tuple(candidates), _pareto([c.entry.alloc for c in _efficient(candidates, gpus)])
-        )
+        found = CandidateSet(tuple(candidates), frozenset(c.entry.type.name for c in candidates))
         self._memo[key] = found
         return found
 
-
-def _efficient(candidates: list[Candidate], gpus: frozenset[str]) -> list[Candidate]:
-    """Types a node may grow into: priced within GROWTH_SLACK of the cheapest fractional cover of their own size.
-
-    Without this a node keeps growing into whatever type is largest (a 448-vCPU, 6 TiB machine) and the
-    cheapest type holding its final contents can cost several times the resources it provides.
-    """
-    if gpus:
-        per_gpu = [c.offering.price / sum(c.entry.type.gpus.get(g) for g in gpus) for c in candidates]
-        best = min(per_gpu, default=0.0)
-        return [c for c, p in zip(candidates, per_gpu, strict=True) if p <= best * (1 + GROWTH_SLACK)]
-    vertices = lowerbound.dual_vertices(
-        [
-            (c.entry.alloc[:2], c.offering.price)
-            for c in candidates
-            if c.entry.alloc[0] > 0 and c.entry.alloc[1] > 0
-        ]
-    )
-    return [
-        c
-        for c in candidates
-        if c.offering.price <= (1 + GROWTH_SLACK) * lowerbound.dual_cost(vertices, c.entry.alloc[:2])
-    ]
+    def pod_rate(self, found: CandidateSet, request: Vector) -> float:
+        """Cheapest $/h per pod when nodes of this set hold only pods of `request` (inf if none fits)."""
+        key = (id(found), request)
+        if (rate := self._rates.get(key)) is None:
+            rate = math.inf
+            for c in found.candidates:
+                count = fit_count(request, c.entry.alloc)
+                if count:
+                    rate = min(rate, c.offering.price / count)
+            self._rates[key] = rate
+        return rate
 
 
 def gpus_of(instance_type: InstanceType) -> frozenset[str]:

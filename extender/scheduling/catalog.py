@@ -136,6 +136,7 @@ def build_catalog(
             max_pods=max_pods,
             offerings=type_offerings,
             gpus=gpus,
+            burstable=bool(item.get("BurstablePerformanceSupported")),
         )
         if reason := instance_type.fits_overhead():
             if logger:

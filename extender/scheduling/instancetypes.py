@@ -78,6 +78,8 @@ class InstanceType:
     overhead: Resources = field(default_factory=Resources)
     allocatable: Resources = field(default_factory=Resources)
     offerings: tuple[Offering, ...] = ()
+    #: CPU-credit (t-family) type: only a candidate when a requirement names it (see candidates.py).
+    burstable: bool = False
 
     @classmethod
     def build(
@@ -91,6 +93,7 @@ class InstanceType:
         offerings: Iterable[Offering] = (),
         gpus: Resources | None = None,
         os: str = "linux",
+        burstable: bool = False,
     ) -> InstanceType:
         """Derive capacity, overhead and allocatable from the raw figures."""
         gpus = gpus or Resources()
@@ -108,6 +111,7 @@ class InstanceType:
             overhead=overhead,
             allocatable=capacity - overhead,
             offerings=tuple(offerings),
+            burstable=burstable,
         )
 
     def with_max_pods(self, max_pods: int) -> InstanceType:
@@ -123,6 +127,7 @@ class InstanceType:
             offerings=self.offerings,
             gpus=self.gpus,
             os=self.os,
+            burstable=self.burstable,
         )
         return rebuilt
 
@@ -137,7 +142,8 @@ class InstanceType:
         """Why this type cannot even hold its own kubelet/system overhead, or None."""
         for name in (CPU, MEMORY):
             if self.allocatable.get(name) <= 0:
-                return f"overhead {name} {self.overhead.get(name):g} exceeds capacity {self.capacity.get(name):g}"
+                overhead, capacity = self.overhead.get(name), self.capacity.get(name)
+                return f"overhead {name} {overhead:g} exceeds capacity {capacity:g}"
         return None
 
     def labels(self) -> dict[str, str]:

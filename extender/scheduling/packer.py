@@ -1,29 +1,38 @@
-"""First-Fit-Descending over classes of identical pods, onto existing nodes and then new ones.
+"""Packing classes of identical pods: first-fit onto existing nodes, then one new node at a time.
 
 A class is a run of pods with the same requests and constraints, so placing it on a node is one
-arithmetic step (how many fit) rather than one step per pod. A new node keeps the requirements
-of its pods intersected and may grow while *some* compatible type still holds everything (checked
-against the Pareto frontier of allocatable vectors); the cheapest type that holds the final
-contents is chosen afterwards by the solver.
+arithmetic step (how many fit) rather than one step per pod. Existing nodes are filled first-fit
+in descending order. Each new node is then chosen by trying its most promising instance types:
+every trial fills an empty node of that type First-Fit-Descending from the pods still pending,
+and the type whose fill is worth most per dollar wins, where a pod is worth the cheapest $/pod
+its class could get on nodes of its own (`CandidateCache.pod_rate`). The solver later offers
+every type that holds the final contents, cheapest first, which shrinks partly filled nodes.
+Last, neighbouring nodes are merged when one node holding both is no dearer.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.pod import Pod
-from extender.scheduling.candidates import CandidateCache, ProvisionerView, Vector
+from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.topology import HostConstraints
 
-EPS = 1e-9
+#: Instance types tried for each new node; the ranking by the seed class's own $/pod puts the
+#: winner among the first few, and each trial costs a pass over the pending classes.
+TRIALS = 6
+#: How many earlier nodes a node is offered to when merging.
+MERGE_WINDOW = 4
+NO_ROOM = "no instance type has room for the pod's requests"
+_Merged = Requirements | None
+UNMET_TOPOLOGY = "pod (anti-)affinity or topology spread on kubernetes.io/hostname cannot be met"
 
 
-@dataclass
+@dataclass(eq=False)
 class PodClass:
     pods: list[Pod]
     request: Vector
@@ -37,54 +46,65 @@ class PodClass:
     #: Provisioner + pod requirements for a new node; None when no provisioner can take the pods.
     reqs: Requirements | None = None
     reason: str = ""
+    #: Index of the first pod not yet placed.
+    next: int = 0
+    #: $/h each pod is worth (its cheapest $/pod alone); set by the packer.
+    rate: float = 0.0
+
+    @property
+    def left(self) -> int:
+        return len(self.pods) - self.next
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
-    frontier: tuple[Vector, ...]
+    capacity: Vector
     used: Vector
     view: ProvisionerView | None = None
     reqs: Requirements | None = None
     gpus: frozenset[str] = frozenset()
     existing: ExistingNode | None = None
     pods: list[Pod] = field(default_factory=list)
+    #: (class, count) in placement order, so a merge can replay the topology checks.
+    entries: list[tuple[PodClass, int]] = field(default_factory=list)
     term_counts: Counter[int] = field(default_factory=Counter)
     anti: set[int] = field(default_factory=set)
-    closed: bool = False
 
-    def room(self, request: Vector, frontier: Sequence[Vector] | None = None) -> int:
-        """How many more pods of `request` fit on some type of the frontier."""
-        best = 0
-        for capacity in frontier if frontier is not None else self.frontier:
-            count = math.inf
-            for cap, use, req in zip(capacity, self.used, request, strict=True):
-                if req > 0:
-                    count = min(count, math.floor((cap - use + EPS) / req))
-                elif use > cap + EPS:
-                    count = 0
-            best = max(best, int(count) if count != math.inf else 1 << 30)
-        return best
+    def room(self, request: Vector) -> int:
+        return fit_count(request, tuple(c - u for c, u in zip(self.capacity, self.used, strict=True)))
 
-    def add(self, pod_class: PodClass, pods: Sequence[Pod]) -> None:
-        n = len(pods)
-        self.used = tuple(u + n * r for u, r in zip(self.used, pod_class.request, strict=True))
-        self.pods.extend(pods)
+    def add(self, pod_class: PodClass, count: int) -> None:
+        self.used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))
+        self.entries.append((pod_class, count))
         for term in pod_class.matches:
-            self.term_counts[term] += n
+            self.term_counts[term] += count
         self.anti.update(pod_class.host.anti)
 
 
+@dataclass
+class _Trial:
+    candidate: Candidate
+    node: Node
+    value: float
+
+    @property
+    def score(self) -> tuple[float, float]:
+        # Worth per dollar first; on a tie the fuller node, so fewer nodes carry the same pods.
+        return (self.value / self.candidate.offering.price, self.value)
+
+
 class Packer:
-    def __init__(self, cache: CandidateCache, min_request: Vector, universal_terms: frozenset[int]) -> None:
+    def __init__(self, cache: CandidateCache, min_request: Vector) -> None:
         self.cache = cache
         self.min_request = min_request
-        # Terms every pod of the batch matches: a node whose pods are anti-affine to one takes nothing more.
-        self.universal_terms = universal_terms
         self.nodes: list[Node] = []
-        self.open: list[Node] = []
         self.existing: list[Node] = []
         self.placed_by_term: Counter[int] = Counter()
-        self._intersections: dict[tuple[Requirements, Requirements], Requirements | None] = {}
+        # Keyed by identity: hashing a Requirements walks all its values, and the same few objects
+        # recur (the stored entries keep them alive, so ids stay unique).
+        self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
+        self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
+        self._rankings: dict[tuple[int, Vector], list[Candidate]] = {}
 
     def add_existing(self, node: ExistingNode, dims: Sequence[str]) -> None:
         free = tuple(
@@ -92,7 +112,7 @@ class Packer:
             for d in dims
         )
         used = tuple(0.0 if d == "pods" else node.requested.get(d) for d in dims)
-        self.existing.append(Node(frontier=(free,), used=used, existing=node))
+        self.existing.append(Node(capacity=free, used=used, existing=node))
 
     def topology_cap(self, node: Node, pod_class: PodClass, want: int) -> int:
         cap = want
@@ -105,90 +125,158 @@ class Packer:
         if node.anti and any(term in node.anti for term in pod_class.matches):
             return 0
         for term, skew in host.spread:
-            if term in pod_class.matches:
+            # A pod outside its own selector adds nothing, but the node must already be within skew.
+            own = 1 if term in pod_class.matches else 0
+            if node.term_counts[term] + own > skew:
+                return 0
+            if own:
                 cap = min(cap, skew - node.term_counts[term])
         for term in host.affinity:
             if self.placed_by_term[term] and not node.term_counts[term]:
                 return 0
         return max(cap, 0)
 
-    def _merge(
-        self, node_reqs: Requirements, class_reqs: Requirements, keys: frozenset[str]
-    ) -> Requirements | None:
-        key = (node_reqs, class_reqs)
-        if key not in self._intersections:
-            merged = node_reqs.intersect(class_reqs)
-            self._intersections[key] = None if merged.conflict(keys) else merged
-        return self._intersections[key]
+    def _merge(self, node: Node, class_reqs: Requirements) -> Requirements | None:
+        assert node.reqs is not None and node.view is not None
+        key = (id(node.reqs), id(class_reqs))
+        if (found := self._intersections.get(key)) is None:
+            merged: Requirements | None = node.reqs.intersect(class_reqs)
+            if merged is not None and merged.conflict(node.view.keys):
+                merged = None
+            elif merged == node.reqs:
+                merged = node.reqs  # unchanged: callers test identity
+            found = self._intersections[key] = (node.reqs, class_reqs, merged)
+        return found[2]
 
-    def try_node(self, node: Node, pod_class: PodClass, pending: list[Pod]) -> list[Pod]:
-        """Place as many of `pending` as fit on `node`; returns the pods still pending."""
-        if node.existing is not None:
-            frontier = node.frontier
-            if pod_class.pods[0].tolerates(node.existing.taints) is not None:
-                return pending
-            if not pod_class.pod_reqs.matches(node.existing.labels):
-                return pending
-            merged = None
-        else:
-            if node.view is not pod_class.view or node.gpus != pod_class.gpus or pod_class.reqs is None:
-                return pending
-            assert node.reqs is not None and node.view is not None
-            merged = self._merge(node.reqs, pod_class.reqs, node.view.keys)
-            if merged is None:
-                return pending
-            frontier = (
-                node.frontier
-                if merged == node.reqs
-                else self.cache.lookup(node.view, merged, node.gpus).frontier
-            )
-        count = min(self.topology_cap(node, pod_class, len(pending)), node.room(pod_class.request, frontier))
-        if count <= 0:
-            return pending
-        if merged is not None and merged != node.reqs:
-            node.reqs, node.frontier = merged, frontier
-        node.add(pod_class, pending[:count])
+    def _allowed_names(self, node: Node, reqs: Requirements) -> frozenset[str]:
+        assert node.view is not None
+        if (found := self._names.get(id(reqs))) is None:
+            found = self._names[id(reqs)] = (reqs, self.cache.lookup(node.view, reqs, node.gpus).names)
+        return found[1]
+
+    def _commit(self, node: Node, pod_class: PodClass, count: int) -> None:
+        node.pods.extend(pod_class.pods[pod_class.next : pod_class.next + count])
+        pod_class.next += count
         for term in pod_class.matches:
             self.placed_by_term[term] += count
-        if node.room(self.min_request) == 0 or not node.anti.isdisjoint(self.universal_terms):
-            node.closed = True
-        return pending[count:]
 
-    def place(self, pod_class: PodClass, unschedulable: Callable[[Pod, str], None]) -> None:
-        pending = list(pod_class.pods)
+    # Existing nodes: first fit, class by class.
+    def fill_existing(self, pod_class: PodClass) -> None:
         for node in self.existing:
-            if not pending:
+            if not pod_class.left:
                 return
-            pending = self.try_node(node, pod_class, pending)
-        if pod_class.reqs is None or pod_class.view is None:
-            for pod in pending:
-                unschedulable(pod, pod_class.reason)
-            return
-        for node in self.open:
-            if not pending:
-                break
-            if not node.closed:
-                pending = self.try_node(node, pod_class, pending)
-        # Closed nodes never take another pod: drop them so first-fit stays proportional to open nodes.
-        self.open = [n for n in self.open if not n.closed]
-        while pending:
-            frontier = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus).frontier
-            node = Node(
-                frontier=frontier,
-                used=tuple(0.0 for _ in pod_class.request),
-                view=pod_class.view,
-                reqs=pod_class.reqs,
-                gpus=pod_class.gpus,
-            )
-            left = self.try_node(node, pod_class, pending)
-            if len(left) == len(pending):
-                reason = "pod (anti-)affinity or topology spread on kubernetes.io/hostname cannot be met"
-                if node.room(pod_class.request) == 0:
-                    reason = "no instance type has room for the pod's requests"
-                for pod in pending:
+            assert node.existing is not None
+            if pod_class.pods[0].tolerates(node.existing.taints) is not None:
+                continue
+            if not pod_class.pod_reqs.matches(node.existing.labels):
+                continue
+            count = min(self.topology_cap(node, pod_class, pod_class.left), node.room(pod_class.request))
+            if count > 0:
+                node.add(pod_class, count)
+                self._commit(node, pod_class, count)
+
+    # New nodes: one at a time, each the best of a few trial fills.
+    def pack(self, classes: Sequence[PodClass], unschedulable: Callable[[Pod, str], None]) -> None:
+        active = [c for c in classes if c.left]
+        for pod_class in active:
+            if pod_class.view is None or pod_class.reqs is None:
+                for pod in pod_class.pods[pod_class.next :]:
+                    unschedulable(pod, pod_class.reason)
+                pod_class.next = len(pod_class.pods)
+            else:
+                found = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
+                pod_class.rate = self.cache.pod_rate(found, pod_class.request)
+        while active := [c for c in active if c.left]:
+            seed = active[0]
+            trials = [self._trial(c, seed, active) for c in self._ranking(seed)]
+            best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
+            if best is None:
+                fits_somewhere = any(t.node.room(seed.request) for t in trials)
+                reason = UNMET_TOPOLOGY if fits_somewhere else NO_ROOM
+                for pod in seed.pods[seed.next :]:
                     unschedulable(pod, reason)
-                return
+                seed.next = len(seed.pods)
+                continue
+            node = best.node
+            for pod_class, count in node.entries:
+                self._commit(node, pod_class, count)
             self.nodes.append(node)
-            if not node.closed:
-                self.open.append(node)
-            pending = left
+
+    def _ranking(self, seed: PodClass) -> list[Candidate]:
+        """The seed's types by its own $/pod (larger first on ties), at most TRIALS."""
+        assert seed.view is not None and seed.reqs is not None
+        found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
+        key = (id(found), seed.request)
+        if key not in self._rankings:
+            rated = []
+            for c in found.candidates:
+                count = fit_count(seed.request, c.entry.alloc)
+                if count:
+                    rated.append((c.offering.price / count, -c.offering.price, c))
+            rated.sort(key=lambda r: (r[0], r[1]))
+            self._rankings[key] = [c for _, _, c in rated[:TRIALS]]
+        return self._rankings[key]
+
+    def _trial(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
+        """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""
+        name = candidate.entry.type.name
+        node = Node(
+            capacity=candidate.entry.alloc,
+            used=tuple(0.0 for _ in seed.request),
+            view=seed.view,
+            reqs=seed.reqs,
+            gpus=seed.gpus,
+        )
+        value = 0.0
+        for pod_class in active:
+            if pod_class.view is not seed.view or pod_class.gpus != seed.gpus:
+                continue
+            assert pod_class.reqs is not None and node.view is not None
+            merged = self._merge(node, pod_class.reqs)
+            if merged is None:
+                continue
+            if merged is not node.reqs and name not in self._allowed_names(node, merged):
+                continue
+            count = min(self.topology_cap(node, pod_class, pod_class.left), node.room(pod_class.request))
+            if count <= 0:
+                continue
+            node.reqs = merged
+            node.add(pod_class, count)
+            value += count * pod_class.rate
+            if not node.room(self.min_request):
+                break
+        return _Trial(candidate, node, value)
+
+    def merge_neighbours(self, price: Callable[[Node], float | None]) -> None:
+        """Fold a node into one of the few before it when one node holding both costs no more."""
+        kept: list[Node] = []
+        for node in self.nodes:
+            for other in kept[-MERGE_WINDOW:]:
+                if self._absorb(other, node, price):
+                    break
+            else:
+                kept.append(node)
+        self.nodes = kept
+
+    def _absorb(self, target: Node, node: Node, price: Callable[[Node], float | None]) -> bool:
+        if target.view is not node.view or target.gpus != node.gpus:
+            return False
+        assert node.reqs is not None
+        merged = self._merge(target, node.reqs)
+        if merged is None:
+            return False
+        trial = Node(capacity=target.used, used=target.used, view=target.view, reqs=merged, gpus=target.gpus)
+        trial.term_counts, trial.anti = Counter(target.term_counts), set(target.anti)
+        trial.capacity = tuple(float("inf") for _ in target.used)
+        for pod_class, count in node.entries:
+            if self.topology_cap(trial, pod_class, count) < count:
+                return False
+            trial.add(pod_class, count)
+        joint, apart = price(trial), (price(target) or 0.0) + (price(node) or 0.0)
+        if joint is None or joint > apart + 1e-9:
+            return False
+        target.reqs, target.used = merged, trial.used
+        target.entries.extend(node.entries)
+        target.term_counts, target.anti = trial.term_counts, trial.anti
+        target.pods.extend(node.pods)
+        return True

@@ -18,6 +18,7 @@ from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
 from extender.scheduling import lowerbound
 from extender.scheduling.candidates import (
+    Candidate,
     CandidateCache,
     OfferingKey,
     ProvisionerView,
@@ -109,7 +110,8 @@ class _Resolver:
                             )
                         return view, term, reqs, ""
                 reasons.append(
-                    f"provisioner/{view.provisioner.name}: no instance type satisfies {base.describe() or 'the'}"
+                    f"provisioner/{view.provisioner.name}: no instance type satisfies"
+                    f" {base.describe() or 'the'}"
                     f" requirements and holds {_describe_requests(pod.requests)}"
                 )
         if wanted and not views:
@@ -191,7 +193,14 @@ def solve(
     zone_memo: dict[tuple, list[str]] = {}
 
     def eligible(pod: Pod) -> list[str]:
-        key = _shape_key(pod)
+        # Zones depend on requests and node constraints only, not on labels or pod topology.
+        key = (
+            tuple(sorted(pod.requests.amounts.items())),
+            tuple(sorted(pod.node_selector.items())),
+            pod.required_terms,
+            pod.preferred_terms,
+            pod.tolerations,
+        )
         if key not in zone_memo:
             zone_memo[key] = resolver.eligible_zones(pod)
         return zone_memo[key]
@@ -201,12 +210,21 @@ def solve(
         if pod.key in failed:
             unschedulable.append(Unschedulable(pod, failed[pod.key]))
 
+    live = [pod for pod in candidates if pod.key not in failed]
     terms = Terms()
+    hosts: dict[tuple, HostConstraints] = {}
+    for pod in live:
+        if (key := _shape_key(pod)) not in hosts:
+            hosts[key] = HostConstraints.of(pod, terms)
+    # Labels only matter through the hostname terms they match: key classes by those, not by labels.
+    matched: dict[tuple, tuple[int, ...]] = {}
     classes: dict[tuple, PodClass] = {}
-    for pod in candidates:
-        if pod.key in failed:
-            continue
-        key = (_shape_key(pod), pins.get(pod.key))
+    for pod in live:
+        shape = _shape_key(pod)
+        label_key = (pod.namespace, shape[1])
+        if label_key not in matched:
+            matched[label_key] = terms.matching(pod)
+        key = (shape[0], *shape[2:], matched[label_key], pins.get(pod.key))
         if key in classes:
             classes[key].pods.append(pod)
             continue
@@ -216,38 +234,34 @@ def solve(
             pods=[pod],
             request=request,
             gpus=gpu_kinds(pod.requests),
-            host=HostConstraints.of(pod, terms),
-            matches=(),
+            host=hosts[shape],
+            matches=matched[label_key],
             pod_reqs=term,
             view=view,
             reqs=reqs,
             reason=reason,
         )
-    for pod_class in classes.values():
-        pod_class.matches = terms.matching(pod_class.pods[0])
     notes.extend(dict.fromkeys(resolver.notes))
 
     ordered_classes = sorted(classes.values(), key=_sort_key(sort_key, list(classes.values())))
     # Pods whose hostname affinity points at other pods go last, so the pods they follow are placed first.
     ordered_classes.sort(key=lambda c: any(t not in c.matches for t in c.host.affinity))
     min_request = tuple(min((c.request[i] for c in ordered_classes), default=0.0) for i in range(len(dims)))
-    universal = (
-        frozenset.intersection(*(frozenset(c.matches) for c in ordered_classes))
-        if ordered_classes
-        else frozenset()
-    )
-    packer = Packer(cache, min_request, universal)
+    packer = Packer(cache, min_request)
     for node in existing_nodes:
         packer.add_existing(node, dims)
-    for pod_class in ordered_classes:
-        packer.place(pod_class, lambda pod, reason: unschedulable.append(Unschedulable(pod, reason)))
+    if packer.existing:
+        for pod_class in ordered_classes:
+            packer.fill_existing(pod_class)
+    packer.pack(ordered_classes, lambda pod, reason: unschedulable.append(Unschedulable(pod, reason)))
+    packer.merge_neighbours(lambda node: _price(node, cache))
 
     planned = _apply_limits(
         _materialize(packer.nodes, cache, max_options, dims), views, usage or {}, unschedulable
     )
     existing = {n.existing.name: tuple(n.pods) for n in packer.existing if n.pods and n.existing}
-    placed_new = [pod for node in planned for pod in node.pods]
-    bound = _lower_bound(placed_new, ordered_classes, cache, dims)
+    placed_new = {pod.key for node in planned for pod in node.pods}
+    bound = _lower_bound(placed_new, ordered_classes, cache)
     return Plan(
         nodes=tuple(planned),
         existing=existing,
@@ -258,34 +272,35 @@ def solve(
     )
 
 
+def _fitting(node: Node, cache: CandidateCache, limit: int) -> list[Candidate]:
+    """The node's candidates that hold its pods, cheapest first, at most `limit`."""
+    assert node.view is not None and node.reqs is not None
+    result = []
+    for candidate in cache.lookup(node.view, node.reqs, node.gpus).candidates:
+        if fits(node.used, candidate.entry.alloc):
+            result.append(candidate)
+            if len(result) == limit:
+                break
+    return result
+
+
+def _price(node: Node, cache: CandidateCache) -> float | None:
+    cheapest = _fitting(node, cache, 1)
+    return cheapest[0].offering.price if cheapest else None
+
+
 def _materialize(
     nodes: Sequence[Node], cache: CandidateCache, max_options: int, dims: Sequence[str]
 ) -> list[PlannedNode]:
     result = []
     for node in nodes:
         assert node.view is not None and node.reqs is not None
-        fitting = [
-            c
-            for c in cache.lookup(node.view, node.reqs, node.gpus).candidates
-            if fits(node.used, c.entry.alloc)
-        ]
-        options = fitting[:max_options]
+        options = _fitting(node, cache, max_options)
         cheapest = options[0]
-        zones = sorted(
-            {
-                o.zone
-                for c in options
-                for o in c.entry.type.offerings
-                if o.available and node.reqs.allows(wk.ZONE, o.zone)
-            }
-        )
+        offered = [o for c in options for o in c.entry.type.offerings if o.available]
+        zones = sorted({o.zone for o in offered if node.reqs.allows(wk.ZONE, o.zone)})
         capacity_types = sorted(
-            {
-                o.capacity_type
-                for c in options
-                for o in c.entry.type.offerings
-                if o.available and node.reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)
-            }
+            {o.capacity_type for o in offered if node.reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
         )
         provisioner = node.view.provisioner
         labels = {**provisioner.labels, wk.PROVISIONER_NAME: provisioner.name, **node.reqs.single_values()}
@@ -313,7 +328,7 @@ def _apply_limits(
     usage: Mapping[str, Resources],
     unschedulable: list[Unschedulable],
 ) -> list[PlannedNode]:
-    """Keep nodes in order while the Provisioner's cpu/memory limits allow the cheapest option that fits them."""
+    """Keep nodes in order while the Provisioner's cpu/memory limits allow the cheapest option that fits."""
     limits = {v.provisioner.name: v.provisioner.limits for v in views}
     used = {name: usage.get(name, Resources()) for name in limits}
     kept = []
@@ -361,34 +376,42 @@ def _apply_limits(
     return kept
 
 
-def _lower_bound(
-    placed: Sequence[Pod], classes: Sequence[PodClass], cache: CandidateCache, dims: Sequence[str]
-) -> float:
-    """LP relaxation over cpu, memory and pod slots (+ GPUs), split into CPU-only and GPU pods (disjoint types)."""
-    placed_keys = {p.key for p in placed}
-    total = 0.0
-    for want_gpu in (False, True):
-        dims_used = [0, 1, 2] + ([i for i, _ in enumerate(dims) if i > 2] if want_gpu else [])
-        demand = [0.0] * len(dims_used)
-        supply: dict[str, tuple[tuple[float, ...], float]] = {}
-        for pod_class in classes:
-            if bool(pod_class.gpus) != want_gpu or pod_class.reqs is None or pod_class.view is None:
-                continue
-            count = sum(1 for p in pod_class.pods if p.key in placed_keys)
-            if not count:
-                continue
-            for j, i in enumerate(dims_used):
-                demand[j] += count * pod_class.request[i]
-            for c in cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus).candidates:
-                capacity = tuple(max(0.0, c.entry.alloc[i]) for i in dims_used)
-                name = c.entry.type.name
-                if name not in supply or c.offering.price < supply[name][1] or capacity > supply[name][0]:
-                    old = supply.get(name, (capacity, c.offering.price))
-                    supply[name] = (
-                        tuple(max(a, b) for a, b in zip(old[0], capacity, strict=True)),
-                        min(old[1], c.offering.price),
-                    )
-        if any(demand):
-            cost = lowerbound.cover_cost(demand, list(supply.values()))
-            total += cost if math.isfinite(cost) else 0.0
-    return total
+def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: CandidateCache) -> float:
+    """The larger of two valid bounds (lowerbound.py) on the new nodes' $/h for the pods placed on them.
+
+    A type's capacity is the largest allocatable any Provisioner gives it and its price the
+    cheapest offering any of its pods' requirement sets allow, so every real node is within the
+    relaxation. Shapes are pooled by request vector (allowing the union of their types), which
+    only loosens the bound, so the knapsacks stay few.
+    """
+    supplies: dict[str, lowerbound.Supply] = {}
+    pooled: dict[Vector, tuple[int, set[str], float]] = {}
+    seen: set[int] = set()
+    for pod_class in classes:
+        count = sum(1 for p in pod_class.pods if p.key in placed)
+        if not count or pod_class.reqs is None or pod_class.view is None:
+            continue
+        found = cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
+        total, names, rate = pooled.get(pod_class.request, (0, set(), math.inf))
+        names.update(found.names)
+        rate = min(rate, cache.pod_rate(found, pod_class.request))
+        pooled[pod_class.request] = (total + count, names, rate)
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        for c in found.candidates:
+            capacity = tuple(max(0.0, a) for a in c.entry.alloc)
+            old_capacity, old_price = supplies.get(c.entry.type.name, (capacity, c.offering.price))
+            supplies[c.entry.type.name] = (
+                tuple(max(a, b) for a, b in zip(old_capacity, capacity, strict=True)),
+                min(old_price, c.offering.price),
+            )
+    if not pooled:
+        return 0.0
+    shapes = [
+        lowerbound.PodShape(request, count, frozenset(names), rate if math.isfinite(rate) else 1.0)
+        for request, (count, names, rate) in pooled.items()
+    ]
+    demand = [sum(s.count * s.request[d] for s in shapes) for d in range(len(shapes[0].request))]
+    cover = lowerbound.cover_cost(demand, list(supplies.values()))
+    return max(cover if math.isfinite(cover) else 0.0, lowerbound.pattern_bound(shapes, supplies))

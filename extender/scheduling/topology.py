@@ -75,7 +75,7 @@ class HostConstraints:
 
 
 def pin_zones(pods: Sequence[Pod], eligible: Eligible) -> tuple[dict[str, str], dict[str, str]]:
-    """pod key -> zone for pods under zone constraints, and pod key -> reason for those that cannot be placed."""
+    """pod key -> zone for zone-constrained pods, and pod key -> reason for pods that cannot be placed."""
     pins: dict[str, str] = {}
     failed: dict[str, str] = {}
 

@@ -60,5 +60,5 @@ def test_estimate_is_close_to_m5_and_never_zero():
 def test_bad_price_file_raises_value_error(tmp_path):
     path = tmp_path / "p.json"
     path.write_text('{"onDemand": {"m5.large": "cheap"}}')
-    with pytest.raises(ValueError, match="m5.large"):
+    with pytest.raises(ValueError, match=r"m5\.large"):
         PriceBook.from_file(path)

@@ -51,7 +51,10 @@ def test_table_output_prints_karpenter_log_lines(tmp_path, capsys):
 
 
 def test_malformed_quantity_exits_2_naming_pod_and_field(tmp_path, capsys):
-    bad = "kind: Pod\nmetadata: {name: bad}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: 1x}}}]\n"
+    bad = (
+        "kind: Pod\nmetadata: {name: bad}\nspec:\n"
+        "  containers: [{name: c, resources: {requests: {cpu: 1x}}}]\n"
+    )
     code, out = run(tmp_path, capsys, bad)
     assert code == 2
     assert "default/bad" in out.err and "spec.containers[0].resources.requests.cpu" in out.err
@@ -72,7 +75,8 @@ def test_invalid_provisioner_exits_2(tmp_path, capsys):
 def test_pod_that_fits_nothing_is_reported_and_rest_planned(tmp_path, capsys):
     huge = (
         DEPLOYMENT
-        + "---\nkind: Pod\nmetadata: {name: huge}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: '999'}}}]\n"
+        + "---\nkind: Pod\nmetadata: {name: huge}\nspec:\n"
+        + "  containers: [{name: c, resources: {requests: {cpu: '999'}}}]\n"
     )
     code, out = run(tmp_path, capsys, huge, "-o", "json")
     result = json.loads(out.out)

@@ -1,4 +1,5 @@
-"""Hypothesis: allocatable never exceeded (daemonsets included), requirements hold on node labels, every pod accounted."""
+"""Hypothesis: allocatable never exceeded (daemonsets included), requirements hold on node labels,
+every pod accounted, and the lower bound never above the plan."""
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -62,3 +63,27 @@ def test_plan_respects_capacity_requirements_and_accounts_for_every_pod(specs, d
             for o in node.instance_type.offerings
             if o.zone in node.zones and o.capacity_type in node.capacity_types
         )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    specs=st.lists(
+        st.tuples(
+            st.sampled_from(["100m", "500m", "1", "2", "3500m"]),
+            st.sampled_from(["", "256Mi", "1Gi", "3Gi", "8Gi", "30Gi"]),
+            st.integers(1, 30),
+            st.sampled_from(range(len(SELECTORS) - 1)),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_lower_bound_never_exceeds_the_plan(specs):
+    pods = [
+        make_pod(f"p{i}-{j}", cpu=cpu, memory=mem, nodeSelector=SELECTORS[sel])
+        for i, (cpu, mem, count, sel) in enumerate(specs)
+        for j in range(count)
+    ]
+    plan = solve(pods, [make_provisioner()], catalog())
+    assert plan.lower_bound <= plan.total_price + 1e-9
+    assert (plan.lower_bound > 0) == bool(plan.nodes)

@@ -1,4 +1,4 @@
-"""The scheduling rules of issue 3 on the fixture catalog: sizing, selectors, arch, spot, taints, GPUs, limits."""
+"""Scheduling rules of issue 3 on the fixture catalog: sizing, selectors, arch, spot, taints, GPUs, limits."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_five_one_cpu_pods_get_one_node_whose_cheapest_option_has_8_vcpu():
     assert len(plan.nodes) == 1
     assert plan.nodes[0].instance_type.cpu == 8
     assert all(t.allocatable.cpu >= 5 for t in plan.nodes[0].options)
-    assert [t for t in catalog() if t.cpu == 4 and not t.has_gpu][0].allocatable.cpu < 5
+    assert next(t for t in catalog() if t.cpu == 4 and not t.has_gpu).allocatable.cpu < 5
     assert not plan.unschedulable
 
 
@@ -221,3 +221,34 @@ def test_plan_describe_uses_karpenter_voice():
 def test_lower_bound_is_below_plan_cost():
     plan = solve(pods(40, cpu="1500m", memory="3Gi"), [make_provisioner()], catalog())
     assert 0 < plan.lower_bound <= plan.total_price
+
+
+def test_burstable_types_are_offered_only_when_named():
+    plan = solve(pods(3, cpu="250m", memory="256Mi"), [make_provisioner()], catalog())
+    assert not any(t.burstable for n in plan.nodes for t in n.options)
+    named_pods = pods(1, cpu="250m", nodeSelector={wk.INSTANCE_TYPE: "t3.medium"})
+    named = solve(named_pods, [make_provisioner()], catalog())
+    assert [n.instance_type.name for n in named.nodes] == ["t3.medium"]
+
+
+def test_nodes_use_the_type_cheapest_per_pod_rather_than_the_largest():
+    plan = solve(pods(60, cpu="1", memory="1Gi"), [make_provisioner()], catalog())
+    cheapest = {}
+    for t in catalog():
+        if t.has_gpu or t.burstable:
+            continue
+        held = int(min(t.allocatable.cpu // 1, t.allocatable.memory // 2**30, t.allocatable.get("pods")))
+        if held:
+            cheapest[t.name] = min(o.price for o in t.offerings) / held
+    best_rate = min(cheapest.values())
+    # Every pod at the best standalone rate, plus at most one partly filled node.
+    assert plan.total_price <= 60 * best_rate + max(n.price for n in plan.nodes) + 1e-9
+    assert plan.gap is not None and plan.gap <= 0.2
+
+
+def test_a_partly_filled_last_node_shrinks_to_the_cheapest_type_holding_it():
+    plan = solve(pods(61, cpu="1", memory="1Gi"), [make_provisioner()], catalog())
+    smallest = min(plan.nodes, key=lambda n: len(n.pods))
+    assert smallest.instance_type is smallest.options[0]
+    assert smallest.price == min(o.price for o in smallest.options[0].offerings)
+    assert all(min(o.price for o in t.offerings) >= smallest.price for t in smallest.options)
