@@ -34,12 +34,12 @@ cluster-status:
 
 # Karpenter's getting-started walkthrough against karpy on the local control plane (hack/demo.py).
 # KEEP=1 leaves the cluster and karpy running and prints the kubeconfig; `make demo-down` stops them.
-demo: build-cluster
+demo: venv build-cluster
 	$(PYTHON) -m hack.demo $(if $(KEEP),--keep)
 
-demo-down:
+demo-down: venv
 	$(PYTHON) -m hack.demo down
 
 # The Helm CLI built from the Go module proxy into ~/.cache/karpy (hack/helm.py); prints its path.
-helm:
+helm: venv
 	$(PYTHON) -m hack.helm

@@ -1,0 +1,409 @@
+"""`make demo`: Karpenter's getting-started walkthrough, replayed against karpy on the local control plane.
+
+1. brings up the proving ground (hack/localcluster: etcd, kube-apiserver, controller-manager,
+   kube-scheduler with karpy's extender registered, kwok, moto seeded like an EKS account);
+2. starts karpy as a user would: `karpy webhook --self-signed` under gunicorn with TLS, behind real
+   Mutating/ValidatingWebhookConfigurations (manifests/webhook/webhooks.yaml pointed at 127.0.0.1),
+   and `karpy controller` configured by KARPY_* variables (cluster, moto endpoint, SSM prefix, queue);
+3. applies the CRD and the default Provisioner (spot, ttlSecondsAfterEmpty 30);
+4. creates `inflate` (pause, 1 CPU, 0 replicas), scales it to 5, shows `karpy status`; redeploys it with
+   nodeSelector node.kubernetes.io/instance-type: c5.xlarge (3 + 2 pods on two nodes); deletes it and
+   waits for the empty nodes to be terminated after the TTL;
+5. prints a timeline interleaving its steps, karpy's own log lines and what the API server shows, then a
+   summary; `--json-summary FILE` writes it for tests.
+
+Everything it started is stopped at the end, also on Ctrl-C or SIGTERM, unless `--keep` (make demo
+KEEP=1), which leaves the cluster and karpy running for kubectl; `python -m hack.demo down` stops them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from hack.demo_objects import APP, NAMESPACE, REPO, Kube, inflate, local_webhook_configurations, provisioner
+from hack.demo_summary import KARPY_PHRASES, build_summary, render_summary
+from hack.demo_timeline import LogTail, Observations, Observer, Timeline
+from hack.localcluster import build, procs
+from hack.localcluster import cluster as localcluster
+
+SELECTED_TYPE = "c5.xlarge"
+STATE_FILE = "demo.json"
+BIND_TIMEOUT = 120.0
+
+
+class DemoError(RuntimeError):
+    """A step did not happen in time; the message says which."""
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def karpy_command() -> list[str]:
+    """The installed `karpy` console script beside this interpreter, as a user runs it."""
+    script = Path(sys.executable).with_name("karpy")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "extender.cli.main"]
+
+
+class Demo:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.run_dir: Path = args.run_dir.resolve()
+        self.timeline = Timeline(sys.stdout)
+        self.state: dict[str, Any] = {}
+        self.started: list[dict[str, Any]] = []  # karpy processes: name, pid, ticks, log
+        self.kube: Kube | None = None
+        self.observer: Observer | None = None
+        self.tail: LogTail | None = None
+        self.phases: dict[str, dict[str, Any]] = {}
+        self.problems: list[str] = []
+
+    # --- processes -------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: list[str], env: Mapping[str, str]) -> None:
+        log = self.run_dir / "logs" / f"{name}.log"
+        proc = procs.spawn(argv, log, env={**os.environ, **env}, cwd=REPO, die_with_parent=not self.args.keep)
+        self.started.append(
+            {"name": name, "pid": proc.pid, "ticks": procs.start_ticks(proc.pid), "log": str(log)}
+        )
+        (self.run_dir / STATE_FILE).write_text(json.dumps({"processes": self.started}, indent=2) + "\n")
+        self.timeline.step(f"started {name} (pid {proc.pid}): {' '.join(argv[1:])}")
+
+    def _alive(self, name: str) -> bool:
+        entry = next(p for p in self.started if p["name"] == name)
+        return procs.is_same_process(entry["pid"], entry["ticks"])
+
+    def _wait_http(self, name: str, url: str, context: ssl.SSLContext | None, timeout: float) -> None:
+        def ready() -> bool:
+            if not self._alive(name):
+                log = next(p["log"] for p in self.started if p["name"] == name)
+                raise DemoError(f"{name} exited during start; see {log}")
+            return procs.http_ok(url, timeout=1.0, context=context)
+
+        wait_for(ready, timeout, f"{name} at {url}")
+
+    def start_webhook(self) -> None:
+        port = procs.free_port()
+        cert_dir = self.run_dir / "webhook-certs"
+        shutil.rmtree(cert_dir, ignore_errors=True)
+        assert self.kube is not None
+        names: dict[str, list[str]] = {
+            "MutatingWebhookConfiguration": [],
+            "ValidatingWebhookConfiguration": [],
+        }
+        for body in local_webhook_configurations(port):
+            self.kube.create_webhook_configuration(body)
+            names[body["kind"]].append(body["metadata"]["name"])
+        patches = [f"--patch-mutating={n}" for n in names["MutatingWebhookConfiguration"]]
+        patches += [f"--patch-validating={n}" for n in names["ValidatingWebhookConfiguration"]]
+        self._spawn(
+            "karpy-webhook",
+            [
+                *karpy_command(),
+                "webhook",
+                f"--bind=127.0.0.1:{port}",
+                "--self-signed",
+                "--san=127.0.0.1",
+                f"--cert-dir={cert_dir}",
+                *patches,
+            ],
+            self._karpy_env(),
+        )
+        wait_for(
+            lambda: (cert_dir / "ca.crt").exists() or not self._alive("karpy-webhook"), 60, "webhook certs"
+        )
+        context = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
+        self._wait_http("karpy-webhook", f"https://127.0.0.1:{port}/readyz", context, 60)
+        self.timeline.step(f"webhook ready on https://127.0.0.1:{port} (caBundle patched into {names})")
+
+    def _karpy_env(self) -> dict[str, str]:
+        aws = self.state["aws"]
+        env = {
+            "KARPY_KUBECONFIG": self.state["kubeconfig"],
+            "KARPY_CLUSTER_NAME": self.state["cluster_name"],
+            "KARPY_CLUSTER_ENDPOINT": self.state["apiserver_url"],
+            "KARPY_NAMESPACE": "karpy",
+            "KARPY_LOG_LEVEL": "INFO",
+            "KARPY_AWS_REGION": aws["region"],
+            "KARPY_AWS_ENDPOINT_URL": aws["endpoint_url"],
+            "KARPY_AWS_SSM_PREFIX": aws["ssm_prefix"],
+            "KARPY_AWS_INTERRUPTION_QUEUE": aws["queue_url"],
+            # moto has no Pricing API; prices come from --prices or karpy's documented estimate.
+            "KARPY_AWS_PRICING_API": "false",
+            "KARPY_AWS_PRICE_FILE": str(self.args.prices or ""),
+            "KARPY_LEADER_ELECTION_NAMESPACE": "karpy",
+            # moto accepts any credentials; never let boto3 look further (profiles, IMDS).
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+        return env
+
+    def start_controller(self) -> None:
+        bind = f"127.0.0.1:{self.state['extender_port']}"
+        env = {
+            **self._karpy_env(),
+            "KARPY_EXTENDER_BIND": bind,
+            "KARPY_EXTENDER_METRICS_BIND": f"127.0.0.1:{procs.free_port()}",
+        }
+        self._spawn("karpy-controller", [*karpy_command(), "controller"], env)
+        self._wait_http("karpy-controller", f"http://{bind}/readyz", None, 120)
+        self.timeline.step(f"controller ready; kube-scheduler calls its extender at http://{bind}/")
+
+    def stop_karpy(self) -> list[str]:
+        stopped = []
+        for entry in reversed(self.started):
+            if procs.stop_pid(entry["pid"], ticks=entry["ticks"], timeout=20):
+                stopped.append(entry["name"])
+        return stopped
+
+    # --- the walkthrough -------------------------------------------------------------------
+
+    def _bound(self, seen: Observations, since: float) -> dict[str, list[str]]:
+        per_node: dict[str, list[str]] = {}
+        for pod in seen.pods.values():
+            if pod.bound is not None and pod.seen >= since:
+                per_node.setdefault(pod.node, []).append(pod.key)
+        return per_node
+
+    def _phase(self, name: str, started: float, replicas: int) -> dict[str, Any]:
+        assert self.observer is not None
+
+        def all_bound() -> bool:
+            snap = self.observer.snapshot()  # type: ignore[union-attr]
+            return sum(len(v) for v in self._bound(snap, started).values()) >= replicas
+
+        wait_for(all_bound, BIND_TIMEOUT, f"{replicas} {APP} pod(s) to be bound ({name})")
+        seen = self.observer.snapshot()
+        pods = [p for p in seen.pods.values() if p.seen >= started and p.bound is not None]
+        per_node = self._bound(seen, started)
+        phase = {
+            "pods_bound": len(pods),
+            "pending_to_bound_seconds": round(max(p.bound for p in pods) - started, 2),  # type: ignore[type-var]
+            "nodes": {
+                node: {
+                    "pods": len(keys),
+                    "instance_type": seen.nodes[node].instance_type if node in seen.nodes else "?",
+                }
+                for node, keys in sorted(per_node.items())
+            },
+        }
+        self.phases[name] = phase
+        layout = ", ".join(f"{n} ({v['instance_type']}): {v['pods']}" for n, v in phase["nodes"].items())
+        self.timeline.step(
+            f"all {replicas} pods bound {phase['pending_to_bound_seconds']}s after the request: {layout}"
+        )
+        return phase
+
+    def show_status(self) -> None:
+        argv = [*karpy_command(), "status", f"--kubeconfig={self.state['kubeconfig']}"]
+        if self.args.prices:
+            argv.append(f"--prices={self.args.prices}")
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=REPO)
+        self.timeline.block("status", "$ karpy status\n" + (result.stdout or result.stderr))
+
+    def walkthrough(self) -> None:
+        kube, ttl = self.kube, self.args.ttl
+        assert kube is not None
+        self.timeline.step(f"create deployment {APP} (pause, 1 CPU, 0 replicas)")
+        kube.create_deployment(inflate(0))
+
+        self.timeline.step(f"scale {APP} to 5 replicas")
+        started = time.time()
+        kube.scale(5)
+        self._phase("scale_up", started, 5)
+        self.show_status()
+
+        self.timeline.step(
+            f"redeploy {APP} with nodeSelector node.kubernetes.io/instance-type: {SELECTED_TYPE}"
+        )
+        kube.delete_deployment()
+        wait_for(lambda: not kube.pods(), 60, f"the old {APP} pods to go")
+        started = time.time()
+        kube.create_deployment(inflate(5, {"node.kubernetes.io/instance-type": SELECTED_TYPE}))
+        phase = self._phase("redeploy", started, 5)
+        self.show_status()
+        layout = sorted((v["pods"] for v in phase["nodes"].values()), reverse=True)
+        types = {v["instance_type"] for v in phase["nodes"].values()}
+        if layout != [3, 2] or types != {SELECTED_TYPE}:
+            self.problems.append(
+                f"redeploy: expected 3 + 2 pods on two {SELECTED_TYPE} nodes, got {phase['nodes']}"
+            )
+
+        self.timeline.step(f"delete {APP}; empty nodes should go {ttl}s after they empty")
+        kube.delete_deployment()
+        wait_for(lambda: not kube.karpy_nodes(), ttl + 120, "every karpy node to be terminated", interval=0.5)
+        time.sleep(2 * self.observer.interval if self.observer else 0)
+        self.show_status()
+
+    # --- run / cleanup ---------------------------------------------------------------------
+
+    def up(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.timeline.step(
+            f"bringing up the local control plane in {self.run_dir} (first run builds it from Go)"
+        )
+        self.timeline.flush()
+        self.state = localcluster.up(self.run_dir, die_with_parent=not self.args.keep)
+        self.timeline.step(f"cluster ready in {self.state['ready_seconds']}s: {self.state['apiserver_url']}")
+        self.kube = Kube(self.state["kubeconfig"])
+        self.kube.create_file(REPO / "manifests" / "namespace.yaml")
+        self.kube.create_file(REPO / "manifests" / "crd" / "provisioners.karpenter.sh.yaml")
+        wait_for(lambda: self.kube.crd_established("provisioners.karpenter.sh"), 30, "the CRD")  # type: ignore[union-attr]
+        self.timeline.step("applied manifests/namespace.yaml and the Provisioner CRD")
+        logs = self.run_dir / "logs"
+        for name in ("karpy-webhook", "karpy-controller"):
+            (logs / f"{name}.log").write_bytes(b"")
+        self.tail = LogTail(
+            self.timeline,
+            {"webhook": logs / "karpy-webhook.log", "controller": logs / "karpy-controller.log"},
+        )
+        self.tail.start()
+        self.start_webhook()
+        self.kube.label_namespace(NAMESPACE, {"karpenter.sh/provisioning": "enabled"})
+        self.start_controller()
+        created = self.kube.create_provisioner(provisioner(self.state["cluster_name"], self.args.ttl))
+        requirements = [
+            f"{r['key']} {r['operator']} {r.get('values')}" for r in created["spec"]["requirements"]
+        ]
+        self.timeline.step(f"applied Provisioner default through the webhook: {'; '.join(requirements)}")
+        self.observer = Observer(self.timeline, self.kube.karpy_nodes, self.kube.pods, self._price)
+        self.observer.start()
+
+    def _price(self, node: Mapping[str, Any]) -> tuple[float, str]:
+        from extender.cli.status import node_row
+        from extender.scheduling.pricing import PriceBook
+
+        book = PriceBook.from_file(self.args.prices) if self.args.prices else PriceBook()
+        row = node_row(node, 0, book, time.time())
+        return row.price, row.price_source
+
+    def summary(self, wall: float) -> dict[str, Any]:
+        seen = self.observer.snapshot() if self.observer else Observations()
+        return build_summary(
+            seen,
+            phases=self.phases,
+            problems=self.problems,
+            ttl=self.args.ttl,
+            wall=wall,
+            cluster_ready=self.state.get("ready_seconds"),
+            log_counts={p: len(self.timeline.since("controller", p)) for p in KARPY_PHRASES},
+            processes=[{"name": p["name"], "pid": p["pid"]} for p in self.started],
+        )
+
+    def keep_notice(self) -> str:
+        return "\n".join(
+            [
+                "",
+                "KEEP: the cluster and karpy are still running.",
+                f"  export KUBECONFIG={self.state.get('kubeconfig')}",
+                f"  {build.binary('kubectl')} get nodes,pods -A",
+                f"  logs: {self.run_dir / 'logs'}",
+                f"  stop: make demo-down   (or: python -m hack.demo down --run-dir {self.run_dir})",
+            ]
+        )
+
+    def cleanup(self) -> list[str]:
+        for worker in (self.observer, self.tail):
+            if worker is not None:
+                worker.stop()
+        self.timeline.flush()
+        if self.kube is not None:
+            self.kube.close()
+        if self.args.keep:
+            return []
+        stopped = self.stop_karpy()
+        stopped += localcluster.down(self.run_dir, quiet=True)
+        self.timeline.step(f"stopped {', '.join(stopped) or 'nothing'}")
+        cluster = (localcluster.load_state(self.run_dir) or {}).get("processes", {})
+        left = [p["name"] for p in self.started if procs.is_same_process(p["pid"], p["ticks"])]
+        return left + [name for name, p in cluster.items() if procs.is_same_process(p["pid"], p.get("ticks"))]
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    demo = Demo(args)
+    started = time.monotonic()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    code = 0
+    try:
+        demo.up()
+        demo.walkthrough()
+    except KeyboardInterrupt:
+        demo.problems.append("interrupted")
+        code = 130
+    except (DemoError, procs.ComponentError) as err:
+        demo.problems.append(str(err))
+        code = 1
+    finally:
+        # A second Ctrl-C must not leave processes behind half-way through the cleanup.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        summary = demo.summary(time.monotonic() - started)
+        left = demo.cleanup()
+        summary["processes_left"] = left
+        if left and not args.keep:
+            summary["problems"].append(f"still running: {left}")
+        summary["ok"] = not summary["problems"]
+        demo.timeline.close()
+        print(render_summary(summary), flush=True)
+        if args.keep and demo.state:
+            print(demo.keep_notice(), flush=True)
+        if args.json_summary:
+            Path(args.json_summary).write_text(json.dumps(summary, indent=2) + "\n")
+    return code or (0 if summary["ok"] else 1)
+
+
+def down(run_dir: Path) -> int:
+    """Stop what `--keep` left running: karpy's processes, then the cluster."""
+    stopped = []
+    with suppress(OSError, ValueError):
+        for entry in json.loads((run_dir / STATE_FILE).read_text()).get("processes", []):
+            if procs.stop_pid(entry["pid"], ticks=entry.get("ticks"), timeout=20):
+                stopped.append(entry["name"])
+    print(f"stopped: {', '.join(stopped) or 'no karpy process was running'}")
+    localcluster.down(run_dir)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hack.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("command", nargs="?", choices=("run", "down"), default="run")
+    parser.add_argument(
+        "--run-dir", type=Path, default=REPO / ".run" / "demo", help="state, logs (default .run/demo)"
+    )
+    parser.add_argument("--keep", action="store_true", help="leave the cluster and karpy running at the end")
+    parser.add_argument(
+        "--ttl", type=int, default=30, help="the Provisioner's ttlSecondsAfterEmpty (default 30)"
+    )
+    parser.add_argument(
+        "--prices", help='{"onDemand": {...}, "spot": {...}} price file for karpy (default: estimate)'
+    )
+    parser.add_argument("--json-summary", help="also write the summary as JSON to this file")
+    args = parser.parse_args(argv)
+    if args.command == "down":
+        return down(args.run_dir.resolve())
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

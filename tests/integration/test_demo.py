@@ -1,0 +1,78 @@
+"""`make demo`, run the way make runs it, asserted on its JSON summary.
+
+The demo brings up its own control plane and karpy processes in a temporary run folder, replays the
+walkthrough and stops everything; the test then checks what it reported and that no process it
+started (cluster components or karpy) is still alive.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hack.localcluster import procs
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+TTL = 30
+
+
+def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path) -> None:
+    summary_path = tmp_path / "summary.json"
+    run_dir = tmp_path / "run"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hack.demo",
+            "--run-dir",
+            str(run_dir),
+            "--json-summary",
+            str(summary_path),
+            "--ttl",
+            str(TTL),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = result.stdout + result.stderr
+    assert summary_path.exists(), output[-4000:]
+    summary = json.loads(summary_path.read_text())
+    assert result.returncode == 0 and summary["ok"], f"{summary['problems']}\n{output[-4000:]}"
+
+    # Scale-up: 5 pods bound; redeploy: 3 + 2 on two c5.xlarge nodes.
+    assert summary["phases"]["scale_up"]["pods_bound"] == 5
+    redeploy = summary["phases"]["redeploy"]["nodes"].values()
+    assert sorted(n["pods"] for n in redeploy) == [2, 3]
+    assert {n["instance_type"] for n in redeploy} == {"c5.xlarge"}
+    assert summary["pods_bound"] == 10
+    assert summary["nodes_launched"] >= 2
+    assert all(n["capacity_type"] == "spot" for n in summary["nodes"])
+    assert summary["price_per_hour_launched"] > 0
+
+    # Every node karpy launched was terminated, each no sooner than the TTL after it emptied.
+    assert summary["nodes_terminated"] == summary["nodes_launched"]
+    assert len(summary["empty_to_deleted_seconds"]) == summary["nodes_launched"]
+    assert all(TTL - 1 <= s <= TTL + 60 for s in summary["empty_to_deleted_seconds"])
+
+    # karpy said so in its own words.
+    lines = summary["karpy_log_lines"]
+    assert lines["provisionable pod"] >= 2 and lines["Launched instance"] >= summary["nodes_launched"]
+    assert lines["Bound"] >= 2 and lines["Deleted node"] >= summary["nodes_launched"]
+    assert "Found" in output and "SUMMARY" in output and "pending -> bound" in output
+
+    # Nothing left behind: karpy's processes and the cluster's.
+    assert summary["processes_left"] == []
+    started = [p["pid"] for p in summary["processes_started"]]
+    cluster = json.loads((run_dir / "state.json").read_text())["processes"]
+    assert {p["name"] for p in summary["processes_started"]} == {"karpy-webhook", "karpy-controller"}
+    assert not [pid for pid in started if procs.pid_alive(pid)]
+    assert not [n for n, p in cluster.items() if procs.is_same_process(p["pid"], p.get("ticks"))]

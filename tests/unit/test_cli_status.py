@@ -1,0 +1,211 @@
+"""`karpy status`: rows and table from API JSON (no cluster), and its usage errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from extender.cli import status
+from extender.cli.main import main
+from extender.scheduling.pricing import SPOT_FRACTION, PriceBook, Shape, estimate
+
+NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC).timestamp()
+
+
+def stamp(seconds_ago: float) -> str:
+    return datetime.fromtimestamp(NOW - seconds_ago, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provisioner(
+    name: str, *, weight: int = 0, ttl: int | None = 30, capacity: tuple[str, ...] = ("spot",)
+) -> dict:
+    spec: dict = {
+        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)}]
+    }
+    if weight:
+        spec["weight"] = weight
+    if ttl is not None:
+        spec["ttlSecondsAfterEmpty"] = ttl
+    return {"metadata": {"name": name}, "spec": spec, "status": {"resources": {"cpu": "8", "memory": "16Gi"}}}
+
+
+def node(
+    name: str,
+    instance_type: str,
+    *,
+    zone: str = "us-west-2a",
+    capacity_type: str = "spot",
+    age: float = 300,
+    ready: bool = True,
+    cordoned: bool = False,
+    cpu: str = "4",
+    memory: str = "8Gi",
+) -> dict:
+    return {
+        "metadata": {
+            "name": name,
+            "creationTimestamp": stamp(age),
+            "labels": {
+                "karpenter.sh/provisioner-name": "default",
+                "node.kubernetes.io/instance-type": instance_type,
+                "topology.kubernetes.io/zone": zone,
+                "karpenter.sh/capacity-type": capacity_type,
+                "kubernetes.io/arch": "amd64",
+            },
+        },
+        "spec": {"unschedulable": True} if cordoned else {},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "58"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod(name: str, *, node_name: str = "", age: float = 10, reason: str = "Unschedulable") -> dict:
+    obj = {
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": stamp(age)},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "512Mi"}}}]},
+        "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason}]},
+    }
+    if node_name:
+        obj["spec"]["nodeName"] = node_name
+    return obj
+
+
+PRICES = PriceBook(
+    on_demand={"c5.xlarge": 0.17, "m5.large": 0.096}, spot={"c5.xlarge": 0.068}, origin="prices.json"
+)
+
+
+def test_summarize_counts_prices_and_orders_rows() -> None:
+    nodes = [
+        node("n-old", "c5.xlarge", age=7200),
+        node("n-new", "m5.large", capacity_type="on-demand", age=30, zone="us-west-2b", ready=False),
+    ]
+    assigned = [pod(f"inflate-{i}", node_name="n-old") for i in range(3)] + [
+        pod("other", node_name="elsewhere")
+    ]
+    result = status.summarize(
+        [provisioner("spot-only", weight=10), provisioner("default")],
+        nodes,
+        [pod("waiting", age=42)],
+        assigned,
+        prices=PRICES,
+        now=NOW,
+    )
+
+    assert [p.name for p in result.provisioners] == ["default", "spot-only"]
+    assert result.provisioners[1].weight == 10
+    assert result.provisioners[0].nodes == 2 and result.provisioners[1].nodes == 0
+    assert result.provisioners[0].capacity_types == ("spot",)
+
+    old, new = result.nodes  # oldest first
+    assert (old.name, old.instance_type, old.zone, old.capacity_type, old.pods, old.ready) == (
+        "n-old",
+        "c5.xlarge",
+        "us-west-2a",
+        "spot",
+        3,
+        True,
+    )
+    assert old.price == pytest.approx(0.068) and old.price_source == "spot prices.json"
+    assert old.age_seconds == pytest.approx(7200)
+    assert (new.capacity_type, new.price, new.price_source, new.ready) == (
+        "on-demand",
+        0.096,
+        "on-demand prices.json",
+        False,
+    )
+    assert result.price_per_hour == pytest.approx(0.068 + 0.096)
+
+    (waiting,) = result.pending
+    assert (waiting.pod, waiting.reason, waiting.cpu, waiting.memory) == (
+        "default/waiting",
+        "Unschedulable",
+        "1",
+        "512Mi",
+    )
+    assert waiting.age_seconds == pytest.approx(42)
+
+
+def test_unknown_types_fall_back_to_the_documented_estimate() -> None:
+    on_demand = status.node_row(
+        node("n", "zz9.huge", capacity_type="on-demand", cpu="8", memory="32Gi"), 0, PriceBook(), NOW
+    )
+    spot = status.node_row(node("n", "zz9.huge", cpu="8", memory="32Gi"), 0, PriceBook(), NOW)
+    assert on_demand.price_source == "estimate"
+    assert on_demand.price == pytest.approx(estimate("zz9.huge", Shape(cpu=8, memory_gib=32)))
+    assert spot.price == pytest.approx(on_demand.price * SPOT_FRACTION)
+    assert spot.price_source.startswith(f"spot = {SPOT_FRACTION} x")
+
+
+def test_render_shows_every_section_and_the_hourly_total() -> None:
+    result = status.summarize(
+        [provisioner("default", ttl=None)],
+        [node("ip-10-0-1-4", "c5.xlarge", cordoned=True)],
+        [pod("p", age=90)],
+        [],
+        prices=PRICES,
+        now=NOW,
+    )
+    text = status.render(result)
+    lines = text.splitlines()
+    assert lines[0] == "PROVISIONERS (1)"
+    assert lines[1].split() == ["NAME", "WEIGHT", "CAPACITY-TYPES", "TTL-EMPTY", "NODES", "CPU", "MEMORY"]
+    assert lines[2].split() == ["default", "0", "spot", "-", "1", "8", "16Gi"]
+    assert "NODES (1, $0.0680/h)" in lines
+    row = next(line for line in lines if line.startswith("ip-10-0-1-4"))
+    assert row.split() == [
+        "ip-10-0-1-4",
+        "default",
+        "c5.xlarge",
+        "us-west-2a",
+        "spot",
+        "5m",
+        "Ready,Cordoned",
+        "0",
+        "0.0680",
+        "spot",
+        "prices.json",
+    ]
+    assert "PENDING PODS (1)" in lines
+    assert lines[-1].split() == ["default/p", "90s", "Unschedulable", "1", "512Mi"]
+
+
+def test_json_output_is_the_same_rows() -> None:
+    result = status.summarize([], [node("n", "c5.xlarge")], [], [], prices=PRICES, now=NOW)
+    data = json.loads(status.as_json(result))
+    assert data["nodes"][0]["instance_type"] == "c5.xlarge"
+    assert data["pricePerHour"] == pytest.approx(0.068)
+    assert data["provisioners"] == [] and data["pending"] == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (119, "119s"),
+        (120, "2m"),
+        (119 * 60, "119m"),
+        (2 * 3600, "2h"),
+        (47 * 3600, "47h"),
+        (3 * 86400, "3d"),
+    ],
+)
+def test_human_age_reads_like_kubectl(seconds: float, text: str) -> None:
+    assert status.human_age(seconds) == text
+
+
+def test_a_missing_price_file_is_a_usage_error(tmp_path, capsys) -> None:
+    missing = tmp_path / "nope.json"
+    assert main(["status", "--prices", str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == f"karpy status: reading {missing}: No such file or directory"
+
+
+def test_a_malformed_price_file_is_a_usage_error(tmp_path, capsys) -> None:
+    bad = tmp_path / "prices.json"
+    bad.write_text(json.dumps({"onDemand": {"m5.large": -1}}))
+    assert main(["status", "--prices", str(bad)]) == 2
+    assert "onDemand.m5.large: price must be a positive number" in capsys.readouterr().err
