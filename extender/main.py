@@ -93,6 +93,9 @@ def run(settings: Settings, *, threads: int = 8) -> None:
             "graceful_timeout": 10,
             "timeout": 0,
             "accesslog": None,
+            # gunicorn's control socket defaults to one path per user: a second controller (or the
+            # webhook) on the same host would take it over.
+            "control_socket_disable": True,
             "loglevel": settings.log_level.lower(),
         },
     )

@@ -12,7 +12,8 @@ Fixtures:
   create unique names. If ``KARPY_CLUSTER_STATE`` points at a running local cluster's state file,
   its moto (already seeded) is reused instead of starting a new one.
 - ``aws_settings`` (function): an ``extender.settings.AWSSettings`` pointing at that moto
-  (endpoint, region, SSM prefix, interruption queue, no Pricing API).
+  (endpoint, region, SSM prefix, interruption queue, no Pricing API, and the seeded Kubernetes
+  version, so AMI lookups find the seeded SSM parameters).
 
 Integration fixtures (``cluster``, ``namespace``) live in tests/integration/conftest.py.
 """
@@ -64,4 +65,5 @@ def aws_settings(aws: awsseed.AwsSeed):  # -> extender.settings.AWSSettings
         ssm_prefix=aws.ssm_prefix,
         interruption_queue=aws.queue_url,
         pricing_api=False,
+        kubernetes_version=aws.k8s_version,
     )

@@ -33,4 +33,9 @@ def bind(kube: client.ApiClient, *, namespace: str, name: str, uid: str, node: s
         if err.status == CONFLICT:
             raise AlreadyBound(str(err.body or err.reason)) from err
         raise
-    response.release_conn()
+    try:
+        # Drain the small Status body: a connection handed back with unread bytes breaks the next
+        # request that reuses it (ResponseNotReady).
+        _ = response.data
+    finally:
+        response.release_conn()

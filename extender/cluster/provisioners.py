@@ -19,9 +19,10 @@ PLURAL = "provisioners"
 
 
 def list_provisioners(
-    kube: client.ApiClient, *, cluster_name: str, cluster_endpoint: str = ""
+    kube: client.ApiClient, *, cluster_name: str, cluster_endpoint: str = "", instance_profile: str = ""
 ) -> list[Provisioner]:
-    """Every valid Provisioner, with the webhook's defaults applied (idempotent) in case none ran.
+    """Every valid Provisioner, with the webhook's defaults applied (idempotent) in case none ran;
+    `instance_profile` is the global default for Provisioners that name none.
 
     An invalid object is logged and skipped: one bad Provisioner must not stop the others.
     """
@@ -32,7 +33,12 @@ def list_provisioners(
         try:
             result.append(
                 load_provisioner(
-                    default_manifest(obj, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint)
+                    default_manifest(
+                        obj,
+                        cluster_name=cluster_name,
+                        cluster_endpoint=cluster_endpoint,
+                        instance_profile=instance_profile,
+                    )
                 )
             )
         except ValidationError as err:

@@ -22,9 +22,9 @@ class Window:
         self.opened: float | None = None
         self.last_new: float | None = None
 
-    def add(self, items: Mapping[str, Any]) -> None:
+    def add(self, items: Mapping[str, Any]) -> list[str]:
         """Add or refresh pods; only a pod not yet in the window resets the idle timer, so a pod
-        whose status keeps changing cannot hold the window open."""
+        whose status keeps changing cannot hold the window open. Returns the keys that were new."""
         now = self.clock()
         new = [key for key in items if key not in self.items]
         self.items.update(items)
@@ -32,6 +32,7 @@ class Window:
             if self.opened is None:
                 self.opened = now
             self.last_new = now
+        return new
 
     def deadline(self) -> float | None:
         """When the window closes (clock time), or None while it is empty."""
@@ -68,12 +69,14 @@ class Batcher:
         self._window = Window(settings, clock)
         self._cond = threading.Condition()
 
-    def add(self, items: Mapping[str, Any]) -> None:
+    def add(self, items: Mapping[str, Any]) -> list[str]:
+        """Add to the window; the keys that were not in it yet."""
         if not items:
-            return
+            return []
         with self._cond:
-            self._window.add(items)
+            new = self._window.add(items)
             self._cond.notify_all()
+        return new
 
     def __len__(self) -> int:
         return len(self._window.items)

@@ -56,9 +56,12 @@ def bind_all(
     return bound, failed
 
 
-def pod_event(kube: client.ApiClient, provisioner: str) -> Callable[[Pod, str], None]:
+def pod_event(kube: client.ApiClient, provisioner: str, pool: Executor) -> Callable[[Pod, str], None]:
+    """Records on `pool`: an Event is another apiserver write per pod, and binds must not wait for it."""
+
     def record(pod: Pod, node: str) -> None:
-        events.record(
+        pool.submit(
+            events.record,
             kube,
             kind="Pod",
             name=pod.name,

@@ -56,10 +56,20 @@ class BatchReport:
     fleet_calls: int = 0
     #: Distinct instance-type option lists over the batch's plans (a fleet call is allowed per list).
     option_lists: int = 0
+    #: Keys of the batch's pods that reached the window through the extender before the pod watch.
+    fast_path: frozenset[str] = frozenset()
     timings: dict[str, float] = field(default_factory=dict)
+    # Launch groups run on a thread pool and update one report; `+=` on a field is not atomic.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, phase: str, seconds: float) -> None:
-        self.timings[phase] = self.timings.get(phase, 0.0) + seconds
+        with self._lock:
+            self.timings[phase] = self.timings.get(phase, 0.0) + seconds
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add n to a counter field (bound, nodes, fleet_calls, option_lists)."""
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
 
 
 @dataclass
@@ -93,24 +103,39 @@ class ProvisioningController:
         )
         self.reports: list[BatchReport] = []
         self._parked: dict[str, dict[str, Any]] = {}
+        self._fast_path: set[str] = set()
         self._parked_at = clock()
         self._lock = threading.Lock()
+        self._fast_lock = threading.Lock()
         self._launch_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="launch")
         self._bind_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="bind")
+        self._event_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="events")
 
     # -- entry points ----------------------------------------------------------------------------
 
     def enqueue(self, pods: Sequence[Mapping[str, Any]]) -> None:
         """Fast path: pods (API JSON) the extender's guard left without a node."""
-        self.batcher.add({pod_key(p): dict(p) for p in pods})
+        new = self.batcher.add({pod_key(p): dict(p) for p in pods})
+        with self._fast_lock:
+            self._fast_path.update(new)
 
     def mark_unavailable(self, key: OfferingKey) -> None:
         self.unavailable[key] = True
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
+        # Discovering the catalog takes seconds (DescribeInstanceTypes pages, offerings, prices):
+        # fetch it now rather than inside the first batch's latency.
+        warm = threading.Thread(target=self._warm_catalog, name="catalog-warmup", daemon=True)
+        warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
-        return [self.watcher.start(stop), loop]
+        return [self.watcher.start(stop), loop, warm]
+
+    def _warm_catalog(self) -> None:
+        try:
+            self.cloud.get_instance_types(None)
+        except Exception as err:  # the first batch fetches it again and reports the failure there
+            log.warning("Discovering instance types failed, %s", err)
 
     def run(self, stop: threading.Event) -> None:
         log.info("Waiting for unschedulable pods")
@@ -146,7 +171,10 @@ class ProvisioningController:
     # -- one batch -------------------------------------------------------------------------------
 
     def provision(self, batch: Mapping[str, Mapping[str, Any]]) -> BatchReport:
-        report = BatchReport()
+        with self._fast_lock:
+            fast = frozenset(self._fast_path.intersection(batch))
+            self._fast_path.difference_update(batch)
+        report = BatchReport(fast_path=fast)
         started = self.clock()
         with self._lock:
             t0 = self.clock()
@@ -175,7 +203,10 @@ class ProvisioningController:
     def _context(self) -> _Context:
         s = self.settings
         provisioners = kube_provisioners.list_provisioners(
-            self.kube, cluster_name=s.cluster_name, cluster_endpoint=s.cluster_endpoint
+            self.kube,
+            cluster_name=s.cluster_name,
+            cluster_endpoint=s.cluster_endpoint,
+            instance_profile=s.aws.default_instance_profile,
         )
         daemonsets = [
             p for p in (self._parse(m) for m in kube_pods.daemonset_pods(self.kube)) if p is not None
@@ -223,10 +254,10 @@ class ProvisioningController:
             self._log_plan(plan, ctx, manifests or {})
             if bind:
                 for node, placed in plan.existing.items():
-                    report.bound += self._bind(node, placed, "", report, manifests)
+                    report.count("bound", self._bind(node, placed, "", report, manifests))
             groups = launcher.group(plan.nodes, ctx.provisioners)
-            report.option_lists += len(
-                {(n.provisioner, tuple(t.name for t in n.options)) for n in plan.nodes}
+            report.count(
+                "option_lists", len({(n.provisioner, tuple(t.name for t in n.options)) for n in plan.nodes})
             )
             results = list(
                 self._launch_pool.map(lambda g: self._launch_group(g, report, bind, manifests), groups)
@@ -255,7 +286,7 @@ class ProvisioningController:
         request = group.request
         provisioner = request.provisioner
         t0 = self.clock()
-        report.fleet_calls += 1
+        report.count("fleet_calls")
         try:
             result = self.cloud.create(request)
         except InsufficientCapacityError as err:
@@ -281,8 +312,10 @@ class ProvisioningController:
             manifest = launcher.node_for(instance, planned, provisioner)
             name = manifest["metadata"]["name"]
             kube_nodes.create_node(self.kube, manifest)
-            report.add("node_create", self.clock() - t1)
-            report.nodes += 1
+            created = self.clock() - t1
+            metrics.NODE_CREATE.labels(provisioner=provisioner.name).observe(created)
+            report.add("node_create", created)
+            report.count("nodes")
             names.append(name)
             metrics.NODES_LAUNCHED.labels(
                 provisioner=provisioner.name, capacity_type=instance.capacity_type
@@ -294,7 +327,7 @@ class ProvisioningController:
                 f"for {len(planned.pods)} pod(s)",
             )
             if bind:
-                report.bound += self._bind(name, planned.pods, provisioner.name, report, manifests)
+                report.count("bound", self._bind(name, planned.pods, provisioner.name, report, manifests))
         # Nodes EC2 did not launch (partial fleet): their pods go round again.
         return names, [p for node in group.nodes[len(result.instances) :] for p in node.pods]
 
@@ -313,7 +346,7 @@ class ProvisioningController:
             self.state,
             node,
             pods,
-            on_event=binder.pod_event(self.kube, provisioner),
+            on_event=binder.pod_event(self.kube, provisioner, self._event_pool),
         )
         elapsed = self.clock() - t0
         report.add("binds", elapsed)

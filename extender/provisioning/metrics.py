@@ -32,9 +32,15 @@ LAUNCH = Histogram(
     ["provisioner"],
     buckets=BUCKETS,
 )
+NODE_CREATE = Histogram(
+    "karpy_allocation_controller_node_create_duration_seconds",
+    "Duration of creating the Node object of one launched instance.",
+    ["provisioner"],
+    buckets=BUCKETS,
+)
 BIND = Histogram(
     "karpy_allocation_controller_bind_duration_seconds",
-    "Duration of creating a node and binding its pods.",
+    "Duration of binding one node's pods.",
     ["provisioner"],
     buckets=BUCKETS,
 )

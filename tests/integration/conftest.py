@@ -9,6 +9,8 @@
 - ``namespace`` (function): a fresh namespace (name returned), its default ServiceAccount present;
   deleted after the test.
 - ``core_v1`` / ``apps_v1`` (function): typed APIs bound to a client of ``cluster``.
+- ``provisioner_crd`` (session): the Provisioner CRD (manifests/crd/provisioners.karpenter.sh.yaml)
+  created or replaced on ``cluster`` and Established; yields the CRD's name.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from hack.localcluster import awsseed
 from hack.localcluster import cluster as localcluster
 
 STATE_ENV = "KARPY_CLUSTER_STATE"
+PROVISIONER_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "provisioners.karpenter.sh.yaml"
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,35 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(state)
     finally:
         localcluster.down(folder, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def provisioner_crd(cluster: Cluster) -> str:
+    import yaml
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    body = yaml.safe_load(PROVISIONER_CRD.read_text())
+    name = body["metadata"]["name"]
+    with cluster.api_client() as api:
+        ext = client.ApiextensionsV1Api(api)
+        try:
+            ext.create_custom_resource_definition(body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            # A reused cluster may hold an older revision of the CRD: replace it.
+            current = ext.read_custom_resource_definition(name)
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            ext.replace_custom_resource_definition(name, body)
+        deadline = time.monotonic() + 30
+        while True:
+            conditions = ext.read_custom_resource_definition(name).status.conditions or []
+            if any(c.type == "Established" and c.status == "True" for c in conditions):
+                return name
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"CRD {name} not Established after 30s")
+            time.sleep(0.2)
 
 
 @pytest.fixture
