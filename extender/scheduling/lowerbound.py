@@ -5,7 +5,10 @@
   dimensions an optimal basic solution uses at most m types, so the exact optimum is found by
   checking every basis of 1..m types among the Pareto-efficient ones (per-dollar capacity).
 - `pattern_bound`: whole pods on whole nodes (see its docstring); far tighter when pods are
-  large next to the types that are cheap per resource.
+  large next to the types that are cheap per resource. With few pod shapes it is the optimum of
+  the configuration LP (whole-pod patterns), found by cutting planes.
+- `node_count_bound`: the cover LP plus a per-node charge, for batches that need at least a known
+  number of nodes (hostname anti-affinity groups).
 """
 
 from __future__ import annotations
@@ -98,81 +101,203 @@ def dual_cost(vertices: Sequence[tuple[float, float]], demand: Sequence[float]) 
 
 @dataclass(frozen=True)
 class PodShape:
-    """`count` pods of one request vector that may run on the types named in `types`."""
+    """`count` pods of one request vector that may run on the types named in `types`.
+
+    The request may end in exclusivity dimensions (see `pattern_bound`).
+    """
 
     request: tuple[float, ...]
     count: int
     types: frozenset[str]
-    #: A starting weight for the search (e.g. the cheapest $/pod of the shape on its own).
+    #: The weight used when there are too many shapes to search (e.g. the shape's cheapest $/pod
+    #: on its own).
     weight: float
 
 
 Supply = tuple[tuple[float, ...], float]
+Pattern = tuple[int, ...]
+
+#: Up to this many shapes the weights are searched, which makes the bound the configuration LP's
+#: optimum; beyond it the shapes' own weights are used as they are.
+SEARCHED_SHAPES = 8
+#: Cutting-plane rounds (each prices every type whose fractional worth could win).
+ROUNDS = 40
+#: Cuts added per round: the most violated patterns.
+CUTS_PER_ROUND = 4
+#: Branch-and-bound nodes per knapsack before settling for its fractional upper bound: a large
+#: budget where the weights are searched (few shapes, and exact knapsacks make the LP exact), a
+#: small one for the single evaluation over many shapes, whose knapsacks rarely finish anyway.
+KNAPSACK_BUDGET = 4000
+UNSEARCHED_BUDGET = 200
 
 
 def pattern_bound(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) -> float:
     """Lower bound on $/h that respects whole pods per node (Farley's bound of the configuration LP).
 
     Give each shape a weight w >= 0. A node of type t holds an integer pattern a (a_s pods of shape
-    s that fit its capacity together), worth w.a <= K_t(w), the best such worth (an integer
-    knapsack, bounded from above when not solved exactly). With r = max_t K_t(w) / price_t every
-    node costs price_t >= K_t(w) / r >= w.a / r, and summing over the nodes of any plan that
-    places the pods gives cost >= w.n / r. So w.n / r is below every plan for every w; a small
-    search over w keeps the best. Unlike the resource LP it cannot pay for a pod with cpu on one
-    type and memory on another, nor fill a node with fractions of a pod.
+    s that fit its capacity together, a_s <= count_s), worth w.a <= K_t(w), the best such worth (an
+    integer knapsack, bounded from above when not solved exactly). With r = max_t K_t(w) / price_t
+    every node costs price_t >= K_t(w) / r >= w.a / r, and summing over the nodes of any plan that
+    places the pods gives cost >= w.n / r. So w.n / r is below every plan for every w.
+
+    Exclusivity dimensions make the same argument cover pod anti-affinity: a pod of a group at most
+    one of which may share a node requests 1 unit of the group's dimension and every type supplies
+    1, so no pattern — hence no node of any valid plan — holds two of them, and each such pod is
+    charged at least the cheapest type that can hold it alongside whatever else shares its node.
+
+    With few shapes w is chosen by cutting planes on the dual of the configuration LP: maximise
+    w.n subject to w.a <= price_t for the patterns found so far; the knapsacks at the new optimum
+    return the patterns it violates most. Every round's w gives a valid bound, so stopping early
+    only loosens it; with no violated pattern left it equals the LP optimum.
     """
     shapes = [s for s in shapes if s.count > 0 and s.types]
     if not shapes:
         return 0.0
     types = sorted({name for s in shapes for name in s.types if name in supplies})
-
-    def evaluate(weights: Sequence[float]) -> float:
-        demand = sum(w * s.count for w, s in zip(weights, shapes, strict=True))
-        if demand <= 0:
-            return 0.0
-        best_ratio = _best_ratio(shapes, weights, types, supplies)
-        return demand / best_ratio if best_ratio > 0 else 0.0
-
-    weights = [max(s.weight, EPS) for s in shapes]
-    best = evaluate(weights)
-    if len(shapes) <= SEARCHED_SHAPES:
-        for factor in (2.0, 0.5, 1.25, 0.8):
-            for index in range(len(shapes)):
-                trial = list(weights)
-                trial[index] *= factor
-                if (value := evaluate(trial)) > best * (1 + 1e-9):
-                    best, weights = value, trial
+    if len(shapes) > SEARCHED_SHAPES:
+        return _bound_at([s.weight for s in shapes], shapes, types, supplies, UNSEARCHED_BUDGET)[0]
+    cuts: list[tuple[list[float], float]] = []
+    seen: set[tuple[str, Pattern]] = set()
+    best = 0.0
+    # Each shape alone first, so that a cut caps every direction of w before the LP is solved.
+    weights: list[float] | None = [1.0] + [0.0] * (len(shapes) - 1)
+    for step in range(ROUNDS + len(shapes)):
+        if weights is None:
+            break
+        bound, found = _bound_at(weights, shapes, types, supplies, KNAPSACK_BUDGET)
+        best = max(best, bound)
+        starting = step < len(shapes)
+        added = 0
+        for worth, name, pattern in found:
+            if added == CUTS_PER_ROUND or (worth <= 1 + 1e-9 and (added or not starting)):
+                break
+            if (name, pattern) not in seen:
+                seen.add((name, pattern))
+                cuts.append(([float(a) for a in pattern], supplies[name][1]))
+                added += 1
+        if step + 1 < len(shapes):
+            weights = [1.0 if j == step + 1 else 0.0 for j in range(len(shapes))]
+        elif added:
+            weights = _maximise([float(s.count) for s in shapes], cuts)
+        else:
+            break  # nothing violated: w is optimal over all patterns and its bound the LP optimum
     return best
 
 
-#: Shapes up to which the weights are searched (each step costs a knapsack per type).
-SEARCHED_SHAPES = 6
-#: Branch-and-bound nodes per knapsack before settling for its fractional upper bound.
-KNAPSACK_BUDGET = 4000
+def _bound_at(
+    weights: Sequence[float],
+    shapes: Sequence[PodShape],
+    types: Sequence[str],
+    supplies: Mapping[str, Supply],
+    budget: int,
+) -> tuple[float, list[tuple[float, str, Pattern]]]:
+    """w.n / r at these weights, with the patterns the knapsacks found (see `_best_ratio`)."""
+    demand = sum(w * s.count for w, s in zip(weights, shapes, strict=True))
+    ratio, found = _best_ratio(shapes, weights, types, supplies, budget)
+    return (demand / ratio if demand > 0 and ratio > 0 else 0.0), found
+
+
+#: Per-node charges tried by `node_count_bound`, as fractions of the cheapest type's price.
+NODE_CHARGES = (0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875)
+
+
+def node_count_bound(
+    demand: Sequence[float], nodes: int, supplies: Sequence[tuple[Sequence[float], float]]
+) -> float:
+    """Lower bound for a batch that needs at least `nodes` nodes (e.g. the pods of a hostname
+    anti-affinity group, no two of which may share one).
+
+    For a charge phi with 0 <= phi < every price, take y >= 0 with y.capacity_t <= price_t - phi
+    for every type (a dual solution of the cover LP at prices lowered by phi). Every node then
+    costs price_t >= y.capacity_t + phi >= y.(its pods' requests) + phi, so a plan costs at least
+    y.demand + phi * (its node count) >= cover_cost(demand, prices - phi) + phi * nodes. Each phi
+    gives a valid bound; a few are tried. Unlike the cover LP alone it charges the per-node
+    overhead that many small nodes pay.
+    """
+    cheapest = min((price for _, price in supplies), default=0.0)
+    best = 0.0
+    for fraction in NODE_CHARGES:
+        phi = fraction * cheapest
+        cover = cover_cost(demand, [(capacity, price - phi) for capacity, price in supplies])
+        if math.isfinite(cover):
+            best = max(best, cover + phi * nodes)
+    return best
+
+
+def _maximise(objective: Sequence[float], cuts: Sequence[tuple[list[float], float]]) -> list[float] | None:
+    """max objective.x subject to row.x <= price for each cut, x >= 0 (prices > 0, so x = 0 is
+    feasible): a dense primal simplex with Bland's rule. None when unbounded."""
+    width, height = len(objective), len(cuts)
+    table = [
+        [*row, *(1.0 if i == k else 0.0 for k in range(height)), rhs] for i, (row, rhs) in enumerate(cuts)
+    ]
+    cost = [-c for c in objective] + [0.0] * (height + 1)
+    basis = [width + i for i in range(height)]
+    while True:
+        enter = next((j for j in range(width + height) if cost[j] < -EPS), None)
+        if enter is None:
+            break
+        leave, best_ratio = None, math.inf
+        for i, row in enumerate(table):
+            if row[enter] > EPS:
+                ratio = row[-1] / row[enter]
+                if ratio < best_ratio - EPS or (
+                    ratio <= best_ratio + EPS and leave is not None and basis[i] < basis[leave]
+                ):
+                    leave, best_ratio = i, ratio
+        if leave is None:
+            return None
+        pivot_row = table[leave]
+        pivot = pivot_row[enter]
+        table[leave] = pivot_row = [v / pivot for v in pivot_row]
+        for i, row in enumerate(table):
+            if i != leave and abs(row[enter]) > EPS:
+                factor = row[enter]
+                table[i] = [v - factor * p for v, p in zip(row, pivot_row, strict=True)]
+        factor = cost[enter]
+        cost = [v - factor * p for v, p in zip(cost, pivot_row, strict=True)]
+        basis[leave] = enter
+    solution = [0.0] * width
+    for i, var in enumerate(basis):
+        if var < width:
+            solution[var] = table[i][-1]
+    return solution
 
 
 def _best_ratio(
-    shapes: Sequence[PodShape], weights: Sequence[float], types: Sequence[str], supplies: Mapping[str, Supply]
-) -> float:
-    """max over types of K_t(w) / price_t, solving knapsacks only for types whose upper bound could win."""
+    shapes: Sequence[PodShape],
+    weights: Sequence[float],
+    types: Sequence[str],
+    supplies: Mapping[str, Supply],
+    budget: int,
+) -> tuple[float, list[tuple[float, str, Pattern]]]:
+    """max over types of K_t(w) / price_t, solving knapsacks only for types whose upper bound could
+    win; with the patterns found as (worth / price, type, pattern), the most valuable first."""
     ranked = []
     for name in types:
         capacity, price = supplies[name]
         items = [
-            (w, s.request, s.count)
-            for w, s in zip(weights, shapes, strict=True)
-            if name in s.types and _fits_one(s.request, capacity)
+            (index, w, s.request, s.count)
+            for index, (w, s) in enumerate(zip(weights, shapes, strict=True))
+            if w > EPS and name in s.types and _fits_one(s.request, capacity)
         ]
         if items and price > 0:
             ranked.append((_fractional(items, capacity) / price, name, items))
     ranked.sort(key=lambda r: -r[0])
     best = 0.0
+    found = []
     for upper, name, items in ranked:
         if upper <= best:
             break
         capacity, price = supplies[name]
-        best = max(best, _knapsack(items, capacity) / price)
-    return best
+        worth, counts, bound = _knapsack(items, capacity, budget)
+        best = max(best, bound / price)
+        pattern = [0] * len(shapes)
+        for (index, *_), count in zip(items, counts, strict=True):
+            pattern[index] = count
+        found.append((worth / price, name, tuple(pattern)))
+    found.sort(key=lambda v: -v[0])
+    return best, found
 
 
 def _fits_one(request: Sequence[float], capacity: Sequence[float]) -> bool:
@@ -187,47 +312,93 @@ def _max_count(request: Sequence[float], free: Sequence[float], limit: int) -> i
     return max(count, 0)
 
 
-def _fractional(items: Sequence[tuple[float, Sequence[float], int]], free: Sequence[float]) -> float:
-    """Upper bound on the knapsack: each resource alone, filled fractionally by worth per unit; the least."""
-    bound = sum(w * _max_count(req, free, n) for w, req, n in items)
+Item = tuple[int, float, Sequence[float], int]
+
+
+def _fractional(items: Sequence[Item], free: Sequence[float]) -> float:
+    """Upper bound on the knapsack's worth.
+
+    Items that need more than half of what is left of some dimension exclude each other (one
+    anti-affinity group per node; one pod larger than half the node). At most one of them is in
+    any pattern, so they add at most the largest of their worths to what the others can fill.
+    """
+    free = [max(f, 0.0) for f in free]
+    exclusive: list[Item] = []
     for d, room in enumerate(free):
-        room = max(room, 0.0)
+        big = [i for i in items if i[2][d] > room / 2 + EPS and _fits_one(i[2], free)]
+        if len(big) > len(exclusive):
+            exclusive = big
+    if len(exclusive) < 2:
+        return _fill(items, free)
+    excluded = {id(i) for i in exclusive}
+    return max(i[1] for i in exclusive) + _fill([i for i in items if id(i) not in excluded], free)
+
+
+#: Mixes of two resources' shares tried as surrogate constraints in `_fill`.
+MIXES = (0.25, 0.5, 0.75)
+
+
+def _fill(items: Sequence[Item], free: Sequence[float]) -> float:
+    """The least over surrogate constraints (one resource, or a mix of the first two resources'
+    shares of `free`) of filling it fractionally by worth per unit.
+
+    Any pattern that fits `free` fits every nonnegative combination of its constraints, so each
+    fill bounds the knapsack. One resource alone is loose when pods differ in their cpu:memory
+    ratio; the mixes recover most of the two-resource LP relaxation.
+    """
+    bound = sum(w * _max_count(req, free, n) for _, w, req, n in items)
+    mixes = [tuple(1.0 if k == d else 0.0 for k in range(len(free))) for d in range(len(free))]
+    if len(free) >= 2 and free[0] > EPS and free[1] > EPS:
+        rest = (0.0,) * (len(free) - 2)
+        mixes += [(t / free[0], (1 - t) / free[1], *rest) for t in MIXES]
+    for mix in mixes:
+        room = sum(m * f for m, f in zip(mix, free, strict=True))
+        sized = [
+            (w, sum(m * r for m, r in zip(mix, req, strict=True)), _max_count(req, free, n))
+            for _, w, req, n in items
+        ]
         total = 0.0
-        for w, req, n in sorted(items, key=lambda i: -(i[0] / i[1][d]) if i[1][d] > EPS else -math.inf):
-            cap = _max_count(req, free, n)
-            if req[d] <= EPS:
+        for w, size, cap in sorted(sized, key=lambda i: -(i[0] / i[1]) if i[1] > EPS else -math.inf):
+            if size <= EPS:
                 total += w * cap
                 continue
-            take = min(float(cap), room / req[d])
+            take = min(float(cap), room / size)
             total += w * take
-            room -= take * req[d]
+            room -= take * size
         bound = min(bound, total)
     return bound
 
 
-def _knapsack(items: Sequence[tuple[float, Sequence[float], int]], capacity: Sequence[float]) -> float:
-    """Best integer worth of a pattern, or an upper bound on it when the search runs out of budget."""
-    order = sorted(items, key=lambda i: -i[0])
-    best = 0.0
-    budget = KNAPSACK_BUDGET
+def _knapsack(
+    items: Sequence[Item], capacity: Sequence[float], budget: int
+) -> tuple[float, list[int], float]:
+    """Best integer pattern: (its worth, counts in `items` order, an upper bound on any pattern's
+    worth). The bound equals the worth unless the search ran out of budget."""
+    order = sorted(range(len(items)), key=lambda i: -items[i][1])
+    best, best_counts = 0.0, [0] * len(items)
+    counts = [0] * len(items)
 
-    def search(index: int, free: list[float], worth: float) -> bool:
-        nonlocal best, budget
+    def search(depth: int, free: list[float], worth: float) -> bool:
+        nonlocal best, best_counts, budget
         budget -= 1
         if budget < 0:
             return False
-        if index == len(order):
-            best = max(best, worth)
+        if depth == len(order):
+            if worth > best:
+                best, best_counts = worth, list(counts)
             return True
-        if worth + _fractional(order[index:], free) <= best + EPS:
+        if worth + _fractional([items[i] for i in order[depth:]], free) <= best + EPS:
             return True
-        w, req, n = order[index]
+        _, w, req, n = items[order[depth]]
         for count in range(_max_count(req, free, n), -1, -1):
+            counts[order[depth]] = count
             rest = [f - count * r for f, r in zip(free, req, strict=True)]
-            if not search(index + 1, rest, worth + count * w):
+            if not search(depth + 1, rest, worth + count * w):
+                counts[order[depth]] = 0
                 return False
+        counts[order[depth]] = 0
         return True
 
     if search(0, list(capacity), 0.0):
-        return best
-    return _fractional(order, capacity)
+        return best, best_counts, best
+    return best, best_counts, max(best, _fractional(items, capacity))

@@ -377,13 +377,22 @@ def _apply_limits(
 
 
 def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: CandidateCache) -> float:
-    """The larger of two valid bounds (lowerbound.py) on the new nodes' $/h for the pods placed on them.
+    """The largest of three valid bounds (lowerbound.py) on the new nodes' $/h for the pods placed on them.
 
     A type's capacity is the largest allocatable any Provisioner gives it and its price the
     cheapest offering any of its pods' requirement sets allow, so every real node is within the
     relaxation. Shapes are pooled by request vector (allowing the union of their types), which
     only loosens the bound, so the knapsacks stay few.
+
+    Hostname anti-affinity: the pods that carry a term and match its selector may not share a
+    node (`Packer.topology_cap` refuses a second one, as the kube-scheduler would). In the
+    whole-pod bound each such pod requests 1 of an exclusivity dimension of which every type
+    supplies 1; and the plan needs at least as many nodes as the largest such group has pods,
+    which `node_count_bound` charges. Pods that only carry or only match a term are left
+    unconstrained, which loosens the bounds but keeps them valid.
     """
+    groups = sorted({t for c in classes for t in c.host.anti if t in c.matches})
+    exclusive = tuple(1.0 for _ in groups)
     supplies: dict[str, lowerbound.Supply] = {}
     pooled: dict[Vector, tuple[int, set[str], float]] = {}
     seen: set[int] = set()
@@ -392,15 +401,18 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
         if not count or pod_class.reqs is None or pod_class.view is None:
             continue
         found = cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
-        total, names, rate = pooled.get(pod_class.request, (0, set(), math.inf))
+        request = pod_class.request + tuple(
+            1.0 if g in pod_class.host.anti and g in pod_class.matches else 0.0 for g in groups
+        )
+        total, names, rate = pooled.get(request, (0, set(), math.inf))
         names.update(found.names)
         rate = min(rate, cache.pod_rate(found, pod_class.request))
-        pooled[pod_class.request] = (total + count, names, rate)
+        pooled[request] = (total + count, names, rate)
         if id(found) in seen:
             continue
         seen.add(id(found))
         for c in found.candidates:
-            capacity = tuple(max(0.0, a) for a in c.entry.alloc)
+            capacity = tuple(max(0.0, a) for a in c.entry.alloc) + exclusive
             old_capacity, old_price = supplies.get(c.entry.type.name, (capacity, c.offering.price))
             supplies[c.entry.type.name] = (
                 tuple(max(a, b) for a, b in zip(old_capacity, capacity, strict=True)),
@@ -408,10 +420,20 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
             )
     if not pooled:
         return 0.0
+    dims = len(next(iter(pooled))) - len(groups)
     shapes = [
         lowerbound.PodShape(request, count, frozenset(names), rate if math.isfinite(rate) else 1.0)
         for request, (count, names, rate) in pooled.items()
     ]
-    demand = [sum(s.count * s.request[d] for s in shapes) for d in range(len(shapes[0].request))]
-    cover = lowerbound.cover_cost(demand, list(supplies.values()))
-    return max(cover if math.isfinite(cover) else 0.0, lowerbound.pattern_bound(shapes, supplies))
+    demand = [sum(s.count * s.request[d] for s in shapes) for d in range(dims)]
+    resources = [(capacity[:dims], price) for capacity, price in supplies.values()]
+    cover = lowerbound.cover_cost(demand, resources)
+    # The pods of one exclusive group sit on distinct nodes, so the plan has at least that many.
+    # Cpu and memory only: with every type Pareto-efficient once prices drop, more dimensions
+    # make the cover LP's basis enumeration far slower, and dropping one only loosens the bound.
+    nodes = max((sum(s.count for s in shapes if s.request[dims + g]) for g in range(len(groups))), default=0)
+    return max(
+        cover if math.isfinite(cover) else 0.0,
+        lowerbound.pattern_bound(shapes, supplies),
+        lowerbound.node_count_bound(demand[:2], nodes, [(c[:2], p) for c, p in resources]) if nodes else 0.0,
+    )

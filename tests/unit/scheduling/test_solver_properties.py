@@ -65,6 +65,15 @@ def test_plan_respects_capacity_requirements_and_accounts_for_every_pod(specs, d
         )
 
 
+def _exclusive(group: str) -> dict:
+    """Labels and hostname anti-affinity that keep the pods of `group` on distinct nodes."""
+    term = {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": {"group": group}}}
+    return {
+        "labels": {"group": group},
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    }
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     specs=st.lists(
@@ -73,6 +82,7 @@ def test_plan_respects_capacity_requirements_and_accounts_for_every_pod(specs, d
             st.sampled_from(["", "256Mi", "1Gi", "3Gi", "8Gi", "30Gi"]),
             st.integers(1, 30),
             st.sampled_from(range(len(SELECTORS) - 1)),
+            st.sampled_from([None, "a", "b"]),
         ),
         min_size=1,
         max_size=4,
@@ -80,10 +90,19 @@ def test_plan_respects_capacity_requirements_and_accounts_for_every_pod(specs, d
 )
 def test_lower_bound_never_exceeds_the_plan(specs):
     pods = [
-        make_pod(f"p{i}-{j}", cpu=cpu, memory=mem, nodeSelector=SELECTORS[sel])
-        for i, (cpu, mem, count, sel) in enumerate(specs)
+        make_pod(
+            f"p{i}-{j}",
+            cpu=cpu,
+            memory=mem,
+            nodeSelector=SELECTORS[sel],
+            **(_exclusive(group) if group else {}),
+        )
+        for i, (cpu, mem, count, sel, group) in enumerate(specs)
         for j in range(count)
     ]
     plan = solve(pods, [make_provisioner()], catalog())
     assert plan.lower_bound <= plan.total_price + 1e-9
     assert (plan.lower_bound > 0) == bool(plan.nodes)
+    for group in {g for *_, g in specs if g}:
+        nodes = [n for n in plan.nodes if any(p.labels.get("group") == group for p in n.pods)]
+        assert all(sum(p.labels.get("group") == group for p in n.pods) == 1 for n in nodes)
