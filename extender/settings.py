@@ -113,7 +113,7 @@ def _coerce(raw: str, current: object) -> object:
 
 
 def from_env(env: Mapping[str, str] | None = None, prefix: str = "KARPY_") -> Settings:
-    """Settings from KARPY_* variables: KARPY_CLUSTER_NAME, KARPY_AWS_ENDPOINT_URL, KARPY_BATCHING_IDLE_SECONDS..."""
+    """Settings from KARPY_<GROUP>_<FIELD> env vars, e.g. KARPY_AWS_ENDPOINT_URL."""
     env = os.environ if env is None else env
     settings = Settings()
     for top in dataclasses.fields(settings):

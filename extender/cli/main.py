@@ -20,7 +20,9 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="karpy", description="A Kubernetes node autoscaler (Karpenter 0.5 design).")
+    parser = argparse.ArgumentParser(
+        prog="karpy", description="A Kubernetes node autoscaler (Karpenter 0.5 design)."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
@@ -44,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except Exception as err:  # noqa: BLE001 - one clear line, not a traceback, for runtime failures
+    except Exception as err:  # one clear line, not a traceback, for runtime failures
         print(f"karpy {args.command}: {err}", file=sys.stderr)
         return 1
 

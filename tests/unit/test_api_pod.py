@@ -42,7 +42,7 @@ def test_bad_quantity_names_pod_and_field():
 
 def test_unsupported_topology_key_is_rejected():
     spread = [{"maxSkew": 1, "topologyKey": "rack", "labelSelector": {}}]
-    with pytest.raises(PodError, match="topologySpreadConstraints\\[0\\].topologyKey"):
+    with pytest.raises(PodError, match=r"topologySpreadConstraints\[0\]\.topologyKey"):
         Pod.from_manifest(manifest(topologySpreadConstraints=spread))
 
 
