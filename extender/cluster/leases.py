@@ -1,0 +1,53 @@
+"""coordination.k8s.io/v1 Lease reads and writes for leader election, as API JSON.
+
+Writes carry the resourceVersion that was read, so two replicas racing for the same Lease cannot
+both win: the loser gets 409 Conflict, reported here as None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from extender.cluster.client import call_json
+
+
+def _api(kube: Any) -> Any:
+    return client.CoordinationV1Api(kube)
+
+
+def get(kube: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        return call_json(_api(kube).read_namespaced_lease, name, namespace)
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def create(kube: Any, namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    try:
+        return call_json(_api(kube).create_namespaced_lease, namespace, body)
+    except ApiException as err:
+        if err.status == 409:
+            return None
+        raise
+
+
+def update(kube: Any, lease: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
+    """Replace the spec of `lease` (as read, with its resourceVersion); None when someone wrote first."""
+    meta = lease["metadata"]
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                         "resourceVersion": meta["resourceVersion"]},
+            "spec": spec}
+    try:
+        return call_json(_api(kube).replace_namespaced_lease, meta["name"], meta["namespace"], body)
+    except ApiException as err:
+        if err.status in (409, 404):
+            return None
+        raise

@@ -1,0 +1,83 @@
+"""Emptiness TTL (`ttlSecondsAfterEmpty`): annotate empty nodes, terminate them when the TTL runs out.
+
+`decide` is pure (node, its pods, TTL, now -> what to do and when to look again); `reconcile`
+applies it. The node is requeued exactly at timestamp + TTL, so nothing polls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from extender.api import labels
+from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle.context import Context
+
+
+class Action(Enum):
+    NONE = "none"
+    ADD = "add"
+    REMOVE = "remove"
+    TERMINATE = "terminate"
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    #: Seconds until this node must be looked at again for emptiness; None = only on change.
+    requeue_after: float | None = None
+
+
+def decide(
+    node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ttl: float | None, now: datetime
+) -> Decision:
+    stamp_raw = objects.annotations(node).get(labels.EMPTINESS_TIMESTAMP_ANNOTATION)
+    if ttl is None or objects.deleting(node):
+        return Decision(Action.REMOVE if stamp_raw and ttl is None else Action.NONE)
+    if not objects.is_ready(node):
+        return Decision(Action.NONE)
+    if objects.workload_pods(list(pods)):
+        return Decision(Action.REMOVE if stamp_raw else Action.NONE)
+    try:
+        stamp = objects.parse_time(stamp_raw)
+    except ValueError:
+        stamp = None  # a hand-edited annotation: start the TTL afresh
+    if stamp is None:
+        return Decision(Action.ADD, requeue_after=ttl)
+    due = stamp + timedelta(seconds=ttl)
+    if now >= due:
+        return Decision(Action.TERMINATE)
+    return Decision(Action.NONE, requeue_after=(due - now).total_seconds())
+
+
+def reconcile(
+    ctx: Context, node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ttl: float | None
+) -> float | None:
+    """Apply `decide`; returns seconds until the next emptiness check (None = none scheduled)."""
+    node_name = objects.name(node)
+    now = ctx.clock()
+    decision = decide(node, pods, ttl, now)
+    if decision.action is Action.ADD:
+        nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION,
+                                 objects.format_time(now))
+        ctx.log.info("Added TTL to empty node %s", node_name)
+    elif decision.action is Action.REMOVE:
+        nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, None)
+        ctx.unmark(node_name)
+        ctx.log.info("Removed emptiness TTL from node %s", node_name)
+    elif decision.action is Action.TERMINATE:
+        # Keep kube-scheduler off the node before the delete lands (the extender guard reads the
+        # mark), then look again: a pod bound between our read and the mark wins over the TTL.
+        ctx.mark(node_name, "empty")
+        if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)):
+            ctx.unmark(node_name)
+            return 0.0
+        ctx.log.info("Triggering termination after %s for empty node %s", objects.go_duration(ttl or 0),
+                     node_name)
+        metrics.NODES_TERMINATED.labels(reason="emptiness").inc()
+        nodepatch.delete_node(ctx.kube, node_name)
+    return decision.requeue_after
+

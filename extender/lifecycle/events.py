@@ -1,0 +1,46 @@
+"""Kubernetes Events the lifecycle publishes, deduplicated so a blocked drain does not spam.
+
+Reasons follow Karpenter: FailedDraining, SpotInterrupted, SpotRebalanceRecommendation,
+InstanceStopping, InstanceTerminating, InstanceScheduledChange. Written through
+extender.cluster.events.record.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from cachetools import TTLCache
+
+from extender.cluster import events
+from extender.lifecycle import objects
+
+
+class Recorder:
+    def __init__(self, kube: Any | None, *, dedupe_seconds: float = 120.0) -> None:
+        self._kube = kube
+        self._seen: TTLCache[tuple[str, ...], bool] = TTLCache(maxsize=4096, ttl=dedupe_seconds)
+        self._lock = threading.Lock()
+        #: (object name, reason, message) of every event published, newest last (bounded).
+        self.published: list[tuple[str, str, str]] = []
+
+    def node(self, node: Mapping[str, Any], reason: str, message: str, *, warning: bool = False) -> None:
+        self._publish(node, "Node", "", reason, message, warning)
+
+    def pod(self, pod: Mapping[str, Any], reason: str, message: str, *, warning: bool = False) -> None:
+        self._publish(pod, "Pod", str(objects.meta(pod).get("namespace") or ""), reason, message, warning)
+
+    def _publish(self, obj: Mapping[str, Any], kind: str, namespace: str, reason: str, message: str,
+                 warning: bool) -> None:
+        name = objects.name(obj)
+        key = (kind, namespace, name, reason, message)
+        with self._lock:
+            if key in self._seen:
+                return
+            self._seen[key] = True
+            self.published = [*self.published[-999:], (name, reason, message)]
+        if self._kube is not None:
+            events.record(self._kube, kind=kind, name=name, namespace=namespace,
+                          uid=str(objects.meta(obj).get("uid", "")), reason=reason, message=message,
+                          warning=warning)

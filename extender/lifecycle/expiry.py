@@ -1,0 +1,121 @@
+"""Expiry (`ttlSecondsUntilExpired`): replace a node once it is older than its TTL, a few at a time.
+
+A due node takes one of `max_disrupting` slots, is cordoned and marked for removal, capacity for its
+pods is requested from provisioning, and only when those replacement nodes are Ready (or the wait
+cap passes) is the node deleted — the termination finalizer then drains it. Oldest expiry first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from extender.cluster.cordon import cordon
+from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle.context import Context
+
+#: How often a due node waiting for a slot, or for its replacements, is looked at again.
+WAIT_POLL_SECONDS = 2.0
+
+
+def expires_at(node: Mapping[str, Any], ttl: float | None) -> datetime | None:
+    created = objects.created(node)
+    if ttl is None or created is None:
+        return None
+    return created + timedelta(seconds=ttl)
+
+
+def pick(
+    candidates: Sequence[tuple[str, datetime]], now: datetime, in_flight: int, max_disrupting: int
+) -> list[str]:
+    """Pure: which due nodes may start now — the longest-overdue first, at most the free slots."""
+    free = max(max_disrupting - in_flight, 0)
+    due = sorted((at, name) for name, at in candidates if at <= now)
+    return [name for _, name in due[:free]]
+
+
+@dataclass
+class Disruption:
+    started: datetime
+    replacements: list[str] = field(default_factory=list)
+
+
+class Expiry:
+    """Tracks the nodes this replica is currently replacing (the disruption slots)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: dict[str, Disruption] = {}
+
+    def active(self) -> set[str]:
+        with self._lock:
+            return set(self._active)
+
+    def finished(self, node: str) -> None:
+        with self._lock:
+            self._active.pop(node, None)
+
+    def reconcile(
+        self,
+        ctx: Context,
+        node: Mapping[str, Any],
+        ttl: float | None,
+        *,
+        pods: Sequence[Mapping[str, Any]],
+        deleting: set[str],
+        due: Sequence[tuple[str, datetime]],
+    ) -> float | None:
+        """`deleting` = karpy nodes already being terminated; `due` = (name, expiry) of every expired node."""
+        node_name = objects.name(node)
+        at = expires_at(node, ttl)
+        now = ctx.clock()
+        if at is None or objects.deleting(node):
+            return None
+        if now < at:
+            return (at - now).total_seconds()
+        with self._lock:
+            disruption = self._active.get(node_name)
+            if disruption is None:
+                in_flight = len(deleting | set(self._active))
+                if node_name not in pick(due, now, in_flight, ctx.settings.lifecycle.max_disrupting):
+                    ctx.log.debug("Expired node %s waits for a disruption slot (%s in flight)", node_name,
+                                  sorted(deleting | set(self._active)))
+                    return WAIT_POLL_SECONDS
+                disruption = self._active[node_name] = Disruption(started=now)
+                start = True
+            else:
+                start = False
+        if start:
+            self._start(ctx, node_name, pods, disruption)
+        if not self._replacements_ready(ctx, disruption, now):
+            return WAIT_POLL_SECONDS
+        ctx.log.info("Triggering termination for expired node %s after %s (+%s)", node_name,
+                     objects.go_duration(ttl or 0), objects.go_duration((now - at).total_seconds()))
+        metrics.NODES_TERMINATED.labels(reason="expiration").inc()
+        nodepatch.delete_node(ctx.kube, node_name)
+        return None
+
+    def _start(self, ctx: Context, node_name: str, pods: Sequence[Mapping[str, Any]],
+               disruption: Disruption) -> None:
+        ctx.mark(node_name, "expired")
+        if cordon(ctx.kube, node_name):
+            ctx.log.info("Cordoned node %s", node_name)
+        workload = objects.workload_pods(list(pods))
+        if workload and ctx.provisioning is not None:
+            disruption.replacements = list(ctx.provisioning.provision_replacements(workload))
+            ctx.log.info("Launched %d replacement node(s) %s for expired node %s",
+                         len(disruption.replacements), disruption.replacements, node_name)
+
+    def _replacements_ready(self, ctx: Context, disruption: Disruption, now: datetime) -> bool:
+        waited = (now - disruption.started).total_seconds()
+        if waited >= ctx.settings.lifecycle.replacement_wait_seconds:
+            return True
+        for name in disruption.replacements:
+            node = nodepatch.get_node(ctx.kube, name)
+            # Not created yet counts as not ready: the launch is still in flight.
+            if node is None or not objects.is_ready(node):
+                return False
+        return True

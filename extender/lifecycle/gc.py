@@ -1,0 +1,84 @@
+"""Garbage collection between the cloud and the cluster, both directions.
+
+- An instance tagged for this cluster with no Node for longer than the grace is terminated: a
+  launch whose Node was never created (crash between CreateFleet and Node create) or a Node deleted
+  without its finalizer.
+- A karpy Node whose instance is gone is deleted (its finalizer then drains it and finds the
+  instance already terminated).
+Nodes are listed before instances so that a Node listed always has its instance in the later list
+unless the instance is really gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from extender.cloud.types import Instance, InstanceNotFoundError
+from extender.cluster.nodes import list_karpy_nodes
+from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle.context import Context
+
+
+@dataclass(frozen=True)
+class Garbage:
+    instances: tuple[Instance, ...]
+    nodes: tuple[str, ...]
+
+
+def find_garbage(
+    nodes: Sequence[Mapping[str, Any]],
+    instances: Iterable[Instance],
+    now: datetime,
+    grace: float,
+    *,
+    protected: frozenset[str] = frozenset(),
+) -> Garbage:
+    """Pure: orphan instances (no Node, older than grace, not `protected`) and Nodes without instances."""
+    cutoff = now - timedelta(seconds=grace)
+    live = {i.id: i for i in instances}
+    node_instances: dict[str, str] = {}
+    for node in nodes:
+        iid = objects.instance_id(objects.provider_id(node))
+        if iid:
+            node_instances[iid] = objects.name(node)
+    orphans = tuple(
+        i for i in live.values()
+        if i.id not in node_instances and i.id not in protected
+        and (i.launch_time is None or i.launch_time <= cutoff)
+    )
+    dangling = tuple(
+        objects.name(n) for n in nodes
+        if objects.is_karpy_node(n) and not objects.deleting(n)
+        and (iid := objects.instance_id(objects.provider_id(n))) is not None and iid not in live
+        and (objects.created(n) or now) <= cutoff
+    )
+    return Garbage(instances=orphans, nodes=dangling)
+
+
+def collect(ctx: Context, *, protected: frozenset[str] = frozenset()) -> Garbage:
+    """One GC pass; returns what it removed."""
+    nodes = list_karpy_nodes(ctx.kube)
+    instances = ctx.cloud.list()
+    garbage = find_garbage(nodes, instances, ctx.clock(), ctx.settings.lifecycle.gc_grace_seconds,
+                           protected=protected)
+    for instance in garbage.instances:
+        if not ctx.is_leader():
+            break
+        age = ctx.clock() - instance.launch_time if instance.launch_time else None
+        ctx.log.info("Garbage collecting instance %s with no node%s", instance.id,
+                     f" after {objects.go_duration(age.total_seconds())}" if age else "")
+        with contextlib.suppress(InstanceNotFoundError):
+            ctx.cloud.delete(instance.id)
+        metrics.GC_INSTANCES.inc()
+    for name in garbage.nodes:
+        if not ctx.is_leader():
+            break
+        ctx.log.info("Garbage collecting node %s whose instance is gone", name)
+        ctx.mark(name, "instance gone")
+        nodepatch.delete_node(ctx.kube, name)
+        metrics.GC_NODES.inc()
+    return garbage

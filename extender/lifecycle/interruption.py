@@ -1,0 +1,229 @@
+"""Interruption handling: EventBridge events delivered to SQS, parsed and acted on.
+
+`parse` is pure: an SQS body -> `Message(kind, instance_ids, time)` or `MalformedMessage`.
+Kinds follow Karpenter: spot_interrupted, rebalance_recommendation, scheduled_change,
+instance_stopped, instance_terminated, no_op. A message is deleted only after its action was
+taken; malformed and unknown ones are logged, counted and deleted so they never poison the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from extender.api import labels
+from extender.cloud.types import OfferingKey
+from extender.cluster.cordon import cordon
+from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle.context import Context
+
+SPOT_INTERRUPTED = "spot_interrupted"
+REBALANCE = "rebalance_recommendation"
+SCHEDULED_CHANGE = "scheduled_change"
+INSTANCE_STOPPED = "instance_stopped"
+INSTANCE_TERMINATED = "instance_terminated"
+NO_OP = "no_op"
+MALFORMED = "malformed"
+
+DISRUPTIVE = frozenset({SPOT_INTERRUPTED, SCHEDULED_CHANGE, INSTANCE_STOPPED, INSTANCE_TERMINATED})
+EVENT_REASONS = {
+    SPOT_INTERRUPTED: "SpotInterrupted",
+    REBALANCE: "SpotRebalanceRecommendation",
+    SCHEDULED_CHANGE: "InstanceScheduledChange",
+    INSTANCE_STOPPED: "InstanceStopping",
+    INSTANCE_TERMINATED: "InstanceTerminating",
+}
+_STOPPED_STATES = {"stopping": INSTANCE_STOPPED, "stopped": INSTANCE_STOPPED,
+                   "shutting-down": INSTANCE_TERMINATED, "terminated": INSTANCE_TERMINATED}
+
+
+class MalformedMessage(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Message:
+    kind: str
+    instance_ids: tuple[str, ...]
+    time: datetime | None = None
+    id: str = ""
+    detail_type: str = ""
+
+
+def parse(body: str) -> Message:
+    try:
+        envelope = json.loads(body)
+    except ValueError as err:
+        raise MalformedMessage(f"not JSON: {err}") from err
+    if not isinstance(envelope, dict):
+        raise MalformedMessage("not a JSON object")
+    source, detail_type = envelope.get("source"), envelope.get("detail-type")
+    detail = envelope.get("detail")
+    if not isinstance(source, str) or not isinstance(detail_type, str) or not isinstance(detail, dict):
+        raise MalformedMessage("missing source, detail-type or detail")
+    try:
+        when = objects.parse_time(envelope.get("time"))
+    except (ValueError, TypeError) as err:
+        raise MalformedMessage(f"bad time: {err}") from err
+    base = {"time": when, "id": str(envelope.get("id", "")), "detail_type": detail_type}
+    if str(envelope.get("version", "0")) != "0":
+        return Message(NO_OP, (), **base)
+    if source == "aws.ec2":
+        instance = detail.get("instance-id")
+        kind = {"EC2 Spot Instance Interruption Warning": SPOT_INTERRUPTED,
+                "EC2 Instance Rebalance Recommendation": REBALANCE}.get(detail_type)
+        if detail_type == "EC2 Instance State-change Notification":
+            kind = _STOPPED_STATES.get(str(detail.get("state")), NO_OP)
+        if kind is None:
+            return Message(NO_OP, (), **base)
+        if not isinstance(instance, str) or not instance.startswith("i-"):
+            raise MalformedMessage(f"{detail_type} without a valid instance-id")
+        return Message(kind, () if kind == NO_OP else (instance,), **base)
+    if source == "aws.health" and detail_type == "AWS Health Event":
+        if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
+            return Message(NO_OP, (), **base)
+        entities = detail.get("affectedEntities")
+        if not isinstance(entities, list):
+            raise MalformedMessage("AWS Health Event without affectedEntities")
+        ids = tuple(str(e.get("entityValue")) for e in entities
+                    if isinstance(e, dict) and str(e.get("entityValue", "")).startswith("i-"))
+        return Message(SCHEDULED_CHANGE, ids, **base)
+    return Message(NO_OP, (), **base)
+
+
+def karpy_nodes_by_instance(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    by_instance = {}
+    for node in nodes:
+        iid = objects.instance_id(objects.provider_id(node))
+        if iid and objects.is_karpy_node(node):
+            by_instance[iid] = node
+    return by_instance
+
+
+class InterruptionHandler:
+    """Acts on one parsed message; raises to leave the message in the queue for redelivery."""
+
+    def __init__(self, ctx: Context, list_nodes: Callable[[], Sequence[Mapping[str, Any]]]) -> None:
+        self.ctx = ctx
+        self.list_nodes = list_nodes
+
+    def handle(self, message: Message) -> str:
+        """Returns the action taken (metric label)."""
+        ctx = self.ctx
+        if message.kind == NO_OP:
+            return "no_op"
+        nodes = karpy_nodes_by_instance(self.list_nodes())
+        targets = [nodes[i] for i in message.instance_ids if i in nodes]
+        if not targets:
+            ctx.log.debug("Ignoring %s message for non-karpy instance(s) %s", message.kind,
+                          message.instance_ids)
+            return "ignored"
+        replace = message.kind in DISRUPTIVE or (
+            message.kind == REBALANCE and ctx.settings.lifecycle.rebalance_action == "replace")
+        for node in targets:
+            node_name = objects.name(node)
+            ctx.recorder.node(node, EVENT_REASONS[message.kind],
+                              f"{message.detail_type} for instance of node {node_name}",
+                              warning=message.kind != REBALANCE)
+            if not replace:
+                continue
+            self._replace(node, message)
+        return "cordon_and_drain" if replace else "event"
+
+    def _replace(self, node: Mapping[str, Any], message: Message) -> None:
+        ctx = self.ctx
+        node_name = objects.name(node)
+        if objects.deleting(node):
+            return  # already terminating; the finalizer carries on
+        ctx.mark(node_name, message.kind)
+        if cordon(ctx.kube, node_name):
+            ctx.log.info("Cordoned node %s", node_name)
+        if message.kind == SPOT_INTERRUPTED and ctx.unavailable is not None:
+            node_labels = objects.node_labels(node)
+            ctx.unavailable(OfferingKey(instance_type=node_labels.get(labels.INSTANCE_TYPE, ""),
+                                        zone=node_labels.get(labels.ZONE, ""),
+                                        capacity_type=labels.CAPACITY_TYPE_SPOT))
+        workload = objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name))
+        if workload and ctx.provisioning is not None:
+            replacements = ctx.provisioning.provision_replacements(workload)
+            ctx.log.info("Launched %d replacement node(s) %s for interrupted node %s",
+                         len(replacements), replacements, node_name)
+        ctx.log.info("Triggering termination for interrupted node %s (%s)", node_name, message.kind)
+        metrics.NODES_TERMINATED.labels(reason="interruption").inc()
+        nodepatch.delete_node(ctx.kube, node_name)
+
+
+class InterruptionPoller:
+    """Long-polls the queue while this replica leads; a follower leaves messages to the leader."""
+
+    def __init__(self, ctx: Context, sqs: Any, queue: str, handler: InterruptionHandler,
+                 *, parallelism: int = 10) -> None:
+        self.ctx = ctx
+        self.sqs = sqs
+        self.queue = queue
+        self.handler = handler
+        self.parallelism = parallelism
+        self._url: str | None = None
+
+    def queue_url(self) -> str:
+        if self._url is None:
+            self._url = (self.queue if self.queue.startswith(("http://", "https://"))
+                         else self.sqs.get_queue_url(QueueName=self.queue)["QueueUrl"])
+        return self._url
+
+    def poll_once(self, wait_seconds: int | None = None) -> int:
+        """Receive up to 10 messages, handle them in parallel; returns how many were received."""
+        s = self.ctx.settings.lifecycle
+        resp = self.sqs.receive_message(
+            QueueUrl=self.queue_url(), MaxNumberOfMessages=10,
+            WaitTimeSeconds=s.sqs_wait_seconds if wait_seconds is None else wait_seconds,
+            VisibilityTimeout=s.sqs_visibility_seconds, AttributeNames=["SentTimestamp"],
+        )
+        messages = resp.get("Messages") or []
+        if messages:
+            with ThreadPoolExecutor(max_workers=min(self.parallelism, len(messages))) as pool:
+                list(pool.map(self._one, messages))
+        return len(messages)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            if not self.ctx.is_leader():
+                stop.wait(1.0)
+                continue
+            try:
+                self.poll_once()
+            except Exception as err:  # queue missing or endpoint down: retry, Karpenter requeues after 10s
+                self.ctx.log.warning("Polling interruption queue %s failed: %s", self.queue, err)
+                self._url = None
+                stop.wait(10.0)
+
+    def _one(self, sqs_message: Mapping[str, Any]) -> None:
+        ctx = self.ctx
+        try:
+            message = parse(str(sqs_message.get("Body", "")))
+        except MalformedMessage as err:
+            ctx.log.warning("Dropping malformed interruption message %s: %s", sqs_message.get("MessageId"),
+                            err)
+            metrics.INTERRUPTION_RECEIVED.labels(message_type=MALFORMED).inc()
+            self._delete(sqs_message)
+            return
+        metrics.INTERRUPTION_RECEIVED.labels(message_type=message.kind).inc()
+        if message.time is not None:
+            metrics.INTERRUPTION_LATENCY.observe(max((ctx.clock() - message.time).total_seconds(), 0.0))
+        try:
+            action = self.handler.handle(message)
+        except Exception:
+            ctx.log.exception("Handling %s message %s failed; it will be redelivered", message.kind,
+                              message.id)
+            return
+        metrics.INTERRUPTION_ACTIONS.labels(action=action).inc()
+        self._delete(sqs_message)
+
+    def _delete(self, sqs_message: Mapping[str, Any]) -> None:
+        self.sqs.delete_message(QueueUrl=self.queue_url(), ReceiptHandle=sqs_message["ReceiptHandle"])
+        metrics.INTERRUPTION_DELETED.inc()

@@ -1,0 +1,49 @@
+"""Lifecycle metrics, named after Karpenter's (namespace `karpenter`)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+NAMESPACE = "karpenter"
+
+NODES_TERMINATED = Counter(
+    "nodes_terminated", "Nodes whose termination karpy triggered, by reason.", ["reason"], namespace=NAMESPACE
+)
+TERMINATION_DURATION = Histogram(
+    "nodes_termination_time_seconds",
+    "Seconds from a node's deletionTimestamp to its finalizer being removed.",
+    namespace=NAMESPACE,
+    buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
+EVICTIONS = Counter(
+    "nodes_eviction_requests", "Eviction requests sent while draining, by outcome.", ["outcome"],
+    namespace=NAMESPACE,
+)
+INTERRUPTION_RECEIVED = Counter(
+    "interruption_received_messages", "Interruption queue messages received, by kind.", ["message_type"],
+    namespace=NAMESPACE,
+)
+INTERRUPTION_DELETED = Counter(
+    "interruption_deleted_messages", "Interruption queue messages deleted after handling.",
+    namespace=NAMESPACE,
+)
+INTERRUPTION_LATENCY = Histogram(
+    "interruption_message_queue_duration_seconds",
+    "Seconds between an interruption event's time and its handling.",
+    namespace=NAMESPACE,
+)
+INTERRUPTION_ACTIONS = Counter(
+    "interruption_actions_performed", "Actions taken on interruption messages.", ["action"],
+    namespace=NAMESPACE,
+)
+GC_INSTANCES = Counter(
+    "garbage_collected_instances", "Instances terminated because no Node appeared for them.",
+    namespace=NAMESPACE,
+)
+GC_NODES = Counter(
+    "garbage_collected_nodes", "Nodes deleted because their instance was gone.",
+    namespace=NAMESPACE,
+)
+IS_LEADER = Gauge(
+    "leader_election_is_leader", "1 while this replica holds the leader Lease.", namespace=NAMESPACE
+)

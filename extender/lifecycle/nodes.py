@@ -1,0 +1,131 @@
+"""The node worker: one keyed delay queue of node names, fed by Node and Pod watches.
+
+Each pop reconciles one node with a fresh read: a deleting node goes through the termination
+finalizer; a live one through readiness, finalizer, expiry and emptiness, and is requeued at the
+earliest time any of them asked for (an emptiness or expiry due time), never on a fixed tick.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from extender.api import labels
+from extender.api.provisioner import Provisioner
+from extender.lifecycle import emptiness, nodepatch, objects, readiness
+from extender.lifecycle.context import Context
+from extender.lifecycle.expiry import Expiry, expires_at
+from extender.lifecycle.termination import Step, Terminator
+from extender.lifecycle.workqueue import DelayQueue
+
+TERMINATING_POLL_SECONDS = 1.0
+#: A node whose Provisioner is not (yet) known is looked at again after this long.
+PROVISIONER_RECHECK_SECONDS = 30.0
+
+
+class NodeWorker:
+    def __init__(
+        self,
+        ctx: Context,
+        provisioners: Callable[[str | None], Provisioner | None],
+        *,
+        queue: DelayQueue[str] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.provisioners = provisioners
+        self.queue: DelayQueue[str] = queue or DelayQueue()
+        self.expiry = Expiry()
+        self.terminator = Terminator()
+        self._lock = threading.Lock()
+        self._cache: dict[str, Mapping[str, Any]] = {}
+
+    # --- watch callbacks -------------------------------------------------------------------------
+
+    def on_node(self, event: str, node: Mapping[str, Any]) -> None:
+        name = objects.name(node)
+        with self._lock:
+            if event == "DELETED":
+                self._cache.pop(name, None)
+            else:
+                self._cache[name] = node
+        self.queue.add(name)
+
+    def on_pod(self, event: str, pod: Mapping[str, Any]) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        with self._lock:
+            known = node in self._cache
+        if node and known:
+            self.queue.add(node)
+
+    def enqueue_all(self) -> int:
+        with self._lock:
+            names = list(self._cache)
+        for name in names:
+            self.queue.add(name)
+        return len(names)
+
+    # --- reconcile -------------------------------------------------------------------------------
+
+    def process(self, name: str) -> None:
+        """Reconcile `name` once; schedules its own requeue."""
+        ctx = self.ctx
+        node = nodepatch.get_node(ctx.kube, name)
+        if node is None or not objects.is_karpy_node(node):
+            self.expiry.finished(name)
+            ctx.unmark(name)
+            return
+        if objects.deleting(node):
+            step = self.terminator.reconcile(ctx, node)
+            if step is Step.DONE:
+                self.queue.forget(name)
+                self.expiry.finished(name)
+            elif step is Step.WAIT:
+                self.queue.forget(name)
+                self.queue.add(name, TERMINATING_POLL_SECONDS)
+            else:
+                self.queue.add_backoff(name)
+            return
+        prov = self.provisioners(objects.provisioner_name(node))
+        delays = [readiness.reconcile(ctx, node), None if prov else PROVISIONER_RECHECK_SECONDS]
+        if nodepatch.ensure_finalizer(ctx.kube, node, labels.TERMINATION_FINALIZER):
+            return  # the update event brings the node back with a fresh resourceVersion
+        pods = nodepatch.pods_on_node(ctx.kube, name)
+        expiry_ttl = prov.ttl_seconds_until_expired if prov else None
+        delays.append(self.expiry.reconcile(ctx, node, expiry_ttl, pods=pods, deleting=self._deleting(),
+                                            due=self._expiry_due()))
+        if not objects.deleting(node) and name not in self.expiry.active():
+            empty_ttl = prov.ttl_seconds_after_empty if prov else None
+            delays.append(emptiness.reconcile(ctx, node, pods, empty_ttl))
+        pending = [d for d in delays if d is not None]
+        if pending:
+            self.queue.add(name, min(pending))
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            name = self.queue.get(timeout=1.0)
+            if name is None:
+                continue
+            try:
+                if self.ctx.is_leader():
+                    self.process(name)
+            except Exception:
+                self.ctx.log.exception("Reconciling node %s", name)
+                self.queue.add_backoff(name)
+            finally:
+                self.queue.done(name)
+
+    def _deleting(self) -> set[str]:
+        with self._lock:
+            return {n for n, obj in self._cache.items() if objects.deleting(obj)}
+
+    def _expiry_due(self) -> list[tuple[str, Any]]:
+        with self._lock:
+            nodes = list(self._cache.values())
+        due = []
+        for node in nodes:
+            prov = self.provisioners(objects.provisioner_name(node))
+            at = expires_at(node, prov.ttl_seconds_until_expired if prov else None)
+            if at is not None and not objects.deleting(node):
+                due.append((objects.name(node), at))
+        return due

@@ -1,0 +1,543 @@
+"""Issue 6's proofs on the local control plane + moto: lifecycle, provisioning and the extender run
+in this process against the real kube-apiserver/kube-scheduler/controller-manager/kwok and moto.
+
+Every test uses its own Provisioner and namespace. Short TTLs and a short GC grace stand in for
+Karpenter's defaults; the code paths are the same.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from werkzeug.serving import make_server
+
+from benchmarks.provisioning import PRICES, controller_env, free_port
+from extender.api import labels as wk
+from extender.cloud.aws.provider import AWSCloudProvider
+from extender.cloud.metrics import decorate
+from extender.http.app import create_app
+from extender.lifecycle import metrics
+from extender.lifecycle.controller import start_lifecycle
+from extender.lifecycle.events import Recorder
+from extender.lifecycle.leader import LeaderElector
+from extender.provisioning.controller import ProvisioningController
+from extender.settings import (
+    AWSSettings,
+    BatchingSettings,
+    LeaderElectionSettings,
+    LifecycleSettings,
+    Settings,
+)
+from extender.state import ClusterState
+from tests.integration.test_provisioning import (
+    all_bound,
+    pod_manifest,
+    unique,
+    wait_for,
+)
+from tests.integration.test_provisioning import provisioner as create_provisioner
+
+pytestmark = pytest.mark.integration
+
+GC_GRACE = 8.0
+
+
+@dataclass
+class Karpy:
+    controller: ProvisioningController
+    state: ClusterState
+    cloud: AWSCloudProvider
+    kube: Any
+    settings: Settings
+    recorder: Recorder
+    #: Cleared by the leader-election proof so this replica stands aside.
+    leading: threading.Event
+
+    @property
+    def ec2(self) -> Any:
+        return self.cloud.clients.ec2
+
+
+def make_settings(cluster: Any) -> Settings:
+    seed = cluster.aws
+    return Settings(
+        cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
+        cluster_endpoint=cluster.apiserver_url,
+        kubeconfig=cluster.kubeconfig,
+        aws=AWSSettings(region=seed.region, endpoint_url=seed.endpoint_url, ssm_prefix=seed.ssm_prefix,
+                        pricing_api=False, price_file=str(PRICES), kubernetes_version=seed.k8s_version,
+                        default_instance_profile="karpy-node", interruption_queue=seed.queue_url),
+        batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
+        lifecycle=LifecycleSettings(gc_grace_seconds=GC_GRACE, gc_interval_seconds=2.0, sqs_wait_seconds=1,
+                                    replacement_wait_seconds=60.0),
+        leader_election=LeaderElectionSettings(enabled=False, namespace="kube-system",
+                                               lease_duration_seconds=4, renew_deadline_seconds=3,
+                                               retry_period_seconds=0.5),
+    )
+
+
+@pytest.fixture(scope="module")
+def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
+    with pytest.MonkeyPatch.context() as env:
+        # moto takes any credentials; never let boto3 look further for real ones.
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        yield from _karpy(cluster)
+
+
+def _karpy(cluster: Any) -> Iterator[Karpy]:
+    kube = cluster.api_client()
+    settings = make_settings(cluster)
+    raw_cloud = AWSCloudProvider(settings=settings)
+    cloud = decorate(raw_cloud)
+    state = ClusterState()
+    leading = threading.Event()
+    leading.set()
+    controller = ProvisioningController(settings=settings, kube=kube, cloud=cloud, state=state,
+                                        is_leader=leading.is_set)
+    stop = threading.Event()
+    controller.start(stop)
+    recorder = Recorder(kube)
+    start_lifecycle(settings=settings, kube=kube, cloud=cloud, state=state, provisioning=controller,
+                    is_leader=leading.is_set, stop=stop, recorder=recorder)
+    server = make_server("127.0.0.1", cluster.extender_port, create_app(settings, state, controller.enqueue),
+                         threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield Karpy(controller, state, raw_cloud, kube, settings, recorder, leading)
+    finally:
+        stop.set()
+        server.shutdown()
+
+
+@pytest.fixture
+def lifecycle_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.DEBUG, logger="karpy.lifecycle")
+    caplog.set_level(logging.INFO, logger="karpy")
+    return caplog
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec: Any) -> None:
+    create_provisioner(kube, name, requirements, provider={"instanceProfile": "karpy-node"}, **spec)
+
+
+def deployment(apps: Any, namespace: str, name: str, prov: str, replicas: int, cpu: str = "1",
+               annotations: dict[str, str] | None = None) -> None:
+    template = pod_manifest(name, cpu, selector={wk.PROVISIONER_NAME: prov})
+    template["metadata"] = {"labels": {"app": name}, "annotations": annotations or {}}
+    apps.create_namespaced_deployment(namespace, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": template["metadata"], "spec": template["spec"]}},
+    })
+
+
+def live_pods(core: Any, namespace: str, app: str) -> list[Any]:
+    return [p for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+            if p.metadata.deletion_timestamp is None]
+
+
+def available(core: Any, namespace: str, app: str) -> int:
+    return sum(1 for p in live_pods(core, namespace, app)
+               if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []))
+
+
+def node_or_none(core: Any, name: str) -> Any:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return core.read_node(name)
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def instance_of(node: Any) -> str:
+    return node.spec.provider_id.rsplit("/", 1)[-1]
+
+
+def instance_state(karpy: Karpy, instance_id: str) -> str:
+    reservations = karpy.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return reservations[0]["Instances"][0]["State"]["Name"]
+
+
+def messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records]
+
+
+def ready_untainted(core: Any, name: str) -> bool:
+    node = node_or_none(core, name)
+    if node is None or any(t.key == wk.NOT_READY_TAINT_KEY for t in node.spec.taints or []):
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+# -- proofs ----------------------------------------------------------------------------------------
+
+
+def test_empty_node_is_annotated_then_terminated_after_ttl(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    prov = unique("empty")
+    provisioner(karpy.kube, prov, [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
+                ttlSecondsAfterEmpty=5)
+    deployment(apps_v1, namespace, "inflate", prov, 2)
+    pods = wait_for(lambda: (ps := live_pods(core_v1, namespace, "inflate")) and len(ps) == 2
+                    and all(p.spec.node_name for p in ps) and ps, 90, "inflate bound")
+    node = pods[0].spec.node_name
+    wait_for(lambda: ready_untainted(core_v1, node), 60, "not-ready taint removed once Ready")
+    instance = instance_of(core_v1.read_node(node))
+    apps_v1.delete_namespaced_deployment("inflate", namespace)
+    annotated = wait_for(
+        lambda: (n := node_or_none(core_v1, node)) and (n.metadata.annotations or {}).get(
+            wk.EMPTINESS_TIMESTAMP_ANNOTATION), 60, "emptiness annotation")
+    seen_at = time.monotonic()
+    assert annotated.endswith("Z")
+    wait_for(lambda: node_or_none(core_v1, node) is None, 60, "empty node deleted")
+    assert time.monotonic() - seen_at >= 3.5, "terminated before the 5s TTL ran out"
+    wait_for(lambda: instance_state(karpy, instance) == "terminated", 30, "instance terminated in moto")
+    log = messages(lifecycle_log)
+    for line in (f"Added TTL to empty node {node}", f"Triggering termination after 5s for empty node {node}",
+                 f"Cordoned node {node}", f"Deleted node {node}"):
+        assert line in log, line
+
+
+def test_drain_respects_pdb_and_do_not_evict_holds_the_node(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    from kubernetes import client
+
+    prov = unique("drain")
+    provisioner(karpy.kube, prov, [])
+    deployment(apps_v1, namespace, "web", prov, 3, cpu="500m")
+    wait_for(lambda: available(core_v1, namespace, "web") == 3, 90, "3 web pods available")
+    nodes = {p.spec.node_name for p in live_pods(core_v1, namespace, "web")}
+    assert len(nodes) == 1
+    node = nodes.pop()
+    instance = instance_of(core_v1.read_node(node))
+    client.PolicyV1Api(karpy.kube).create_namespaced_pod_disruption_budget(namespace, {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}})
+    keeper = pod_manifest("keeper", "100m")
+    keeper["metadata"]["labels"] = {"app": "keeper"}
+    keeper["metadata"]["annotations"] = {wk.DO_NOT_EVICT_ANNOTATION: "true"}
+    keeper["spec"]["nodeName"] = node
+    core_v1.create_namespaced_pod(namespace, keeper)
+    wait_for(lambda: core_v1.read_namespaced_pod("keeper", namespace).status.phase == "Running", 30,
+             "keeper running")
+    wait_for(lambda: client.PolicyV1Api(karpy.kube).read_namespaced_pod_disruption_budget(
+        "web", namespace).status.disruptions_allowed == 1, 30, "PDB allows one disruption")
+
+    minimum = [3]
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.is_set():
+            minimum[0] = min(minimum[0], available(core_v1, namespace, "web"))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    core_v1.delete_node(node)
+    # The do-not-evict pod holds the whole drain: nothing is evicted, the node stays (cordoned).
+    wait_for(lambda: f"Unable to drain node {node}, pod {namespace}/keeper has do-not-evict annotation"
+             in messages(lifecycle_log), 30, "do-not-evict logged")
+    time.sleep(3)
+    held = core_v1.read_node(node)
+    assert held.spec.unschedulable and held.metadata.deletion_timestamp is not None
+    assert len([p for p in live_pods(core_v1, namespace, "web") if p.spec.node_name == node]) == 3
+    assert (node, "FailedDraining") in {(n, r) for n, r, _ in karpy.recorder.published}
+    events = core_v1.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    assert any(e.reason == "FailedDraining" for e in events)
+    core_v1.delete_namespaced_pod("keeper", namespace, grace_period_seconds=0)
+    wait_for(lambda: node_or_none(core_v1, node) is None, 180, "drained node deleted")
+    sampling.set()
+    sampler.join(5)
+    wait_for(lambda: available(core_v1, namespace, "web") == 3, 90, "web back to 3 on a new node")
+    assert minimum[0] >= 2, f"PDB violated: only {minimum[0]} available during the drain"
+    assert instance_state(karpy, instance) == "terminated"
+    assert any("due to PDB violation" in m for m in messages(lifecycle_log)), "PDB never pushed back"
+    print(f"\nPDB minimum available during drain: {minimum[0]} (minAvailable 2 of 3)")
+
+
+def test_spot_interruption_via_eventbridge_replaces_node_and_malformed_is_dropped(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    prov = unique("spot")
+    provisioner(karpy.kube, prov, [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}])
+    deployment(apps_v1, namespace, "app", prov, 2)
+    wait_for(lambda: available(core_v1, namespace, "app") == 2, 90, "2 app pods available")
+    node = live_pods(core_v1, namespace, "app")[0].spec.node_name
+    old = core_v1.read_node(node)
+    instance = instance_of(old)
+    seed = karpy.settings.aws
+    events = karpy.cloud.clients.ec2._endpoint
+    assert seed.endpoint_url and events is not None
+    import boto3
+
+    session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                                    region_name=seed.region)
+    eventbridge = session.client("events", endpoint_url=seed.endpoint_url)
+    sqs = session.client("sqs", endpoint_url=seed.endpoint_url)
+    malformed_before = metrics.INTERRUPTION_RECEIVED.labels(message_type="malformed")._value.get()
+    sqs.send_message(QueueUrl=seed.interruption_queue, MessageBody="{not json")
+    resp = eventbridge.put_events(Entries=[{
+        "Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning",
+        "Detail": json.dumps({"instance-id": instance, "instance-action": "terminate"}),
+        "Resources": [f"arn:aws:ec2:{seed.region}:123456789012:instance/{instance}"]}])
+    assert resp["FailedEntryCount"] == 0
+    wait_for(lambda: node_or_none(core_v1, node) is None, 120, "interrupted node gone")
+    pods = wait_for(lambda: (ps := live_pods(core_v1, namespace, "app")) and len(ps) == 2
+                    and all(p.spec.node_name and p.spec.node_name != node for p in ps)
+                    and available(core_v1, namespace, "app") == 2 and ps, 120, "pods rebound elsewhere")
+    assert {p.spec.node_name for p in pods}.isdisjoint({node})
+    assert instance_state(karpy, instance) == "terminated"
+    log = messages(lifecycle_log)
+    assert f"Cordoned node {node}" in log
+    assert any(m.startswith("Launched") and f"for interrupted node {node}" in m for m in log)
+    key = (old.metadata.labels[wk.INSTANCE_TYPE], old.metadata.labels[wk.ZONE], "spot")
+    assert any((k.instance_type, k.zone, k.capacity_type) == key for k in karpy.controller.unavailable)
+    wait_for(lambda: metrics.INTERRUPTION_RECEIVED.labels(message_type="malformed")._value.get()
+             > malformed_before, 30, "malformed message counted")
+    wait_for(lambda: sqs.get_queue_attributes(
+        QueueUrl=seed.interruption_queue, AttributeNames=["All"])["Attributes"][
+        "ApproximateNumberOfMessages"] == "0", 30, "queue drained (malformed deleted, not redelivered)")
+
+
+def test_expired_node_is_replaced_before_it_is_drained(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    prov = unique("expire")
+    provisioner(karpy.kube, prov, [], ttlSecondsUntilExpired=25)
+    deployment(apps_v1, namespace, "old", prov, 2)
+    wait_for(lambda: available(core_v1, namespace, "old") == 2, 90, "2 pods available")
+    node = live_pods(core_v1, namespace, "old")[0].spec.node_name
+    instance = instance_of(core_v1.read_node(node))
+    pending_seen = [0]
+    done = threading.Event()
+
+    def watch_pending() -> None:
+        while not done.is_set():
+            pending = [p for p in live_pods(core_v1, namespace, "old") if not p.spec.node_name]
+            pending_seen[0] = max(pending_seen[0], len(pending))
+            time.sleep(0.1)
+
+    threading.Thread(target=watch_pending, daemon=True).start()
+    wait_for(lambda: node_or_none(core_v1, node) is None, 120, "expired node gone")
+    pods = wait_for(lambda: (ps := live_pods(core_v1, namespace, "old")) and len(ps) == 2
+                    and all(p.spec.node_name and p.spec.node_name != node for p in ps)
+                    and available(core_v1, namespace, "old") == 2 and ps, 60, "pods on the new node")
+    done.set()
+    assert instance_state(karpy, instance) == "terminated"
+    log = messages(lifecycle_log)
+    assert any(m.startswith(f"Triggering termination for expired node {node} after 25s") for m in log)
+    replacement = next(m for m in log if f"for expired node {node}" in m and m.startswith("Launched"))
+    assert pods[0].spec.node_name in replacement
+    assert all(p.spec.node_name is not None for p in pods)
+    print(f"\nexpiry: pods pending at most {pending_seen[0]} at a time while moving (evicted pods are "
+          "recreated and bound by kube-scheduler onto the already-Ready replacement)")
+
+
+def test_gc_terminates_orphan_instances_and_deletes_nodes_without_instances(
+    karpy: Karpy, core_v1: Any, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    from extender.api.provisioner import default_provisioner
+    from extender.cloud.types import LaunchRequest
+    from extender.cluster.nodes import create_node
+
+    prov = default_provisioner(unique("gc"))
+    launched = karpy.cloud.create(LaunchRequest(
+        provisioner=prov, instance_types=("m5.large",), zones=("us-west-2a",), capacity_types=("on-demand",),
+        count=2, labels={}, taints=(), launch_id=unique("launch")))
+    orphan, doomed = launched.instances
+    # A Node for `doomed`, whose instance then disappears behind karpy's back.
+    name = unique("gc-node")
+    create_node(karpy.kube, {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {wk.PROVISIONER_NAME: prov.name},
+                     "finalizers": [wk.TERMINATION_FINALIZER]},
+        "spec": {"providerID": doomed.provider_id}})
+    karpy.ec2.terminate_instances(InstanceIds=[doomed.id])
+    started = time.monotonic()
+    wait_for(lambda: instance_state(karpy, orphan.id) == "terminated", GC_GRACE + 30, "orphan collected")
+    assert time.monotonic() - started >= GC_GRACE - 3, "orphan collected before its grace"
+    wait_for(lambda: node_or_none(core_v1, name) is None, GC_GRACE + 30, "node without instance deleted")
+    log = messages(lifecycle_log)
+    assert any(m.startswith(f"Garbage collecting instance {orphan.id} with no node") for m in log)
+    assert f"Garbage collecting node {name} whose instance is gone" in log
+    print("\nGC: orphans found 1 / cleaned 1; nodes without instance found 1 / deleted 1")
+
+
+FOLLOWER_SCRIPT = """
+import sys, time, threading, logging
+from extender.cluster.client import load
+from extender.lifecycle.leader import LeaderElector
+from extender.settings import Settings, LeaderElectionSettings
+s = Settings(kubeconfig=sys.argv[1])
+le = LeaderElectionSettings(enabled=True, namespace="kube-system", lease_name=sys.argv[2],
+                            lease_duration_seconds=4, renew_deadline_seconds=3, retry_period_seconds=0.5)
+e = LeaderElector(kube=load(s), settings=le, identity="subprocess-leader")
+stop = threading.Event()
+e.start(stop)
+while not e.is_leader():
+    time.sleep(0.05)
+print("LEADING", flush=True)
+stop.wait()
+"""
+
+
+def test_leader_killed_other_replica_takes_over_and_provisions(
+    karpy: Karpy, cluster: Any, core_v1: Any, namespace: str
+) -> None:
+    from kubernetes import client
+
+    from extender.cluster.pods import list_pending
+
+    lease = unique("karpy-lease")
+    le = LeaderElectionSettings(enabled=True, namespace="kube-system", lease_name=lease,
+                                lease_duration_seconds=4, renew_deadline_seconds=3, retry_period_seconds=0.5)
+    leader = subprocess.Popen([sys.executable, "-c", FOLLOWER_SCRIPT, cluster.kubeconfig, lease],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert leader.stdout is not None and leader.stdout.readline().strip() == "LEADING"
+        karpy.leading.clear()  # the module's replica stands aside; `follower` is the other replica
+        follower_pc: list[ProvisioningController] = []
+
+        def on_started() -> None:
+            # New leader: pods that arrived while following go into a batch now, not in 30 s.
+            follower_pc[0].enqueue(list_pending(karpy.kube)[0])
+
+        follower = LeaderElector(kube=karpy.kube, settings=le, identity="follower", on_started=on_started)
+        pc = ProvisioningController(settings=karpy.settings, kube=karpy.kube, cloud=karpy.cloud,
+                                    state=ClusterState(), is_leader=follower.is_leader)
+        follower_pc.append(pc)
+        stop = threading.Event()
+        pc.start(stop)
+        follower.start(stop)
+        time.sleep(1.5)
+        assert not follower.is_leader()
+        holder = client.CoordinationV1Api(karpy.kube).read_namespaced_lease(lease, "kube-system")
+        assert holder.spec.holder_identity == "subprocess-leader"
+        prov = unique("failover")
+        provisioner(karpy.kube, prov, [])
+        selector = {wk.PROVISIONER_NAME: prov}
+        core_v1.create_namespaced_pod(namespace, pod_manifest("p0", "500m", selector=selector))
+        time.sleep(2)
+        assert not core_v1.read_namespaced_pod("p0", namespace).spec.node_name, "a follower launched"
+        killed = time.monotonic()
+        leader.kill()  # SIGKILL: no release, the lease must expire
+        leader.wait(5)
+        wait_for(follower.is_leader, 15, "follower leads")
+        failover = time.monotonic() - killed
+        wait_for(all_bound(core_v1, namespace, 1), 15 - failover, "pod provisioned by the new leader")
+        provisioned = time.monotonic() - killed
+        holder = client.CoordinationV1Api(karpy.kube).read_namespaced_lease(lease, "kube-system")
+        assert holder.spec.holder_identity == "follower"
+        assert holder.spec.lease_transitions >= 1
+        print(f"\nfailover: lease acquired {failover:.1f}s after kill -9, pod bound {provisioned:.1f}s after")
+        stop.set()
+    finally:
+        if leader.poll() is None:
+            leader.kill()
+        karpy.leading.set()
+
+
+REPLICA_SCRIPT = """
+import logging, threading
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+from extender.main import start
+from extender.settings import from_env
+start(from_env(), threading.Event())
+print("STARTED", flush=True)
+threading.Event().wait()
+"""
+
+
+def replica_env(cluster: Any) -> dict[str, str]:
+    """A `karpy controller` environment (benchmarks.provisioning) plus the lifecycle's short GC."""
+    return {
+        **controller_env(cluster.state, f"127.0.0.1:{free_port()}"),
+        "KARPY_AWS_KUBERNETES_VERSION": cluster.aws.k8s_version,
+        "KARPY_LIFECYCLE_GC_GRACE_SECONDS": str(GC_GRACE),
+        "KARPY_LIFECYCLE_GC_INTERVAL_SECONDS": "2",
+    }
+
+
+@pytest.mark.slow
+def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
+    karpy: Karpy, cluster: Any, core_v1: Any, namespace: str, tmp_path: Any
+) -> None:
+    import random
+    from collections import Counter
+
+    rng = random.Random(6)
+    prov = unique("crash")
+    provisioner(karpy.kube, prov, [])
+    selector = {wk.PROVISIONER_NAME: prov}
+    karpy.leading.clear()  # only the replica under test may launch
+    env = replica_env(cluster)
+    kills = 0
+    phases: Counter[str] = Counter()
+    try:
+        for round_ in range(20):
+            for i in range(2):
+                manifest = pod_manifest(f"r{round_}-{i}", "1", selector=selector)
+                core_v1.create_namespaced_pod(namespace, manifest)
+            log_path = tmp_path / f"replica-{round_}.log"
+            with open(log_path, "w") as log_file:
+                replica = subprocess.Popen([sys.executable, "-c", REPLICA_SCRIPT], env=env,
+                                           stdout=subprocess.PIPE, stderr=log_file, text=True)
+                assert replica.stdout is not None
+                replica.stdout.readline()  # STARTED: watches up, the first batch window opens
+                # Kill at a random point shortly after the plan: fleet call, Node create or binds.
+                deadline = time.monotonic() + 30
+                while "Computed packing" not in log_path.read_text() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                time.sleep(rng.uniform(0.0, 0.3))
+                replica.kill()
+                replica.wait(10)
+            kills += 1
+            text = log_path.read_text()
+            phases[("bound" if "Bound " in text else "launched" if "Launched instance" in text
+                    else "planned" if "Computed packing" in text else "batching")] += 1
+        final = subprocess.Popen([sys.executable, "-c", REPLICA_SCRIPT], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
+            time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
+            nodes = [n for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+                     if n.metadata.deletion_timestamp is None]
+            node_instances = {instance_of(n) for n in nodes}
+            reservations = karpy.ec2.describe_instances(Filters=[
+                {"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}])["Reservations"]
+            instances = [i for r in reservations for i in r["Instances"]]
+            live = {i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")}
+            orphans = live - node_instances
+            used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
+            empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
+            collected = len(instances) - len(live)
+            print(f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
+                  f"nodes {len(nodes)}, orphans left {len(orphans)}, orphans collected by GC {collected}, "
+                  f"nodes without pods (duplicate capacity) {len(empty_nodes)}; killed after: {dict(phases)}")
+            assert not orphans, f"instances without a Node after GC: {orphans}"
+            assert collected + len(empty_nodes) == 0, (
+                f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
+                f"{len(empty_nodes)} empty node(s)")
+        finally:
+            final.kill()
+            final.wait(10)
+    finally:
+        karpy.leading.set()
