@@ -35,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from extender.cli.webhook import local_command  # noqa: E402
 from tests.unit.webhook.reviews import make_review, pod_manifest, pod_review, provisioner_manifest, valid_spec  # noqa: E402
 
 TARGET_P99_MS = 10.0
@@ -164,25 +165,15 @@ def server_p99_bound(before: dict[float, float], after: dict[float, float]) -> f
 def start_webhook(
     cert_dir: Path, port: int, kubeconfig: str, workers: int, threads: int
 ) -> subprocess.Popen[bytes]:
-    args = [
-        sys.executable,
-        "-m",
-        "extender.cli.main",
-        "webhook",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--self-signed",
-        "--san",
-        "127.0.0.1",
-        "--cert-dir",
-        str(cert_dir),
-        "--kubeconfig",
-        kubeconfig or str(cert_dir / "none"),
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-    ]
+    args = local_command(
+        port=port,
+        cert_dir=cert_dir,
+        extra=[
+            f"--kubeconfig={kubeconfig or cert_dir / 'none'}",
+            f"--workers={workers}",
+            f"--threads={threads}",
+        ],
+    )
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while True:

@@ -57,13 +57,4 @@ def aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[awsseed.AwsSeed]:
 
 @pytest.fixture
 def aws_settings(aws: awsseed.AwsSeed):  # -> extender.settings.AWSSettings
-    from extender.settings import AWSSettings
-
-    return AWSSettings(
-        region=aws.region,
-        endpoint_url=aws.endpoint_url,
-        ssm_prefix=aws.ssm_prefix,
-        interruption_queue=aws.queue_url,
-        pricing_api=False,
-        kubernetes_version=aws.k8s_version,
-    )
+    return aws.aws_settings()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,21 @@ from extender.cli.main import UsageError
 from extender.settings import Settings, from_env
 
 log = logging.getLogger("karpy.webhook")
+
+
+def local_command(*, port: int, cert_dir: Path | str, extra: Sequence[str] = ()) -> list[str]:
+    """The command line tests and benchmarks use: this webhook on 127.0.0.1 with a self-signed cert."""
+    return [
+        sys.executable,
+        "-m",
+        "extender.cli.main",
+        "webhook",
+        f"--bind=127.0.0.1:{port}",
+        "--self-signed",
+        "--san=127.0.0.1",
+        f"--cert-dir={cert_dir}",
+        *extra,
+    ]
 
 
 def register(sub: argparse._SubParsersAction) -> None:

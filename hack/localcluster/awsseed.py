@@ -106,6 +106,20 @@ class AwsSeed:
     def discovery_tag(self) -> tuple[str, str]:
         return (f"kubernetes.io/cluster/{self.cluster_name}", "owned")
 
+    def aws_settings(self, **overrides: Any) -> Any:  # -> extender.settings.AWSSettings
+        """karpy's AWS settings for this seeded account (no Pricing API: moto has none)."""
+        from extender.settings import AWSSettings
+
+        values: dict[str, Any] = {
+            "region": self.region,
+            "endpoint_url": self.endpoint_url,
+            "ssm_prefix": self.ssm_prefix,
+            "interruption_queue": self.queue_url,
+            "pricing_api": False,
+            "kubernetes_version": self.k8s_version,
+        }
+        return AWSSettings(**(values | overrides))
+
     def client(self, service: str) -> Any:
         """A boto3 client for this endpoint with the dummy test credentials."""
         return aws_client(service, self.endpoint_url, self.region)

@@ -14,7 +14,6 @@ import json
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from extender.cli.webhook import local_command
 
 pytestmark = pytest.mark.integration
 
@@ -52,19 +53,9 @@ class WebhookProcess:
 
     def start(self) -> None:
         args = [
-            sys.executable,
-            "-m",
-            "extender.cli.main",
-            "webhook",
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--self-signed",
-            "--san",
-            "127.0.0.1",
+            *local_command(port=self.port, cert_dir=self.cert_dir),
             "--san",
             "localhost",
-            "--cert-dir",
-            str(self.cert_dir),
             "--kubeconfig",
             self.kubeconfig,
             "--cluster-name",

@@ -38,21 +38,14 @@ def main() -> None:
     from extender.api.provisioner import Provisioner
     from extender.cloud.aws.provider import AWSCloudProvider
     from extender.cloud.types import LaunchRequest
-    from extender.settings import AWSSettings, Settings
+    from extender.settings import Settings
 
     server = awsseed.start_moto(Path(tempfile.mkdtemp()) / "moto.log")
     try:
         seed = awsseed.seed(server.endpoint_url)
         settings = Settings(
             cluster_name=seed.cluster_name,
-            aws=AWSSettings(
-                region=seed.region,
-                endpoint_url=seed.endpoint_url,
-                ssm_prefix=seed.ssm_prefix,
-                pricing_api=False,
-                price_file=str(PRICES),
-                kubernetes_version=seed.k8s_version,
-            ),
+            aws=seed.aws_settings(interruption_queue="", price_file=str(PRICES)),
         )
         provider = AWSCloudProvider(settings=settings)
         started = time.perf_counter()

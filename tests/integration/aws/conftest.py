@@ -20,7 +20,7 @@ from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.aws.session import Clients, make_clients
 from extender.cloud.types import LaunchRequest
 from extender.scheduling.pricing import PriceBook
-from extender.settings import AWSSettings, Settings
+from extender.settings import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -45,14 +45,8 @@ def settings(aws: Any) -> Settings:
     return Settings(
         cluster_name=aws.cluster_name,
         cluster_endpoint="https://127.0.0.1:6443",
-        aws=AWSSettings(
-            region=aws.region,
-            endpoint_url=aws.endpoint_url,
-            ssm_prefix=aws.ssm_prefix,
-            pricing_api=False,
-            price_file=str(SHARED_PRICES),
-            kubernetes_version=aws.k8s_version,
-            default_instance_profile="karpy-node",
+        aws=aws.aws_settings(
+            interruption_queue="", price_file=str(SHARED_PRICES), default_instance_profile="karpy-node"
         ),
     )
 

@@ -6,7 +6,6 @@ import json
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from extender.cli.main import main
+from extender.cli.webhook import local_command
 from tests.unit.webhook.reviews import pod_manifest, pod_review
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,21 +49,7 @@ def free_port() -> int:
 def test_serves_https_with_self_signed_cert(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender.cli.main",
-            "webhook",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--self-signed",
-            "--san",
-            "127.0.0.1",
-            "--cert-dir",
-            str(tmp_path),
-            "--kubeconfig",
-            str(tmp_path / "absent"),
-        ],
+        local_command(port=port, cert_dir=tmp_path, extra=[f"--kubeconfig={tmp_path / 'absent'}"]),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
