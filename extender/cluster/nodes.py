@@ -73,6 +73,14 @@ def create_node(kube: client.ApiClient, manifest: Mapping[str, Any]) -> bool:
     return True
 
 
+def instance_id(provider: str) -> str | None:
+    """`aws:///us-west-2a/i-0abc` -> `i-0abc`; None for anything that is not an AWS instance id."""
+    if not provider.startswith("aws://"):
+        return None
+    last = provider.rstrip("/").rsplit("/", 1)[-1]
+    return last if last.startswith("i-") else None
+
+
 def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
     """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
     return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]

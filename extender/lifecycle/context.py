@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from extender.cloud.types import CloudProvider, OfferingKey
+    from extender.cloud.types import CloudProvider, Instance, OfferingKey
     from extender.lifecycle.events import Recorder
     from extender.settings import Settings
 
@@ -36,6 +36,8 @@ class Replacements(Protocol):
     """The part of the provisioning controller the lifecycle calls."""
 
     def provision_replacements(self, pods: Sequence[Any]) -> list[str]: ...
+
+    def adopt_instances(self, instances: Sequence[Instance]) -> list[str]: ...
 
 
 @dataclass

@@ -40,8 +40,8 @@ class Lifecycle:
         lookup = ProvisionerLookup(ctx.kube, cluster_name=ctx.settings.cluster_name)
         self.nodes = NodeWorker(ctx, lookup.get)
         self._was_leader = False
-        #: Instances found at the last leadership start without a Node (reported, GC after grace).
-        self.recovered: list[Any] = []
+        #: Nodes created at the last leadership start for instances of interrupted launches.
+        self.recovered: list[str] = []
 
     def supervise(self, stop: threading.Event) -> None:
         """Leadership transitions, periodic resync and GC, on one slow loop."""

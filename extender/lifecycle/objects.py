@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from extender.api import labels
+from extender.cluster.nodes import instance_id as instance_id  # shared with provisioning's adoption
 
 Obj = Mapping[str, Any]
 
@@ -72,14 +73,6 @@ def is_karpy_node(node: Obj) -> bool:
 
 def provider_id(node: Obj) -> str:
     return str((node.get("spec") or {}).get("providerID") or "")
-
-
-def instance_id(provider: str) -> str | None:
-    """`aws:///us-west-2a/i-0abc` -> `i-0abc`; None for anything that is not an AWS instance id."""
-    if not provider.startswith("aws://"):
-        return None
-    last = provider.rstrip("/").rsplit("/", 1)[-1]
-    return last if last.startswith("i-") else None
 
 
 def ready_condition(node: Obj) -> Mapping[str, Any] | None:

@@ -3,6 +3,10 @@
 One loop thread takes batches from the Batcher (fed by the pod watch, the extender's fast path and
 retries); the lifecycle borrows the same pipeline through `provision_replacements`. Launches run
 only while this replica leads.
+
+On start and on every gain of leadership the loop first adopts instances an interrupted launch left
+without a Node (`adopt_instances`), before any batch is planned: the pending pods then pack onto
+those nodes as existing capacity instead of being launched for again.
 """
 
 from __future__ import annotations
@@ -19,10 +23,17 @@ from typing import Any
 from cachetools import TTLCache
 from kubernetes import client
 
+from extender.api import labels as wk
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner
 from extender.api.quantity import format_cpu, format_memory
-from extender.cloud.types import CloudError, CloudProvider, InsufficientCapacityError, OfferingKey
+from extender.cloud.types import (
+    CloudError,
+    CloudProvider,
+    Instance,
+    InsufficientCapacityError,
+    OfferingKey,
+)
 from extender.cluster import events
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
@@ -44,6 +55,8 @@ UNAVAILABLE_TTL_SECONDS = 180.0
 MAX_REPLANS = 3
 #: Pods no Provisioner could take are retried this often (a Provisioner may have changed).
 PARKED_RETRY_SECONDS = 30.0
+#: A follower looks at its leadership this often, so it adopts and provisions soon after gaining it.
+FOLLOWER_POLL_SECONDS = 0.5
 
 
 @dataclass
@@ -139,9 +152,16 @@ class ProvisioningController:
 
     def run(self, stop: threading.Event) -> None:
         log.info("Waiting for unschedulable pods")
+        leading = False
         while not stop.is_set():
+            if self.is_leader() != leading:
+                leading = not leading
+                if leading:
+                    self._on_started_leading()
             self._unpark()
-            batch, waited = self.batcher.wait(stop, idle_return=PARKED_RETRY_SECONDS)
+            batch, waited = self.batcher.wait(
+                stop, idle_return=PARKED_RETRY_SECONDS if leading else FOLLOWER_POLL_SECONDS
+            )
             if not batch:
                 continue
             if not self.is_leader():
@@ -156,6 +176,53 @@ class ProvisioningController:
                 self._parked.update(batch)
                 continue
             report.timings["batch_wait"] = waited
+
+    def _on_started_leading(self) -> None:
+        try:
+            self.adopt_instances(self.cloud.list())
+        except Exception as err:  # GC still bounds how long an unadopted instance lives
+            log.error("Adopting instances of interrupted launches failed, %s", err)
+        # Pods parked while following were waiting for exactly this; the 30 s retry is for Provisioners.
+        self._unpark(now=True)
+
+    def adopt_instances(self, instances: Sequence[Instance]) -> list[str]:
+        """Create the Nodes of karpy instances that have none; the adopted node names.
+
+        A controller killed between CreateFleet and the Node create leaves such an instance while
+        its pods are still pending. Under the batch lock, so no batch plans those pods meanwhile;
+        the next batch binds them to the adopted node as existing capacity. An instance whose
+        Provisioner or instance type is gone is left to garbage collection.
+        """
+        with self._lock:
+            found = launcher.without_nodes(kube_nodes.list_karpy_nodes(self.kube), instances)
+            if not found:
+                return []
+            log.info(
+                "Found %d instance(s) without a node from interrupted launches: %s",
+                len(found),
+                [i.id for i in found],
+            )
+            ctx = self._context()
+            types = {t.name: t for t in ctx.catalog}
+            adopted: list[str] = []
+            for instance in found:
+                prov = ctx.provisioners.get(instance.tags.get(wk.PROVISIONER_NAME, ""))
+                itype = types.get(instance.instance_type)
+                if prov is None or itype is None:
+                    log.info(
+                        "Leaving instance %s to garbage collection, its provisioner or type is gone",
+                        instance.id,
+                    )
+                    continue
+                manifest = launcher.adopted_node(instance, itype, prov)
+                kube_nodes.create_node(self.kube, manifest)
+                adopted.append(manifest["metadata"]["name"])
+                log.info(
+                    "Adopted instance %s of an interrupted launch as node %s",
+                    instance.id,
+                    manifest["metadata"]["name"],
+                )
+            return adopted
 
     def provision_replacements(self, pods: Sequence[Mapping[str, Any]]) -> list[str]:
         """Launch nodes (without binding) for pods of a node about to be drained; their names."""
@@ -255,7 +322,7 @@ class ProvisioningController:
             if bind:
                 for node, placed in plan.existing.items():
                     report.count("bound", self._bind(node, placed, "", report, manifests))
-            groups = launcher.group(plan.nodes, ctx.provisioners)
+            groups = launcher.group(plan.nodes, ctx.provisioners, attempt)
             report.count(
                 "option_lists", len({(n.provisioner, tuple(t.name for t in n.options)) for n in plan.nodes})
             )
@@ -285,6 +352,11 @@ class ProvisioningController:
         """Launch one group; (node names, pods of nodes EC2 refused for capacity, to re-plan)."""
         request = group.request
         provisioner = request.provisioner
+        if not self.is_leader():
+            # Leadership lapsed while planning: the new leader launches for these pods, not us.
+            log.info("Not launching %d node(s), no longer the leader", request.count)
+            self._park(group, manifests)
+            return [], []
         t0 = self.clock()
         report.count("fleet_calls")
         try:
@@ -298,8 +370,7 @@ class ProvisioningController:
             metrics.LAUNCH_ERRORS.labels(provisioner=provisioner.name, code=err.code or "Unknown").inc()
             log.error("Provisioning failed, launching node, %s", err)
             self._provisioner_event(provisioner, "FailedLaunch", f"launching node, {err}", warning=True)
-            if manifests:
-                self._parked.update({p.key: dict(manifests[p.key]) for n in group.nodes for p in n.pods})
+            self._park(group, manifests)
             return [], []
         finally:
             elapsed = self.clock() - t0
@@ -366,6 +437,10 @@ class ProvisioningController:
             log.debug("Ignoring pod, %s", err)
             return None
 
+    def _park(self, group: launcher.LaunchGroup, manifests: Mapping[str, Mapping[str, Any]] | None) -> None:
+        if manifests:
+            self._parked.update({p.key: dict(manifests[p.key]) for n in group.nodes for p in n.pods})
+
     def _note_unavailable(self, offerings: Sequence[OfferingKey]) -> None:
         for key in offerings:
             self.unavailable[key] = True
@@ -429,8 +504,8 @@ class ProvisioningController:
             except Exception as err:  # status is informational
                 log.debug("Failed to update status of provisioner %s, %s", name, err)
 
-    def _unpark(self) -> None:
-        if self._parked and self.clock() - self._parked_at >= PARKED_RETRY_SECONDS:
+    def _unpark(self, *, now: bool = False) -> None:
+        if self._parked and (now or self.clock() - self._parked_at >= PARKED_RETRY_SECONDS):
             parked, self._parked = self._parked, {}
             self._parked_at = self.clock()
             self.batcher.add(parked)

@@ -3,11 +3,15 @@
 Planned nodes with the same Provisioner, option list, zones, capacity types, labels and taints are
 one LaunchRequest with `count` (one CreateFleet); each launched instance becomes a Node that the
 planned node's pods are then bound to.
+
+A group's launch id is derived from what it launches for, not drawn at random: a controller killed
+after CreateFleet re-plans the same pods on restart, gets the same id, and the cloud provider finds
+the instances already tagged with it instead of launching them again.
 """
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +19,10 @@ from typing import Any
 from extender.api import labels as wk
 from extender.api.provisioner import Provisioner, Taint
 from extender.cloud.types import Instance, LaunchRequest
-from extender.cluster.nodes import node_manifest
+from extender.cluster.nodes import instance_id, node_manifest
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.plan import PlannedNode
+from extender.scheduling.requirements import Requirements
 
 NOT_READY = Taint(key=wk.NOT_READY_TAINT_KEY, effect="NoSchedule")
 
@@ -39,7 +44,32 @@ def _group_key(node: PlannedNode) -> tuple:
     )
 
 
-def group(nodes: Sequence[PlannedNode], provisioners: Mapping[str, Provisioner]) -> list[LaunchGroup]:
+def launch_id(nodes: Sequence[PlannedNode], attempt: int) -> str:
+    """Same pods, Provisioner, request and attempt -> same id (the EC2 ClientToken, at most 64 chars).
+
+    EC2 rejects a ClientToken reused with different parameters (IdempotentParameterMismatch), so
+    the options, zones and capacity types are part of the key, and so is the re-plan attempt, whose
+    request leaves out the offerings EC2 just refused. Each pod's current node is too: replacements
+    for a node's bound pods are a different launch from the one that brought that node up for the
+    same pods while they were pending.
+    """
+    first = nodes[0]
+    key = "\n".join(
+        [
+            first.provisioner,
+            str(attempt),
+            ",".join(t.name for t in first.options),
+            ",".join(first.zones),
+            ",".join(first.capacity_types),
+            *sorted(f"{p.uid}@{p.node_name}" for node in nodes for p in node.pods),
+        ]
+    )
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def group(
+    nodes: Sequence[PlannedNode], provisioners: Mapping[str, Provisioner], attempt: int = 0
+) -> list[LaunchGroup]:
     grouped: dict[tuple, list[PlannedNode]] = {}
     for node in nodes:
         grouped.setdefault(_group_key(node), []).append(node)
@@ -56,7 +86,7 @@ def group(nodes: Sequence[PlannedNode], provisioners: Mapping[str, Provisioner])
                     count=len(members),
                     labels=dict(first.labels),
                     taints=tuple(first.taints),
-                    launch_id=uuid.uuid4().hex,
+                    launch_id=launch_id(members, attempt),
                 ),
                 nodes=tuple(members),
             )
@@ -71,17 +101,36 @@ def instance_type_of(instance: Instance, planned: PlannedNode) -> InstanceType:
 
 def node_for(instance: Instance, planned: PlannedNode, provisioner: Provisioner) -> dict[str, Any]:
     """The Node object of a launched instance (Karpenter 0.5's instanceToNode)."""
-    itype = instance_type_of(instance, planned)
+    return _node(instance, instance_type_of(instance, planned), provisioner, planned.labels, planned.taints)
+
+
+def adopted_node(instance: Instance, itype: InstanceType, provisioner: Provisioner) -> dict[str, Any]:
+    """The Node of an instance whose launch was interrupted before its Node was written.
+
+    The plan's labels are gone with the crashed controller; the Provisioner's own single-valued
+    requirements give the same labels for everything but the pods' extra requirements.
+    """
+    single = Requirements.from_requirements(provisioner.requirements).single_values()
+    return _node(instance, itype, provisioner, single, provisioner.taints)
+
+
+def _node(
+    instance: Instance,
+    itype: InstanceType,
+    provisioner: Provisioner,
+    labels: Mapping[str, str],
+    planned_taints: Sequence[Taint],
+) -> dict[str, Any]:
     node_labels = {
         **provisioner.labels,
-        **planned.labels,
+        **labels,
         **itype.labels(),
         wk.ZONE: instance.zone,
         wk.CAPACITY_TYPE: instance.capacity_type,
         wk.PROVISIONER_NAME: provisioner.name,
         wk.MANAGED_BY_LABEL: "true",
     }
-    taints = (*provisioner.taints, *(t for t in planned.taints if t not in provisioner.taints), NOT_READY)
+    taints = (*provisioner.taints, *(t for t in planned_taints if t not in provisioner.taints), NOT_READY)
     return node_manifest(
         name=instance.private_dns_name.lower() or instance.id,
         provider_id=instance.provider_id or f"aws:///{instance.zone}/{instance.id}",
@@ -92,3 +141,9 @@ def node_for(instance: Instance, planned: PlannedNode, provisioner: Provisioner)
         arch=itype.arch,
         os=itype.os,
     )
+
+
+def without_nodes(nodes: Sequence[Mapping[str, Any]], instances: Sequence[Instance]) -> list[Instance]:
+    """Instances a karpy launch tagged (launch id) that no Node points at yet."""
+    with_nodes = {instance_id(str((n.get("spec") or {}).get("providerID") or "")) for n in nodes}
+    return [i for i in instances if i.tags.get(wk.LAUNCH_ID_TAG) and i.id not in with_nodes]

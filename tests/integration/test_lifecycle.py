@@ -38,6 +38,7 @@ from extender.settings import (
     Settings,
 )
 from extender.state import ClusterState
+from tests.integration.test_provisioning import Karpy as ProvisioningKarpy
 from tests.integration.test_provisioning import (
     all_bound,
     pod_manifest,
@@ -52,19 +53,11 @@ GC_GRACE = 8.0
 
 
 @dataclass
-class Karpy:
-    controller: ProvisioningController
-    state: ClusterState
-    cloud: AWSCloudProvider
-    kube: Any
+class Karpy(ProvisioningKarpy):
+    """The provisioning module's harness plus the lifecycle's settings and event recorder."""
+
     settings: Settings
     recorder: Recorder
-    #: Cleared by the leader-election proof so this replica stands aside.
-    leading: threading.Event
-
-    @property
-    def ec2(self) -> Any:
-        return self.cloud.clients.ec2
 
 
 def make_settings(cluster: Any) -> Settings:
@@ -113,7 +106,7 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
                          threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield Karpy(controller, state, raw_cloud, kube, settings, recorder, leading)
+        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder)
     finally:
         stop.set()
         server.shutdown()
@@ -381,6 +374,44 @@ def test_gc_terminates_orphan_instances_and_deletes_nodes_without_instances(
     print("\nGC: orphans found 1 / cleaned 1; nodes without instance found 1 / deleted 1")
 
 
+def test_instance_launched_before_a_crash_is_adopted_on_leadership_and_gets_the_pods(
+    karpy: Karpy, core_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    from extender.cloud.types import LaunchRequest
+    from extender.cluster.provisioners import list_provisioners
+
+    name = unique("adopt")
+    provisioner(karpy.kube, name, [])
+    (prov,) = [p for p in list_provisioners(karpy.kube, cluster_name=karpy.settings.cluster_name)
+               if p.name == name]
+    karpy.leading.clear()  # the replica that "crashed" after CreateFleet; this one follows meanwhile
+    try:
+        for i in range(2):
+            core_v1.create_namespaced_pod(namespace, pod_manifest(f"a{i}", "1",
+                                                                  selector={wk.PROVISIONER_NAME: name}))
+        request = LaunchRequest(provisioner=prov, instance_types=("m5.xlarge",), zones=("us-west-2a",),
+                                capacity_types=("on-demand",), count=1, labels={}, taints=(),
+                                launch_id=unique("launch"))
+        (instance,) = karpy.cloud.create(request).instances
+        time.sleep(2.5)  # a batch window: the follower parks the pods and launches nothing
+        assert not any(p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items)
+    finally:
+        karpy.leading.set()
+    started = time.monotonic()
+    pods = wait_for(all_bound(core_v1, namespace, 2), 20, "pods bound to the adopted node")
+    bound_after = time.monotonic() - started
+    node = instance.private_dns_name.lower()
+    assert {p.spec.node_name for p in pods} == {node}
+    reservations = karpy.ec2.describe_instances(Filters=[
+        {"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [name]}])["Reservations"]
+    assert [i["InstanceId"] for r in reservations for i in r["Instances"]] == [instance.id]
+    log = messages(lifecycle_log)
+    assert f"Adopted instance {instance.id} of an interrupted launch as node {node}" in log
+    assert sum(m.startswith("Adopted instance ") for m in log) == 1, "adopted twice (two recovery paths)"
+    print(f"\nadoption: instance without a node adopted, 2 parked pods bound {bound_after:.1f}s after "
+          "leadership, 0 extra launches")
+
+
 FOLLOWER_SCRIPT = """
 import sys, time, threading, logging
 from extender.cluster.client import load
@@ -404,7 +435,6 @@ def test_leader_killed_other_replica_takes_over_and_provisions(
 ) -> None:
     from kubernetes import client
 
-    from extender.cluster.pods import list_pending
 
     lease = unique("karpy-lease")
     le = LeaderElectionSettings(enabled=True, namespace="kube-system", lease_name=lease,
@@ -414,16 +444,10 @@ def test_leader_killed_other_replica_takes_over_and_provisions(
     try:
         assert leader.stdout is not None and leader.stdout.readline().strip() == "LEADING"
         karpy.leading.clear()  # the module's replica stands aside; `follower` is the other replica
-        follower_pc: list[ProvisioningController] = []
-
-        def on_started() -> None:
-            # New leader: pods that arrived while following go into a batch now, not in 30 s.
-            follower_pc[0].enqueue(list_pending(karpy.kube)[0])
-
-        follower = LeaderElector(kube=karpy.kube, settings=le, identity="follower", on_started=on_started)
+        # No on_started hook: the controller itself re-queues the pods it parked while following.
+        follower = LeaderElector(kube=karpy.kube, settings=le, identity="follower")
         pc = ProvisioningController(settings=karpy.settings, kube=karpy.kube, cloud=karpy.cloud,
                                     state=ClusterState(), is_leader=follower.is_leader)
-        follower_pc.append(pc)
         stop = threading.Event()
         pc.start(stop)
         follower.start(stop)
@@ -513,31 +537,38 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
             text = log_path.read_text()
             phases[("bound" if "Bound " in text else "launched" if "Launched instance" in text
                     else "planned" if "Computed packing" in text else "batching")] += 1
-        final = subprocess.Popen([sys.executable, "-c", REPLICA_SCRIPT], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
-            time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
-            nodes = [n for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
-                     if n.metadata.deletion_timestamp is None]
-            node_instances = {instance_of(n) for n in nodes}
-            reservations = karpy.ec2.describe_instances(Filters=[
-                {"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}])["Reservations"]
-            instances = [i for r in reservations for i in r["Instances"]]
-            live = {i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")}
-            orphans = live - node_instances
-            used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
-            empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
-            collected = len(instances) - len(live)
-            print(f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
-                  f"nodes {len(nodes)}, orphans left {len(orphans)}, orphans collected by GC {collected}, "
-                  f"nodes without pods (duplicate capacity) {len(empty_nodes)}; killed after: {dict(phases)}")
-            assert not orphans, f"instances without a Node after GC: {orphans}"
-            assert collected + len(empty_nodes) == 0, (
-                f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
-                f"{len(empty_nodes)} empty node(s)")
-        finally:
-            final.kill()
-            final.wait(10)
+        with open(tmp_path / "replica-final.log", "w") as final_log:
+            final = subprocess.Popen([sys.executable, "-c", REPLICA_SCRIPT], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=final_log)
+            try:
+                wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
+                time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
+                nodes = [n for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+                         if n.metadata.deletion_timestamp is None]
+                node_instances = {instance_of(n) for n in nodes}
+                reservations = karpy.ec2.describe_instances(Filters=[
+                    {"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}])["Reservations"]
+                instances = [i for r in reservations for i in r["Instances"]]
+                live = {i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")}
+                orphans = live - node_instances
+                used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
+                empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
+                collected = len(instances) - len(live)
+                logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
+                adopted = logs.count("Adopted instance ")
+                relaunches_found = logs.count("already running")
+                print(f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
+                      f"nodes {len(nodes)}, orphans left {len(orphans)}, "
+                      f"orphans collected by GC {collected}, "
+                      f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
+                      f"instances adopted after a kill {adopted}, "
+                      f"launches found by launch id {relaunches_found}; killed after: {dict(phases)}")
+                assert not orphans, f"instances without a Node after GC: {orphans}"
+                assert collected + len(empty_nodes) == 0, (
+                    f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
+                    f"{len(empty_nodes)} empty node(s)")
+            finally:
+                final.kill()
+                final.wait(10)
     finally:
         karpy.leading.set()

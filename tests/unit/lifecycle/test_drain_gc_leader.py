@@ -1,4 +1,4 @@
-"""Drain planning, garbage detection, lease acquisition and launch recovery as pure functions."""
+"""Drain planning, garbage detection, lease acquisition as pure functions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from extender.api import labels
 from extender.cloud.types import Instance
-from extender.lifecycle import gc, leader, recovery
+from extender.lifecycle import gc, leader
 from extender.lifecycle.termination import plan_drain
 
 from .builders import T0, node, pod
@@ -87,13 +87,3 @@ def test_may_acquire_free_own_or_expired_lease_only() -> None:
     assert leader.may_acquire({"holderIdentity": "me"}, "me", 100.0, 100.0, 10)
     assert not leader.may_acquire(held, "me", observed_at=100.0, now=109.9, lease_duration=10)
     assert leader.may_acquire(held, "me", observed_at=100.0, now=110.0, lease_duration=10)
-
-
-# --- recovery ----------------------------------------------------------------------------------------
-
-
-def test_in_flight_launches_are_tagged_instances_without_nodes() -> None:
-    tagged = {labels.LAUNCH_ID_TAG: "l-1"}
-    found = recovery.in_flight([node(instance="i-1")],
-                               [inst("i-1", 5, tagged), inst("i-2", 5, tagged), inst("i-3", 5)])
-    assert [i.id for i in found] == ["i-2"]
