@@ -426,7 +426,13 @@ def test_karpy_controller_process_logs_like_karpenter(
         selector = {wk.PROVISIONER_NAME: name}
         create_pods(core_v1, namespace, [pod_manifest(f"p{i}", "1", selector=selector) for i in range(5)])
         pods = wait_for(all_bound(core_v1, namespace, 5), 60, "5 pods bound by karpy controller")
-        metrics = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=15).text
+        # The counter moves after the last bind returns, a moment after the pods show their node.
+        counted = f'karpy_pods_bound_total{{provisioner="{name}"}} 5.0'
+
+        def bound_counted() -> bool:
+            return counted in requests.get(f"http://127.0.0.1:{port}/metrics", timeout=15).text
+
+        wait_for(bound_counted, 15, counted)
     finally:
         karpy.leading.set()
         process.send_signal(signal.SIGTERM)
@@ -443,4 +449,3 @@ def test_karpy_controller_process_logs_like_karpenter(
         found = re.compile(pattern).search(log, position)
         assert found, f"no line matching {pattern!r} after offset {position} in:\n{log[-3000:]}"
         position = found.end()
-    assert f'karpy_pods_bound_total{{provisioner="{name}"}} 5.0' in metrics
