@@ -96,8 +96,7 @@ class CloudProvider(Protocol):
         """Terminate; InstanceNotFoundError is raised only for ids the cloud never knew."""
         ...
 
-    def get(self, provider_id: str) -> Instance:
-        ...
+    def get(self, provider_id: str) -> Instance: ...
 
     def list(self) -> list[Instance]:
         """Every live instance this cluster's karpy launched (by tag)."""

@@ -13,8 +13,12 @@ from extender.cluster.client import call_json
 def cordon(kube: Any, node: str) -> bool:
     """Mark `node` unschedulable; False when the node no longer exists."""
     try:
-        call_json(client.CoreV1Api(kube).patch_node, node, {"spec": {"unschedulable": True}},
-                  _content_type="application/merge-patch+json")
+        call_json(
+            client.CoreV1Api(kube).patch_node,
+            node,
+            {"spec": {"unschedulable": True}},
+            _content_type="application/merge-patch+json",
+        )
     except ApiException as err:
         if err.status == 404:
             return False

@@ -28,8 +28,12 @@ def get(kube: Any, namespace: str, name: str) -> dict[str, Any] | None:
 
 
 def create(kube: Any, namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
-    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    body = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
     try:
         return call_json(_api(kube).create_namespaced_lease, namespace, body)
     except ApiException as err:
@@ -41,10 +45,16 @@ def create(kube: Any, namespace: str, name: str, spec: dict[str, Any]) -> dict[s
 def update(kube: Any, lease: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
     """Replace the spec of `lease` (as read, with its resourceVersion); None when someone wrote first."""
     meta = lease["metadata"]
-    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"],
-                         "resourceVersion": meta["resourceVersion"]},
-            "spec": spec}
+    body = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "resourceVersion": meta["resourceVersion"],
+        },
+        "spec": spec,
+    }
     try:
         return call_json(_api(kube).replace_namespaced_lease, meta["name"], meta["namespace"], body)
     except ApiException as err:

@@ -7,7 +7,7 @@ process (two replicas in a test) and driven with a fake clock in unit tests.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,6 +38,8 @@ class Replacements(Protocol):
     def provision_replacements(self, pods: Sequence[Any]) -> list[str]: ...
 
     def adopt_instances(self, instances: Sequence[Instance]) -> list[str]: ...
+
+    def refresh_status(self, provisioner_names: Iterable[str]) -> None: ...
 
 
 @dataclass

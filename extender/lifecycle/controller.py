@@ -101,25 +101,45 @@ def start_lifecycle(
 ) -> list[threading.Thread]:
     """Start the lifecycle threads; they exit when `stop` is set."""
     if unavailable is None:
-        unavailable = (getattr(provisioning, "mark_unavailable", None)
-                       or getattr(state, "mark_unavailable", None))
-    ctx = Context(settings=settings, kube=kube, cloud=cloud, state=state, provisioning=provisioning,
-                  recorder=recorder or Recorder(kube), is_leader=is_leader, clock=clock,
-                  unavailable=unavailable)
+        unavailable = getattr(provisioning, "mark_unavailable", None) or getattr(
+            state, "mark_unavailable", None
+        )
+    ctx = Context(
+        settings=settings,
+        kube=kube,
+        cloud=cloud,
+        state=state,
+        provisioning=provisioning,
+        recorder=recorder or Recorder(kube),
+        is_leader=is_leader,
+        clock=clock,
+        unavailable=unavailable,
+    )
     lifecycle = Lifecycle(ctx)
     core = client.CoreV1Api(kube)
     threads = [
-        start_informer(core.list_node, lifecycle.nodes.on_node, stop, name="nodes",
-                       label_selector=labels.PROVISIONER_NAME),
-        start_informer(core.list_pod_for_all_namespaces, lifecycle.nodes.on_pod, stop, name="pods",
-                       field_selector="spec.nodeName!="),
+        start_informer(
+            core.list_node,
+            lifecycle.nodes.on_node,
+            stop,
+            name="nodes",
+            label_selector=labels.PROVISIONER_NAME,
+        ),
+        start_informer(
+            core.list_pod_for_all_namespaces,
+            lifecycle.nodes.on_pod,
+            stop,
+            name="pods",
+            field_selector="spec.nodeName!=",
+        ),
         _thread(lifecycle.supervise, stop, name="lifecycle-supervisor"),
     ]
     threads += [_thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)]
     if settings.aws.interruption_queue:
         handler = InterruptionHandler(ctx, lambda: list_karpy_nodes(ctx.kube))
-        poller = InterruptionPoller(ctx, sqs or _sqs_client(settings), settings.aws.interruption_queue,
-                                    handler)
+        poller = InterruptionPoller(
+            ctx, sqs or _sqs_client(settings), settings.aws.interruption_queue, handler
+        )
         threads.append(_thread(poller.run, stop, name="lifecycle-interruption"))
 
     def close_on_stop() -> None:

@@ -61,8 +61,9 @@ def reconcile(
     now = ctx.clock()
     decision = decide(node, pods, ttl, now)
     if decision.action is Action.ADD:
-        nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION,
-                                 objects.format_time(now))
+        nodepatch.set_annotation(
+            ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, objects.format_time(now)
+        )
         ctx.log.info("Added TTL to empty node %s", node_name)
     elif decision.action is Action.REMOVE:
         nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, None)
@@ -75,9 +76,9 @@ def reconcile(
         if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)):
             ctx.unmark(node_name)
             return 0.0
-        ctx.log.info("Triggering termination after %s for empty node %s", objects.go_duration(ttl or 0),
-                     node_name)
+        ctx.log.info(
+            "Triggering termination after %s for empty node %s", objects.go_duration(ttl or 0), node_name
+        )
         metrics.NODES_TERMINATED.labels(reason="emptiness").inc()
         nodepatch.delete_node(ctx.kube, node_name)
     return decision.requeue_after
-

@@ -31,8 +31,9 @@ class Recorder:
     def pod(self, pod: Mapping[str, Any], reason: str, message: str, *, warning: bool = False) -> None:
         self._publish(pod, "Pod", str(objects.meta(pod).get("namespace") or ""), reason, message, warning)
 
-    def _publish(self, obj: Mapping[str, Any], kind: str, namespace: str, reason: str, message: str,
-                 warning: bool) -> None:
+    def _publish(
+        self, obj: Mapping[str, Any], kind: str, namespace: str, reason: str, message: str, warning: bool
+    ) -> None:
         name = objects.name(obj)
         key = (kind, namespace, name, reason, message)
         with self._lock:
@@ -41,6 +42,13 @@ class Recorder:
             self._seen[key] = True
             self.published = [*self.published[-999:], (name, reason, message)]
         if self._kube is not None:
-            events.record(self._kube, kind=kind, name=name, namespace=namespace,
-                          uid=str(objects.meta(obj).get("uid", "")), reason=reason, message=message,
-                          warning=warning)
+            events.record(
+                self._kube,
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                uid=str(objects.meta(obj).get("uid", "")),
+                reason=reason,
+                message=message,
+                warning=warning,
+            )

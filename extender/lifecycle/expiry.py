@@ -81,8 +81,11 @@ class Expiry:
             if disruption is None:
                 in_flight = len(deleting | set(self._active))
                 if node_name not in pick(due, now, in_flight, ctx.settings.lifecycle.max_disrupting):
-                    ctx.log.debug("Expired node %s waits for a disruption slot (%s in flight)", node_name,
-                                  sorted(deleting | set(self._active)))
+                    ctx.log.debug(
+                        "Expired node %s waits for a disruption slot (%s in flight)",
+                        node_name,
+                        sorted(deleting | set(self._active)),
+                    )
                     return WAIT_POLL_SECONDS
                 disruption = self._active[node_name] = Disruption(started=now)
                 start = True
@@ -92,22 +95,31 @@ class Expiry:
             self._start(ctx, node_name, pods, disruption)
         if not self._replacements_ready(ctx, disruption, now):
             return WAIT_POLL_SECONDS
-        ctx.log.info("Triggering termination for expired node %s after %s (+%s)", node_name,
-                     objects.go_duration(ttl or 0), objects.go_duration((now - at).total_seconds()))
+        ctx.log.info(
+            "Triggering termination for expired node %s after %s (+%s)",
+            node_name,
+            objects.go_duration(ttl or 0),
+            objects.go_duration((now - at).total_seconds()),
+        )
         metrics.NODES_TERMINATED.labels(reason="expiration").inc()
         nodepatch.delete_node(ctx.kube, node_name)
         return None
 
-    def _start(self, ctx: Context, node_name: str, pods: Sequence[Mapping[str, Any]],
-               disruption: Disruption) -> None:
+    def _start(
+        self, ctx: Context, node_name: str, pods: Sequence[Mapping[str, Any]], disruption: Disruption
+    ) -> None:
         ctx.mark(node_name, "expired")
         if cordon(ctx.kube, node_name):
             ctx.log.info("Cordoned node %s", node_name)
         workload = objects.workload_pods(list(pods))
         if workload and ctx.provisioning is not None:
             disruption.replacements = list(ctx.provisioning.provision_replacements(workload))
-            ctx.log.info("Launched %d replacement node(s) %s for expired node %s",
-                         len(disruption.replacements), disruption.replacements, node_name)
+            ctx.log.info(
+                "Launched %d replacement node(s) %s for expired node %s",
+                len(disruption.replacements),
+                disruption.replacements,
+                node_name,
+            )
 
     def _replacements_ready(self, ctx: Context, disruption: Disruption, now: datetime) -> bool:
         waited = (now - disruption.started).total_seconds()

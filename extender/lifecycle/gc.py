@@ -46,14 +46,19 @@ def find_garbage(
         if iid:
             node_instances[iid] = objects.name(node)
     orphans = tuple(
-        i for i in live.values()
-        if i.id not in node_instances and i.id not in protected
+        i
+        for i in live.values()
+        if i.id not in node_instances
+        and i.id not in protected
         and (i.launch_time is None or i.launch_time <= cutoff)
     )
     dangling = tuple(
-        objects.name(n) for n in nodes
-        if objects.is_karpy_node(n) and not objects.deleting(n)
-        and (iid := objects.instance_id(objects.provider_id(n))) is not None and iid not in live
+        objects.name(n)
+        for n in nodes
+        if objects.is_karpy_node(n)
+        and not objects.deleting(n)
+        and (iid := objects.instance_id(objects.provider_id(n))) is not None
+        and iid not in live
         and (objects.created(n) or now) <= cutoff
     )
     return Garbage(instances=orphans, nodes=dangling)
@@ -63,14 +68,18 @@ def collect(ctx: Context, *, protected: frozenset[str] = frozenset()) -> Garbage
     """One GC pass; returns what it removed."""
     nodes = list_karpy_nodes(ctx.kube)
     instances = ctx.cloud.list()
-    garbage = find_garbage(nodes, instances, ctx.clock(), ctx.settings.lifecycle.gc_grace_seconds,
-                           protected=protected)
+    garbage = find_garbage(
+        nodes, instances, ctx.clock(), ctx.settings.lifecycle.gc_grace_seconds, protected=protected
+    )
     for instance in garbage.instances:
         if not ctx.is_leader():
             break
         age = ctx.clock() - instance.launch_time if instance.launch_time else None
-        ctx.log.info("Garbage collecting instance %s with no node%s", instance.id,
-                     f" after {objects.go_duration(age.total_seconds())}" if age else "")
+        ctx.log.info(
+            "Garbage collecting instance %s with no node%s",
+            instance.id,
+            f" after {objects.go_duration(age.total_seconds())}" if age else "",
+        )
         with contextlib.suppress(InstanceNotFoundError):
             ctx.cloud.delete(instance.id)
         metrics.GC_INSTANCES.inc()

@@ -18,8 +18,9 @@ log = logging.getLogger("karpy.lifecycle.informer")
 Handler = Callable[[str, Mapping[str, Any]], None]
 
 
-def run_informer(list_fn: Callable[..., Any], handler: Handler, stop: threading.Event, *, name: str,
-                 **selectors: Any) -> None:
+def run_informer(
+    list_fn: Callable[..., Any], handler: Handler, stop: threading.Event, *, name: str, **selectors: Any
+) -> None:
     """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event."""
     while not stop.is_set():
         try:
@@ -40,9 +41,15 @@ def run_informer(list_fn: Callable[..., Any], handler: Handler, stop: threading.
             stop.wait(1.0)
 
 
-def start_informer(list_fn: Callable[..., Any], handler: Handler, stop: threading.Event, *, name: str,
-                   **selectors: Any) -> threading.Thread:
-    thread = threading.Thread(target=run_informer, args=(list_fn, handler, stop),
-                              kwargs={"name": name, **selectors}, name=f"informer-{name}", daemon=True)
+def start_informer(
+    list_fn: Callable[..., Any], handler: Handler, stop: threading.Event, *, name: str, **selectors: Any
+) -> threading.Thread:
+    thread = threading.Thread(
+        target=run_informer,
+        args=(list_fn, handler, stop),
+        kwargs={"name": name, **selectors},
+        name=f"informer-{name}",
+        daemon=True,
+    )
     thread.start()
     return thread

@@ -38,8 +38,12 @@ EVENT_REASONS = {
     INSTANCE_STOPPED: "InstanceStopping",
     INSTANCE_TERMINATED: "InstanceTerminating",
 }
-_STOPPED_STATES = {"stopping": INSTANCE_STOPPED, "stopped": INSTANCE_STOPPED,
-                   "shutting-down": INSTANCE_TERMINATED, "terminated": INSTANCE_TERMINATED}
+_STOPPED_STATES = {
+    "stopping": INSTANCE_STOPPED,
+    "stopped": INSTANCE_STOPPED,
+    "shutting-down": INSTANCE_TERMINATED,
+    "terminated": INSTANCE_TERMINATED,
+}
 
 
 class MalformedMessage(ValueError):
@@ -75,8 +79,10 @@ def parse(body: str) -> Message:
         return Message(NO_OP, (), **base)
     if source == "aws.ec2":
         instance = detail.get("instance-id")
-        kind = {"EC2 Spot Instance Interruption Warning": SPOT_INTERRUPTED,
-                "EC2 Instance Rebalance Recommendation": REBALANCE}.get(detail_type)
+        kind = {
+            "EC2 Spot Instance Interruption Warning": SPOT_INTERRUPTED,
+            "EC2 Instance Rebalance Recommendation": REBALANCE,
+        }.get(detail_type)
         if detail_type == "EC2 Instance State-change Notification":
             kind = _STOPPED_STATES.get(str(detail.get("state")), NO_OP)
         if kind is None:
@@ -90,8 +96,11 @@ def parse(body: str) -> Message:
         entities = detail.get("affectedEntities")
         if not isinstance(entities, list):
             raise MalformedMessage("AWS Health Event without affectedEntities")
-        ids = tuple(str(e.get("entityValue")) for e in entities
-                    if isinstance(e, dict) and str(e.get("entityValue", "")).startswith("i-"))
+        ids = tuple(
+            str(e.get("entityValue"))
+            for e in entities
+            if isinstance(e, dict) and str(e.get("entityValue", "")).startswith("i-")
+        )
         return Message(SCHEDULED_CHANGE, ids, **base)
     return Message(NO_OP, (), **base)
 
@@ -120,16 +129,21 @@ class InterruptionHandler:
         nodes = karpy_nodes_by_instance(self.list_nodes())
         targets = [nodes[i] for i in message.instance_ids if i in nodes]
         if not targets:
-            ctx.log.debug("Ignoring %s message for non-karpy instance(s) %s", message.kind,
-                          message.instance_ids)
+            ctx.log.debug(
+                "Ignoring %s message for non-karpy instance(s) %s", message.kind, message.instance_ids
+            )
             return "ignored"
         replace = message.kind in DISRUPTIVE or (
-            message.kind == REBALANCE and ctx.settings.lifecycle.rebalance_action == "replace")
+            message.kind == REBALANCE and ctx.settings.lifecycle.rebalance_action == "replace"
+        )
         for node in targets:
             node_name = objects.name(node)
-            ctx.recorder.node(node, EVENT_REASONS[message.kind],
-                              f"{message.detail_type} for instance of node {node_name}",
-                              warning=message.kind != REBALANCE)
+            ctx.recorder.node(
+                node,
+                EVENT_REASONS[message.kind],
+                f"{message.detail_type} for instance of node {node_name}",
+                warning=message.kind != REBALANCE,
+            )
             if not replace:
                 continue
             self._replace(node, message)
@@ -145,14 +159,22 @@ class InterruptionHandler:
             ctx.log.info("Cordoned node %s", node_name)
         if message.kind == SPOT_INTERRUPTED and ctx.unavailable is not None:
             node_labels = objects.node_labels(node)
-            ctx.unavailable(OfferingKey(instance_type=node_labels.get(labels.INSTANCE_TYPE, ""),
-                                        zone=node_labels.get(labels.ZONE, ""),
-                                        capacity_type=labels.CAPACITY_TYPE_SPOT))
+            ctx.unavailable(
+                OfferingKey(
+                    instance_type=node_labels.get(labels.INSTANCE_TYPE, ""),
+                    zone=node_labels.get(labels.ZONE, ""),
+                    capacity_type=labels.CAPACITY_TYPE_SPOT,
+                )
+            )
         workload = objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name))
         if workload and ctx.provisioning is not None:
             replacements = ctx.provisioning.provision_replacements(workload)
-            ctx.log.info("Launched %d replacement node(s) %s for interrupted node %s",
-                         len(replacements), replacements, node_name)
+            ctx.log.info(
+                "Launched %d replacement node(s) %s for interrupted node %s",
+                len(replacements),
+                replacements,
+                node_name,
+            )
         ctx.log.info("Triggering termination for interrupted node %s (%s)", node_name, message.kind)
         metrics.NODES_TERMINATED.labels(reason="interruption").inc()
         nodepatch.delete_node(ctx.kube, node_name)
@@ -161,8 +183,9 @@ class InterruptionHandler:
 class InterruptionPoller:
     """Long-polls the queue while this replica leads; a follower leaves messages to the leader."""
 
-    def __init__(self, ctx: Context, sqs: Any, queue: str, handler: InterruptionHandler,
-                 *, parallelism: int = 10) -> None:
+    def __init__(
+        self, ctx: Context, sqs: Any, queue: str, handler: InterruptionHandler, *, parallelism: int = 10
+    ) -> None:
         self.ctx = ctx
         self.sqs = sqs
         self.queue = queue
@@ -172,17 +195,22 @@ class InterruptionPoller:
 
     def queue_url(self) -> str:
         if self._url is None:
-            self._url = (self.queue if self.queue.startswith(("http://", "https://"))
-                         else self.sqs.get_queue_url(QueueName=self.queue)["QueueUrl"])
+            self._url = (
+                self.queue
+                if self.queue.startswith(("http://", "https://"))
+                else self.sqs.get_queue_url(QueueName=self.queue)["QueueUrl"]
+            )
         return self._url
 
     def poll_once(self, wait_seconds: int | None = None) -> int:
         """Receive up to 10 messages, handle them in parallel; returns how many were received."""
         s = self.ctx.settings.lifecycle
         resp = self.sqs.receive_message(
-            QueueUrl=self.queue_url(), MaxNumberOfMessages=10,
+            QueueUrl=self.queue_url(),
+            MaxNumberOfMessages=10,
             WaitTimeSeconds=s.sqs_wait_seconds if wait_seconds is None else wait_seconds,
-            VisibilityTimeout=s.sqs_visibility_seconds, AttributeNames=["SentTimestamp"],
+            VisibilityTimeout=s.sqs_visibility_seconds,
+            AttributeNames=["SentTimestamp"],
         )
         messages = resp.get("Messages") or []
         if messages:
@@ -207,8 +235,9 @@ class InterruptionPoller:
         try:
             message = parse(str(sqs_message.get("Body", "")))
         except MalformedMessage as err:
-            ctx.log.warning("Dropping malformed interruption message %s: %s", sqs_message.get("MessageId"),
-                            err)
+            ctx.log.warning(
+                "Dropping malformed interruption message %s: %s", sqs_message.get("MessageId"), err
+            )
             metrics.INTERRUPTION_RECEIVED.labels(message_type=MALFORMED).inc()
             self._delete(sqs_message)
             return
@@ -218,8 +247,9 @@ class InterruptionPoller:
         try:
             action = self.handler.handle(message)
         except Exception:
-            ctx.log.exception("Handling %s message %s failed; it will be redelivered", message.kind,
-                              message.id)
+            ctx.log.exception(
+                "Handling %s message %s failed; it will be redelivered", message.kind, message.id
+            )
             return
         metrics.INTERRUPTION_ACTIONS.labels(action=action).inc()
         self._delete(sqs_message)

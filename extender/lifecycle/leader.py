@@ -88,8 +88,9 @@ class LeaderElector:
         record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseTransitions"))
         if record != self._observed_record:
             self._observed_record, self._observed_at = record, now
-        if not may_acquire(spec if lease else None, self.identity, self._observed_at, now,
-                           s.lease_duration_seconds):
+        if not may_acquire(
+            spec if lease else None, self.identity, self._observed_at, now, s.lease_duration_seconds
+        ):
             self._set_leading(False)
             return False
         wall = datetime.now(UTC)
@@ -113,8 +114,11 @@ class LeaderElector:
         with self._lock:
             self._renewed_at = now
         written_spec = written.get("spec") or {}
-        self._observed_record = (written_spec.get("holderIdentity"), written_spec.get("renewTime"),
-                                 written_spec.get("leaseTransitions"))
+        self._observed_record = (
+            written_spec.get("holderIdentity"),
+            written_spec.get("renewTime"),
+            written_spec.get("leaseTransitions"),
+        )
         self._observed_at = now
         self._set_leading(True)
         return True
@@ -131,8 +135,9 @@ class LeaderElector:
             lease = leases.get(self.kube, s.namespace, s.lease_name)
             if lease and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
                 spec = dict(lease["spec"])
-                spec.update(holderIdentity="", leaseDurationSeconds=1,
-                            renewTime=_micro_time(datetime.now(UTC)))
+                spec.update(
+                    holderIdentity="", leaseDurationSeconds=1, renewTime=_micro_time(datetime.now(UTC))
+                )
                 leases.update(self.kube, lease, spec)
                 log.info("Released leader lease %s/%s", s.namespace, s.lease_name)
         except Exception:  # shutdown must go on; the lease then simply expires

@@ -16,15 +16,20 @@ TERMINATION_DURATION = Histogram(
     buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1800),
 )
 EVICTIONS = Counter(
-    "nodes_eviction_requests", "Eviction requests sent while draining, by outcome.", ["outcome"],
+    "nodes_eviction_requests",
+    "Eviction requests sent while draining, by outcome.",
+    ["outcome"],
     namespace=NAMESPACE,
 )
 INTERRUPTION_RECEIVED = Counter(
-    "interruption_received_messages", "Interruption queue messages received, by kind.", ["message_type"],
+    "interruption_received_messages",
+    "Interruption queue messages received, by kind.",
+    ["message_type"],
     namespace=NAMESPACE,
 )
 INTERRUPTION_DELETED = Counter(
-    "interruption_deleted_messages", "Interruption queue messages deleted after handling.",
+    "interruption_deleted_messages",
+    "Interruption queue messages deleted after handling.",
     namespace=NAMESPACE,
 )
 INTERRUPTION_LATENCY = Histogram(
@@ -33,15 +38,19 @@ INTERRUPTION_LATENCY = Histogram(
     namespace=NAMESPACE,
 )
 INTERRUPTION_ACTIONS = Counter(
-    "interruption_actions_performed", "Actions taken on interruption messages.", ["action"],
+    "interruption_actions_performed",
+    "Actions taken on interruption messages.",
+    ["action"],
     namespace=NAMESPACE,
 )
 GC_INSTANCES = Counter(
-    "garbage_collected_instances", "Instances terminated because no Node appeared for them.",
+    "garbage_collected_instances",
+    "Instances terminated because no Node appeared for them.",
     namespace=NAMESPACE,
 )
 GC_NODES = Counter(
-    "garbage_collected_nodes", "Nodes deleted because their instance was gone.",
+    "garbage_collected_nodes",
+    "Nodes deleted because their instance was gone.",
     namespace=NAMESPACE,
 )
 IS_LEADER = Gauge(

@@ -30,8 +30,9 @@ def get_node(kube: Any, name: str) -> dict[str, Any] | None:
 
 
 def pods_on_node(kube: Any, node: str) -> list[dict[str, Any]]:
-    return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces,
-                        field_selector=f"spec.nodeName={node}")[0]
+    return list_objects(
+        client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}"
+    )[0]
 
 
 def set_annotation(kube: Any, node: str, key: str, value: str | None) -> None:
@@ -45,8 +46,10 @@ def remove_taint(kube: Any, node: Mapping[str, Any], key: str) -> None:
     new = [t for t in old if t.get("key") != key]
     if len(new) == len(old):
         return
-    patch = [{"op": "test", "path": "/spec/taints", "value": old},
-             {"op": "replace", "path": "/spec/taints", "value": new}]
+    patch = [
+        {"op": "test", "path": "/spec/taints", "value": old},
+        {"op": "replace", "path": "/spec/taints", "value": new},
+    ]
     _patch(kube, objects.name(node), patch, JSON_PATCH)
 
 
@@ -75,8 +78,10 @@ def _patch(kube: Any, node: str, body: Any, content_type: str) -> None:
 
 def _patch_finalizers(kube: Any, node: Mapping[str, Any], old: list[str], new: list[str]) -> None:
     if old:
-        patch = [{"op": "test", "path": "/metadata/finalizers", "value": old},
-                 {"op": "replace", "path": "/metadata/finalizers", "value": new}]
+        patch = [
+            {"op": "test", "path": "/metadata/finalizers", "value": old},
+            {"op": "replace", "path": "/metadata/finalizers", "value": new},
+        ]
     else:
         patch = [{"op": "add", "path": "/metadata/finalizers", "value": new}]
     _patch(kube, objects.name(node), patch, JSON_PATCH)

@@ -92,8 +92,11 @@ class NodeWorker:
             return  # the update event brings the node back with a fresh resourceVersion
         pods = nodepatch.pods_on_node(ctx.kube, name)
         expiry_ttl = prov.ttl_seconds_until_expired if prov else None
-        delays.append(self.expiry.reconcile(ctx, node, expiry_ttl, pods=pods, deleting=self._deleting(),
-                                            due=self._expiry_due()))
+        delays.append(
+            self.expiry.reconcile(
+                ctx, node, expiry_ttl, pods=pods, deleting=self._deleting(), due=self._expiry_due()
+            )
+        )
         if not objects.deleting(node) and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None
             delays.append(emptiness.reconcile(ctx, node, pods, empty_ttl))

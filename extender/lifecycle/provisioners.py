@@ -17,9 +17,15 @@ MISS_RELOAD = 1.0
 class ProvisionerLookup:
     """`get(name)`; re-lists at most every `ttl` seconds so a TTL edited in the CR applies promptly."""
 
-    def __init__(self, kube: Any, *, cluster_name: str, ttl: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic,
-                 lister: Callable[[], list[Provisioner]] | None = None) -> None:
+    def __init__(
+        self,
+        kube: Any,
+        *,
+        cluster_name: str,
+        ttl: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        lister: Callable[[], list[Provisioner]] | None = None,
+    ) -> None:
         self._list = lister or (lambda: list_provisioners(kube, cluster_name=cluster_name))
         self._ttl = ttl
         self._clock = clock

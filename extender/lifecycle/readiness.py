@@ -30,8 +30,9 @@ def never_joined(node: Mapping[str, Any]) -> bool:
     cond = objects.ready_condition(node)
     if cond is None:
         return True
-    return (cond.get("reason", "") in NEVER_UPDATED_REASONS
-            or objects.has_taint(node, labels.NOT_READY_TAINT_KEY))
+    return cond.get("reason", "") in NEVER_UPDATED_REASONS or objects.has_taint(
+        node, labels.NOT_READY_TAINT_KEY
+    )
 
 
 def decide(node: Mapping[str, Any], registration_ttl: float, now: datetime) -> Decision:

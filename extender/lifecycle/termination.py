@@ -45,16 +45,20 @@ class DrainPlan:
 
 def plan_drain(pods: Sequence[Mapping[str, Any]], now: datetime, stuck_after: float) -> DrainPlan:
     relevant = [
-        p for p in pods
-        if not objects.is_terminal(p) and not objects.is_node_bound_workload(p)
-        and not objects.tolerates_unschedulable(p) and not _stuck(p, now, stuck_after)
+        p
+        for p in pods
+        if not objects.is_terminal(p)
+        and not objects.is_node_bound_workload(p)
+        and not objects.tolerates_unschedulable(p)
+        and not _stuck(p, now, stuck_after)
     ]
     blocking = tuple(p for p in relevant if objects.do_not_evict(p) and not objects.deleting(p))
     non_critical = [p for p in relevant if not objects.is_critical(p)]
     tier = non_critical or [p for p in relevant if objects.is_critical(p)]
     evict_now = tuple(p for p in tier if not objects.deleting(p) and not objects.do_not_evict(p))
-    return DrainPlan(blocking=blocking, evict_now=evict_now, waiting=len(relevant) - len(evict_now)
-                     - len(blocking))
+    return DrainPlan(
+        blocking=blocking, evict_now=evict_now, waiting=len(relevant) - len(evict_now) - len(blocking)
+    )
 
 
 def _stuck(pod: Mapping[str, Any], now: datetime, stuck_after: float) -> bool:
@@ -83,6 +87,10 @@ class Terminator:
         ctx.log.info("Deleted node %s", node_name)
         self._cordoned.discard(node_name)
         ctx.unmark(node_name)
+        provisioner = objects.provisioner_name(node)
+        if provisioner and ctx.provisioning is not None:
+            # Otherwise status.resources keeps counting the node until the next launch.
+            ctx.provisioning.refresh_status([provisioner])
         deleted = objects.parse_time(objects.meta(node).get("deletionTimestamp"))
         if deleted is not None:
             metrics.TERMINATION_DURATION.observe(max((ctx.clock() - deleted).total_seconds(), 0.0))
@@ -94,8 +102,9 @@ class Terminator:
         if plan.drained:
             return Step.DONE
         for pod in plan.blocking:
-            message = (f"Unable to drain node {node_name}, pod {objects.pod_key(pod)} "
-                       "has do-not-evict annotation")
+            message = (
+                f"Unable to drain node {node_name}, pod {objects.pod_key(pod)} has do-not-evict annotation"
+            )
             ctx.log.info(message)
             ctx.recorder.node(node, "FailedDraining", message, warning=True)
             ctx.recorder.pod(pod, "FailedDraining", message, warning=True)
@@ -104,15 +113,17 @@ class Terminator:
         blocked = False
         for pod in plan.evict_now:
             meta = objects.meta(pod)
-            outcome, message = evict(ctx.kube, meta.get("namespace", ""), meta.get("name", ""),
-                                     meta.get("uid", ""))
+            outcome, message = evict(
+                ctx.kube, meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
+            )
             metrics.EVICTIONS.labels(outcome=outcome.value).inc()
             if outcome is Outcome.PDB_VIOLATION:
                 ctx.log.info("Failed to evict pod %s due to PDB violation.", objects.pod_key(pod))
                 blocked = True
             elif outcome is Outcome.PDB_MISCONFIGURED:
-                ctx.log.info("Failed to evict pod %s due to PDB misconfiguration error.",
-                             objects.pod_key(pod))
+                ctx.log.info(
+                    "Failed to evict pod %s due to PDB misconfiguration error.", objects.pod_key(pod)
+                )
                 blocked = True
             elif outcome is Outcome.ERROR:
                 ctx.log.warning("Failed to evict pod %s: %s", objects.pod_key(pod), message)

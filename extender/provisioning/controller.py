@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +27,7 @@ from extender.api import labels as wk
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner
 from extender.api.quantity import format_cpu, format_memory
+from extender.api.resources import Resources
 from extender.cloud.types import (
     CloudError,
     CloudProvider,
@@ -486,12 +487,14 @@ class ProvisioningController:
         )
 
     def _update_status(self, ctx: _Context) -> None:
+        self.refresh_status(ctx.provisioners)
+
+    def refresh_status(self, provisioner_names: Iterable[str]) -> None:
+        """Publish status.resources from live + in-flight nodes; lifecycle calls it after removing a node."""
         usage = self._inventory().usage
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        for name in ctx.provisioners:
-            used = usage.get(name)
-            if used is None:
-                continue
+        for name in provisioner_names:
+            used = usage.get(name) or Resources()
             status = {
                 "resources": {
                     "cpu": format_cpu(used.cpu),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from kubernetes import client
 from werkzeug.serving import make_server
 
 from benchmarks.provisioning import PRICES, controller_env, free_port
@@ -66,15 +67,30 @@ def make_settings(cluster: Any) -> Settings:
         cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
         cluster_endpoint=cluster.apiserver_url,
         kubeconfig=cluster.kubeconfig,
-        aws=AWSSettings(region=seed.region, endpoint_url=seed.endpoint_url, ssm_prefix=seed.ssm_prefix,
-                        pricing_api=False, price_file=str(PRICES), kubernetes_version=seed.k8s_version,
-                        default_instance_profile="karpy-node", interruption_queue=seed.queue_url),
+        aws=AWSSettings(
+            region=seed.region,
+            endpoint_url=seed.endpoint_url,
+            ssm_prefix=seed.ssm_prefix,
+            pricing_api=False,
+            price_file=str(PRICES),
+            kubernetes_version=seed.k8s_version,
+            default_instance_profile="karpy-node",
+            interruption_queue=seed.queue_url,
+        ),
         batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
-        lifecycle=LifecycleSettings(gc_grace_seconds=GC_GRACE, gc_interval_seconds=2.0, sqs_wait_seconds=1,
-                                    replacement_wait_seconds=60.0),
-        leader_election=LeaderElectionSettings(enabled=False, namespace="kube-system",
-                                               lease_duration_seconds=4, renew_deadline_seconds=3,
-                                               retry_period_seconds=0.5),
+        lifecycle=LifecycleSettings(
+            gc_grace_seconds=GC_GRACE,
+            gc_interval_seconds=2.0,
+            sqs_wait_seconds=1,
+            replacement_wait_seconds=60.0,
+        ),
+        leader_election=LeaderElectionSettings(
+            enabled=False,
+            namespace="kube-system",
+            lease_duration_seconds=4,
+            renew_deadline_seconds=3,
+            retry_period_seconds=0.5,
+        ),
     )
 
 
@@ -95,15 +111,25 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
     state = ClusterState()
     leading = threading.Event()
     leading.set()
-    controller = ProvisioningController(settings=settings, kube=kube, cloud=cloud, state=state,
-                                        is_leader=leading.is_set)
+    controller = ProvisioningController(
+        settings=settings, kube=kube, cloud=cloud, state=state, is_leader=leading.is_set
+    )
     stop = threading.Event()
     controller.start(stop)
     recorder = Recorder(kube)
-    start_lifecycle(settings=settings, kube=kube, cloud=cloud, state=state, provisioning=controller,
-                    is_leader=leading.is_set, stop=stop, recorder=recorder)
-    server = make_server("127.0.0.1", cluster.extender_port, create_app(settings, state, controller.enqueue),
-                         threaded=True)
+    start_lifecycle(
+        settings=settings,
+        kube=kube,
+        cloud=cloud,
+        state=state,
+        provisioning=controller,
+        is_leader=leading.is_set,
+        stop=stop,
+        recorder=recorder,
+    )
+    server = make_server(
+        "127.0.0.1", cluster.extender_port, create_app(settings, state, controller.enqueue), threaded=True
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder)
@@ -126,25 +152,46 @@ def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec
     create_provisioner(kube, name, requirements, provider={"instanceProfile": "karpy-node"}, **spec)
 
 
-def deployment(apps: Any, namespace: str, name: str, prov: str, replicas: int, cpu: str = "1",
-               annotations: dict[str, str] | None = None) -> None:
+def deployment(
+    apps: Any,
+    namespace: str,
+    name: str,
+    prov: str,
+    replicas: int,
+    cpu: str = "1",
+    annotations: dict[str, str] | None = None,
+) -> None:
     template = pod_manifest(name, cpu, selector={wk.PROVISIONER_NAME: prov})
     template["metadata"] = {"labels": {"app": name}, "annotations": annotations or {}}
-    apps.create_namespaced_deployment(namespace, {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": template["metadata"], "spec": template["spec"]}},
-    })
+    apps.create_namespaced_deployment(
+        namespace,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": template["metadata"], "spec": template["spec"]},
+            },
+        },
+    )
 
 
 def live_pods(core: Any, namespace: str, app: str) -> list[Any]:
-    return [p for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
-            if p.metadata.deletion_timestamp is None]
+    return [
+        p
+        for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+        if p.metadata.deletion_timestamp is None
+    ]
 
 
 def available(core: Any, namespace: str, app: str) -> int:
-    return sum(1 for p in live_pods(core, namespace, app)
-               if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []))
+    return sum(
+        1
+        for p in live_pods(core, namespace, app)
+        if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+    )
 
 
 def node_or_none(core: Any, name: str) -> Any:
@@ -185,26 +232,56 @@ def test_empty_node_is_annotated_then_terminated_after_ttl(
     karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
     prov = unique("empty")
-    provisioner(karpy.kube, prov, [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
-                ttlSecondsAfterEmpty=5)
+    provisioner(
+        karpy.kube,
+        prov,
+        [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
+        ttlSecondsAfterEmpty=5,
+    )
     deployment(apps_v1, namespace, "inflate", prov, 2)
-    pods = wait_for(lambda: (ps := live_pods(core_v1, namespace, "inflate")) and len(ps) == 2
-                    and all(p.spec.node_name for p in ps) and ps, 90, "inflate bound")
+    pods = wait_for(
+        lambda: (
+            (ps := live_pods(core_v1, namespace, "inflate"))
+            and len(ps) == 2
+            and all(p.spec.node_name for p in ps)
+            and ps
+        ),
+        90,
+        "inflate bound",
+    )
     node = pods[0].spec.node_name
     wait_for(lambda: ready_untainted(core_v1, node), 60, "not-ready taint removed once Ready")
     instance = instance_of(core_v1.read_node(node))
+
+    def status_cpu() -> str | None:
+        obj = client.CustomObjectsApi(karpy.kube).get_cluster_custom_object(
+            "karpenter.sh", "v1alpha5", "provisioners", prov
+        )
+        return ((obj.get("status") or {}).get("resources") or {}).get("cpu")
+
+    wait_for(lambda: status_cpu() not in (None, "0"), 30, "provisioner status counting the node")
     apps_v1.delete_namespaced_deployment("inflate", namespace)
     annotated = wait_for(
-        lambda: (n := node_or_none(core_v1, node)) and (n.metadata.annotations or {}).get(
-            wk.EMPTINESS_TIMESTAMP_ANNOTATION), 60, "emptiness annotation")
+        lambda: (
+            (n := node_or_none(core_v1, node))
+            and (n.metadata.annotations or {}).get(wk.EMPTINESS_TIMESTAMP_ANNOTATION)
+        ),
+        60,
+        "emptiness annotation",
+    )
     seen_at = time.monotonic()
     assert annotated.endswith("Z")
     wait_for(lambda: node_or_none(core_v1, node) is None, 60, "empty node deleted")
     assert time.monotonic() - seen_at >= 3.5, "terminated before the 5s TTL ran out"
     wait_for(lambda: instance_state(karpy, instance) == "terminated", 30, "instance terminated in moto")
+    wait_for(lambda: status_cpu() == "0", 30, "provisioner status no longer counting the deleted node")
     log = messages(lifecycle_log)
-    for line in (f"Added TTL to empty node {node}", f"Triggering termination after 5s for empty node {node}",
-                 f"Cordoned node {node}", f"Deleted node {node}"):
+    for line in (
+        f"Added TTL to empty node {node}",
+        f"Triggering termination after 5s for empty node {node}",
+        f"Cordoned node {node}",
+        f"Deleted node {node}",
+    ):
         assert line in log, line
 
 
@@ -221,18 +298,35 @@ def test_drain_respects_pdb_and_do_not_evict_holds_the_node(
     assert len(nodes) == 1
     node = nodes.pop()
     instance = instance_of(core_v1.read_node(node))
-    client.PolicyV1Api(karpy.kube).create_namespaced_pod_disruption_budget(namespace, {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
-        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}})
+    client.PolicyV1Api(karpy.kube).create_namespaced_pod_disruption_budget(
+        namespace,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
     keeper = pod_manifest("keeper", "100m")
     keeper["metadata"]["labels"] = {"app": "keeper"}
     keeper["metadata"]["annotations"] = {wk.DO_NOT_EVICT_ANNOTATION: "true"}
     keeper["spec"]["nodeName"] = node
     core_v1.create_namespaced_pod(namespace, keeper)
-    wait_for(lambda: core_v1.read_namespaced_pod("keeper", namespace).status.phase == "Running", 30,
-             "keeper running")
-    wait_for(lambda: client.PolicyV1Api(karpy.kube).read_namespaced_pod_disruption_budget(
-        "web", namespace).status.disruptions_allowed == 1, 30, "PDB allows one disruption")
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("keeper", namespace).status.phase == "Running",
+        30,
+        "keeper running",
+    )
+    wait_for(
+        lambda: (
+            client.PolicyV1Api(karpy.kube)
+            .read_namespaced_pod_disruption_budget("web", namespace)
+            .status.disruptions_allowed
+            == 1
+        ),
+        30,
+        "PDB allows one disruption",
+    )
 
     minimum = [3]
     sampling = threading.Event()
@@ -246,8 +340,14 @@ def test_drain_respects_pdb_and_do_not_evict_holds_the_node(
     sampler.start()
     core_v1.delete_node(node)
     # The do-not-evict pod holds the whole drain: nothing is evicted, the node stays (cordoned).
-    wait_for(lambda: f"Unable to drain node {node}, pod {namespace}/keeper has do-not-evict annotation"
-             in messages(lifecycle_log), 30, "do-not-evict logged")
+    wait_for(
+        lambda: (
+            f"Unable to drain node {node}, pod {namespace}/keeper has do-not-evict annotation"
+            in messages(lifecycle_log)
+        ),
+        30,
+        "do-not-evict logged",
+    )
     time.sleep(3)
     held = core_v1.read_node(node)
     assert held.spec.unschedulable and held.metadata.deletion_timestamp is not None
@@ -281,21 +381,36 @@ def test_spot_interruption_via_eventbridge_replaces_node_and_malformed_is_droppe
     assert seed.endpoint_url and events is not None
     import boto3
 
-    session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
-                                    region_name=seed.region)
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=seed.region
+    )
     eventbridge = session.client("events", endpoint_url=seed.endpoint_url)
     sqs = session.client("sqs", endpoint_url=seed.endpoint_url)
     malformed_before = metrics.INTERRUPTION_RECEIVED.labels(message_type="malformed")._value.get()
     sqs.send_message(QueueUrl=seed.interruption_queue, MessageBody="{not json")
-    resp = eventbridge.put_events(Entries=[{
-        "Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning",
-        "Detail": json.dumps({"instance-id": instance, "instance-action": "terminate"}),
-        "Resources": [f"arn:aws:ec2:{seed.region}:123456789012:instance/{instance}"]}])
+    resp = eventbridge.put_events(
+        Entries=[
+            {
+                "Source": "aws.ec2",
+                "DetailType": "EC2 Spot Instance Interruption Warning",
+                "Detail": json.dumps({"instance-id": instance, "instance-action": "terminate"}),
+                "Resources": [f"arn:aws:ec2:{seed.region}:123456789012:instance/{instance}"],
+            }
+        ]
+    )
     assert resp["FailedEntryCount"] == 0
     wait_for(lambda: node_or_none(core_v1, node) is None, 120, "interrupted node gone")
-    pods = wait_for(lambda: (ps := live_pods(core_v1, namespace, "app")) and len(ps) == 2
-                    and all(p.spec.node_name and p.spec.node_name != node for p in ps)
-                    and available(core_v1, namespace, "app") == 2 and ps, 120, "pods rebound elsewhere")
+    pods = wait_for(
+        lambda: (
+            (ps := live_pods(core_v1, namespace, "app"))
+            and len(ps) == 2
+            and all(p.spec.node_name and p.spec.node_name != node for p in ps)
+            and available(core_v1, namespace, "app") == 2
+            and ps
+        ),
+        120,
+        "pods rebound elsewhere",
+    )
     assert {p.spec.node_name for p in pods}.isdisjoint({node})
     assert instance_state(karpy, instance) == "terminated"
     log = messages(lifecycle_log)
@@ -303,11 +418,23 @@ def test_spot_interruption_via_eventbridge_replaces_node_and_malformed_is_droppe
     assert any(m.startswith("Launched") and f"for interrupted node {node}" in m for m in log)
     key = (old.metadata.labels[wk.INSTANCE_TYPE], old.metadata.labels[wk.ZONE], "spot")
     assert any((k.instance_type, k.zone, k.capacity_type) == key for k in karpy.controller.unavailable)
-    wait_for(lambda: metrics.INTERRUPTION_RECEIVED.labels(message_type="malformed")._value.get()
-             > malformed_before, 30, "malformed message counted")
-    wait_for(lambda: sqs.get_queue_attributes(
-        QueueUrl=seed.interruption_queue, AttributeNames=["All"])["Attributes"][
-        "ApproximateNumberOfMessages"] == "0", 30, "queue drained (malformed deleted, not redelivered)")
+    wait_for(
+        lambda: (
+            metrics.INTERRUPTION_RECEIVED.labels(message_type="malformed")._value.get() > malformed_before
+        ),
+        30,
+        "malformed message counted",
+    )
+    wait_for(
+        lambda: (
+            sqs.get_queue_attributes(QueueUrl=seed.interruption_queue, AttributeNames=["All"])["Attributes"][
+                "ApproximateNumberOfMessages"
+            ]
+            == "0"
+        ),
+        30,
+        "queue drained (malformed deleted, not redelivered)",
+    )
 
 
 def test_expired_node_is_replaced_before_it_is_drained(
@@ -330,9 +457,17 @@ def test_expired_node_is_replaced_before_it_is_drained(
 
     threading.Thread(target=watch_pending, daemon=True).start()
     wait_for(lambda: node_or_none(core_v1, node) is None, 120, "expired node gone")
-    pods = wait_for(lambda: (ps := live_pods(core_v1, namespace, "old")) and len(ps) == 2
-                    and all(p.spec.node_name and p.spec.node_name != node for p in ps)
-                    and available(core_v1, namespace, "old") == 2 and ps, 60, "pods on the new node")
+    pods = wait_for(
+        lambda: (
+            (ps := live_pods(core_v1, namespace, "old"))
+            and len(ps) == 2
+            and all(p.spec.node_name and p.spec.node_name != node for p in ps)
+            and available(core_v1, namespace, "old") == 2
+            and ps
+        ),
+        60,
+        "pods on the new node",
+    )
     done.set()
     assert instance_state(karpy, instance) == "terminated"
     log = messages(lifecycle_log)
@@ -340,8 +475,10 @@ def test_expired_node_is_replaced_before_it_is_drained(
     replacement = next(m for m in log if f"for expired node {node}" in m and m.startswith("Launched"))
     assert pods[0].spec.node_name in replacement
     assert all(p.spec.node_name is not None for p in pods)
-    print(f"\nexpiry: pods pending at most {pending_seen[0]} at a time while moving (evicted pods are "
-          "recreated and bound by kube-scheduler onto the already-Ready replacement)")
+    print(
+        f"\nexpiry: pods pending at most {pending_seen[0]} at a time while moving (evicted pods are "
+        "recreated and bound by kube-scheduler onto the already-Ready replacement)"
+    )
 
 
 def test_gc_terminates_orphan_instances_and_deletes_nodes_without_instances(
@@ -352,17 +489,34 @@ def test_gc_terminates_orphan_instances_and_deletes_nodes_without_instances(
     from extender.cluster.nodes import create_node
 
     prov = default_provisioner(unique("gc"))
-    launched = karpy.cloud.create(LaunchRequest(
-        provisioner=prov, instance_types=("m5.large",), zones=("us-west-2a",), capacity_types=("on-demand",),
-        count=2, labels={}, taints=(), launch_id=unique("launch")))
+    launched = karpy.cloud.create(
+        LaunchRequest(
+            provisioner=prov,
+            instance_types=("m5.large",),
+            zones=("us-west-2a",),
+            capacity_types=("on-demand",),
+            count=2,
+            labels={},
+            taints=(),
+            launch_id=unique("launch"),
+        )
+    )
     orphan, doomed = launched.instances
     # A Node for `doomed`, whose instance then disappears behind karpy's back.
     name = unique("gc-node")
-    create_node(karpy.kube, {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {wk.PROVISIONER_NAME: prov.name},
-                     "finalizers": [wk.TERMINATION_FINALIZER]},
-        "spec": {"providerID": doomed.provider_id}})
+    create_node(
+        karpy.kube,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {wk.PROVISIONER_NAME: prov.name},
+                "finalizers": [wk.TERMINATION_FINALIZER],
+            },
+            "spec": {"providerID": doomed.provider_id},
+        },
+    )
     karpy.ec2.terminate_instances(InstanceIds=[doomed.id])
     started = time.monotonic()
     wait_for(lambda: instance_state(karpy, orphan.id) == "terminated", GC_GRACE + 30, "orphan collected")
@@ -382,16 +536,25 @@ def test_instance_launched_before_a_crash_is_adopted_on_leadership_and_gets_the_
 
     name = unique("adopt")
     provisioner(karpy.kube, name, [])
-    (prov,) = [p for p in list_provisioners(karpy.kube, cluster_name=karpy.settings.cluster_name)
-               if p.name == name]
+    (prov,) = [
+        p for p in list_provisioners(karpy.kube, cluster_name=karpy.settings.cluster_name) if p.name == name
+    ]
     karpy.leading.clear()  # the replica that "crashed" after CreateFleet; this one follows meanwhile
     try:
         for i in range(2):
-            core_v1.create_namespaced_pod(namespace, pod_manifest(f"a{i}", "1",
-                                                                  selector={wk.PROVISIONER_NAME: name}))
-        request = LaunchRequest(provisioner=prov, instance_types=("m5.xlarge",), zones=("us-west-2a",),
-                                capacity_types=("on-demand",), count=1, labels={}, taints=(),
-                                launch_id=unique("launch"))
+            core_v1.create_namespaced_pod(
+                namespace, pod_manifest(f"a{i}", "1", selector={wk.PROVISIONER_NAME: name})
+            )
+        request = LaunchRequest(
+            provisioner=prov,
+            instance_types=("m5.xlarge",),
+            zones=("us-west-2a",),
+            capacity_types=("on-demand",),
+            count=1,
+            labels={},
+            taints=(),
+            launch_id=unique("launch"),
+        )
         (instance,) = karpy.cloud.create(request).instances
         time.sleep(2.5)  # a batch window: the follower parks the pods and launches nothing
         assert not any(p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items)
@@ -402,14 +565,17 @@ def test_instance_launched_before_a_crash_is_adopted_on_leadership_and_gets_the_
     bound_after = time.monotonic() - started
     node = instance.private_dns_name.lower()
     assert {p.spec.node_name for p in pods} == {node}
-    reservations = karpy.ec2.describe_instances(Filters=[
-        {"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [name]}])["Reservations"]
+    reservations = karpy.ec2.describe_instances(
+        Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [name]}]
+    )["Reservations"]
     assert [i["InstanceId"] for r in reservations for i in r["Instances"]] == [instance.id]
     log = messages(lifecycle_log)
     assert f"Adopted instance {instance.id} of an interrupted launch as node {node}" in log
     assert sum(m.startswith("Adopted instance ") for m in log) == 1, "adopted twice (two recovery paths)"
-    print(f"\nadoption: instance without a node adopted, 2 parked pods bound {bound_after:.1f}s after "
-          "leadership, 0 extra launches")
+    print(
+        f"\nadoption: instance without a node adopted, 2 parked pods bound {bound_after:.1f}s after "
+        "leadership, 0 extra launches"
+    )
 
 
 FOLLOWER_SCRIPT = """
@@ -435,19 +601,30 @@ def test_leader_killed_other_replica_takes_over_and_provisions(
 ) -> None:
     from kubernetes import client
 
-
     lease = unique("karpy-lease")
-    le = LeaderElectionSettings(enabled=True, namespace="kube-system", lease_name=lease,
-                                lease_duration_seconds=4, renew_deadline_seconds=3, retry_period_seconds=0.5)
-    leader = subprocess.Popen([sys.executable, "-c", FOLLOWER_SCRIPT, cluster.kubeconfig, lease],
-                              stdout=subprocess.PIPE, text=True)
+    le = LeaderElectionSettings(
+        enabled=True,
+        namespace="kube-system",
+        lease_name=lease,
+        lease_duration_seconds=4,
+        renew_deadline_seconds=3,
+        retry_period_seconds=0.5,
+    )
+    leader = subprocess.Popen(
+        [sys.executable, "-c", FOLLOWER_SCRIPT, cluster.kubeconfig, lease], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert leader.stdout is not None and leader.stdout.readline().strip() == "LEADING"
         karpy.leading.clear()  # the module's replica stands aside; `follower` is the other replica
         # No on_started hook: the controller itself re-queues the pods it parked while following.
         follower = LeaderElector(kube=karpy.kube, settings=le, identity="follower")
-        pc = ProvisioningController(settings=karpy.settings, kube=karpy.kube, cloud=karpy.cloud,
-                                    state=ClusterState(), is_leader=follower.is_leader)
+        pc = ProvisioningController(
+            settings=karpy.settings,
+            kube=karpy.kube,
+            cloud=karpy.cloud,
+            state=ClusterState(),
+            is_leader=follower.is_leader,
+        )
         stop = threading.Event()
         pc.start(stop)
         follower.start(stop)
@@ -522,8 +699,13 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                 core_v1.create_namespaced_pod(namespace, manifest)
             log_path = tmp_path / f"replica-{round_}.log"
             with open(log_path, "w") as log_file:
-                replica = subprocess.Popen([sys.executable, "-c", REPLICA_SCRIPT], env=env,
-                                           stdout=subprocess.PIPE, stderr=log_file, text=True)
+                replica = subprocess.Popen(
+                    [sys.executable, "-c", REPLICA_SCRIPT],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=log_file,
+                    text=True,
+                )
                 assert replica.stdout is not None
                 replica.stdout.readline()  # STARTED: watches up, the first batch window opens
                 # Kill at a random point shortly after the plan: fleet call, Node create or binds.
@@ -535,19 +717,33 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                 replica.wait(10)
             kills += 1
             text = log_path.read_text()
-            phases[("bound" if "Bound " in text else "launched" if "Launched instance" in text
-                    else "planned" if "Computed packing" in text else "batching")] += 1
+            phases[
+                (
+                    "bound"
+                    if "Bound " in text
+                    else "launched"
+                    if "Launched instance" in text
+                    else "planned"
+                    if "Computed packing" in text
+                    else "batching"
+                )
+            ] += 1
         with open(tmp_path / "replica-final.log", "w") as final_log:
-            final = subprocess.Popen([sys.executable, "-c", REPLICA_SCRIPT], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=final_log)
+            final = subprocess.Popen(
+                [sys.executable, "-c", REPLICA_SCRIPT], env=env, stdout=subprocess.DEVNULL, stderr=final_log
+            )
             try:
                 wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
                 time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
-                nodes = [n for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
-                         if n.metadata.deletion_timestamp is None]
+                nodes = [
+                    n
+                    for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+                    if n.metadata.deletion_timestamp is None
+                ]
                 node_instances = {instance_of(n) for n in nodes}
-                reservations = karpy.ec2.describe_instances(Filters=[
-                    {"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}])["Reservations"]
+                reservations = karpy.ec2.describe_instances(
+                    Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}]
+                )["Reservations"]
                 instances = [i for r in reservations for i in r["Instances"]]
                 live = {i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")}
                 orphans = live - node_instances
@@ -557,16 +753,19 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                 logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
                 adopted = logs.count("Adopted instance ")
                 relaunches_found = logs.count("already running")
-                print(f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
-                      f"nodes {len(nodes)}, orphans left {len(orphans)}, "
-                      f"orphans collected by GC {collected}, "
-                      f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
-                      f"instances adopted after a kill {adopted}, "
-                      f"launches found by launch id {relaunches_found}; killed after: {dict(phases)}")
+                print(
+                    f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
+                    f"nodes {len(nodes)}, orphans left {len(orphans)}, "
+                    f"orphans collected by GC {collected}, "
+                    f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
+                    f"instances adopted after a kill {adopted}, "
+                    f"launches found by launch id {relaunches_found}; killed after: {dict(phases)}"
+                )
                 assert not orphans, f"instances without a Node after GC: {orphans}"
                 assert collected + len(empty_nodes) == 0, (
                     f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
-                    f"{len(empty_nodes)} empty node(s)")
+                    f"{len(empty_nodes)} empty node(s)"
+                )
             finally:
                 final.kill()
                 final.wait(10)

@@ -26,17 +26,24 @@ def node(
     provisioner: str | None = "default",
     deleting: bool = False,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "creationTimestamp": stamp(created),
-                            "annotations": annotations or {}, "labels": {}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "creationTimestamp": stamp(created),
+        "annotations": annotations or {},
+        "labels": {},
+    }
     if provisioner:
         meta["labels"][labels.PROVISIONER_NAME] = provisioner
     if deleting:
         meta["deletionTimestamp"] = stamp(created)
-    conditions = [] if ready is None else [
-        {"type": "Ready", "status": "True" if ready else "False", "reason": reason}]
-    return {"metadata": meta,
-            "spec": {"providerID": f"aws:///us-west-2a/{instance}", "taints": taints or []},
-            "status": {"conditions": conditions}}
+    conditions = (
+        [] if ready is None else [{"type": "Ready", "status": "True" if ready else "False", "reason": reason}]
+    )
+    return {
+        "metadata": meta,
+        "spec": {"providerID": f"aws:///us-west-2a/{instance}", "taints": taints or []},
+        "status": {"conditions": conditions},
+    }
 
 
 def pod(
@@ -49,8 +56,12 @@ def pod(
     deleting_at: datetime | None = None,
     tolerations: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"uid-{name}",
-                            "annotations": annotations or {}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "default",
+        "uid": f"uid-{name}",
+        "annotations": annotations or {},
+    }
     if owner:
         meta["ownerReferences"] = [{"kind": owner, "name": "o", "apiVersion": "apps/v1", "uid": "x"}]
     if deleting_at:

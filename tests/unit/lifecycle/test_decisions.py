@@ -80,8 +80,12 @@ def test_expiry_time_is_creation_plus_ttl() -> None:
 
 
 def test_pick_starts_oldest_overdue_first_within_free_slots() -> None:
-    due = [("young", T0 + timedelta(seconds=50)), ("old", T0), ("mid", T0 + timedelta(seconds=10)),
-           ("future", T0 + timedelta(hours=1))]
+    due = [
+        ("young", T0 + timedelta(seconds=50)),
+        ("old", T0),
+        ("mid", T0 + timedelta(seconds=10)),
+        ("future", T0 + timedelta(hours=1)),
+    ]
     now = T0 + timedelta(seconds=60)
     assert expiry.pick(due, now, in_flight=0, max_disrupting=2) == ["old", "mid"]
     assert expiry.pick(due, now, in_flight=1, max_disrupting=2) == ["old"]

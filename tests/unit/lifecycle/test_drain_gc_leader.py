@@ -15,16 +15,23 @@ from .builders import T0, node, pod
 
 
 def test_non_critical_pods_go_first_critical_wait() -> None:
-    pods = [pod("web"), pod("dns", priority_class="system-cluster-critical"),
-            pod("ds", owner="DaemonSet"), pod("static", owner="Node")]
+    pods = [
+        pod("web"),
+        pod("dns", priority_class="system-cluster-critical"),
+        pod("ds", owner="DaemonSet"),
+        pod("static", owner="Node"),
+    ]
     plan = plan_drain(pods, T0, 60)
     assert [p["metadata"]["name"] for p in plan.evict_now] == ["web"]
     assert plan.waiting == 1 and not plan.drained
 
 
 def test_critical_pods_are_evicted_once_the_rest_are_gone() -> None:
-    pods = [pod("dns", priority_class="system-cluster-critical"),
-            pod("proxy", priority_class="system-node-critical"), pod("ds", owner="DaemonSet")]
+    pods = [
+        pod("dns", priority_class="system-cluster-critical"),
+        pod("proxy", priority_class="system-node-critical"),
+        pod("ds", owner="DaemonSet"),
+    ]
     plan = plan_drain(pods, T0, 60)
     assert [p["metadata"]["name"] for p in plan.evict_now] == ["dns", "proxy"]
 
@@ -43,8 +50,11 @@ def test_do_not_evict_blocks_and_is_never_evicted() -> None:
 
 
 def test_finished_daemonset_and_unschedulable_tolerating_pods_do_not_hold_the_drain() -> None:
-    pods = [pod("done", phase="Succeeded"), pod("ds", owner="DaemonSet"),
-            pod("tol", tolerations=[{"operator": "Exists"}])]
+    pods = [
+        pod("done", phase="Succeeded"),
+        pod("ds", owner="DaemonSet"),
+        pod("tol", tolerations=[{"operator": "Exists"}]),
+    ]
     assert plan_drain(pods, T0, 60).drained
 
 
@@ -52,23 +62,34 @@ def test_finished_daemonset_and_unschedulable_tolerating_pods_do_not_hold_the_dr
 
 
 def inst(iid: str, launched_ago: float, tags: dict[str, str] | None = None) -> Instance:
-    return Instance(id=iid, instance_type="m5.large", zone="us-west-2a", capacity_type="spot",
-                    private_dns_name="", provider_id=f"aws:///us-west-2a/{iid}", state="running",
-                    launch_time=T0 - timedelta(seconds=launched_ago), tags=tags or {})
+    return Instance(
+        id=iid,
+        instance_type="m5.large",
+        zone="us-west-2a",
+        capacity_type="spot",
+        private_dns_name="",
+        provider_id=f"aws:///us-west-2a/{iid}",
+        state="running",
+        launch_time=T0 - timedelta(seconds=launched_ago),
+        tags=tags or {},
+    )
 
 
 def test_instance_without_node_is_garbage_only_after_grace() -> None:
-    g = gc.find_garbage([node(instance="i-1")], [inst("i-1", 500), inst("i-2", 500), inst("i-3", 10)],
-                        T0, 120)
+    g = gc.find_garbage(
+        [node(instance="i-1")], [inst("i-1", 500), inst("i-2", 500), inst("i-3", 10)], T0, 120
+    )
     assert [i.id for i in g.instances] == ["i-2"]
     assert g.nodes == ()
 
 
 def test_node_whose_instance_is_gone_is_garbage() -> None:
-    nodes = [node("n1", instance="i-1", created=T0 - timedelta(hours=1)),
-             node("n2", instance="i-2", created=T0 - timedelta(hours=1)),
-             node("young", instance="i-9", created=T0),
-             node("theirs", instance="i-8", provisioner=None, created=T0 - timedelta(hours=1))]
+    nodes = [
+        node("n1", instance="i-1", created=T0 - timedelta(hours=1)),
+        node("n2", instance="i-2", created=T0 - timedelta(hours=1)),
+        node("young", instance="i-9", created=T0),
+        node("theirs", instance="i-8", provisioner=None, created=T0 - timedelta(hours=1)),
+    ]
     g = gc.find_garbage(nodes, [inst("i-1", 3600)], T0, 120)
     assert g.nodes == ("n2",)
 
