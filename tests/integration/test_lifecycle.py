@@ -32,7 +32,6 @@ from extender.lifecycle.events import Recorder
 from extender.lifecycle.leader import LeaderElector
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import (
-    AWSSettings,
     BatchingSettings,
     LeaderElectionSettings,
     LifecycleSettings,
@@ -67,16 +66,7 @@ def make_settings(cluster: Any) -> Settings:
         cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
         cluster_endpoint=cluster.apiserver_url,
         kubeconfig=cluster.kubeconfig,
-        aws=AWSSettings(
-            region=seed.region,
-            endpoint_url=seed.endpoint_url,
-            ssm_prefix=seed.ssm_prefix,
-            pricing_api=False,
-            price_file=str(PRICES),
-            kubernetes_version=seed.k8s_version,
-            default_instance_profile="karpy-node",
-            interruption_queue=seed.queue_url,
-        ),
+        aws=seed.aws_settings(price_file=str(PRICES), default_instance_profile="karpy-node"),
         batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
         lifecycle=LifecycleSettings(
             gc_grace_seconds=GC_GRACE,

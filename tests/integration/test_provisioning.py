@@ -30,7 +30,7 @@ from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
 from extender.http.app import create_app
 from extender.provisioning.controller import BatchReport, ProvisioningController
-from extender.settings import AWSSettings, BatchingSettings, LeaderElectionSettings, Settings
+from extender.settings import BatchingSettings, LeaderElectionSettings, Settings
 from extender.state import ClusterState
 
 pytestmark = pytest.mark.integration
@@ -57,14 +57,8 @@ def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
         cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
         cluster_endpoint=cluster.apiserver_url,
         kubeconfig=cluster.kubeconfig,
-        aws=AWSSettings(
-            region=seed.region,
-            endpoint_url=seed.endpoint_url,
-            ssm_prefix=seed.ssm_prefix,
-            pricing_api=False,
-            price_file=str(PRICES),
-            kubernetes_version=seed.k8s_version,
-            default_instance_profile="karpy-node",
+        aws=seed.aws_settings(
+            interruption_queue="", price_file=str(PRICES), default_instance_profile="karpy-node"
         ),
         batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
         leader_election=LeaderElectionSettings(enabled=False),
