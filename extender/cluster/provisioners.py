@@ -11,6 +11,7 @@ from marshmallow import ValidationError
 
 from extender.api import labels as wk
 from extender.api.provisioner import Provisioner, default_manifest, load_provisioner
+from extender.settings import Settings
 
 log = logging.getLogger("karpy.provisioners")
 
@@ -44,6 +45,17 @@ def list_provisioners(
         except ValidationError as err:
             log.error("Ignoring invalid provisioner %s, %s", name, err.messages)
     return result
+
+
+def list_configured(kube: client.ApiClient, settings: Settings) -> list[Provisioner]:
+    """`list_provisioners` with the defaults this controller is configured with: every worker must see
+    the same Provisioners (a Provisioner without instanceProfile relies on the configured default)."""
+    return list_provisioners(
+        kube,
+        cluster_name=settings.cluster_name,
+        cluster_endpoint=settings.cluster_endpoint,
+        instance_profile=settings.aws.default_instance_profile,
+    )
 
 
 def patch_status(kube: client.ApiClient, name: str, status: Mapping[str, Any]) -> None:

@@ -37,7 +37,7 @@ def _thread(target: Callable[..., None], *args: Any, name: str) -> threading.Thr
 class Lifecycle:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        lookup = ProvisionerLookup(ctx.kube, cluster_name=ctx.settings.cluster_name)
+        lookup = ProvisionerLookup(ctx.kube, settings=ctx.settings)
         self.nodes = NodeWorker(ctx, lookup.get)
         self._was_leader = False
         #: Nodes created at the last leadership start for instances of interrupted launches.

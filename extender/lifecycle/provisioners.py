@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from extender.api.provisioner import Provisioner
-from extender.cluster.provisioners import list_provisioners
+from extender.cluster.provisioners import list_configured
+from extender.settings import Settings
 
 #: A lookup miss re-lists, but not more often than this.
 MISS_RELOAD = 1.0
@@ -21,12 +22,12 @@ class ProvisionerLookup:
         self,
         kube: Any,
         *,
-        cluster_name: str,
+        settings: Settings,
         ttl: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         lister: Callable[[], list[Provisioner]] | None = None,
     ) -> None:
-        self._list = lister or (lambda: list_provisioners(kube, cluster_name=cluster_name))
+        self._list = lister or (lambda: list_configured(kube, settings))
         self._ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()

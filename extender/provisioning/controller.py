@@ -269,13 +269,7 @@ class ProvisioningController:
         return report
 
     def _context(self) -> _Context:
-        s = self.settings
-        provisioners = kube_provisioners.list_provisioners(
-            self.kube,
-            cluster_name=s.cluster_name,
-            cluster_endpoint=s.cluster_endpoint,
-            instance_profile=s.aws.default_instance_profile,
-        )
+        provisioners = kube_provisioners.list_configured(self.kube, self.settings)
         daemonsets = [
             p for p in (self._parse(m) for m in kube_pods.daemonset_pods(self.kube)) if p is not None
         ]

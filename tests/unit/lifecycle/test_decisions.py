@@ -112,6 +112,7 @@ def test_go_duration_matches_karpenter_log_text() -> None:
 def test_provisioner_lookup_relists_on_a_miss_but_not_on_every_call() -> None:
     from extender.api.provisioner import default_provisioner
     from extender.lifecycle.provisioners import ProvisionerLookup
+    from extender.settings import Settings
 
     names = ["a"]
     calls: list[int] = []
@@ -121,7 +122,9 @@ def test_provisioner_lookup_relists_on_a_miss_but_not_on_every_call() -> None:
         return [default_provisioner(n) for n in names]
 
     now = [0.0]
-    lookup = ProvisionerLookup(None, cluster_name="c", ttl=5.0, clock=lambda: now[0], lister=lister)
+    lookup = ProvisionerLookup(
+        None, settings=Settings(cluster_name="c"), ttl=5.0, clock=lambda: now[0], lister=lister
+    )
     assert lookup.get("a") is not None and len(calls) == 1
     names.append("b")
     assert lookup.get("b") is None and len(calls) == 1  # just listed: a miss waits for MISS_RELOAD
