@@ -15,11 +15,11 @@ from kubernetes import client
 
 from extender.api import labels
 from extender.cloud.types import CloudProvider, OfferingKey
+from extender.cluster.informer import start_informer
 from extender.cluster.nodes import list_karpy_nodes
 from extender.lifecycle import gc, metrics, recovery
 from extender.lifecycle.context import Context, RemovalMarks, Replacements, utcnow
 from extender.lifecycle.events import Recorder
-from extender.lifecycle.informer import start_informer
 from extender.lifecycle.interruption import InterruptionHandler, InterruptionPoller
 from extender.lifecycle.nodes import NodeWorker
 from extender.lifecycle.provisioners import ProvisionerLookup

@@ -6,7 +6,6 @@ none), so detection follows Karpenter: watch unbound pods, pick the provisionabl
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,13 +13,10 @@ from typing import Any
 from kubernetes import client
 
 from extender.cluster import pods as kube_pods
-from extender.cluster.watch import Gone, watch_objects
-
-log = logging.getLogger("karpy.controller.selection")
+from extender.cluster.informer import run_list_watch
 
 #: Seconds the server keeps one watch open; reconnects continue from the last resourceVersion.
 WATCH_SECONDS = 60
-RETRY_SECONDS = 2.0
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:
@@ -72,14 +68,16 @@ class PodWatcher:
         with self._lock:
             return dict(self._pending)
 
-    def relist(self) -> None:
-        items, self.resource_version = kube_pods.list_pending(self.kube)
+    def replace(self, items: list[dict[str, Any]], resource_version: str) -> None:
+        """A fresh listing: it is the whole pending set, so pods missing from it are gone."""
+        self.resource_version = resource_version
         fresh = {pod_key(p): p for p in items if is_provisionable(p)}
         with self._lock:
             self._pending = fresh
         self.relists += 1
         if fresh:
             self.on_pods(fresh)
+        self.on_synced()
 
     def handle(self, kind: str, pod: dict[str, Any]) -> None:
         if kind == "BOOKMARK":
@@ -96,31 +94,15 @@ class PodWatcher:
                 self._pending.pop(key, None)
 
     def run(self, stop: threading.Event) -> None:
-        core = client.CoreV1Api(self.kube)
-        need_list = True
-        while not stop.is_set():
-            try:
-                if need_list:
-                    self.relist()
-                    need_list = False
-                    self.on_synced()
-                for kind, pod in watch_objects(
-                    core.list_pod_for_all_namespaces,
-                    self.resource_version,
-                    timeout_seconds=WATCH_SECONDS,
-                    field_selector=kube_pods.PENDING,
-                ):
-                    self.handle(kind, pod)
-                    if stop.is_set():
-                        return
-            except Gone:
-                log.debug("Pod watch expired at resourceVersion %s, re-listing", self.resource_version)
-                need_list = True
-            except Exception as err:  # the watch must outlive apiserver restarts
-                if stop.is_set():
-                    return
-                log.error("Watching pods failed, %s", err)
-                stop.wait(RETRY_SECONDS)
+        run_list_watch(
+            client.CoreV1Api(self.kube).list_pod_for_all_namespaces,
+            on_list=self.replace,
+            on_event=self.handle,
+            stop=stop,
+            name="pods",
+            watch_seconds=WATCH_SECONDS,
+            field_selector=kube_pods.PENDING,
+        )
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self.run, args=(stop,), name="pod-watcher", daemon=True)

@@ -1,0 +1,77 @@
+"""List-then-watch loops delivering API JSON to callbacks, re-listing on 410 Gone or errors.
+
+One loop for every watcher in karpy: provisioning's pending-pod watcher and the lifecycle's
+Node and bound-Pod informers. Built on extender.cluster.watch (list_objects / watch_objects).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from extender.cluster.watch import Gone, list_objects, watch_objects
+
+log = logging.getLogger("karpy.informer")
+
+Handler = Callable[[str, Mapping[str, Any]], None]
+
+WATCH_SECONDS = 30
+RETRY_SECONDS = 1.0
+
+
+def run_list_watch(
+    list_fn: Callable[..., Any],
+    *,
+    on_list: Callable[[list[dict[str, Any]], str], None],
+    on_event: Callable[[str, dict[str, Any]], None],
+    stop: threading.Event,
+    name: str,
+    watch_seconds: float = WATCH_SECONDS,
+    **selectors: Any,
+) -> None:
+    """`on_list(items, resourceVersion)` after every (re)list, then `on_event(type, obj)` per watch
+    event (bookmarks included, so the receiver can track resourceVersion); returns once `stop` is set."""
+    version = ""
+    while not stop.is_set():
+        try:
+            items, version = list_objects(list_fn, **selectors)
+            on_list(items, version)
+            while not stop.is_set():
+                for kind, obj in watch_objects(list_fn, version, timeout_seconds=watch_seconds, **selectors):
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                    on_event(kind, obj)
+                    if stop.is_set():
+                        return
+        except Gone:
+            log.debug("Watch of %s expired at resourceVersion %s, re-listing", name, version)
+        except Exception as err:  # connection reset, apiserver restart: relist after a pause
+            if stop.is_set():
+                return
+            log.warning("Watching %s failed, %s", name, err)
+            stop.wait(RETRY_SECONDS)
+
+
+def start_informer(
+    list_fn: Callable[..., Any], handler: Handler, stop: threading.Event, *, name: str, **selectors: Any
+) -> threading.Thread:
+    """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event."""
+
+    def on_list(items: list[dict[str, Any]], _version: str) -> None:
+        for obj in items:
+            handler("SYNC", obj)
+
+    def on_event(kind: str, obj: dict[str, Any]) -> None:
+        if kind != "BOOKMARK":
+            handler(kind, obj)
+
+    thread = threading.Thread(
+        target=run_list_watch,
+        args=(list_fn,),
+        kwargs={"on_list": on_list, "on_event": on_event, "stop": stop, "name": name, **selectors},
+        name=f"informer-{name}",
+        daemon=True,
+    )
+    thread.start()
+    return thread
