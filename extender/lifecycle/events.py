@@ -13,8 +13,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from extender.cluster import events
-from extender.lifecycle import objects
+from extender.cluster import events, objects
 
 
 class Recorder:

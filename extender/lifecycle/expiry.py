@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from extender.cluster import objects
 from extender.cluster.cordon import cordon
-from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
 #: How often a due node waiting for a slot, or for its replacements, is looked at again.

@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from extender.cloud.types import Instance, InstanceNotFoundError
+from extender.cluster import objects
 from extender.cluster.nodes import list_karpy_nodes
-from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
 

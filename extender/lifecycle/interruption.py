@@ -18,8 +18,9 @@ from typing import Any
 
 from extender.api import labels
 from extender.cloud.types import OfferingKey
+from extender.cluster import objects
 from extender.cluster.cordon import cordon
-from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
 SPOT_INTERRUPTED = "spot_interrupted"

@@ -12,9 +12,9 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from extender.cluster import objects
 from extender.cluster.client import call_json
 from extender.cluster.watch import list_objects
-from extender.lifecycle import objects
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

@@ -13,7 +13,8 @@ from typing import Any
 
 from extender.api import labels
 from extender.api.provisioner import Provisioner
-from extender.lifecycle import emptiness, nodepatch, objects, readiness
+from extender.cluster import objects
+from extender.lifecycle import emptiness, nodepatch, readiness
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
 from extender.lifecycle.termination import Step, Terminator

@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from extender.api import labels
-from extender.lifecycle import metrics, nodepatch, objects
+from extender.cluster import objects
+from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
 NEVER_UPDATED_REASONS = ("", "NodeStatusNeverUpdated")

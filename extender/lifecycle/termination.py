@@ -18,9 +18,10 @@ from typing import Any
 
 from extender.api import labels
 from extender.cloud.types import InstanceNotFoundError
+from extender.cluster import objects
 from extender.cluster.cordon import cordon
 from extender.cluster.eviction import Outcome, evict
-from extender.lifecycle import metrics, nodepatch, objects
+from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
 

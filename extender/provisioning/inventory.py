@@ -14,6 +14,7 @@ from extender.api import labels as wk
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Taint
 from extender.api.resources import CPU, MEMORY, Resources
+from extender.cluster import objects
 from extender.scheduling.plan import ExistingNode
 from extender.state import NodeInfo
 
@@ -36,13 +37,6 @@ def pod_requests(pods: Iterable[Mapping[str, Any]]) -> Resources:
     return total
 
 
-def is_ready(node: Mapping[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (node.get("status") or {}).get("conditions") or ()
-    )
-
-
 def build(
     nodes: Iterable[Mapping[str, Any]],
     pods_by_node: Mapping[str, list[Mapping[str, Any]]],
@@ -63,7 +57,7 @@ def build(
         )
         on_node = pods_by_node.get(name, [])
         requested = pod_requests(on_node)
-        ready = is_ready(node)
+        ready = objects.is_ready(node)
         result.nodes.append(
             NodeInfo(
                 name=name,

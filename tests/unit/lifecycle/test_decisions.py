@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from extender.api import labels
-from extender.lifecycle import emptiness, expiry, objects, readiness
+from extender.cluster import objects
+from extender.lifecycle import emptiness, expiry, readiness
 from extender.lifecycle.emptiness import Action
 
 from .builders import T0, node, pod, stamp

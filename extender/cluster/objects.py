@@ -1,4 +1,4 @@
-"""Pure predicates over Node and Pod API JSON (camelCase dicts), shared by the lifecycle workers."""
+"""Pure predicates over Node and Pod API JSON (camelCase dicts), shared by provisioning and lifecycle."""
 
 from __future__ import annotations
 
