@@ -161,7 +161,10 @@ def solve(
     usage: Mapping[str, Resources] | None = None,
     sort_key: str = "cpu",
     max_options: int = 60,
+    with_bound: bool = True,
 ) -> Plan:
+    """Pack `pods`; `with_bound=False` skips the cost lower bound (most of a small batch's solve time),
+    which only reports how far the plan may be from optimal."""
     dims = _dims(pods, daemonsets)
     views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
     cache = CandidateCache(unavailable)
@@ -261,7 +264,7 @@ def solve(
     )
     existing = {n.existing.name: tuple(n.pods) for n in packer.existing if n.pods and n.existing}
     placed_new = {pod.key for node in planned for pod in node.pods}
-    bound = _lower_bound(placed_new, ordered_classes, cache)
+    bound = _lower_bound(placed_new, ordered_classes, cache) if with_bound else 0.0
     return Plan(
         nodes=tuple(planned),
         existing=existing,

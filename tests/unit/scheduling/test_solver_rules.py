@@ -223,6 +223,16 @@ def test_lower_bound_is_below_plan_cost():
     assert 0 < plan.lower_bound <= plan.total_price
 
 
+def test_the_controller_can_skip_the_bound_without_changing_the_plan():
+    args = (pods(40, cpu="1500m", memory="3Gi"), [make_provisioner()], catalog())
+    with_bound, without = solve(*args), solve(*args, with_bound=False)
+    assert without.lower_bound == 0.0 and with_bound.lower_bound > 0
+    assert [(n.instance_type.name, [p.key for p in n.pods]) for n in without.nodes] == [
+        (n.instance_type.name, [p.key for p in n.pods]) for n in with_bound.nodes
+    ]
+    assert "lower bound" in with_bound.describe()[-1] and "lower bound" not in without.describe()[-1]
+
+
 def test_burstable_types_are_offered_only_when_named():
     plan = solve(pods(3, cpu="250m", memory="256Mi"), [make_provisioner()], catalog())
     assert not any(t.burstable for n in plan.nodes for t in n.options)
