@@ -1,8 +1,8 @@
 """ClusterState: what the extender's guard and prioritize read, shared in-process and thread-safe.
 
-Lifecycle writes removal marks; provisioning writes reservations (capacity promised to pods it is
-binding) and the node cache it rebuilds every batch. Every read is a dict lookup: /filter runs in
-kube-scheduler's serialized scheduling loop.
+Lifecycle writes removal marks; provisioning writes claims (pods it is placing), reservations
+(capacity promised to pods it is binding) and the node cache it rebuilds every batch. Every read
+is a dict lookup: /filter runs in kube-scheduler's serialized scheduling loop.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class ClusterState:
         self._nodes: dict[str, NodeInfo] = {}
         self._marks: dict[str, str] = {}
         self._reserved: dict[str, dict[str, Resources]] = {}
+        self._claims: dict[str, int] = {}
         self._ready = threading.Event()
 
     # -- node cache ------------------------------------------------------------------------------
@@ -101,6 +102,28 @@ class ClusterState:
         """Nodes holding reservations now (a snapshot; usually empty, so the guard's loop is cheap)."""
         with self._lock:
             return frozenset(self._reserved)
+
+    # -- claims (provisioning) -------------------------------------------------------------------
+
+    def claim(self, pod_keys: Iterable[str]) -> None:
+        """Pods karpy is planning, launching and binding for: kube-scheduler must not place them
+        meanwhile, or the node launched for them comes up empty. Counted, so overlapping claims
+        (a batch and a replacement) release independently."""
+        with self._lock:
+            for key in pod_keys:
+                self._claims[key] = self._claims.get(key, 0) + 1
+
+    def unclaim(self, pod_keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in pod_keys:
+                left = self._claims.get(key, 0) - 1
+                if left > 0:
+                    self._claims[key] = left
+                else:
+                    self._claims.pop(key, None)
+
+    def claimed(self, pod_key: str) -> bool:
+        return pod_key in self._claims
 
     # -- readiness -------------------------------------------------------------------------------
 

@@ -56,6 +56,8 @@ def create_app(
             metrics.EXTENDER_GUARDED.labels(reason="removal").inc(result.removal)
         if result.reserved:
             metrics.EXTENDER_GUARDED.labels(reason="reserved").inc(result.reserved)
+        if result.claimed:
+            metrics.EXTENDER_GUARDED.labels(reason="claimed").inc(len(names))
         if guard.fast_path(result, names, pod, enqueue):
             metrics.FAST_PATH.inc()
         metrics.EXTENDER.labels(verb="filter").observe(time.perf_counter() - started)

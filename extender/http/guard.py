@@ -11,6 +11,7 @@ from typing import Any
 
 from extender.api.pod import Pod, PodError
 from extender.api.resources import Resources
+from extender.cluster import objects
 from extender.state import ClusterState
 
 MAX_SCORE = 10
@@ -23,6 +24,8 @@ class FilterResult:
     #: How many of `failed` are marked for removal and how many are reserved (for metrics).
     removal: int = 0
     reserved: int = 0
+    #: The pod is karpy's to place (claimed by a batch): every node failed, no fast path.
+    claimed: bool = False
 
     def wire(self) -> dict[str, Any]:
         """ExtenderFilterResult with nodeCacheCapable: every input name is kept or failed."""
@@ -44,8 +47,13 @@ def _requests(pod: Mapping[str, Any]) -> Resources | None:
 
 def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[str]) -> FilterResult:
     """Fail nodes karpy is about to remove, and nodes whose room karpy has promised to pods it is
-    binding (as FailedAndUnresolvable, so preemption does not pick them either)."""
+    binding (as FailedAndUnresolvable, so preemption does not pick them either). A pod karpy is
+    placing itself gets no node at all: two placements would leave karpy's new node empty."""
     result = FilterResult()
+    if state.claimed(objects.pod_key(pod)):
+        result.claimed = True
+        result.failed = {name: "karpy: provisioning a node for this pod" for name in names}
+        return result
     marked = state.marked()
     reserving = state.reserved_nodes()
     requests: Resources | None = None
@@ -87,7 +95,7 @@ def node_names(args: Mapping[str, Any]) -> list[str]:
 
 def fast_path(result: FilterResult, names: Sequence[str], pod: Mapping[str, Any], enqueue: Callable) -> bool:
     """When the guard (not kube-scheduler) left the pod no node, provision for it now."""
-    if names and not result.node_names and pod:
+    if names and not result.node_names and pod and not result.claimed:
         enqueue([pod])
         return True
     return False

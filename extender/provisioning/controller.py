@@ -39,9 +39,10 @@ from extender.cluster import events
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster import provisioners as kube_provisioners
+from extender.cluster.objects import pod_key
 from extender.provisioning import binder, inventory, launcher, metrics
 from extender.provisioning.batcher import Batcher
-from extender.provisioning.watcher import PodWatcher, pod_key
+from extender.provisioning.watcher import PodWatcher
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.plan import Plan, PlannedNode
 from extender.scheduling.solver import solve
@@ -245,28 +246,43 @@ class ProvisioningController:
         report = BatchReport(fast_path=fast)
         started = self.clock()
         with self._lock:
-            t0 = self.clock()
-            pending, _ = kube_pods.list_pending(self.kube)
-            # Re-read: a pod bound or deleted while the window was open must not be bound twice.
-            fresh = {pod_key(p): p for p in pending if pod_key(p) in batch}
-            pods = [p for p in (self._parse(m) for m in fresh.values()) if p is not None]
-            report.add("reread", self.clock() - t0)
-            report.pods = len(pods)
-            if not pods:
-                return report
-            log.info("Found %d provisionable pod(s)", len(pods))
-            ctx = self._context()
-            if not ctx.provisioners:
-                log.info("No provisioners found, %d pod(s) wait for one", len(pods))
-                self._parked.update({p.key: fresh[p.key] for p in pods})
-                return report
-            self._plan_and_launch(pods, ctx, report, bind=True, manifests=fresh)
-            self._update_status(ctx)
+            # Claimed before the re-read: from here the extender keeps kube-scheduler off these pods,
+            # so none of them is placed twice and no node launched for them comes up empty.
+            self.state.claim(batch)
+            try:
+                ctx = self._provision_claimed(batch, report)
+            finally:
+                self.state.unclaim(batch)
+        if ctx is None:
+            return report
         elapsed = self.clock() - started
         for name in ctx.provisioners:
             metrics.SCHEDULING.labels(provisioner=name).observe(elapsed)
         self.reports = [*self.reports[-99:], report]
         return report
+
+    def _provision_claimed(
+        self, batch: Mapping[str, Mapping[str, Any]], report: BatchReport
+    ) -> _Context | None:
+        """Re-read, plan, launch and bind one batch; its context, or None when nothing was planned."""
+        t0 = self.clock()
+        pending, _ = kube_pods.list_pending(self.kube)
+        # Re-read: a pod bound or deleted while the window was open must not be bound twice.
+        fresh = {pod_key(p): p for p in pending if pod_key(p) in batch}
+        pods = [p for p in (self._parse(m) for m in fresh.values()) if p is not None]
+        report.add("reread", self.clock() - t0)
+        report.pods = len(pods)
+        if not pods:
+            return None
+        log.info("Found %d provisionable pod(s)", len(pods))
+        ctx = self._context()
+        if not ctx.provisioners:
+            log.info("No provisioners found, %d pod(s) wait for one", len(pods))
+            self._parked.update({p.key: fresh[p.key] for p in pods})
+            return None
+        self._plan_and_launch(pods, ctx, report, bind=True, manifests=fresh)
+        self._update_status(ctx)
+        return ctx
 
     def _context(self) -> _Context:
         provisioners = kube_provisioners.list_configured(self.kube, self.settings)
@@ -298,6 +314,14 @@ class ProvisioningController:
         for attempt in range(MAX_REPLANS + 1):
             t0 = self.clock()
             inv = self._inventory() if bind else inventory.Inventory(usage=self._inventory().usage)
+            if bind:
+                # kube-scheduler may have bound some between the re-read and this listing.
+                placed = [p for p in remaining if p.key in inv.assigned]
+                if placed:
+                    log.info("Not provisioning for %d pod(s) bound meanwhile", len(placed))
+                    remaining = [p for p in remaining if p.key not in inv.assigned]
+                    if not remaining:
+                        return
             unavailable = frozenset(
                 (k.instance_type, k.zone, k.capacity_type) for k in list(self.unavailable)
             )

@@ -25,6 +25,8 @@ class Inventory:
     #: Provisioner -> cpu/memory capacity of its nodes, live and in flight (limits count both).
     usage: dict[str, Resources] = field(default_factory=dict)
     nodes: list[NodeInfo] = field(default_factory=list)
+    #: Keys of the pods bound to these nodes: a pod listed pending moments ago may be among them.
+    assigned: frozenset[str] = frozenset()
 
 
 def pod_requests(pods: Iterable[Mapping[str, Any]]) -> Resources:
@@ -42,7 +44,9 @@ def build(
     pods_by_node: Mapping[str, list[Mapping[str, Any]]],
     marked: Mapping[str, str],
 ) -> Inventory:
-    result = Inventory()
+    result = Inventory(
+        assigned=frozenset(objects.pod_key(p) for bound in pods_by_node.values() for p in bound)
+    )
     for node in nodes:
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}

@@ -14,14 +14,10 @@ from kubernetes import client
 
 from extender.cluster import pods as kube_pods
 from extender.cluster.informer import run_list_watch
+from extender.cluster.objects import pod_key
 
 #: Seconds the server keeps one watch open; reconnects continue from the last resourceVersion.
 WATCH_SECONDS = 60
-
-
-def pod_key(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def is_provisionable(pod: Mapping[str, Any]) -> bool:

@@ -70,6 +70,26 @@ def test_guard_leaving_no_node_enqueues_the_pod(harness) -> None:
     assert enqueued == [[POD]]
 
 
+def test_a_pod_karpy_is_placing_gets_no_node_and_no_second_enqueue(harness) -> None:
+    web, state, enqueued = harness
+    state.claim(["ns/p"])
+    state.claim(["ns/p"])  # a batch and a replacement launch may overlap
+    body = web.post("/filter", json={"Pod": POD, "NodeNames": ["n1", "n2"]}).get_json()
+    assert body["NodeNames"] == []
+    assert body["FailedAndUnresolvableNodes"] == {
+        "n1": "karpy: provisioning a node for this pod",
+        "n2": "karpy: provisioning a node for this pod",
+    }
+    assert enqueued == []
+    state.unclaim(["ns/p"])
+    assert web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]}).get_json()["NodeNames"] == []
+    state.unclaim(["ns/p"])
+    assert web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]}).get_json()["NodeNames"] == ["n1"]
+    other = {**POD, "metadata": {**POD["metadata"], "name": "q"}}
+    state.claim(["ns/p"])
+    assert web.post("/filter", json={"Pod": other, "NodeNames": ["n1"]}).get_json()["NodeNames"] == ["n1"]
+
+
 def test_nodes_list_is_accepted_without_node_cache(harness) -> None:
     web, state, _ = harness
     state.mark_for_removal("n1", "empty")

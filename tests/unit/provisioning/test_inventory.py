@@ -39,3 +39,10 @@ def test_marked_cordoned_and_deleting_nodes_count_for_limits_but_take_no_pods() 
     assert inv.existing == []
     assert inv.usage["default"].cpu == 12
     assert {n.name for n in inv.nodes} == {"n1", "n2", "n3"}
+
+
+def test_inventory_names_the_pods_bound_to_karpy_nodes() -> None:
+    bound = pod("1")
+    bound["metadata"]["name"] = "bound"
+    inv = inventory.build([node("n1"), node("n2")], {"n1": [bound], "n2": [pod("1")]}, marked={})
+    assert inv.assigned == {"ns/bound", "ns/p"}
