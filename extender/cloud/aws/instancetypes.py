@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: Karpenter's InstanceTypesZonesAndOfferingsTTL.
 CATALOG_TTL_SECONDS = 300.0
+#: A failed background refresh is tried again this much later; the cached catalog serves meanwhile.
+REFRESH_RETRY_SECONDS = 30.0
 
 
 def describe_instance_types(ec2: Any) -> list[dict[str, Any]]:
@@ -51,7 +53,13 @@ def price_sources(catalog: Sequence[InstanceType]) -> dict[str, int]:
 
 
 class CatalogProvider:
-    """zones -> priced catalog, cached for CATALOG_TTL_SECONDS; concurrent callers share one fetch."""
+    """zones -> priced catalog, refreshed every CATALOG_TTL_SECONDS without blocking a batch.
+
+    The first request for a zone set builds its catalog; after the TTL the cached one is still
+    served while one background refresh rebuilds it (a full listing takes seconds, and a batch
+    waiting on it is pending pods waiting). A failed refresh keeps the last good catalog and is
+    retried after REFRESH_RETRY_SECONDS.
+    """
 
     def __init__(
         self,
@@ -60,27 +68,55 @@ class CatalogProvider:
         price_book: Callable[[], PriceBook],
         timer: Callable[[], float] = time.monotonic,
         ttl: float = CATALOG_TTL_SECONDS,
+        spawn: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self._ec2 = ec2
         self._price_book = price_book
         self._timer = timer
+        self._ttl = ttl
+        self._spawn = spawn or _daemon_thread
         self._raw: TTLCache[str, list[dict[str, Any]]] = TTLCache(maxsize=2, ttl=ttl, timer=timer)
-        self._catalogs: TTLCache[tuple[str, ...], list[InstanceType]] = TTLCache(
-            maxsize=16, ttl=ttl, timer=timer
-        )
+        #: zone set -> (catalog, when it is due for a refresh)
+        self._catalogs: dict[tuple[str, ...], tuple[list[InstanceType], float]] = {}
+        self._refreshing: set[tuple[str, ...]] = set()
         self._lock = threading.Lock()
+        self._raw_lock = threading.Lock()
 
     def get(self, zones: Sequence[str]) -> list[InstanceType]:
         key = tuple(sorted(set(zones)))
         with self._lock:
-            if key not in self._catalogs:
-                self._catalogs[key] = self._build(key)
-            return self._catalogs[key]
+            cached = self._catalogs.get(key)
+            if cached is None:
+                catalog = self._build(key)
+                self._catalogs[key] = (catalog, self._timer() + self._ttl)
+                return catalog
+            catalog, due = cached
+            if self._timer() >= due and key not in self._refreshing:
+                self._refreshing.add(key)
+                self._spawn(lambda: self._refresh(key))
+            return catalog
+
+    def _refresh(self, key: tuple[str, ...]) -> None:
+        try:
+            catalog = self._build(key)
+        except Exception as err:  # keep serving the last good catalog
+            log.warning(
+                "Refreshing instance types in zones %s failed, keeping the cached ones, %s", list(key), err
+            )
+            with self._lock:
+                old, _ = self._catalogs[key]
+                self._catalogs[key] = (old, self._timer() + REFRESH_RETRY_SECONDS)
+                self._refreshing.discard(key)
+            return
+        with self._lock:
+            self._catalogs[key] = (catalog, self._timer() + self._ttl)
+            self._refreshing.discard(key)
 
     def _raw_listing(self, name: str, fetch: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        if name not in self._raw:
-            self._raw[name] = fetch(self._ec2)
-        return self._raw[name]
+        with self._raw_lock:
+            if name not in self._raw:
+                self._raw[name] = fetch(self._ec2)
+            return self._raw[name]
 
     def _build(self, zones: tuple[str, ...]) -> list[InstanceType]:
         started = self._timer()
@@ -97,3 +133,7 @@ class CatalogProvider:
             price_sources(catalog),
         )
         return catalog
+
+
+def _daemon_thread(target: Callable[[], None]) -> None:
+    threading.Thread(target=target, name="catalog-refresh", daemon=True).start()
