@@ -7,6 +7,7 @@ Karpenter's defaults; the code paths are the same.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -52,12 +53,38 @@ pytestmark = pytest.mark.integration
 GC_GRACE = 8.0
 
 
+class Extender:
+    """The in-process extender on the port kube-scheduler calls; `handed_over` lends that port to
+    a `karpy controller` process, so kube-scheduler consults the replica's own guard and claims."""
+
+    def __init__(self, port: int, app: Any) -> None:
+        self.port, self.app = port, app
+        self._start()
+
+    def _start(self) -> None:
+        self.server = make_server("127.0.0.1", self.port, self.app, threaded=True)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @contextlib.contextmanager
+    def handed_over(self) -> Iterator[int]:
+        self.stop()
+        try:
+            yield self.port
+        finally:
+            self._start()
+
+
 @dataclass
 class Karpy(ProvisioningKarpy):
-    """The provisioning module's harness plus the lifecycle's settings and event recorder."""
+    """The provisioning module's harness plus the lifecycle's settings, event recorder and extender."""
 
     settings: Settings
     recorder: Recorder
+    extender: Extender
 
 
 def make_settings(cluster: Any) -> Settings:
@@ -117,15 +144,12 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
         stop=stop,
         recorder=recorder,
     )
-    server = make_server(
-        "127.0.0.1", cluster.extender_port, create_app(settings, state, controller.enqueue), threaded=True
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    extender = Extender(cluster.extender_port, create_app(settings, state, controller.enqueue))
     try:
-        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder)
+        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender)
     finally:
         stop.set()
-        server.shutdown()
+        extender.stop()
 
 
 @pytest.fixture
@@ -657,14 +681,42 @@ threading.Event().wait()
 """
 
 
-def replica_env(cluster: Any) -> dict[str, str]:
-    """A `karpy controller` environment (benchmarks.provisioning) plus the lifecycle's short GC."""
+def replica_env(cluster: Any, port: int | None = None) -> dict[str, str]:
+    """A `karpy controller` environment (benchmarks.provisioning) plus the lifecycle's short GC;
+    its extender on `port` (the one kube-scheduler calls) or on a free one."""
     return {
-        **controller_env(cluster.state, f"127.0.0.1:{free_port()}"),
+        **controller_env(cluster.state, f"127.0.0.1:{port or free_port()}"),
         "KARPY_AWS_KUBERNETES_VERSION": cluster.aws.k8s_version,
         "KARPY_LIFECYCLE_GC_GRACE_SECONDS": str(GC_GRACE),
         "KARPY_LIFECYCLE_GC_INTERVAL_SECONDS": "2",
     }
+
+
+def history(
+    core: Any, namespace: str, nodes: list[Any], instances: list[Any], names: list[str], logs: Any
+) -> str:
+    """Where each extra node came from: its instance's launch, the log lines naming it, who bound what."""
+    by_id = {i["InstanceId"]: i for i in instances}
+    lines = []
+    for node in nodes:
+        if node.metadata.name not in names:
+            continue
+        iid = instance_of(node)
+        tags = {t["Key"]: t["Value"] for t in by_id.get(iid, {}).get("Tags", [])}
+        lines.append(
+            f"node {node.metadata.name} created {node.metadata.creation_timestamp} instance {iid} "
+            f"launched {by_id.get(iid, {}).get('LaunchTime')} launch id {tags.get(wk.LAUNCH_ID_TAG)}"
+        )
+        for path in sorted(logs.glob("replica-*.log")):
+            lines.extend(
+                f"  {path.name}: {line}"
+                for line in path.read_text().splitlines()
+                if node.metadata.name in line or iid in line or str(tags.get(wk.LAUNCH_ID_TAG)) in line
+            )
+    for event in core.list_namespaced_event(namespace).items:
+        if event.reason == "Scheduled":
+            lines.append(f"  {event.source.component or event.reporting_component}: {event.message}")
+    return "\n".join(lines)
 
 
 @pytest.mark.slow
@@ -683,85 +735,96 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
     provisioner(karpy.kube, prov, [])
     selector = {wk.PROVISIONER_NAME: prov}
     karpy.leading.clear()  # only the replica under test may launch
-    env = replica_env(cluster)
     kills = 0
     phases: Counter[str] = Counter()
-    try:
-        for round_ in range(20):
-            for i in range(2):
-                manifest = pod_manifest(f"r{round_}-{i}", "1", selector=selector)
-                core_v1.create_namespaced_pod(namespace, manifest)
-            log_path = tmp_path / f"replica-{round_}.log"
-            with open(log_path, "w") as log_file:
-                replica = subprocess.Popen(
+    # Each replica serves the extender kube-scheduler calls, so its claims keep kube-scheduler off
+    # the pods it is placing; between replicas the extender is down and kube-scheduler ignores it.
+    with karpy.extender.handed_over() as port:
+        env = replica_env(cluster, port)
+        try:
+            for round_ in range(20):
+                for i in range(2):
+                    manifest = pod_manifest(f"r{round_}-{i}", "1", selector=selector)
+                    core_v1.create_namespaced_pod(namespace, manifest)
+                log_path = tmp_path / f"replica-{round_}.log"
+                with open(log_path, "w") as log_file:
+                    replica = subprocess.Popen(
+                        [sys.executable, "-c", REPLICA_SCRIPT],
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=log_file,
+                        text=True,
+                    )
+                    assert replica.stdout is not None
+                    replica.stdout.readline()  # STARTED: watches up, the first batch window opens
+                    # Kill at a random point shortly after the plan: fleet call, Node create or binds.
+                    deadline = time.monotonic() + 30
+                    while "Computed packing" not in log_path.read_text() and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                    time.sleep(rng.uniform(0.0, 0.3))
+                    replica.kill()
+                    replica.wait(10)
+                kills += 1
+                text = log_path.read_text()
+                phases[
+                    (
+                        "bound"
+                        if "Bound " in text
+                        else "launched"
+                        if "Launched instance" in text
+                        else "planned"
+                        if "Computed packing" in text
+                        else "batching"
+                    )
+                ] += 1
+            with open(tmp_path / "replica-final.log", "w") as final_log:
+                final = subprocess.Popen(
                     [sys.executable, "-c", REPLICA_SCRIPT],
                     env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=log_file,
-                    text=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=final_log,
                 )
-                assert replica.stdout is not None
-                replica.stdout.readline()  # STARTED: watches up, the first batch window opens
-                # Kill at a random point shortly after the plan: fleet call, Node create or binds.
-                deadline = time.monotonic() + 30
-                while "Computed packing" not in log_path.read_text() and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                time.sleep(rng.uniform(0.0, 0.3))
-                replica.kill()
-                replica.wait(10)
-            kills += 1
-            text = log_path.read_text()
-            phases[
-                (
-                    "bound"
-                    if "Bound " in text
-                    else "launched"
-                    if "Launched instance" in text
-                    else "planned"
-                    if "Computed packing" in text
-                    else "batching"
-                )
-            ] += 1
-        with open(tmp_path / "replica-final.log", "w") as final_log:
-            final = subprocess.Popen(
-                [sys.executable, "-c", REPLICA_SCRIPT], env=env, stdout=subprocess.DEVNULL, stderr=final_log
-            )
-            try:
-                wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
-                time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
-                nodes = [
-                    n
-                    for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
-                    if n.metadata.deletion_timestamp is None
-                ]
-                node_instances = {instance_of(n) for n in nodes}
-                reservations = karpy.ec2.describe_instances(
-                    Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}]
-                )["Reservations"]
-                instances = [i for r in reservations for i in r["Instances"]]
-                live = {i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")}
-                orphans = live - node_instances
-                used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
-                empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
-                collected = len(instances) - len(live)
-                logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
-                adopted = logs.count("Adopted instance ")
-                relaunches_found = logs.count("already running")
-                print(
-                    f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
-                    f"nodes {len(nodes)}, orphans left {len(orphans)}, "
-                    f"orphans collected by GC {collected}, "
-                    f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
-                    f"instances adopted after a kill {adopted}, "
-                    f"launches found by launch id {relaunches_found}; killed after: {dict(phases)}"
-                )
-                assert not orphans, f"instances without a Node after GC: {orphans}"
-                assert collected + len(empty_nodes) == 0, (
-                    f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
-                    f"{len(empty_nodes)} empty node(s)"
-                )
-            finally:
-                final.kill()
-                final.wait(10)
-    finally:
-        karpy.leading.set()
+                try:
+                    wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
+                    time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
+                    nodes = [
+                        n
+                        for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+                        if n.metadata.deletion_timestamp is None
+                    ]
+                    node_instances = {instance_of(n) for n in nodes}
+                    reservations = karpy.ec2.describe_instances(
+                        Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}]
+                    )["Reservations"]
+                    instances = [i for r in reservations for i in r["Instances"]]
+                    live = {
+                        i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")
+                    }
+                    orphans = live - node_instances
+                    used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
+                    empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
+                    collected = len(instances) - len(live)
+                    logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
+                    adopted = logs.count("Adopted instance ")
+                    relaunches_found = logs.count("already running")
+                    meanwhile = logs.count("bound meanwhile")
+                    print(
+                        f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
+                        f"nodes {len(nodes)}, orphans left {len(orphans)}, "
+                        f"orphans collected by GC {collected}, "
+                        f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
+                        f"instances adopted after a kill {adopted}, "
+                        f"launches found by launch id {relaunches_found}, "
+                        f"batches that dropped pods bound meanwhile {meanwhile}; killed after: {dict(phases)}"
+                    )
+                    assert not orphans, f"instances without a Node after GC: {orphans}"
+                    assert collected + len(empty_nodes) == 0, (
+                        f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
+                        f"{len(empty_nodes)} empty node(s)\n"
+                        + history(core_v1, namespace, nodes, instances, empty_nodes, tmp_path)
+                    )
+                finally:
+                    final.kill()
+                    final.wait(10)
+        finally:
+            karpy.leading.set()
