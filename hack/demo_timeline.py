@@ -186,16 +186,19 @@ class Observer(threading.Thread):
     def run(self) -> None:
         while not self.stopped.is_set():
             try:
-                self.poll(time.time())
+                self.poll()
             except Exception as err:
                 self.errors += 1
                 if self.errors in (1, 10, 100):
                     self.timeline.add("observer", f"poll failed ({self.errors}x): {err}")
             self.stopped.wait(self.interval)
 
-    def poll(self, now: float) -> None:
+    def poll(self) -> None:
         nodes = {n["metadata"]["name"]: n for n in self.list_nodes()}
         pods = list(self.list_pods())
+        # Stamped after the lists: a poll begun before a phase started must not date that phase's
+        # new pods before its start (the phase counts only pods seen after it).
+        now = time.time()
         with self.lock:
             self._nodes(nodes, now)
             self._pods(pods, now)
