@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -92,7 +93,10 @@ def test_gpu_types_boot_the_accelerated_ami(
         "provide-client-params.ec2.CreateLaunchTemplate",
         lambda params, **_: seen.append(params["LaunchTemplateData"]["ImageId"]),
     )
-    result = provider.create(launch(["g4dn.xlarge"], capacity_types=["on-demand"], labels={"gpu": "yes"}))
+    # A label unique to this run gives a launch template of its own, so a reused moto (a running
+    # cluster's) still sees it created.
+    label = {"gpu": uuid.uuid4().hex[:8]}
+    result = provider.create(launch(["g4dn.xlarge"], capacity_types=["on-demand"], labels=label))
     terminate_after.extend(i.id for i in result.instances)
     assert seen == [aws.amis["gpu"]]
     image = provider.clients.ec2.describe_instances(InstanceIds=[result.instances[0].id])
