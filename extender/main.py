@@ -36,6 +36,25 @@ def _server_version(kube: client.ApiClient) -> Callable[[], str]:
     return version
 
 
+def _leader_label(kube: client.ApiClient, settings: Settings) -> dict[str, Callable[[], None]]:
+    """Elector callbacks that keep the leader's pod the extender Service's only endpoint."""
+    s = settings.leader_election
+    if not s.pod_name:
+        return {}
+    from extender.cluster.leaderlabel import LeaderLabel
+
+    label = LeaderLabel(kube, s.namespace, s.pod_name)
+    label.set(False)  # a restarted container keeps its pod's labels
+
+    def started() -> None:
+        label.set(True)
+
+    def stopped() -> None:
+        label.set(False)
+
+    return {"on_started": started, "on_stopped": stopped}
+
+
 def start(settings: Settings, stop: threading.Event) -> tuple[ClusterState, ProvisioningController]:
     """Build and start every worker thread; returns what the extender app needs."""
     kube = kube_client.load(settings)
@@ -46,7 +65,7 @@ def start(settings: Settings, stop: threading.Event) -> tuple[ClusterState, Prov
     if settings.leader_election.enabled:
         from extender.lifecycle.leader import LeaderElector
 
-        elector = LeaderElector(kube=kube, settings=settings.leader_election)
+        elector = LeaderElector(kube=kube, settings=settings.leader_election, **_leader_label(kube, settings))
         elector.start(stop)
         is_leader = elector.is_leader
     provisioning = ProvisioningController(

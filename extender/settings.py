@@ -82,6 +82,9 @@ class LeaderElectionSettings:
     #: Must stay below lease_duration: the old leader stops before a follower may take over.
     renew_deadline_seconds: float = 7.0
     retry_period_seconds: float = 1.0
+    #: This replica's pod (downward API); when set, the leader labels it so the extender Service
+    #: routes kube-scheduler to the replica holding the guard's state (extender/cluster/leaderlabel.py).
+    pod_name: str = ""
 
 
 @dataclass

@@ -121,7 +121,7 @@ def test_scheduler_configuration_registers_the_extender() -> None:
     config = yaml.safe_load(config_map["data"]["scheduler-config.yaml"])
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     (extender,) = config["extenders"]
-    assert extender["urlPrefix"] == f"http://karpy-controller.{NAMESPACE}.svc:8088/"
+    assert extender["urlPrefix"] == f"http://karpy-extender.{NAMESPACE}.svc:8088/"
     assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
     assert extender["nodeCacheCapable"] is True and extender["ignorable"] is True
     assert "bindVerb" not in extender
@@ -258,6 +258,7 @@ def controller_rbac(dynamic: Any) -> Iterator[None]:
             {"group": "coordination.k8s.io", "namespace": NAMESPACE, "name": "karpy-controller"},
         ),
         ("create", "leases", {"group": "coordination.k8s.io", "namespace": NAMESPACE}),
+        ("patch", "pods", {"namespace": NAMESPACE, "name": "karpy-controller-0"}),
     ],
 )
 def test_the_controller_may_do_what_karpy_does(
@@ -270,6 +271,7 @@ def test_the_controller_may_do_what_karpy_does(
     ("verb", "resource", "extra"),
     [
         ("delete", "pods", {"namespace": "default"}),
+        ("patch", "pods", {"namespace": "default"}),
         ("update", "nodes", {}),
         ("create", "pods", {"namespace": "default"}),
         ("get", "secrets", {"namespace": NAMESPACE}),
