@@ -112,7 +112,7 @@ class ProvisioningController:
         self.is_leader = is_leader
         self.clock = clock
         self.batcher = Batcher(settings.batching, clock)
-        self.watcher = PodWatcher(kube, on_pods=self.batcher.add, on_synced=state.set_ready)
+        self.watcher = PodWatcher(kube, on_pods=self._watched, on_synced=state.set_ready)
         self.unavailable: TTLCache[OfferingKey, bool] = TTLCache(
             maxsize=10_000, ttl=UNAVAILABLE_TTL_SECONDS, timer=clock
         )
@@ -127,6 +127,12 @@ class ProvisioningController:
         self._event_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="events")
 
     # -- entry points ----------------------------------------------------------------------------
+
+    def _watched(self, pods: Mapping[str, Mapping[str, Any]]) -> None:
+        """Pods from the watch, less those a batch is placing now: kube-scheduler's refusal of a
+        claimed pod updates it, and it would only open a second window. A batch binds, parks or
+        re-adds every pod it claimed."""
+        self.batcher.add({key: pod for key, pod in pods.items() if not self.state.claimed(key)})
 
     def enqueue(self, pods: Sequence[Mapping[str, Any]]) -> None:
         """Fast path: pods (API JSON) the extender's guard left without a node."""

@@ -84,3 +84,18 @@ def test_batcher_wait_returns_after_idle_and_on_stop() -> None:
     assert 0.04 <= waited < 0.5 and time.monotonic() - started < 0.5
     threading.Timer(0.05, stop.set).start()
     assert batcher.wait(stop, poll_seconds=0.01) == ({}, 0.0)
+
+
+def test_the_watch_does_not_reopen_a_window_for_pods_a_batch_is_placing() -> None:
+    from extender.provisioning.controller import ProvisioningController
+    from extender.settings import Settings
+    from extender.state import ClusterState
+
+    state = ClusterState()
+    controller = ProvisioningController(settings=Settings(), kube=None, cloud=None, state=state)  # type: ignore[arg-type]
+    state.claim(["ns/placing"])
+    controller._watched({"ns/placing": {}, "ns/new": {}})
+    assert sorted(controller.batcher._window.items) == ["ns/new"]
+    state.unclaim(["ns/placing"])
+    controller._watched({"ns/placing": {}})
+    assert sorted(controller.batcher._window.items) == ["ns/new", "ns/placing"]
