@@ -219,6 +219,21 @@ def node_or_none(core: Any, name: str) -> Any:
         raise
 
 
+def moved_off(core: Any, namespace: str, app: str, node: str) -> Any:
+    """A wait_for check: the app's 2 pods bound to nodes other than `node`, and both available."""
+
+    def check() -> Any:
+        pods = live_pods(core, namespace, app)
+        return (
+            len(pods) == 2
+            and all(p.spec.node_name and p.spec.node_name != node for p in pods)
+            and available(core, namespace, app) == 2
+            and pods
+        )
+
+    return check
+
+
 def instance_of(node: Any) -> str:
     return node.spec.provider_id.rsplit("/", 1)[-1]
 
@@ -414,17 +429,7 @@ def test_spot_interruption_via_eventbridge_replaces_node_and_malformed_is_droppe
     )
     assert resp["FailedEntryCount"] == 0
     wait_for(lambda: node_or_none(core_v1, node) is None, 120, "interrupted node gone")
-    pods = wait_for(
-        lambda: (
-            (ps := live_pods(core_v1, namespace, "app"))
-            and len(ps) == 2
-            and all(p.spec.node_name and p.spec.node_name != node for p in ps)
-            and available(core_v1, namespace, "app") == 2
-            and ps
-        ),
-        120,
-        "pods rebound elsewhere",
-    )
+    pods = wait_for(moved_off(core_v1, namespace, "app", node), 120, "pods rebound elsewhere")
     assert {p.spec.node_name for p in pods}.isdisjoint({node})
     assert instance_state(karpy, instance) == "terminated"
     log = messages(lifecycle_log)
@@ -471,17 +476,7 @@ def test_expired_node_is_replaced_before_it_is_drained(
 
     threading.Thread(target=watch_pending, daemon=True).start()
     wait_for(lambda: node_or_none(core_v1, node) is None, 120, "expired node gone")
-    pods = wait_for(
-        lambda: (
-            (ps := live_pods(core_v1, namespace, "old"))
-            and len(ps) == 2
-            and all(p.spec.node_name and p.spec.node_name != node for p in ps)
-            and available(core_v1, namespace, "old") == 2
-            and ps
-        ),
-        60,
-        "pods on the new node",
-    )
+    pods = wait_for(moved_off(core_v1, namespace, "old", node), 60, "pods on the new node")
     done.set()
     assert instance_state(karpy, instance) == "terminated"
     log = messages(lifecycle_log)
