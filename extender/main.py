@@ -19,6 +19,7 @@ from kubernetes import client
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
+from extender.cluster.leaderlabel import LeaderLabel
 from extender.http.app import create_app
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
@@ -41,8 +42,6 @@ def _leader_label(kube: client.ApiClient, settings: Settings) -> dict[str, Calla
     s = settings.leader_election
     if not s.pod_name:
         return {}
-    from extender.cluster.leaderlabel import LeaderLabel
-
     label = LeaderLabel(kube, s.namespace, s.pod_name)
     label.set(False)  # a restarted container keeps its pod's labels
 

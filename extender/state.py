@@ -107,8 +107,8 @@ class ClusterState:
 
     def claim(self, pod_keys: Iterable[str]) -> None:
         """Pods karpy is planning, launching and binding for: kube-scheduler must not place them
-        meanwhile, or the node launched for them comes up empty. Counted, so overlapping claims
-        (a batch and a replacement) release independently."""
+        meanwhile, or the node launched for them comes up empty. Counted, so a claim released
+        while another still holds the pod leaves it claimed."""
         with self._lock:
             for key in pod_keys:
                 self._claims[key] = self._claims.get(key, 0) + 1

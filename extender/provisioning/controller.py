@@ -320,14 +320,13 @@ class ProvisioningController:
         for attempt in range(MAX_REPLANS + 1):
             t0 = self.clock()
             inv = self._inventory() if bind else inventory.Inventory(usage=self._inventory().usage)
-            if bind:
-                # kube-scheduler may have bound some between the re-read and this listing.
-                placed = [p for p in remaining if p.key in inv.assigned]
-                if placed:
-                    log.info("Not provisioning for %d pod(s) bound meanwhile", len(placed))
-                    remaining = [p for p in remaining if p.key not in inv.assigned]
-                    if not remaining:
-                        return
+            # kube-scheduler may have bound some between the re-read and this listing.
+            unbound = [p for p in remaining if p.key not in inv.assigned]
+            if len(unbound) < len(remaining):
+                log.info("Not provisioning for %d pod(s) bound meanwhile", len(remaining) - len(unbound))
+                if not unbound:
+                    return
+                remaining = unbound
             unavailable = frozenset(
                 (k.instance_type, k.zone, k.capacity_type) for k in list(self.unavailable)
             )

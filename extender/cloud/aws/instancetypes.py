@@ -98,18 +98,14 @@ class CatalogProvider:
 
     def _refresh(self, key: tuple[str, ...]) -> None:
         try:
-            catalog = self._build(key)
+            catalog, ttl = self._build(key), self._ttl
         except Exception as err:  # keep serving the last good catalog
             log.warning(
                 "Refreshing instance types in zones %s failed, keeping the cached ones, %s", list(key), err
             )
-            with self._lock:
-                old, _ = self._catalogs[key]
-                self._catalogs[key] = (old, self._timer() + REFRESH_RETRY_SECONDS)
-                self._refreshing.discard(key)
-            return
+            catalog, ttl = self._catalogs[key][0], REFRESH_RETRY_SECONDS
         with self._lock:
-            self._catalogs[key] = (catalog, self._timer() + self._ttl)
+            self._catalogs[key] = (catalog, self._timer() + ttl)
             self._refreshing.discard(key)
 
     def _raw_listing(self, name: str, fetch: Callable[[Any], list[dict[str, Any]]]) -> list[dict[str, Any]]:
