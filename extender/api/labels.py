@@ -30,6 +30,18 @@ MANAGED_BY_LABEL = "karpy.sh/managed"
 LAUNCH_ID_TAG = "karpy.sh/launch-id"
 
 
+REGION = "topology.kubernetes.io/region"
+#: Deprecated keys still written on pods and Provisioners -> the key kubelet/karpy label nodes with.
+DEPRECATED_LABELS = {
+    CAPACITY_TYPE_ALIAS: CAPACITY_TYPE,
+    "beta.kubernetes.io/arch": ARCH,
+    "beta.kubernetes.io/os": OS,
+    "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+    "failure-domain.beta.kubernetes.io/zone": ZONE,
+    "failure-domain.beta.kubernetes.io/region": REGION,
+}
+
+
 def normalize_key(key: str) -> str:
     """Map deprecated label keys to their current name."""
-    return CAPACITY_TYPE if key == CAPACITY_TYPE_ALIAS else key
+    return DEPRECATED_LABELS.get(key, key)

@@ -12,13 +12,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.api import labels as wk
+from extender.api.affinity import (
+    DO_NOT_SCHEDULE,
+    HONOR,
+    IGNORE,
+    SCHEDULE_ANYWAY,
+    HostPort,
+    LabelSelector,
+    PodAffinityTerm,
+    TopologySpread,
+    WeightedPodAffinityTerm,
+)
 from extender.api.provisioner import Requirement, Taint
 from extender.api.quantity import QuantityError
 from extender.api.resources import Resources
 
 ZONE_KEY = wk.ZONE
 HOSTNAME_KEY = wk.HOSTNAME
-TOPOLOGY_KEYS = (ZONE_KEY, HOSTNAME_KEY)
 
 
 class PodError(ValueError):
@@ -46,50 +56,6 @@ class Toleration:
 
 
 @dataclass(frozen=True)
-class LabelSelector:
-    """metav1.LabelSelector; an empty selector matches everything, `None` selectors are not built."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[Requirement, ...] = ()
-
-    def matches(self, pod_labels: Mapping[str, str]) -> bool:
-        if any(pod_labels.get(k) != v for k, v in self.match_labels):
-            return False
-        for expr in self.match_expressions:
-            present = expr.key in pod_labels
-            value = pod_labels.get(expr.key)
-            if expr.operator == "In" and value not in expr.values:
-                return False
-            if expr.operator == "NotIn" and present and value in expr.values:
-                return False
-            if expr.operator == "Exists" and not present:
-                return False
-            if expr.operator == "DoesNotExist" and present:
-                return False
-        return True
-
-
-@dataclass(frozen=True)
-class TopologySpread:
-    max_skew: int
-    topology_key: str
-    when_unsatisfiable: str
-    selector: LabelSelector
-
-
-@dataclass(frozen=True)
-class PodAffinityTerm:
-    topology_key: str
-    selector: LabelSelector
-    # Namespaces the selector applies to; empty = the pod's own namespace.
-    namespaces: tuple[str, ...] = ()
-
-    def selects(self, own_namespace: str, namespace: str, pod_labels: Mapping[str, str]) -> bool:
-        allowed = self.namespaces or (own_namespace,)
-        return namespace in allowed and self.selector.matches(pod_labels)
-
-
-@dataclass(frozen=True)
 class PreferredTerm:
     weight: int
     requirements: tuple[Requirement, ...]
@@ -111,6 +77,11 @@ class Pod:
     topology_spread: tuple[TopologySpread, ...] = ()
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    #: Rules karpy does not model ("<field path>: why"); such a pod is neither planned nor bound.
+    unmodelled: tuple[str, ...] = ()
     owner_kind: str = ""
     owner_name: str = ""
     node_name: str = ""
@@ -148,6 +119,8 @@ class _PodParser:
         self.namespace = str(meta.get("namespace") or "default")
         self.name = str(meta.get("name") or meta.get("generateName") or "")
         self.where = f"pod {self.namespace}/{self.name or '<unnamed>'}"
+        self.labels: dict[str, str] = {}
+        self.unmodelled: list[str] = []
 
     def fail(self, path: str, message: str) -> PodError:
         return PodError(f"{self.where} {path}", message)
@@ -182,11 +155,16 @@ class _PodParser:
         controller = controller or (owners[0] if owners and isinstance(owners[0], Mapping) else {})
         affinity = self.mapping(spec.get("affinity"), "spec.affinity")
         required, preferred = self.node_affinity(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+        labels = self.string_map(meta.get("labels"), "metadata.labels")
+        self.labels = labels
+        pod_affinity = self.mapping(affinity.get("podAffinity"), "spec.affinity.podAffinity")
+        anti_affinity = self.mapping(affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
+        self.check_unmodelled(spec)
         return Pod(
             namespace=self.namespace,
             name=self.name,
             uid=str(meta.get("uid") or ""),
-            labels=self.string_map(meta.get("labels"), "metadata.labels"),
+            labels=labels,
             annotations=self.string_map(meta.get("annotations"), "metadata.annotations"),
             requests=self.requests(spec),
             node_selector={
@@ -197,10 +175,12 @@ class _PodParser:
             preferred_terms=preferred,
             tolerations=self.tolerations(spec.get("tolerations")),
             topology_spread=self.spreads(spec.get("topologySpreadConstraints")),
-            pod_affinity=self.pod_terms(affinity.get("podAffinity"), "spec.affinity.podAffinity"),
-            pod_anti_affinity=self.pod_terms(
-                affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity"
-            ),
+            pod_affinity=self.pod_terms(pod_affinity, "spec.affinity.podAffinity"),
+            pod_anti_affinity=self.pod_terms(anti_affinity, "spec.affinity.podAntiAffinity"),
+            preferred_pod_affinity=self.weighted_terms(pod_affinity, "spec.affinity.podAffinity"),
+            preferred_pod_anti_affinity=self.weighted_terms(anti_affinity, "spec.affinity.podAntiAffinity"),
+            host_ports=self.host_ports(spec),
+            unmodelled=tuple(self.unmodelled),
             owner_kind=str(controller.get("kind") or ""),
             owner_name=str(controller.get("name") or ""),
             node_name=str(spec.get("nodeName") or ""),
@@ -224,18 +204,70 @@ class _PodParser:
         return Resources(amounts)
 
     def requests(self, spec: Mapping[str, Any]) -> Resources:
-        containers = self.items(spec.get("containers"), "spec.containers")
-        total = Resources()
-        for i, container in enumerate(containers):
-            total = total + self.container_requests(container, f"spec.containers[{i}]")
-        # Init containers run one at a time before the app containers: the pod needs the larger of the two.
+        """kube-scheduler's PodRequests: app containers plus running sidecars, or the largest init step.
+
+        Restartable init containers (sidecars, `restartPolicy: Always`) keep running, so they add to
+        every later init container and to the app containers; pod-level `spec.resources.requests`
+        (when set) replace the containers' sum for the names they list; `spec.overhead` is added.
+        """
+        apps = Resources()
+        for i, container in enumerate(self.items(spec.get("containers"), "spec.containers")):
+            apps = apps + self.container_requests(container, f"spec.containers[{i}]")
+        sidecars, init_peak = Resources(), Resources()
         for i, container in enumerate(self.items(spec.get("initContainers"), "spec.initContainers")):
-            total = total.maximum(self.container_requests(container, f"spec.initContainers[{i}]"))
+            own = self.container_requests(container, f"spec.initContainers[{i}]")
+            if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+                sidecars = sidecars + own
+                step = sidecars
+            else:
+                step = own + sidecars
+            init_peak = init_peak.maximum(step)
+        total = (apps + sidecars).maximum(init_peak)
+        pod_level = self.mapping(
+            self.mapping(spec.get("resources"), "spec.resources").get("requests"), "spec.resources.requests"
+        )
+        try:
+            if pod_level:
+                total = Resources({**total.amounts, **Resources.parse(pod_level).amounts})
+        except QuantityError as err:
+            raise self.fail("spec.resources.requests", str(err)) from err
         overhead = self.mapping(spec.get("overhead"), "spec.overhead")
         try:
             return total + Resources.parse(overhead)
         except QuantityError as err:
             raise self.fail("spec.overhead", str(err)) from err
+
+    def host_ports(self, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+        result = []
+        for i, container in enumerate(self.items(spec.get("containers"), "spec.containers")):
+            container = self.mapping(container, f"spec.containers[{i}]")
+            for j, port in enumerate(self.items(container.get("ports"), f"spec.containers[{i}].ports")):
+                port = self.mapping(port, f"spec.containers[{i}].ports[{j}]")
+                number = port.get("hostPort")
+                if not number:
+                    continue
+                if not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 65536:
+                    raise self.fail(
+                        f"spec.containers[{i}].ports[{j}].hostPort", "must be an integer in 1..65535"
+                    )
+                result.append(
+                    HostPort(str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), number)
+                )
+        return tuple(result)
+
+    def check_unmodelled(self, spec: Mapping[str, Any]) -> None:
+        """Rules kube-scheduler applies that karpy's plan does not: the pod is reported, never bound."""
+        for i, volume in enumerate(self.items(spec.get("volumes"), "spec.volumes")):
+            if isinstance(volume, Mapping) and (
+                volume.get("persistentVolumeClaim") or volume.get("ephemeral")
+            ):
+                self.unmodelled.append(
+                    f"spec.volumes[{i}]: a persistent volume's topology is not modelled by karpy"
+                )
+        if spec.get("resourceClaims"):
+            self.unmodelled.append("spec.resourceClaims: dynamic resource allocation is not modelled")
+        if spec.get("schedulingGates"):
+            self.unmodelled.append("spec.schedulingGates: the pod is not ready for scheduling")
 
     def requirement(self, raw: Any, path: str) -> Requirement:
         raw = self.mapping(raw, path)
@@ -252,7 +284,8 @@ class _PodParser:
     def term(self, raw: Any, path: str) -> tuple[Requirement, ...]:
         raw = self.mapping(raw, path)
         if raw.get("matchFields"):
-            raise self.fail(f"{path}.matchFields", "node selector terms with matchFields are not supported")
+            # A term naming nodes (metadata.name) can never be met by a node karpy launches.
+            self.unmodelled.append(f"{path}.matchFields: node selector terms naming nodes are not modelled")
         exprs = self.items(raw.get("matchExpressions"), f"{path}.matchExpressions")
         return tuple(self.requirement(e, f"{path}.matchExpressions[{i}]") for i, e in enumerate(exprs))
 
@@ -305,17 +338,31 @@ class _PodParser:
                 sorted(self.string_map(raw.get("matchLabels"), f"{path}.matchLabels").items())
             ),
             match_expressions=tuple(
-                self.requirement(e, f"{path}.matchExpressions[{i}]") for i, e in enumerate(exprs)
+                self.label_requirement(e, f"{path}.matchExpressions[{i}]") for i, e in enumerate(exprs)
             ),
         )
 
+    def optional_selector(self, raw: Any, path: str) -> LabelSelector | None:
+        return None if raw is None else self.selector(raw, path)
+
+    def label_requirement(self, raw: Any, path: str) -> Requirement:
+        raw = self.mapping(raw, path)
+        operator = raw.get("operator")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise self.fail(f"{path}.operator", f"unsupported operator {operator!r}")
+        if not raw.get("key"):
+            raise self.fail(f"{path}.key", "is required")
+        values = tuple(str(v) for v in self.items(raw.get("values"), f"{path}.values"))
+        return Requirement(key=str(raw["key"]), operator=operator, values=values)
+
     def topology_key(self, raw: Mapping[str, Any], path: str) -> str:
-        key = str(raw.get("topologyKey") or "")
-        if key not in TOPOLOGY_KEYS:
-            raise self.fail(
-                f"{path}.topologyKey", f"unsupported topology key {key!r}, not in {list(TOPOLOGY_KEYS)}"
-            )
-        return key
+        key = raw.get("topologyKey")
+        if not key or not isinstance(key, str):
+            raise self.fail(f"{path}.topologyKey", "is required")
+        return wk.normalize_key(key)
+
+    def label_keys(self, raw: Mapping[str, Any], name: str, path: str) -> tuple[str, ...]:
+        return tuple(str(k) for k in self.items(raw.get(name), f"{path}.{name}"))
 
     def spreads(self, raw: Any) -> tuple[TopologySpread, ...]:
         result = []
@@ -325,31 +372,73 @@ class _PodParser:
             skew = item.get("maxSkew", 1)
             if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
                 raise self.fail(f"{path}.maxSkew", "must be an integer >= 1")
+            when = str(item.get("whenUnsatisfiable") or DO_NOT_SCHEDULE)
+            if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+                raise self.fail(f"{path}.whenUnsatisfiable", f"unsupported value {when!r}")
+            min_domains = item.get("minDomains")
+            if min_domains is not None and (
+                not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains < 1
+            ):
+                raise self.fail(f"{path}.minDomains", "must be an integer >= 1")
+            policies = {}
+            for name, default in (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE)):
+                policies[name] = str(item.get(name) or default)
+                if policies[name] not in (HONOR, IGNORE):
+                    raise self.fail(f"{path}.{name}", f"unsupported value {policies[name]!r}")
+            selector = self.optional_selector(item.get("labelSelector"), f"{path}.labelSelector")
+            keys = self.label_keys(item, "matchLabelKeys", path)
+            if selector is not None:
+                selector = selector.with_label_keys(self.labels, keys)
             result.append(
                 TopologySpread(
                     max_skew=skew,
                     topology_key=self.topology_key(item, path),
-                    when_unsatisfiable=str(item.get("whenUnsatisfiable") or "DoNotSchedule"),
-                    selector=self.selector(item.get("labelSelector"), f"{path}.labelSelector"),
+                    when_unsatisfiable=when,
+                    selector=selector,
+                    # minDomains applies to DoNotSchedule only.
+                    min_domains=min_domains if when == DO_NOT_SCHEDULE else None,
+                    node_affinity_policy=policies["nodeAffinityPolicy"],
+                    node_taints_policy=policies["nodeTaintsPolicy"],
                 )
             )
         return tuple(result)
 
-    def pod_terms(self, raw: Any, path: str) -> tuple[PodAffinityTerm, ...]:
-        raw = self.mapping(raw, path)
+    def pod_term(self, raw: Any, path: str) -> PodAffinityTerm:
+        item = self.mapping(raw, path)
+        selector = self.optional_selector(item.get("labelSelector"), f"{path}.labelSelector")
+        if selector is not None:
+            selector = selector.with_label_keys(
+                self.labels,
+                self.label_keys(item, "matchLabelKeys", path),
+                self.label_keys(item, "mismatchLabelKeys", path),
+            )
+        return PodAffinityTerm(
+            topology_key=self.topology_key(item, path),
+            selector=selector,
+            namespaces=tuple(str(n) for n in self.items(item.get("namespaces"), f"{path}.namespaces")),
+            namespace_selector=self.optional_selector(
+                item.get("namespaceSelector"), f"{path}.namespaceSelector"
+            ),
+        )
+
+    def pod_terms(self, raw: Mapping[str, Any], path: str) -> tuple[PodAffinityTerm, ...]:
         req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+        items = self.items(raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)
+        return tuple(self.pod_term(item, f"{req_path}[{i}]") for i, item in enumerate(items))
+
+    def weighted_terms(self, raw: Mapping[str, Any], path: str) -> tuple[WeightedPodAffinityTerm, ...]:
+        pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
         result = []
         for i, item in enumerate(
-            self.items(raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)
+            self.items(raw.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)
         ):
-            item = self.mapping(item, f"{req_path}[{i}]")
+            item = self.mapping(item, f"{pref_path}[{i}]")
+            weight = item.get("weight", 1)
+            if not isinstance(weight, int) or isinstance(weight, bool):
+                raise self.fail(f"{pref_path}[{i}].weight", "must be an integer")
             result.append(
-                PodAffinityTerm(
-                    topology_key=self.topology_key(item, f"{req_path}[{i}]"),
-                    selector=self.selector(item.get("labelSelector"), f"{req_path}[{i}].labelSelector"),
-                    namespaces=tuple(
-                        str(n) for n in self.items(item.get("namespaces"), f"{req_path}[{i}].namespaces")
-                    ),
+                WeightedPodAffinityTerm(
+                    weight, self.pod_term(item.get("podAffinityTerm"), f"{pref_path}[{i}].podAffinityTerm")
                 )
             )
         return tuple(result)

@@ -16,7 +16,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from extender.api.affinity import HostPort
 from extender.api.pod import Pod
+from extender.api.resources import CPU, MEMORY, Resources
 from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
@@ -29,7 +31,8 @@ TRIALS = 6
 MERGE_WINDOW = 4
 NO_ROOM = "no instance type has room for the pod's requests"
 _Merged = Requirements | None
-UNMET_TOPOLOGY = "pod (anti-)affinity or topology spread on kubernetes.io/hostname cannot be met"
+UNMET_TOPOLOGY = "pod (anti-)affinity, topology spread on kubernetes.io/hostname or host ports cannot be met"
+LIMITS = "limits exceeded"
 
 
 @dataclass(eq=False)
@@ -38,6 +41,8 @@ class PodClass:
     request: Vector
     gpus: frozenset[str]
     host: HostConstraints
+    #: `host` without preferences: what remains when the preferences cannot be met.
+    hard_host: HostConstraints
     #: Hostname-level term ids whose selector matches these pods.
     matches: tuple[int, ...]
     #: Pod-only requirements (chosen term, zone pin): what an existing node's labels must satisfy.
@@ -46,6 +51,7 @@ class PodClass:
     #: Provisioner + pod requirements for a new node; None when no provisioner can take the pods.
     reqs: Requirements | None = None
     reason: str = ""
+    ports: tuple[HostPort, ...] = ()
     #: Index of the first pod not yet placed.
     next: int = 0
     #: $/h each pod is worth (its cheapest $/pod alone); set by the packer.
@@ -68,7 +74,9 @@ class Node:
     #: (class, count) in placement order, so a merge can replay the topology checks.
     entries: list[tuple[PodClass, int]] = field(default_factory=list)
     term_counts: Counter[int] = field(default_factory=Counter)
+    #: Required anti-affinity terms of the pods on the node: pods they select may not join.
     anti: set[int] = field(default_factory=set)
+    ports: list[HostPort] = field(default_factory=list)
 
     def room(self, request: Vector) -> int:
         return fit_count(request, tuple(c - u for c, u in zip(self.capacity, self.used, strict=True)))
@@ -78,7 +86,8 @@ class Node:
         self.entries.append((pod_class, count))
         for term in pod_class.matches:
             self.term_counts[term] += count
-        self.anti.update(pod_class.host.anti)
+        self.anti.update(pod_class.host.repels)
+        self.ports.extend(pod_class.ports)
 
 
 @dataclass
@@ -94,25 +103,54 @@ class _Trial:
 
 
 class Packer:
-    def __init__(self, cache: CandidateCache, min_request: Vector) -> None:
+    def __init__(
+        self, cache: CandidateCache, min_request: Vector, headroom: dict[str, Resources] | None = None
+    ) -> None:
         self.cache = cache
         self.min_request = min_request
         self.nodes: list[Node] = []
         self.existing: list[Node] = []
         self.placed_by_term: Counter[int] = Counter()
+        #: Provisioner -> cpu/memory its limits still allow; new nodes are only of types that fit.
+        self.headroom = headroom or {}
+        self.relaxed: list[str] = []
         # Keyed by identity: hashing a Requirements walks all its values, and the same few objects
         # recur (the stored entries keep them alive, so ids stay unique).
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
         self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
         self._rankings: dict[tuple[int, Vector], list[Candidate]] = {}
 
-    def add_existing(self, node: ExistingNode, dims: Sequence[str]) -> None:
+    def add_existing(
+        self,
+        node: ExistingNode,
+        dims: Sequence[str],
+        matching: Callable[[Pod], tuple[int, ...]],
+        repels: Callable[[Pod], tuple[int, ...]],
+    ) -> None:
+        """Count the node's pods for hostname-level rules; a schedulable node also takes pods."""
+        counts: Counter[int] = Counter()
+        anti: set[int] = set()
+        for pod in node.pods:
+            counts.update(matching(pod))
+            anti.update(repels(pod))
+        self.placed_by_term.update(counts)
+        if not node.schedulable:
+            return
         free = tuple(
             (node.allocatable.get(d) - node.pod_count) if d == "pods" else node.allocatable.get(d)
             for d in dims
         )
         used = tuple(0.0 if d == "pods" else node.requested.get(d) for d in dims)
-        self.existing.append(Node(capacity=free, used=used, existing=node))
+        self.existing.append(
+            Node(
+                capacity=free,
+                used=used,
+                existing=node,
+                term_counts=counts,
+                anti=anti,
+                ports=[port for pod in node.pods for port in pod.host_ports],
+            )
+        )
 
     def topology_cap(self, node: Node, pod_class: PodClass, want: int) -> int:
         cap = want
@@ -132,8 +170,15 @@ class Packer:
             if own:
                 cap = min(cap, skew - node.term_counts[term])
         for term in host.affinity:
-            if self.placed_by_term[term] and not node.term_counts[term]:
+            if node.term_counts[term]:
+                continue
+            if self.placed_by_term[term] or term not in pod_class.matches:
+                return 0  # the pods to follow are elsewhere, or there are none and it is not their first
+        if pod_class.ports:
+            if any(p.conflicts(q) for p in pod_class.ports for q in node.ports):
                 return 0
+            # Pods of one class ask for the same ports: one per node.
+            cap = min(cap, 1)
         return max(cap, 0)
 
     def _merge(self, node: Node, class_reqs: Requirements) -> Requirements | None:
@@ -188,11 +233,24 @@ class Packer:
                 pod_class.rate = self.cache.pod_rate(found, pod_class.request)
         while active := [c for c in active if c.left]:
             seed = active[0]
-            trials = [self._trial(c, seed, active) for c in self._ranking(seed)]
+            ranking = self._ranking(seed)
+            trials = [self._trial(c, seed, active) for c in ranking]
             best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
             if best is None:
-                fits_somewhere = any(t.node.room(seed.request) for t in trials)
-                reason = UNMET_TOPOLOGY if fits_somewhere else NO_ROOM
+                if seed.host.soft:
+                    # Preferences were treated as required; the pods cannot have them all: drop them.
+                    self.relaxed.append(
+                        f"Relaxed preferred kubernetes.io/hostname rules of {seed.left} pod(s)"
+                        f" like {seed.pods[seed.next].key}"
+                    )
+                    seed.host = seed.hard_host
+                    continue
+                if not ranking and self._ranking(seed, limited=False):
+                    reason = self.limit_reason(seed)
+                elif any(t.node.room(seed.request) for t in trials):
+                    reason = UNMET_TOPOLOGY
+                else:
+                    reason = NO_ROOM
                 for pod in seed.pods[seed.next :]:
                     unschedulable(pod, reason)
                 seed.next = len(seed.pods)
@@ -201,9 +259,31 @@ class Packer:
             for pod_class, count in node.entries:
                 self._commit(node, pod_class, count)
             self.nodes.append(node)
+            assert seed.view is not None
+            name = seed.view.provisioner.name
+            if name in self.headroom:
+                capacity = best.candidate.entry.type.capacity
+                self.headroom[name] = self.headroom[name] - Resources(
+                    {n: capacity.get(n) for n in self.headroom[name].names()}
+                )
 
-    def _ranking(self, seed: PodClass) -> list[Candidate]:
-        """The seed's types by its own $/pod (larger first on ties), at most TRIALS."""
+    def limit_reason(self, seed: PodClass) -> str:
+        assert seed.view is not None
+        name = seed.view.provisioner.name
+        left = self.headroom.get(name, Resources())
+        room = ", ".join(f"{n} {max(left.get(n), 0):g} left" for n in (CPU, MEMORY) if n in left.names())
+        return f"provisioner {name} {LIMITS}: no instance type fits what its limits leave ({room})"
+
+    def _within_limits(self, seed: PodClass, candidate: Candidate) -> bool:
+        assert seed.view is not None
+        left = self.headroom.get(seed.view.provisioner.name)
+        if left is None:
+            return True
+        capacity = candidate.entry.type.capacity
+        return all(capacity.get(n) <= left.get(n) + 1e-9 for n in left.names())
+
+    def _ranking(self, seed: PodClass, *, limited: bool = True) -> list[Candidate]:
+        """The seed's types by its own $/pod (larger first on ties), at most TRIALS, within limits."""
         assert seed.view is not None and seed.reqs is not None
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
         key = (id(found), seed.request)
@@ -214,8 +294,17 @@ class Packer:
                 if count:
                     rated.append((c.offering.price / count, -c.offering.price, c))
             rated.sort(key=lambda r: (r[0], r[1]))
-            self._rankings[key] = [c for _, _, c in rated[:TRIALS]]
-        return self._rankings[key]
+            self._rankings[key] = [c for _, _, c in rated]
+        ranked = self._rankings[key]
+        if not limited or seed.view.provisioner.name not in self.headroom:
+            return ranked[:TRIALS]
+        result = []
+        for candidate in ranked:
+            if self._within_limits(seed, candidate):
+                result.append(candidate)
+                if len(result) == TRIALS:
+                    break
+        return result
 
     def _trial(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
         """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""
@@ -267,6 +356,7 @@ class Packer:
             return False
         trial = Node(capacity=target.used, used=target.used, view=target.view, reqs=merged, gpus=target.gpus)
         trial.term_counts, trial.anti = Counter(target.term_counts), set(target.anti)
+        trial.ports = list(target.ports)
         trial.capacity = tuple(float("inf") for _ in target.used)
         for pod_class, count in node.entries:
             if self.topology_cap(trial, pod_class, count) < count:
@@ -277,6 +367,6 @@ class Packer:
             return False
         target.reqs, target.used = merged, trial.used
         target.entries.extend(node.entries)
-        target.term_counts, target.anti = trial.term_counts, trial.anti
+        target.term_counts, target.anti, target.ports = trial.term_counts, trial.anti, trial.ports
         target.pods.extend(node.pods)
         return True

@@ -21,11 +21,17 @@ MAX_LOGGED_OPTIONS = 10
 class Unschedulable:
     pod: Pod
     reason: str
+    #: The pod has a rule karpy does not model: neither planned nor bound, only reported.
+    unmodelled: bool = False
 
 
 @dataclass(frozen=True)
 class ExistingNode:
-    """A live or in-flight karpy node that can still take pods."""
+    """A node of the cluster: its pods count for topology; karpy places pods on it when `schedulable`.
+
+    Schedulable nodes are karpy's own live or in-flight nodes that can still take pods; every other
+    node (not karpy's, cordoned, being removed) only brings its topology domains and pods.
+    """
 
     name: str
     provisioner: str
@@ -35,6 +41,9 @@ class ExistingNode:
     allocatable: Resources
     requested: Resources
     pod_count: int
+    #: Pods bound to the node (topology spread, inter-pod affinity and host ports count them).
+    pods: tuple[Pod, ...] = ()
+    schedulable: bool = True
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
@@ -25,15 +26,15 @@ from extender.scheduling.candidates import (
     Vector,
     fits,
     gpu_kinds,
-    vector,
 )
-from extender.scheduling.constraints import describe_taint, pod_terms, preferences
+from extender.scheduling.domains import DomainPlanner
 from extender.scheduling.instancetypes import InstanceType
-from extender.scheduling.packer import Node, Packer, PodClass
+from extender.scheduling.packer import LIMITS, Node, Packer, PodClass
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements
-from extender.scheduling.topology import HostConstraints, Terms, pin_zones
+from extender.scheduling.resolver import Resolver
+from extender.scheduling.topology import HostConstraints, NamespaceLabels, Terms, needs_namespace_labels
 
 __all__ = ["SORT_KEYS", "ExistingNode", "Plan", "PlannedNode", "Unschedulable", "solve"]
 
@@ -61,83 +62,6 @@ def _shape_key(pod: Pod) -> tuple:
     )
 
 
-class _Resolver:
-    """Pod shape -> (Provisioner view, requirements) with the reason when there is none."""
-
-    def __init__(self, views: Sequence[ProvisionerView], cache: CandidateCache, dims: Sequence[str]) -> None:
-        self.views = views
-        self.cache = cache
-        self.dims = dims
-        self.notes: list[str] = []
-
-    def holds(self, view: ProvisionerView, reqs: Requirements, request: Vector, gpus: frozenset[str]) -> bool:
-        return any(fits(request, c.entry.alloc) for c in self.cache.lookup(view, reqs, gpus).candidates)
-
-    def resolve(
-        self, pod: Pod, request: Vector, zone: str | None
-    ) -> tuple[ProvisionerView | None, Requirements, Requirements | None, str]:
-        gpus = gpu_kinds(pod.requests)
-        pin = Requirements.from_labels({wk.ZONE: zone}) if zone else Requirements()
-        wanted = pod.node_selector.get(wk.PROVISIONER_NAME)
-        views = [v for v in self.views if not wanted or v.provisioner.name == wanted]
-        reasons: list[str] = []
-        terms = [t.intersect(pin) for t in pod_terms(pod)]
-        prefs = preferences(pod)
-        for view in views:
-            if taint := pod.tolerates(view.provisioner.taints):
-                reasons.append(
-                    f"provisioner/{view.provisioner.name}: did not tolerate {describe_taint(taint)}"
-                )
-                continue
-            for term in terms:
-                base = view.requirements.intersect(term)
-                if conflict := base.conflict(view.keys):
-                    reasons.append(f"provisioner/{view.provisioner.name}: {conflict}")
-                    continue
-                for kept in range(len(prefs), -1, -1):
-                    reqs = base
-                    for _, pref, _raw in prefs[:kept]:
-                        reqs = reqs.intersect(pref)
-                    if reqs.conflict(view.keys) is None and self.holds(view, reqs, request, gpus):
-                        if kept < len(prefs):
-                            dropped = "; ".join(
-                                f"weight {w}: "
-                                + ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in raw)
-                                for w, _, raw in prefs[kept:]
-                            )
-                            self.notes.append(
-                                f"Relaxed preferred node affinity of pod {pod.key}, removing: {dropped}"
-                            )
-                        return view, term, reqs, ""
-                reasons.append(
-                    f"provisioner/{view.provisioner.name}: no instance type satisfies"
-                    f" {base.describe() or 'the'}"
-                    f" requirements and holds {_describe_requests(pod.requests)}"
-                )
-        if wanted and not views:
-            reasons.append(f"provisioner {wanted} not found")
-        return None, terms[0], None, "; ".join(dict.fromkeys(reasons)) or "no provisioner"
-
-    def eligible_zones(self, pod: Pod) -> list[str]:
-        view, _, reqs, _ = self.resolve(pod, vector(pod.requests + Resources({PODS: 1}), self.dims), None)
-        if view is None or reqs is None:
-            return []
-        request = vector(pod.requests + Resources({PODS: 1}), self.dims)
-        zones = set()
-        for candidate in self.cache.lookup(view, reqs, gpu_kinds(pod.requests)).candidates:
-            if fits(request, candidate.entry.alloc):
-                zones.update(
-                    o.zone
-                    for o in candidate.entry.type.offerings
-                    if reqs.allows(wk.ZONE, o.zone) and o.available
-                )
-        return sorted(zones)
-
-
-def _describe_requests(requests: Resources) -> str:
-    return "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(requests.amounts.items())) + "}"
-
-
 def _sort_key(name: str, classes: Sequence[PodClass]) -> object:
     if name == "memory":
         return lambda c: (-c.request[1], -c.request[0])
@@ -148,6 +72,14 @@ def _sort_key(name: str, classes: Sequence[PodClass]) -> object:
     if name == "cpu":
         return lambda c: (-c.request[0], -c.request[1])
     raise ValueError(f"unknown sort key {name!r}, expected one of {SORT_KEYS}")
+
+
+def _unmodelled(pod: Pod, namespaces: NamespaceLabels | None) -> str:
+    if pod.unmodelled:
+        return "; ".join(pod.unmodelled)
+    if namespaces is None and needs_namespace_labels(pod):
+        return "pod (anti-)affinity namespaceSelector needs the cluster's namespace labels"
+    return ""
 
 
 def solve(
@@ -162,13 +94,19 @@ def solve(
     sort_key: str = "cpu",
     max_options: int = 60,
     with_bound: bool = True,
+    namespaces: NamespaceLabels | None = None,
 ) -> Plan:
     """Pack `pods`; `with_bound=False` skips the cost lower bound (most of a small batch's solve time),
-    which only reports how far the plan may be from optimal."""
+    which only reports how far the plan may be from optimal.
+
+    `existing_nodes` are every node of the cluster with its pods (topology counts them; karpy packs
+    onto the schedulable ones); `namespaces` maps namespace -> labels for namespaceSelector terms.
+    A pod is solved in rounds: a pod dropped by a Provisioner's limits is tried on the next
+    Provisioner, and a pod that cannot be placed is taken out so the topology of the others is
+    recounted without it.
+    """
     dims = _dims(pods, daemonsets)
     views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
-    cache = CandidateCache(unavailable)
-    resolver = _Resolver(views, cache, dims)
     notes: list[str] = []
     excluded = sorted({line for view in views for line in view.excluded})
     if excluded:
@@ -177,102 +115,220 @@ def solve(
             + "; ".join(excluded[:5])
             + (" ..." if len(excluded) > 5 else "")
         )
-    unschedulable: list[Unschedulable] = []
-
-    candidates: list[Pod] = []
+    final: list[Unschedulable] = []
+    live: list[Pod] = []
     for pod in pods:
         if pod.is_daemonset:
-            unschedulable.append(
-                Unschedulable(pod, "owned by a DaemonSet; its nodes are provisioned by others")
-            )
+            final.append(Unschedulable(pod, "owned by a DaemonSet; its nodes are provisioned by others"))
+        elif reason := _unmodelled(pod, namespaces):
+            final.append(Unschedulable(pod, f"karpy does not model {reason}", unmodelled=True))
         else:
-            candidates.append(pod)
-
-    needs_zone = [
-        p
-        for p in candidates
-        if any(t.topology_key == wk.ZONE for t in (*p.topology_spread, *p.pod_affinity, *p.pod_anti_affinity))
-    ]
-    zone_memo: dict[tuple, list[str]] = {}
-
-    def eligible(pod: Pod) -> list[str]:
-        # Zones depend on requests and node constraints only, not on labels or pod topology.
-        key = (
-            tuple(sorted(pod.requests.amounts.items())),
-            tuple(sorted(pod.node_selector.items())),
-            pod.required_terms,
-            pod.preferred_terms,
-            pod.tolerations,
-        )
-        if key not in zone_memo:
-            zone_memo[key] = resolver.eligible_zones(pod)
-        return zone_memo[key]
-
-    pins, failed = pin_zones(needs_zone, eligible)
-    for pod in candidates:
-        if pod.key in failed:
-            unschedulable.append(Unschedulable(pod, failed[pod.key]))
-
-    live = [pod for pod in candidates if pod.key not in failed]
-    terms = Terms()
-    hosts: dict[tuple, HostConstraints] = {}
-    for pod in live:
-        if (key := _shape_key(pod)) not in hosts:
-            hosts[key] = HostConstraints.of(pod, terms)
-    # Labels only matter through the hostname terms they match: key classes by those, not by labels.
-    matched: dict[tuple, tuple[int, ...]] = {}
-    classes: dict[tuple, PodClass] = {}
-    for pod in live:
-        shape = _shape_key(pod)
-        label_key = (pod.namespace, shape[1])
-        if label_key not in matched:
-            matched[label_key] = terms.matching(pod)
-        key = (shape[0], *shape[2:], matched[label_key], pins.get(pod.key))
-        if key in classes:
-            classes[key].pods.append(pod)
-            continue
-        request = vector(pod.requests + Resources({PODS: 1}), dims)
-        view, term, reqs, reason = resolver.resolve(pod, request, pins.get(pod.key))
-        classes[key] = PodClass(
-            pods=[pod],
-            request=request,
-            gpus=gpu_kinds(pod.requests),
-            host=hosts[shape],
-            matches=matched[label_key],
-            pod_reqs=term,
-            view=view,
-            reqs=reqs,
-            reason=reason,
-        )
-    notes.extend(dict.fromkeys(resolver.notes))
-
-    ordered_classes = sorted(classes.values(), key=_sort_key(sort_key, list(classes.values())))
-    # Pods whose hostname affinity points at other pods go last, so the pods they follow are placed first.
-    ordered_classes.sort(key=lambda c: any(t not in c.matches for t in c.host.affinity))
-    min_request = tuple(min((c.request[i] for c in ordered_classes), default=0.0) for i in range(len(dims)))
-    packer = Packer(cache, min_request)
-    for node in existing_nodes:
-        packer.add_existing(node, dims)
-    if packer.existing:
-        for pod_class in ordered_classes:
-            packer.fill_existing(pod_class)
-    packer.pack(ordered_classes, lambda pod, reason: unschedulable.append(Unschedulable(pod, reason)))
-    packer.merge_neighbours(lambda node: _price(node, cache))
-
-    planned = _apply_limits(
-        _materialize(packer.nodes, cache, max_options, dims), views, usage or {}, unschedulable
-    )
-    existing = {n.existing.name: tuple(n.pods) for n in packer.existing if n.pods and n.existing}
+            live.append(pod)
+    context = _Context(views, CandidateCache(unavailable), dims, existing_nodes, namespaces, usage or {})
+    skip: dict[str, set[str]] = {}
+    for _ in range(MAX_ROUNDS):
+        result = context.round(live, skip, sort_key, max_options)
+        dropped = {u.pod.key: u for u in result.unschedulable}
+        if not dropped:
+            break
+        retry = {
+            key
+            for key, u in dropped.items()
+            if LIMITS in u.reason and (u.provisioner or "") and not _only(u.pod, u.provisioner, views, skip)
+        }
+        for key in retry:
+            skip.setdefault(key, set()).add(dropped[key].provisioner or "")
+        if not result.topology and not retry:
+            break
+        final.extend(u.result for key, u in dropped.items() if key not in retry)
+        live = [p for p in live if p.key not in dropped or p.key in retry]
+    else:
+        result = context.round(live, skip, sort_key, max_options)
+    planned, classes = result.nodes, result.classes
+    final.extend(u.result for u in result.unschedulable)
     placed_new = {pod.key for node in planned for pod in node.pods}
-    bound = _lower_bound(placed_new, ordered_classes, cache) if with_bound else 0.0
+    bound = _lower_bound(placed_new, classes, context.cache) if with_bound else 0.0
     return Plan(
         nodes=tuple(planned),
-        existing=existing,
-        unschedulable=tuple(unschedulable),
+        existing=result.existing,
+        unschedulable=tuple(final),
         total_price=sum(n.price for n in planned),
         lower_bound=bound,
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys([*notes, *result.notes])),
     )
+
+
+MAX_ROUNDS = 6
+
+
+def _only(
+    pod: Pod, provisioner: str | None, views: Sequence[ProvisionerView], skip: Mapping[str, set[str]]
+) -> bool:
+    """Whether no other Provisioner is left to try for the pod."""
+    if pod.node_selector.get(wk.PROVISIONER_NAME):
+        return True
+    tried = skip.get(pod.key, set()) | {provisioner or ""}
+    return all(v.provisioner.name in tried for v in views)
+
+
+@dataclass
+class _Dropped:
+    pod: Pod
+    reason: str
+    provisioner: str | None = None
+
+    @property
+    def result(self) -> Unschedulable:
+        return Unschedulable(self.pod, self.reason)
+
+
+@dataclass
+class _Round:
+    nodes: list[PlannedNode]
+    existing: dict[str, tuple[Pod, ...]]
+    unschedulable: list[_Dropped]
+    classes: list[PodClass]
+    notes: list[str]
+    #: Whether any pod's placement depended on others' (topology rules or host ports).
+    topology: bool
+
+
+class _Context:
+    """What every round shares: views, the candidate cache, the cluster and the limits."""
+
+    def __init__(
+        self,
+        views: Sequence[ProvisionerView],
+        cache: CandidateCache,
+        dims: Sequence[str],
+        existing: Sequence[ExistingNode],
+        namespaces: NamespaceLabels | None,
+        usage: Mapping[str, Resources],
+    ) -> None:
+        self.views, self.cache, self.dims = views, cache, dims
+        self.existing, self.namespaces, self.usage = existing, namespaces, usage
+
+    def round(
+        self,
+        pods: Sequence[Pod],
+        skip: Mapping[str, set[str]],
+        sort_key: str,
+        max_options: int,
+    ) -> _Round:
+        resolver = Resolver(self.views, self.cache, self.dims)
+        dropped: list[_Dropped] = []
+
+        def reachable(pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
+            return resolver.domains(pod, key, extra, fit=True, excluded=skip.get(pod.key, ()))
+
+        def possible(pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
+            return resolver.domains(pod, key, extra, fit=False)
+
+        planner = DomainPlanner(self.existing, self.namespaces, reachable, possible)
+        order = {
+            pod.key: i
+            for i, pod in enumerate(sorted(pods, key=lambda p: (-p.requests.cpu, -p.requests.memory)))
+        }
+        outcome = planner.plan(pods, lambda p: order[p.key])
+        live = []
+        for pod in pods:
+            if pod.key in outcome.failed:
+                dropped.append(_Dropped(pod, outcome.failed[pod.key]))
+            else:
+                live.append(pod)
+        terms = Terms()
+        # Existing pods' required hostname anti-affinity first, so batch pods see what repels them.
+        repels: dict[str, tuple[int, ...]] = {}
+        for node in self.existing:
+            for pod in node.pods:
+                repels[pod.key] = HostConstraints.of(pod, terms, self.namespaces, soft=False).repels
+        hosts: dict[tuple, tuple[HostConstraints, HostConstraints]] = {}
+        for pod in live:
+            if (key := _shape_key(pod)) not in hosts:
+                hosts[key] = (
+                    HostConstraints.of(pod, terms, self.namespaces),
+                    HostConstraints.of(pod, terms, self.namespaces, soft=False),
+                )
+        matched: dict[tuple, tuple[int, ...]] = {}
+
+        def matching(pod: Pod) -> tuple[int, ...]:
+            label_key = (pod.namespace, tuple(sorted(pod.labels.items())))
+            if label_key not in matched:
+                matched[label_key] = terms.matching(pod)
+            return matched[label_key]
+
+        classes: dict[tuple, PodClass] = {}
+        for pod in live:
+            shape = _shape_key(pod)
+            extra = outcome.requirements.get(pod.key, Requirements())
+            excluded = frozenset(skip.get(pod.key, ()))
+            key = (shape[0], *shape[2:], matching(pod), extra, excluded)
+            if key in classes:
+                classes[key].pods.append(pod)
+                continue
+            view, term, reqs, reason = resolver.resolve(pod, extra, excluded)
+            classes[key] = PodClass(
+                pods=[pod],
+                request=resolver.request(pod),
+                gpus=gpu_kinds(pod.requests),
+                host=hosts[shape][0],
+                hard_host=hosts[shape][1],
+                matches=matching(pod),
+                pod_reqs=term,
+                view=view,
+                reqs=reqs,
+                reason=reason,
+                ports=pod.host_ports,
+            )
+        ordered_classes = sorted(classes.values(), key=_sort_key(sort_key, list(classes.values())))
+        # Pods whose hostname affinity points at other pods go last, so the pods they follow are placed first.
+        ordered_classes.sort(key=lambda c: any(t not in c.matches for t in c.host.affinity))
+        min_request = tuple(
+            min((c.request[i] for c in ordered_classes), default=0.0) for i in range(len(self.dims))
+        )
+        packer = Packer(self.cache, min_request, self._headroom())
+        for node in self.existing:
+            packer.add_existing(node, self.dims, matching, lambda p: repels.get(p.key, ()))
+        if packer.existing:
+            for pod_class in ordered_classes:
+                packer.fill_existing(pod_class)
+
+        view_of = {p.key: c.view.provisioner.name for c in ordered_classes if c.view for p in c.pods}
+
+        def unplaced(pod: Pod, reason: str) -> None:
+            dropped.append(_Dropped(pod, reason, view_of.get(pod.key)))
+
+        packer.pack(ordered_classes, unplaced)
+        packer.merge_neighbours(lambda node: _price(node, self.cache))
+        limited: list[Unschedulable] = []
+        planned = _apply_limits(
+            _materialize(packer.nodes, self.cache, max_options, self.dims), self.views, self.usage, limited
+        )
+        for item in limited:
+            dropped.append(_Dropped(item.pod, item.reason, view_of.get(item.pod.key)))
+        existing = {n.existing.name: tuple(n.pods) for n in packer.existing if n.pods and n.existing}
+        topology = bool(outcome.requirements) or any(
+            c.host.anti or c.host.affinity or c.host.spread or c.host.repels or c.ports
+            for c in ordered_classes
+        )
+        return _Round(
+            nodes=planned,
+            existing=existing,
+            unschedulable=dropped,
+            classes=ordered_classes,
+            notes=[*resolver.notes, *outcome.notes, *packer.relaxed],
+            topology=topology,
+        )
+
+    def _headroom(self) -> dict[str, Resources]:
+        result = {}
+        for view in self.views:
+            limits = view.provisioner.limits
+            names = [n for n in (CPU, MEMORY) if limits.get(n) > 0]
+            if names:
+                used = self.usage.get(view.provisioner.name, Resources())
+                result[view.provisioner.name] = Resources({n: limits.get(n) - used.get(n) for n in names})
+        return result
 
 
 def _fitting(node: Node, cache: CandidateCache, limit: int) -> list[Candidate]:
@@ -394,7 +450,7 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
     which `node_count_bound` charges. Pods that only carry or only match a term are left
     unconstrained, which loosens the bounds but keeps them valid.
     """
-    groups = sorted({t for c in classes for t in c.host.anti if t in c.matches})
+    groups = sorted({t for c in classes for t in c.host.repels if t in c.matches})
     exclusive = tuple(1.0 for _ in groups)
     supplies: dict[str, lowerbound.Supply] = {}
     pooled: dict[Vector, tuple[int, set[str], float]] = {}
@@ -405,7 +461,7 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
             continue
         found = cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
         request = pod_class.request + tuple(
-            1.0 if g in pod_class.host.anti and g in pod_class.matches else 0.0 for g in groups
+            1.0 if g in pod_class.host.repels and g in pod_class.matches else 0.0 for g in groups
         )
         total, names, rate = pooled.get(request, (0, set(), math.inf))
         names.update(found.names)

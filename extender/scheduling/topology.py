@@ -1,36 +1,64 @@
-"""Pod (anti-)affinity and topology spread among the pods of one batch.
+"""Which pods a topology rule counts, and the hostname-level rules the packer checks per node.
 
-Zone-level constraints are resolved before packing by pinning pods to zones (as Karpenter
-injects a zone nodeSelector): spread picks the least-used eligible zone, self anti-affinity
-gives each pod its own zone, affinity puts a group in one zone. Hostname-level constraints
-become per-node caps that the packer checks (`Terms`). Existing cluster pods are not counted:
-only the batch is known to the pure core.
+A `Term` is a label selector over pods in a set of namespaces: kube-scheduler's counting unit for
+topology spread (the pod's own namespace) and pod (anti-)affinity (`namespaces` plus
+`namespaceSelector`). Rules on `kubernetes.io/hostname` become per-node caps in the packer: every
+new node is a domain of its own, so they need no domain choice. Rules on any other key are
+resolved to node requirements before packing (`domains.py`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from extender.api.pod import HOSTNAME_KEY, ZONE_KEY, LabelSelector, Pod
+from extender.api.affinity import LabelSelector, PodAffinityTerm, selects
+from extender.api.labels import HOSTNAME
+from extender.api.pod import Pod
 
-Eligible = Callable[[Pod], Sequence[str]]
+NamespaceLabels = Mapping[str, Mapping[str, str]]
 
 
 @dataclass(frozen=True)
 class Term:
-    """A label selector scoped to namespaces: which pods a constraint counts."""
+    """A label selector scoped to namespaces (None = every namespace): which pods a rule counts."""
 
-    namespaces: tuple[str, ...]
-    selector: LabelSelector
+    selector: LabelSelector | None
+    namespaces: frozenset[str] | None
 
     def selects(self, pod: Pod) -> bool:
-        return pod.namespace in self.namespaces and self.selector.matches(pod.labels)
+        if self.namespaces is not None and pod.namespace not in self.namespaces:
+            return False
+        return selects(self.selector, pod.labels)
 
 
-def term_of(pod: Pod, selector: LabelSelector, namespaces: Sequence[str] = ()) -> Term:
-    return Term(tuple(sorted(namespaces or (pod.namespace,))), selector)
+def spread_term(pod: Pod, selector: LabelSelector | None) -> Term:
+    return Term(selector, frozenset({pod.namespace}))
+
+
+def affinity_term(pod: Pod, term: PodAffinityTerm, namespace_labels: NamespaceLabels | None) -> Term:
+    """kube-scheduler: `namespaces` plus namespaces matching `namespaceSelector`; neither = the pod's own;
+    an empty namespaceSelector = all namespaces."""
+    if term.namespace_selector is not None and term.namespace_selector.empty:
+        return Term(term.selector, None)
+    names = set(term.namespaces)
+    if term.namespace_selector is not None:
+        names |= {
+            ns for ns, labels in (namespace_labels or {}).items() if term.namespace_selector.matches(labels)
+        }
+    elif not names:
+        names = {pod.namespace}
+    return Term(term.selector, frozenset(names))
+
+
+def needs_namespace_labels(pod: Pod) -> bool:
+    terms = (
+        *pod.pod_affinity,
+        *pod.pod_anti_affinity,
+        *(w.term for w in pod.preferred_pod_affinity),
+        *(w.term for w in pod.preferred_pod_anti_affinity),
+    )
+    return any(t.needs_namespace_labels for t in terms)
 
 
 class Terms:
@@ -48,101 +76,52 @@ class Terms:
 
 @dataclass(frozen=True)
 class HostConstraints:
+    """A pod's rules on kubernetes.io/hostname as term ids.
+
+    `anti`/`affinity`/`spread` are required (and preferences not yet relaxed, which the packer
+    treats as required until a pod cannot be placed); `soft` lists the preferred ones among them.
+    Only required anti-affinity repels other pods (kube-scheduler's symmetry covers required terms).
+    """
+
     anti: tuple[int, ...] = ()
     affinity: tuple[int, ...] = ()
-    #: (term id, max skew): at most max_skew matching pods per node.
+    #: (term id, max skew): at most max_skew matching pods per node (the minimum over nodes is 0,
+    #: as a new node is always a possible domain).
     spread: tuple[tuple[int, int], ...] = ()
+    #: Required anti-affinity terms: other pods matching them may not join this pod's node.
+    repels: tuple[int, ...] = ()
+    soft: bool = False
 
     @classmethod
-    def of(cls, pod: Pod, terms: Terms) -> HostConstraints:
-        return cls(
-            anti=tuple(
-                terms.id(term_of(pod, t.selector, t.namespaces))
-                for t in pod.pod_anti_affinity
-                if t.topology_key == HOSTNAME_KEY
-            ),
-            affinity=tuple(
-                terms.id(term_of(pod, t.selector, t.namespaces))
-                for t in pod.pod_affinity
-                if t.topology_key == HOSTNAME_KEY
-            ),
-            spread=tuple(
-                (terms.id(term_of(pod, s.selector)), s.max_skew)
-                for s in pod.topology_spread
-                if s.topology_key == HOSTNAME_KEY
-            ),
-        )
-
-
-def pin_zones(pods: Sequence[Pod], eligible: Eligible) -> tuple[dict[str, str], dict[str, str]]:
-    """pod key -> zone for zone-constrained pods, and pod key -> reason for pods that cannot be placed."""
-    pins: dict[str, str] = {}
-    failed: dict[str, str] = {}
-
-    def allowed(pod: Pod) -> list[str]:
-        zones = list(eligible(pod))
-        return [pins[pod.key]] if pod.key in pins and pins[pod.key] in zones else zones
-
-    # Anti-affinity: a carrier avoids the zones of pods its term selects, and they avoid it.
-    for term, carriers in _carriers(pods, lambda p: p.pod_anti_affinity).items():
-        selected = [p for p in pods if term.selects(p)]
-        used_by_carriers: set[str] = set()
-        used_by_selected: set[str] = set()
-        carrier_keys = {p.key for p in carriers}
-        for pod in {p.key: p for p in [*carriers, *selected]}.values():
-            is_carrier, is_selected = pod.key in carrier_keys, term.selects(pod)
-            forbidden = (used_by_selected if is_carrier else set()) | (
-                used_by_carriers if is_selected else set()
+    def of(
+        cls, pod: Pod, terms: Terms, namespace_labels: NamespaceLabels | None, *, soft: bool = True
+    ) -> HostConstraints:
+        def ids(items: Iterable[PodAffinityTerm]) -> tuple[int, ...]:
+            return tuple(
+                terms.id(affinity_term(pod, t, namespace_labels)) for t in items if t.topology_key == HOSTNAME
             )
-            zones = [z for z in allowed(pod) if z not in forbidden]
-            if not zones:
-                failed[pod.key] = "pod anti-affinity on topology.kubernetes.io/zone leaves no zone"
-                continue
-            pins[pod.key] = zones[0]
-            if is_carrier:
-                used_by_carriers.add(zones[0])
-            if is_selected:
-                used_by_selected.add(zones[0])
-    # Affinity: carriers and the pods they select share one zone.
-    for term, carriers in _carriers(pods, lambda p: p.pod_affinity).items():
-        group = list({p.key: p for p in [*[p for p in pods if term.selects(p)], *carriers]}.values())
-        if not any(term.selects(p) for p in group):
-            for pod in carriers:
-                failed[pod.key] = "pod affinity on topology.kubernetes.io/zone: no pod in the batch matches"
-            continue
-        common = set(allowed(group[0]))
-        for pod in group[1:]:
-            common &= set(allowed(pod))
-        if not common:
-            for pod in carriers:
-                failed[pod.key] = "pod affinity on topology.kubernetes.io/zone: no zone suits the whole group"
-            continue
-        zone = min(common)
-        for pod in group:
-            pins[pod.key] = zone
-    # Spread: each pod goes to the least-used of its eligible zones (DoNotSchedule and ScheduleAnyway alike).
-    groups: dict[tuple[Term, int], list[Pod]] = defaultdict(list)
-    for pod in pods:
-        for spread in pod.topology_spread:
-            if spread.topology_key == ZONE_KEY:
-                groups[(term_of(pod, spread.selector), spread.max_skew)].append(pod)
-    for (_, _skew), members in groups.items():
-        counts: dict[str, int] = defaultdict(int)
-        for pod in members:
-            zones = allowed(pod)
-            if not zones:
-                failed[pod.key] = "topology spread on topology.kubernetes.io/zone: no eligible zone"
-                continue
-            zone = min(zones, key=lambda z: (counts[z], z))
-            counts[zone] += 1
-            pins[pod.key] = zone
-    return pins, failed
 
-
-def _carriers(pods: Sequence[Pod], terms_of: Callable[[Pod], Sequence]) -> dict[Term, list[Pod]]:
-    result: dict[Term, list[Pod]] = defaultdict(list)
-    for pod in pods:
-        for term in terms_of(pod):
-            if term.topology_key == ZONE_KEY:
-                result[term_of(pod, term.selector, term.namespaces)].append(pod)
-    return result
+        hard_anti = ids(pod.pod_anti_affinity)
+        prefs = (
+            (
+                ids(w.term for w in pod.preferred_pod_anti_affinity),
+                ids(w.term for w in pod.preferred_pod_affinity),
+            )
+            if soft
+            else ((), ())
+        )
+        spread = tuple(
+            (terms.id(spread_term(pod, s.selector)), s.max_skew)
+            for s in pod.topology_spread
+            if s.topology_key == HOSTNAME and (s.hard or soft)
+        )
+        has_soft = bool(prefs[0] or prefs[1]) or any(
+            s.topology_key == HOSTNAME and not s.hard for s in pod.topology_spread
+        )
+        return cls(
+            anti=hard_anti + prefs[0],
+            affinity=ids(pod.pod_affinity) + prefs[1],
+            spread=spread,
+            repels=hard_anti,
+            soft=has_soft and soft,
+        )

@@ -40,10 +40,68 @@ def test_bad_quantity_names_pod_and_field():
     assert "pod shop/web-0 spec.containers[0].resources.requests.cpu" in str(err.value)
 
 
-def test_unsupported_topology_key_is_rejected():
+def test_any_topology_key_is_accepted_and_a_missing_one_is_rejected():
+    """kube-scheduler: a topologyKey is any node label key (issue 11: `rack` used to be refused)."""
     spread = [{"maxSkew": 1, "topologyKey": "rack", "labelSelector": {}}]
+    assert Pod.from_manifest(manifest(topologySpreadConstraints=spread)).topology_spread[0].topology_key == "rack"
     with pytest.raises(PodError, match=r"topologySpreadConstraints\[0\]\.topologyKey"):
-        Pod.from_manifest(manifest(topologySpreadConstraints=spread))
+        Pod.from_manifest(manifest(topologySpreadConstraints=[{"maxSkew": 1}]))
+
+
+def test_nil_label_selector_selects_nothing_and_defaults_of_spread():
+    """kube-scheduler PodTopologySpread: nil labelSelector counts no pod; nodeAffinityPolicy Honor,
+    nodeTaintsPolicy Ignore by default; minDomains only for DoNotSchedule."""
+    spread = Pod.from_manifest(
+        manifest(topologySpreadConstraints=[{"maxSkew": 2, "topologyKey": "rack", "minDomains": 3}])
+    ).topology_spread[0]
+    assert spread.selector is None and spread.min_domains == 3 and spread.hard
+    assert (spread.node_affinity_policy, spread.node_taints_policy) == ("Honor", "Ignore")
+    soft = Pod.from_manifest(
+        manifest(
+            topologySpreadConstraints=[
+                {"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}
+            ]
+        )
+    ).topology_spread[0]
+    assert not soft.hard and soft.min_domains is None
+
+
+def test_match_label_keys_are_anded_into_the_selector_with_the_pods_own_values():
+    """kube-scheduler: matchLabelKeys take the incoming pod's value; keys the pod lacks are ignored."""
+    obj = manifest(
+        topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": "rack", "labelSelector": {}, "matchLabelKeys": ["rev", "absent"]}
+        ]
+    )
+    obj["metadata"]["labels"] = {"rev": "7"}
+    selector = Pod.from_manifest(obj).topology_spread[0].selector
+    assert selector.matches({"rev": "7"}) and not selector.matches({"rev": "8"})
+
+
+def test_sidecars_add_to_apps_and_later_init_containers():
+    """kube-scheduler resource.PodRequests: restartable init containers keep running."""
+    pod = Pod.from_manifest(
+        manifest(
+            containers=[{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+            initContainers=[
+                {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "init", "resources": {"requests": {"cpu": "1500m"}}},
+            ],
+        )
+    )
+    assert pod.requests.cpu == 2.5  # the init step (1.5 + sidecar 1) beats apps + sidecar (2)
+
+
+def test_host_ports_deprecated_labels_and_unmodelled_rules():
+    obj = manifest(
+        containers=[{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81}]}],
+        nodeSelector={"beta.kubernetes.io/arch": "arm64", "failure-domain.beta.kubernetes.io/zone": "z1"},
+        volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}],
+    )
+    pod = Pod.from_manifest(obj)
+    assert [(p.protocol, p.host_ip, p.port) for p in pod.host_ports] == [("TCP", "", 8080)]
+    assert pod.node_selector == {"kubernetes.io/arch": "arm64", "topology.kubernetes.io/zone": "z1"}
+    assert pod.unmodelled and "spec.volumes[0]" in pod.unmodelled[0]
 
 
 def test_owner_and_tolerations():

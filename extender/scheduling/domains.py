@@ -1,0 +1,338 @@
+"""Topology rules on any key but the hostname, resolved to node requirements before packing.
+
+kube-scheduler's PodTopologySpread and InterPodAffinity filters are the reference. Each batch pod
+that carries such a rule, or that such a rule of a batch pod counts, is given a domain per key
+(`topology.kubernetes.io/zone: us-west-2b`, `karpenter.sh/capacity-type: spot`, a Provisioner
+label, ...) in turn, so the pods after it see it counted; the domain becomes an `In` requirement,
+and the packer then only places the pod on nodes in that domain. Counts start from the pods
+already bound to every node of the cluster.
+
+Spread skew is checked conservatively, so a plan that passes here passes kube-scheduler in the
+final cluster: a domain's count includes every batch pod that may end up counted there, while the
+minimum over domains counts only pods that surely are, and the domains include every value a new
+node could take for the pod (as Karpenter does), so the minimum is never over-estimated.
+
+Preferences (ScheduleAnyway spread, preferred pod (anti-)affinity) are applied while a domain
+remains; the rest are relaxed, heaviest first within a kind as Karpenter does, and reported.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from extender.api import labels as wk
+from extender.api.affinity import HONOR, TopologySpread
+from extender.api.pod import Pod
+from extender.scheduling.constraints import pod_terms
+from extender.scheduling.plan import ExistingNode
+from extender.scheduling.requirements import Requirements, ValueSet
+from extender.scheduling.topology import NamespaceLabels, Term, affinity_term, spread_term
+
+SPREAD, AFFINITY, ANTI = "spread", "affinity", "anti"
+#: Keep order for preferences: Karpenter relaxes preferred affinity first and ScheduleAnyway
+#: spread last, so a conflicting pair keeps the one Karpenter would keep.
+_KEEP_ORDER = {SPREAD: 0, ANTI: 1, AFFINITY: 2}
+
+#: Labels every node karpy launches carries, whatever its domain on other keys.
+ALWAYS_LABELLED = frozenset(
+    {wk.HOSTNAME, wk.ZONE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS, wk.CAPACITY_TYPE, wk.PROVISIONER_NAME}
+)
+#: (pod, key, extra requirements) -> domains a new node could take for the pod.
+NewDomains = Callable[[Pod, str, Requirements], frozenset[str]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    key: str
+    term: Term
+    hard: bool
+    weight: int = 0
+    spread: TopologySpread | None = None
+
+    def describe(self) -> str:
+        what = {SPREAD: "topology spread", AFFINITY: "pod affinity", ANTI: "pod anti-affinity"}[self.kind]
+        return f"{'' if self.hard else 'preferred '}{what} on {self.key}"
+
+
+def rules_of(pod: Pod, namespace_labels: NamespaceLabels | None, *, hostname: bool = False) -> list[Rule]:
+    """The pod's topology rules on non-hostname keys (or only hostname ones)."""
+    rules = [
+        Rule(SPREAD, s.topology_key, spread_term(pod, s.selector), s.hard, spread=s)
+        for s in pod.topology_spread
+    ]
+    for kind, hard, terms in (
+        (AFFINITY, True, ((0, t) for t in pod.pod_affinity)),
+        (ANTI, True, ((0, t) for t in pod.pod_anti_affinity)),
+        (AFFINITY, False, ((w.weight, w.term) for w in pod.preferred_pod_affinity)),
+        (ANTI, False, ((w.weight, w.term) for w in pod.preferred_pod_anti_affinity)),
+    ):
+        rules += [
+            Rule(kind, t.topology_key, affinity_term(pod, t, namespace_labels), hard, weight)
+            for weight, t in terms
+        ]
+    return [r for r in rules if (r.key == wk.HOSTNAME) == hostname]
+
+
+def node_labels(node: ExistingNode) -> dict[str, str]:
+    """A node's labels with deprecated keys also seen under their GA names."""
+    labels = dict(node.labels)
+    for old, new in wk.DEPRECATED_LABELS.items():
+        if old in labels and new not in labels:
+            labels[new] = labels[old]
+    return labels
+
+
+def _signature(pod: Pod) -> tuple:
+    """What decides which nodes a pod may land on: pods alike here are counted alike."""
+    return (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.tolerations)
+
+
+@dataclass
+class Outcome:
+    #: pod key -> extra node requirements (domain pins, excluded domains).
+    requirements: dict[str, Requirements] = field(default_factory=dict)
+    #: pod key -> why no domain satisfies the pod's rules.
+    failed: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class DomainPlanner:
+    def __init__(
+        self,
+        existing: Sequence[ExistingNode],
+        namespace_labels: NamespaceLabels | None,
+        reachable: NewDomains,
+        possible: NewDomains,
+    ) -> None:
+        self.nodes = [(node, node_labels(node)) for node in existing]
+        self.namespace_labels = namespace_labels
+        self.reachable = reachable
+        self.possible = possible
+        #: (term, key) -> domain -> [(signature, spread keys)] of batch pods counted there.
+        self.batch: dict[tuple[Term, str], dict[str, list[tuple[tuple, frozenset[str]]]]] = {}
+        #: Required anti-affinity of pods (existing, then batch as they get domains): (term, key, domain).
+        self.repellers: list[tuple[Term, str, str]] = []
+        self.sticky: dict[tuple, Counter[str]] = defaultdict(Counter)
+        self._existing_counts: dict[tuple, Counter[str]] = {}
+        self._domains_memo: dict[tuple, set[str]] = {}
+        for node, labels in self.nodes:
+            for pod in node.pods:
+                for rule in rules_of(pod, namespace_labels):
+                    if rule.kind == ANTI and rule.hard and rule.key in labels:
+                        self.repellers.append((rule.term, rule.key, labels[rule.key]))
+
+    # -- counting -------------------------------------------------------------------------
+    def _eligible(
+        self, pod: Pod, spread: TopologySpread, labels: Mapping[str, str], node: ExistingNode
+    ) -> bool:
+        if spread.node_affinity_policy == HONOR and not any(t.matches(labels) for t in pod_terms(pod)):
+            return False
+        return spread.node_taints_policy != HONOR or pod.tolerates(node.taints) is None
+
+    def _existing(self, pod: Pod, rule: Rule, keys: frozenset[str]) -> Counter[str]:
+        """Matching pods per domain on existing nodes (for spread, on nodes eligible for the pod)."""
+        cache_key = (rule.term, rule.key, keys, _signature(pod) if rule.spread else None, rule.spread)
+        if (found := self._existing_counts.get(cache_key)) is None:
+            found = Counter()
+            for node, labels in self.nodes:
+                if rule.key not in labels or not keys <= labels.keys():
+                    continue
+                if rule.spread is not None and not self._eligible(pod, rule.spread, labels, node):
+                    continue
+                found[labels[rule.key]] += sum(
+                    1 for p in node.pods if p.key != pod.key and rule.term.selects(p)
+                )
+            self._existing_counts[cache_key] = found
+        return found
+
+    def _spread_domains(self, pod: Pod, rule: Rule, keys: frozenset[str]) -> set[str]:
+        assert rule.spread is not None
+        domains = {
+            labels[rule.key]
+            for node, labels in self.nodes
+            if keys <= labels.keys() and self._eligible(pod, rule.spread, labels, node)
+        }
+        return domains | self.possible(pod, rule.key, Requirements())
+
+    def _batch_counts(self, pod: Pod, rule: Rule, keys: frozenset[str]) -> tuple[Counter[str], Counter[str]]:
+        """Batch pods per domain: (may be counted, surely counted) for the incoming pod's rule."""
+        maybe: Counter[str] = Counter()
+        surely: Counter[str] = Counter()
+        signature = _signature(pod)
+        for domain, entries in self.batch.get((rule.term, rule.key), {}).items():
+            maybe[domain] = len(entries)
+            if rule.spread is None:
+                surely[domain] = len(entries)
+            else:
+                surely[domain] = sum(1 for sig, pinned in entries if sig == signature and keys <= pinned)
+        return maybe, surely
+
+    # -- filters ----------------------------------------------------------------------------
+    def _allowed(self, pod: Pod, rule: Rule, candidates: set[str], spread_keys: frozenset[str]) -> set[str]:
+        if rule.kind == SPREAD:
+            assert rule.spread is not None
+            keys = spread_keys if rule.hard else frozenset({rule.key})
+            existing = self._existing(pod, rule, keys)
+            maybe, surely = self._batch_counts(pod, rule, keys)
+            domains = self._spread_domains(pod, rule, keys)
+            floor = min((existing[d] + surely[d] for d in domains), default=0)
+            if rule.spread.min_domains and len(domains) < rule.spread.min_domains:
+                floor = 0
+            own = 1 if rule.term.selects(pod) else 0
+            return {d for d in candidates if existing[d] + maybe[d] + own - floor <= rule.spread.max_skew}
+        existing = self._existing(pod, rule, frozenset())
+        maybe, _ = self._batch_counts(pod, rule, frozenset())
+        if rule.kind == ANTI:
+            return {d for d in candidates if not existing[d] and not maybe[d]}
+        return {d for d in candidates if existing[d] or maybe[d]}
+
+    def _repelled(self, pod: Pod, key: str) -> set[str]:
+        return {domain for term, k, domain in self.repellers if k == key and term.selects(pod)}
+
+    # -- assignment -------------------------------------------------------------------------
+    def plan(self, pods: Sequence[Pod], order: Callable[[Pod], object]) -> Outcome:
+        outcome = Outcome()
+        batch_rules = {pod.key: rules_of(pod, self.namespace_labels) for pod in pods}
+        counted: set[tuple[Term, str]] = {(r.term, r.key) for rules in batch_rules.values() for r in rules}
+        repelling_keys = {key for _, key, _ in self.repellers}
+        involved = [
+            p
+            for p in pods
+            if batch_rules[p.key]
+            or any(t.selects(p) for t, _ in counted)
+            or (repelling_keys and any(self._repelled(p, k) for k in repelling_keys))
+        ]
+        # Pods followed by others first: a pod's required affinity can only find pods placed before it.
+        involved.sort(key=lambda p: (any(r.kind == AFFINITY for r in batch_rules[p.key]), order(p)))
+        deferred = []
+        for pod in involved:
+            if not self._assign(pod, batch_rules[pod.key], counted, outcome, final=False):
+                deferred.append(pod)
+        for pod in deferred:
+            self._assign(pod, batch_rules[pod.key], counted, outcome, final=True)
+        return outcome
+
+    def _assign(
+        self, pod: Pod, rules: list[Rule], counted: set[tuple[Term, str]], outcome: Outcome, *, final: bool
+    ) -> bool:
+        """Give the pod its domains; False defers a pod whose required affinity finds no pod yet."""
+        counted_keys = {key for term, key in counted if term.selects(pod)}
+        keys = sorted({r.key for r in rules} | counted_keys | {k for _, k, _ in self.repellers})
+        spread_keys = frozenset(r.key for r in rules if r.kind == SPREAD and r.hard)
+        affinity = [r for r in rules if r.kind == AFFINITY and r.hard]
+        # kube-scheduler: when no pod matches any of its affinity terms, a pod matching all its own
+        # terms (the first of its group) may go anywhere.
+        first_of_group = (
+            bool(affinity)
+            and all(r.term.selects(pod) for r in affinity)
+            and not any(
+                self._existing(pod, r, frozenset()) or self.batch.get((r.term, r.key)) for r in affinity
+            )
+        )
+        extra = Requirements()
+        pins: dict[str, str] = {}
+        relaxed: list[str] = []
+        for key in keys:
+            own = [r for r in rules if r.key == key and not (first_of_group and r in affinity)]
+            repelled = self._repelled(pod, key)
+            if not own and not repelled and key not in counted_keys:
+                continue
+            hard = [r for r in own if r.hard]
+            needs_key = any(r.kind in (SPREAD, AFFINITY) for r in hard)
+            new = self.reachable(pod, key, extra)
+            existing = self._existing_domains(pod, key, extra)
+            allowed = (new | existing) - repelled
+            for rule in hard:
+                allowed &= self._allowed(pod, rule, allowed, spread_keys)
+            if not allowed and not new and not needs_key:
+                # New nodes will not carry the key, and a node without it passes anti-affinity
+                # and is not counted: keep the pod off the nodes that carry it.
+                extra = extra.intersect(_absent(key))
+                continue
+            if not allowed:
+                if not final and affinity:
+                    return False
+                outcome.failed[pod.key] = _failure(own, key, repelled)
+                return True
+            kept = []
+            for rule in sorted((r for r in own if not r.hard), key=lambda r: (_KEEP_ORDER[r.kind], r.weight)):
+                narrowed = allowed & self._allowed(pod, rule, allowed, spread_keys | {rule.key})
+                if narrowed:
+                    allowed = narrowed
+                    kept.append(rule)
+                else:
+                    relaxed.append(rule.describe())
+            spreads = [r for r in (*hard, *kept) if r.kind == SPREAD]
+            must_pin = bool(spreads) or key in counted_keys or any(r.kind == ANTI for r in hard)
+            if not new and not needs_key and not any(r.kind in (SPREAD, AFFINITY) for r in kept):
+                # Only existing nodes carry the key: the pod may also go where it is absent.
+                excluded = _absent(key) if must_pin else _not_in(key, (existing | repelled) - allowed)
+                extra = extra.intersect(excluded)
+                continue
+            if not must_pin:
+                extra = extra.intersect(_in(key, allowed))
+                continue
+            load: Counter[str] = Counter()
+            for rule in spreads:
+                maybe, _ = self._batch_counts(pod, rule, frozenset())
+                load.update(self._existing(pod, rule, frozenset()))
+                load.update(maybe)
+            sticky = self.sticky[(_signature(pod), key)]
+            domain = min(allowed, key=lambda d: (d not in new, load[d], -sticky[d], d))
+            pins[key] = domain
+            extra = extra.intersect(Requirements.from_labels({key: domain}))
+        pinned = frozenset(pins) | ALWAYS_LABELLED
+        for key, domain in pins.items():
+            for term, counted_key in counted:
+                if counted_key == key and term.selects(pod):
+                    self.batch.setdefault((term, key), {}).setdefault(domain, []).append(
+                        (_signature(pod), pinned)
+                    )
+            self.sticky[(_signature(pod), key)][domain] += 1
+            for rule in rules:
+                if rule.kind == ANTI and rule.hard and rule.key == key:
+                    self.repellers.append((rule.term, key, domain))
+        if relaxed:
+            outcome.notes.append(f"Relaxed {', '.join(dict.fromkeys(relaxed))} of pod {pod.key}")
+        outcome.requirements[pod.key] = extra
+        return True
+
+    def _existing_domains(self, pod: Pod, key: str, extra: Requirements) -> set[str]:
+        """Domains of the schedulable existing nodes the pod could join."""
+        memo_key = (_signature(pod), key, extra)
+        if (found := self._domains_memo.get(memo_key)) is None:
+            found = self._domains_memo[memo_key] = {
+                labels[key]
+                for node, labels in self.nodes
+                if node.schedulable and key in labels and self._fits_node(pod, extra, labels, node)
+            }
+        return found
+
+    def _fits_node(
+        self, pod: Pod, extra: Requirements, labels: Mapping[str, str], node: ExistingNode
+    ) -> bool:
+        if pod.tolerates(node.taints) is not None or not extra.matches(labels):
+            return False
+        return any(t.matches(labels) for t in pod_terms(pod))
+
+
+def _in(key: str, values: Iterable[str]) -> Requirements:
+    return Requirements.of({key: ValueSet(False, frozenset(values), allow_absent=False)})
+
+
+def _not_in(key: str, values: Iterable[str]) -> Requirements:
+    return Requirements.of({key: ValueSet(True, frozenset(values), allow_absent=True)})
+
+
+def _absent(key: str) -> Requirements:
+    return Requirements.of({key: ValueSet(False, frozenset(), allow_absent=True)})
+
+
+def _failure(rules: Sequence[Rule], key: str, repelled: set[str]) -> str:
+    hard = [r.describe() for r in rules if r.hard]
+    if repelled and not hard:
+        return f"pod anti-affinity of running pods on {key} leaves no domain"
+    return f"{' and '.join(dict.fromkeys(hard)) or 'topology'} leaves no domain"

@@ -1,0 +1,189 @@
+"""Pod -> the Provisioner and node requirements its new node would have, and the domains it could reach.
+
+`resolve` tries Provisioners by weight, the pod's ORed required node-affinity terms in order, and
+applies its preferred node-affinity terms heaviest first, each kept only if some instance type
+still holds the pod (so one impossible preference never discards the others). `domains` tells
+which values of a label key a new node could take for a pod, which topology rules on that key
+count as its possible domains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from extender.api import labels as wk
+from extender.api.pod import Pod
+from extender.api.resources import PODS, Resources
+from extender.scheduling.candidates import (
+    CandidateCache,
+    CandidateSet,
+    ProvisionerView,
+    Vector,
+    fits,
+    gpu_kinds,
+    gpus_of,
+    vector,
+)
+from extender.scheduling.constraints import describe_taint, pod_terms, preferences
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.requirements import Requirements
+
+Resolution = tuple[ProvisionerView | None, Requirements, Requirements | None, str]
+
+
+def describe_requests(requests: Resources) -> str:
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(requests.amounts.items())) + "}"
+
+
+class Resolver:
+    def __init__(self, views: Sequence[ProvisionerView], cache: CandidateCache, dims: Sequence[str]) -> None:
+        self.views = views
+        self.cache = cache
+        self.dims = dims
+        self.notes: list[str] = []
+        self._domains: dict[tuple, frozenset[str]] = {}
+        # Keyed by identity; the stored set keeps the object alive so the id stays unique.
+        self._every_memo: dict[tuple[int, str], tuple[CandidateSet, set[str]]] = {}
+
+    def request(self, pod: Pod) -> Vector:
+        return vector(pod.requests + Resources({PODS: 1}), self.dims)
+
+    def holds(self, view: ProvisionerView, reqs: Requirements, request: Vector, gpus: frozenset[str]) -> bool:
+        return any(fits(request, c.entry.alloc) for c in self.cache.lookup(view, reqs, gpus).candidates)
+
+    def _views(self, pod: Pod, excluded: Collection[str]) -> list[ProvisionerView]:
+        wanted = pod.node_selector.get(wk.PROVISIONER_NAME)
+        return [
+            v
+            for v in self.views
+            if (not wanted or v.provisioner.name == wanted) and v.provisioner.name not in excluded
+        ]
+
+    def resolve(
+        self, pod: Pod, extra: Requirements | None = None, excluded: Collection[str] = ()
+    ) -> Resolution:
+        extra = extra or Requirements()
+        request = self.request(pod)
+        gpus = gpu_kinds(pod.requests)
+        wanted = pod.node_selector.get(wk.PROVISIONER_NAME)
+        views = self._views(pod, excluded)
+        reasons: list[str] = []
+        terms = [t.intersect(extra) for t in pod_terms(pod)]
+        prefs = preferences(pod)
+        for view in views:
+            if taint := pod.tolerates(view.provisioner.taints):
+                reasons.append(
+                    f"provisioner/{view.provisioner.name}: did not tolerate {describe_taint(taint)}"
+                )
+                continue
+            for term in terms:
+                base = view.requirements.intersect(term)
+                if conflict := base.conflict(view.keys):
+                    reasons.append(f"provisioner/{view.provisioner.name}: {conflict}")
+                    continue
+                if not self.holds(view, base, request, gpus):
+                    reasons.append(
+                        f"provisioner/{view.provisioner.name}: no instance type satisfies"
+                        f" {base.describe() or 'the'} requirements"
+                        f" and holds {describe_requests(pod.requests)}"
+                    )
+                    continue
+                reqs, dropped = base, []
+                for weight, pref, raw in prefs:
+                    narrowed = reqs.intersect(pref)
+                    if narrowed.conflict(view.keys) is None and self.holds(view, narrowed, request, gpus):
+                        reqs = narrowed
+                    else:
+                        dropped.append(
+                            f"weight {weight}: "
+                            + ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in raw)
+                        )
+                if dropped:
+                    self.notes.append(
+                        f"Relaxed preferred node affinity of pod {pod.key}, removing: {'; '.join(dropped)}"
+                    )
+                return view, term, reqs, ""
+        if wanted and not views:
+            reasons.append(f"provisioner {wanted} not found or at its limits")
+        return None, terms[0], None, "; ".join(dict.fromkeys(reasons)) or "no provisioner"
+
+    def domains(
+        self, pod: Pod, key: str, extra: Requirements, *, fit: bool, excluded: Collection[str] = ()
+    ) -> frozenset[str]:
+        """Values of `key` a new node could carry for the pod.
+
+        `fit=True`: nodes the pod can really land on (tolerated, some type holds it). `fit=False`:
+        every node whose labels the pod's node affinity accepts, a superset used for spread minima.
+        """
+        memo = (
+            tuple(sorted(pod.node_selector.items())),
+            pod.required_terms,
+            pod.tolerations if fit else (),
+            tuple(sorted(pod.requests.amounts.items())) if fit else (),
+            key,
+            extra,
+            fit,
+            tuple(sorted(excluded)),
+        )
+        if (found := self._domains.get(memo)) is not None:
+            return found
+        request, gpus = self.request(pod), gpu_kinds(pod.requests)
+        values: set[str] = set()
+        for view in self._views(pod, excluded):
+            if fit and pod.tolerates(view.provisioner.taints):
+                continue
+            for term in pod_terms(pod):
+                reqs = view.requirements.intersect(term).intersect(extra)
+                if reqs.conflict(view.keys):
+                    continue
+                values |= self._values(view, reqs, key, request if fit else None, gpus if fit else None)
+        found = self._domains[memo] = frozenset(values)
+        return found
+
+    def _values(
+        self,
+        view: ProvisionerView,
+        reqs: Requirements,
+        key: str,
+        request: Vector | None,
+        gpus: frozenset[str] | None,
+    ) -> set[str]:
+        if key in (wk.ZONE, wk.CAPACITY_TYPE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS):
+            found: set[str] = set()
+            kinds = [gpus] if gpus is not None else [frozenset(), *{gpus_of(e.type) for e in view.entries}]
+            for kind in kinds:
+                candidates = self.cache.lookup(view, reqs, kind)
+                every = self._every(candidates, reqs, key)
+                for c in candidates.candidates:
+                    if request is not None and not fits(request, c.entry.alloc):
+                        continue
+                    found |= self._offered(c.entry.type, reqs, key)
+                    if found >= every:
+                        break  # nothing more to find (most pods fit most types)
+            return found
+        if key == wk.PROVISIONER_NAME:
+            return {view.provisioner.name}
+        value_set = reqs.get(key)
+        if key in view.keys and not value_set.complement:
+            return set(value_set.values)
+        return set()
+
+    def _every(self, candidates: CandidateSet, reqs: Requirements, key: str) -> set[str]:
+        memo = (id(candidates), key)
+        if (found := self._every_memo.get(memo)) is None:
+            found = self._every_memo[memo] = (
+                candidates,
+                set().union(*(self._offered(c.entry.type, reqs, key) for c in candidates.candidates)),
+            )
+        return found[1]
+
+    def _offered(self, instance_type: InstanceType, reqs: Requirements, key: str) -> set[str]:
+        if key in (wk.INSTANCE_TYPE, wk.ARCH, wk.OS):
+            return {instance_type.labels()[key]}
+        result = set()
+        for o in instance_type.offerings:
+            if not o.available or (instance_type.name, o.zone, o.capacity_type) in self.cache.unavailable:
+                continue
+            if reqs.allows(wk.ZONE, o.zone) and reqs.allows(wk.CAPACITY_TYPE, o.capacity_type):
+                result.add(o.zone if key == wk.ZONE else o.capacity_type)
+        return result
