@@ -31,6 +31,12 @@ ZONE_KEY = wk.ZONE
 HOSTNAME_KEY = wk.HOSTNAME
 
 
+RequiredTerms = tuple[tuple[Requirement, ...], ...]
+#: Claim name -> the ORed node-selector terms its volume needs (`()` = none).
+VolumeTopology = Mapping[str, RequiredTerms]
+MAX_VOLUME_TERMS = 16
+
+
 class PodError(ValueError):
     """A pod manifest karpy cannot use; `path` is e.g. "default/web-0 spec.containers[0].resources"."""
 
@@ -105,16 +111,23 @@ class Pod:
         return None
 
     @classmethod
-    def from_manifest(cls, obj: Mapping[str, Any]) -> Pod:
-        """Parse a v1 Pod (API JSON); raises PodError naming the pod and the field path."""
-        return _PodParser(obj).parse()
+    def from_manifest(cls, obj: Mapping[str, Any], volumes: VolumeTopology | None = None) -> Pod:
+        """Parse a v1 Pod (API JSON); raises PodError naming the pod and the field path.
+
+        `volumes` maps the pod's claim names to the node-selector terms (ORed) their volumes need,
+        as the edge resolved them (PersistentVolume node affinity, StorageClass allowedTopologies);
+        `()` = no constraint. A pod with a claim not in it is unmodelled: karpy does not guess a
+        volume's zone.
+        """
+        return _PodParser(obj, volumes).parse()
 
 
 class _PodParser:
-    def __init__(self, obj: Mapping[str, Any]) -> None:
+    def __init__(self, obj: Mapping[str, Any], volumes: VolumeTopology | None = None) -> None:
         if not isinstance(obj, Mapping):
             raise PodError("pod", "must be an object")
         self.obj = obj
+        self.volumes = volumes or {}
         meta = obj.get("metadata") or {}
         self.namespace = str(meta.get("namespace") or "default")
         self.name = str(meta.get("name") or meta.get("generateName") or "")
@@ -171,7 +184,7 @@ class _PodParser:
                 wk.normalize_key(k): v
                 for k, v in self.string_map(spec.get("nodeSelector"), "spec.nodeSelector").items()
             },
-            required_terms=required,
+            required_terms=self.with_volumes(required, spec),
             preferred_terms=preferred,
             tolerations=self.tolerations(spec.get("tolerations")),
             topology_spread=self.spreads(spec.get("topologySpreadConstraints")),
@@ -255,14 +268,38 @@ class _PodParser:
                 )
         return tuple(result)
 
+    def claims(self, spec: Mapping[str, Any]) -> list[tuple[int, str]]:
+        """(volume index, claim name) of persistent and generic ephemeral volumes."""
+        result = []
+        for i, volume in enumerate(self.items(spec.get("volumes"), "spec.volumes")):
+            if not isinstance(volume, Mapping):
+                continue
+            if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+                result.append((i, str(volume["persistentVolumeClaim"].get("claimName") or "")))
+            elif volume.get("ephemeral"):
+                # Kubernetes names a generic ephemeral volume's claim <pod>-<volume>.
+                result.append((i, f"{self.name}-{volume.get('name') or ''}"))
+        return result
+
+    def with_volumes(self, required: RequiredTerms, spec: Mapping[str, Any]) -> RequiredTerms:
+        """AND each volume's ORed terms into the pod's ORed required terms (a cross product)."""
+        volume_terms = [o for _, claim in self.claims(spec) if (o := self.volumes.get(claim))]
+        if not volume_terms:
+            return required
+        terms = list(required) or [()]
+        for options in volume_terms:
+            terms = [(*t, *v) for t in terms for v in options]
+        if len(terms) > MAX_VOLUME_TERMS:
+            self.unmodelled.append(f"spec.volumes: {len(terms)} ORed node terms from volumes and affinity")
+            return required
+        return tuple(terms)
+
     def check_unmodelled(self, spec: Mapping[str, Any]) -> None:
         """Rules kube-scheduler applies that karpy's plan does not: the pod is reported, never bound."""
-        for i, volume in enumerate(self.items(spec.get("volumes"), "spec.volumes")):
-            if isinstance(volume, Mapping) and (
-                volume.get("persistentVolumeClaim") or volume.get("ephemeral")
-            ):
+        for i, claim in self.claims(spec):
+            if claim not in self.volumes:
                 self.unmodelled.append(
-                    f"spec.volumes[{i}]: a persistent volume's topology is not modelled by karpy"
+                    f"spec.volumes[{i}]: the topology of claim {claim} is unknown (not resolved)"
                 )
         if spec.get("resourceClaims"):
             self.unmodelled.append("spec.resourceClaims: dynamic resource allocation is not modelled")
@@ -296,9 +333,11 @@ class _PodParser:
         req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
         required = self.mapping(raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)
         terms = self.items(required.get("nodeSelectorTerms"), f"{req_path}.nodeSelectorTerms")
-        required_terms = tuple(
-            self.term(t, f"{req_path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms)
-        )
+        parsed = [self.term(t, f"{req_path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms)]
+        # kube-scheduler: an empty term matches no node, so it adds nothing to the ORed terms.
+        required_terms = tuple(t for t in parsed if t)
+        if parsed and not required_terms and not self.unmodelled:
+            self.unmodelled.append(f"{req_path}.nodeSelectorTerms: only empty terms, which match no node")
         pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
         preferred = []
         for i, item in enumerate(
