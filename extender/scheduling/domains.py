@@ -47,7 +47,7 @@ NewDomains = Callable[[Pod, str, Requirements], frozenset[str]]
 class Rule:
     kind: str
     key: str
-    term: Term
+    term: Term | AllOf
     hard: bool
     weight: int = 0
     spread: TopologySpread | None = None
@@ -73,7 +73,20 @@ def rules_of(pod: Pod, namespace_labels: NamespaceLabels | None, *, hostname: bo
             Rule(kind, t.topology_key, affinity_term(pod, t, namespace_labels), hard, weight)
             for weight, t in terms
         ]
+    hard = [r for r in rules if r.kind == AFFINITY and r.hard]
+    if len(hard) > 1:
+        # kube-scheduler counts, for every required affinity term, the pods matching all of them.
+        every = AllOf(tuple(r.term for r in hard))
+        rules = [Rule(r.kind, r.key, every, True) if r in hard else r for r in rules]
     return [r for r in rules if (r.key == wk.HOSTNAME) == hostname]
+
+
+@dataclass(frozen=True)
+class AllOf:
+    terms: tuple[Term, ...]
+
+    def selects(self, pod: Pod) -> bool:
+        return all(t.selects(pod) for t in self.terms)
 
 
 def node_labels(node: ExistingNode) -> dict[str, str]:
