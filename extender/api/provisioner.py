@@ -64,11 +64,17 @@ class Provisioner:
     ttl_seconds_after_empty: int | None = None
     ttl_seconds_until_expired: int | None = None
     limits: Resources = field(default_factory=Resources)
+    #: Resource names `limits` sets, zeros included.
+    limited: frozenset[str] = frozenset()
     weight: int = 0
     kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
     provider: AWSProvider = field(default_factory=AWSProvider)
     uid: str = ""
     resource_version: str = ""
+
+    def limit_names(self, names: tuple[str, ...]) -> list[str]:
+        """Which of `names` this Provisioner limits (a limit of 0 counts)."""
+        return [n for n in names if n in self.limited or self.limits.get(n) > 0]
 
     def requirement_keys(self) -> frozenset[str]:
         return frozenset(r.key for r in self.requirements)

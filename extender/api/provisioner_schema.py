@@ -316,10 +316,11 @@ class ProvisionerSchema(_Base):
     metadata = fields.Nested(MetadataSchema, required=True)
     spec = fields.Nested(SpecSchema, load_default=dict)
 
-    @post_load
-    def make(self, data: dict[str, Any], **_: Any) -> Provisioner:
+    @post_load(pass_original=True)
+    def make(self, data: dict[str, Any], original: Any, **_: Any) -> Provisioner:
         spec = data["spec"] or {}
         limits = spec.get("limits") or {}
+        raw_limits = ((original.get("spec") or {}).get("limits") or {}).get("resources") or {}
         return Provisioner(
             name=data["metadata"]["name"],
             uid=data["metadata"]["uid"],
@@ -330,6 +331,8 @@ class ProvisionerSchema(_Base):
             ttl_seconds_after_empty=spec.get("ttlSecondsAfterEmpty"),
             ttl_seconds_until_expired=spec.get("ttlSecondsUntilExpired"),
             limits=limits.get("resources", Resources()),
+            # Resources drops zeros, but a limit of 0 means "launch nothing", not "no limit".
+            limited=frozenset(str(k) for k in raw_limits),
             weight=spec.get("weight", 0),
             kubelet=spec.get("kubeletConfiguration") or KubeletConfiguration(),
             provider=spec.get("provider") or AWSProvider(),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from extender.api import labels as wk
 from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
+from extender.api.resources import PODS
 from extender.scheduling.constraints import pod_terms
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements, ValueSet
@@ -41,6 +42,11 @@ ALWAYS_LABELLED = frozenset(
 )
 #: (pod, key, extra requirements) -> domains a new node could take for the pod.
 NewDomains = Callable[[Pod, str, Requirements], frozenset[str]]
+#: (counted pod, incoming pod, constraint) -> whether a new node the first can land on may be one
+#: the constraint counts for the second (its policies honour node affinity / taints).
+MayShare = Callable[[Pod, Pod, TopologySpread], bool]
+#: (pod, key, constraint) -> domains new nodes could add to a spread constraint's count.
+SpreadDomains = Callable[[Pod, str, TopologySpread], frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,8 @@ def _signature(pod: Pod) -> tuple:
 class Outcome:
     #: pod key -> extra node requirements (domain pins, excluded domains).
     requirements: dict[str, Requirements] = field(default_factory=dict)
+    #: pod key -> domains it was pinned to that only existing nodes offer (they may lack room).
+    existing_only: dict[str, Requirements] = field(default_factory=dict)
     #: pod key -> why no domain satisfies the pod's rules.
     failed: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -118,14 +126,21 @@ class DomainPlanner:
         existing: Sequence[ExistingNode],
         namespace_labels: NamespaceLabels | None,
         reachable: NewDomains,
-        possible: NewDomains,
+        possible: SpreadDomains,
+        avoid: Mapping[str, Requirements] | None = None,
+        may_share: MayShare | None = None,
     ) -> None:
+        self.may_share = may_share
+        self._may_count: dict[tuple, bool] = {}
+        #: pod key -> domains to stay out of (a previous round found no room there).
+        self.avoid = avoid or {}
         self.nodes = [(node, node_labels(node)) for node in existing]
         self.namespace_labels = namespace_labels
         self.reachable = reachable
         self.possible = possible
         #: (term, key) -> domain -> [(signature, spread keys)] of batch pods counted there.
-        self.batch: dict[tuple[Term, str], dict[str, list[tuple[tuple, frozenset[str]]]]] = {}
+        #: (term, key) -> domain -> [(pod, its signature, its pinned keys)] of batch pods counted there.
+        self.batch: dict[tuple[Term, str], dict[str, list[tuple[Pod, tuple, frozenset[str]]]]] = {}
         #: Required anti-affinity of pods (existing, then batch as they get domains): (term, key, domain).
         self.repellers: list[tuple[Term, str, str]] = []
         self.sticky: dict[tuple, Counter[str]] = defaultdict(Counter)
@@ -168,7 +183,7 @@ class DomainPlanner:
             for node, labels in self.nodes
             if keys <= labels.keys() and self._eligible(pod, rule.spread, labels, node)
         }
-        return domains | self.possible(pod, rule.key, Requirements())
+        return domains | self.possible(pod, rule.key, rule.spread)
 
     def _batch_counts(self, pod: Pod, rule: Rule, keys: frozenset[str]) -> tuple[Counter[str], Counter[str]]:
         """Batch pods per domain: (may be counted, surely counted) for the incoming pod's rule."""
@@ -176,12 +191,28 @@ class DomainPlanner:
         surely: Counter[str] = Counter()
         signature = _signature(pod)
         for domain, entries in self.batch.get((rule.term, rule.key), {}).items():
-            maybe[domain] = len(entries)
             if rule.spread is None:
-                surely[domain] = len(entries)
-            else:
-                surely[domain] = sum(1 for sig, pinned in entries if sig == signature and keys <= pinned)
+                maybe[domain] = surely[domain] = len(entries)
+                continue
+            spread = rule.spread
+            maybe[domain] = sum(1 for other, _, _ in entries if self.may_count(other, pod, spread))
+            surely[domain] = sum(1 for _, sig, pinned in entries if sig == signature and keys <= pinned)
         return maybe, surely
+
+    def may_count(self, other: Pod, pod: Pod, spread: TopologySpread) -> bool:
+        """Whether batch pod `other` may end on a node `pod`'s spread constraint counts."""
+        if self.may_share is None or other.key == pod.key:
+            return True
+        memo = (_signature(other), _signature(pod), spread.node_affinity_policy, spread.node_taints_policy)
+        if (found := self._may_count.get(memo)) is None:
+            found = self.may_share(other, pod, spread) or any(
+                node.schedulable
+                and self._fits_node(other, Requirements(), labels, node)
+                and self._eligible(pod, spread, labels, node)
+                for node, labels in self.nodes
+            )
+            self._may_count[memo] = found
+        return found
 
     # -- filters ----------------------------------------------------------------------------
     def _allowed(self, pod: Pod, rule: Rule, candidates: set[str], spread_keys: frozenset[str]) -> set[str]:
@@ -220,12 +251,17 @@ class DomainPlanner:
         ]
         # Pods followed by others first: a pod's required affinity can only find pods placed before it.
         involved.sort(key=lambda p: (any(r.kind == AFFINITY for r in batch_rules[p.key]), order(p)))
-        deferred = []
-        for pod in involved:
-            if not self._assign(pod, batch_rules[pod.key], counted, outcome, final=False):
-                deferred.append(pod)
-        for pod in deferred:
-            self._assign(pod, batch_rules[pod.key], counted, outcome, final=True)
+        # A pod whose required affinity finds no pod yet waits for the pods it follows (chains too).
+        pending = involved
+        while pending:
+            deferred = [
+                p for p in pending if not self._assign(p, batch_rules[p.key], counted, outcome, final=False)
+            ]
+            if len(deferred) == len(pending):
+                for pod in deferred:
+                    self._assign(pod, batch_rules[pod.key], counted, outcome, final=True)
+                break
+            pending = deferred
         return outcome
 
     def _assign(
@@ -245,7 +281,7 @@ class DomainPlanner:
                 self._existing(pod, r, frozenset()) or self.batch.get((r.term, r.key)) for r in affinity
             )
         )
-        extra = Requirements()
+        extra = self.avoid.get(pod.key, Requirements())
         pins: dict[str, str] = {}
         relaxed: list[str] = []
         for key in keys:
@@ -297,12 +333,15 @@ class DomainPlanner:
             domain = min(allowed, key=lambda d: (d not in new, load[d], -sticky[d], d))
             pins[key] = domain
             extra = extra.intersect(Requirements.from_labels({key: domain}))
+            if domain not in new:
+                only = outcome.existing_only.get(pod.key, Requirements())
+                outcome.existing_only[pod.key] = only.intersect(_not_in(key, {domain}))
         pinned = frozenset(pins) | ALWAYS_LABELLED
         for key, domain in pins.items():
             for term, counted_key in counted:
                 if counted_key == key and term.selects(pod):
                     self.batch.setdefault((term, key), {}).setdefault(domain, []).append(
-                        (_signature(pod), pinned)
+                        (pod, _signature(pod), pinned)
                     )
             self.sticky[(_signature(pod), key)][domain] += 1
             for rule in rules:
@@ -320,9 +359,19 @@ class DomainPlanner:
             found = self._domains_memo[memo_key] = {
                 labels[key]
                 for node, labels in self.nodes
-                if node.schedulable and key in labels and self._fits_node(pod, extra, labels, node)
+                if node.schedulable
+                and key in labels
+                and self._has_room(pod, node)
+                and self._fits_node(pod, extra, labels, node)
             }
         return found
+
+    @staticmethod
+    def _has_room(pod: Pod, node: ExistingNode) -> bool:
+        """Room for the pod alone (batch pods may still take it first; the solver then retries)."""
+        free = node.allocatable - node.requested
+        pods = node.allocatable.get(PODS)
+        return pod.requests.fits_in(free) and (not pods or node.pod_count + 1 <= pods)
 
     def _fits_node(
         self, pod: Pod, extra: Requirements, labels: Mapping[str, str], node: ExistingNode

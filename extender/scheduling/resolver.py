@@ -108,21 +108,34 @@ class Resolver:
         return None, terms[0], None, "; ".join(dict.fromkeys(reasons)) or "no provisioner"
 
     def domains(
-        self, pod: Pod, key: str, extra: Requirements, *, fit: bool, excluded: Collection[str] = ()
+        self,
+        pod: Pod,
+        key: str,
+        extra: Requirements,
+        *,
+        fit: bool,
+        excluded: Collection[str] = (),
+        honor_affinity: bool = True,
+        honor_taints: bool = True,
     ) -> frozenset[str]:
         """Values of `key` a new node could carry for the pod.
 
         `fit=True`: nodes the pod can really land on (tolerated, some type holds it). `fit=False`:
-        every node whose labels the pod's node affinity accepts, a superset used for spread minima.
+        the domains a topology spread constraint counts, a superset used for spread minima: nodes
+        whose labels the pod's node affinity accepts (`honor_affinity`, nodeAffinityPolicy) and
+        whose taints it tolerates (`honor_taints`, nodeTaintsPolicy), whatever their room.
         """
+        honor_affinity, honor_taints = honor_affinity or fit, honor_taints or fit
         memo = (
-            tuple(sorted(pod.node_selector.items())),
-            pod.required_terms,
-            pod.tolerations if fit else (),
+            tuple(sorted(pod.node_selector.items())) if honor_affinity else (),
+            pod.required_terms if honor_affinity else (),
+            pod.tolerations if honor_taints else (),
             tuple(sorted(pod.requests.amounts.items())) if fit else (),
             key,
             extra,
             fit,
+            honor_affinity,
+            honor_taints,
             tuple(sorted(excluded)),
         )
         if (found := self._domains.get(memo)) is not None:
@@ -130,15 +143,29 @@ class Resolver:
         request, gpus = self.request(pod), gpu_kinds(pod.requests)
         values: set[str] = set()
         for view in self._views(pod, excluded):
-            if fit and pod.tolerates(view.provisioner.taints):
+            if honor_taints and pod.tolerates(view.provisioner.taints):
                 continue
-            for term in pod_terms(pod):
+            for term in pod_terms(pod) if honor_affinity else [Requirements()]:
                 reqs = view.requirements.intersect(term).intersect(extra)
                 if reqs.conflict(view.keys):
                     continue
                 values |= self._values(view, reqs, key, request if fit else None, gpus if fit else None)
         found = self._domains[memo] = frozenset(values)
         return found
+
+    def may_share(self, counted: Pod, pod: Pod, *, honor_affinity: bool, honor_taints: bool) -> bool:
+        """Whether some Provisioner could launch a node for `counted` that `pod`'s spread would count."""
+        for view in self.views:
+            if counted.tolerates(view.provisioner.taints) or (
+                honor_taints and pod.tolerates(view.provisioner.taints)
+            ):
+                continue
+            for term in pod_terms(counted):
+                reqs = view.requirements.intersect(term)
+                for own in pod_terms(pod) if honor_affinity else [Requirements()]:
+                    if reqs.intersect(own).conflict(view.keys) is None:
+                        return True
+        return False
 
     def _values(
         self,

@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender.api import labels as wk
+from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
@@ -126,8 +127,9 @@ def solve(
             live.append(pod)
     context = _Context(views, CandidateCache(unavailable), dims, existing_nodes, namespaces, usage or {})
     skip: dict[str, set[str]] = {}
+    avoid: dict[str, Requirements] = {}
     for _ in range(MAX_ROUNDS):
-        result = context.round(live, skip, sort_key, max_options)
+        result = context.round(live, skip, avoid, sort_key, max_options)
         dropped = {u.pod.key: u for u in result.unschedulable}
         if not dropped:
             break
@@ -138,12 +140,17 @@ def solve(
         }
         for key in retry:
             skip.setdefault(key, set()).add(dropped[key].provisioner or "")
+        # A pod pinned to a domain only existing nodes offer, which had no room: try another domain.
+        for key in set(dropped) - retry:
+            if (only := result.existing_only.get(key)) is not None:
+                avoid[key] = avoid.get(key, Requirements()).intersect(only)
+                retry.add(key)
         if not result.topology and not retry:
             break
         final.extend(u.result for key, u in dropped.items() if key not in retry)
         live = [p for p in live if p.key not in dropped or p.key in retry]
     else:
-        result = context.round(live, skip, sort_key, max_options)
+        result = context.round(live, skip, avoid, sort_key, max_options)
     planned, classes = result.nodes, result.classes
     final.extend(u.result for u in result.unschedulable)
     placed_new = {pod.key for node in planned for pod in node.pods}
@@ -159,6 +166,29 @@ def solve(
 
 
 MAX_ROUNDS = 6
+
+
+def _follow_depth(classes: Sequence[PodClass]) -> dict[int, int]:
+    """0 for a class that follows no other class by hostname affinity, else 1 + its leader's depth."""
+    leaders = {
+        id(c): [
+            d
+            for d in classes
+            if d is not c and any(t in d.matches and t not in c.matches for t in c.host.affinity)
+        ]
+        for c in classes
+    }
+    depth: dict[int, int] = {}
+
+    def visit(c: PodClass, path: frozenset[int]) -> int:
+        if id(c) not in depth:
+            ahead = [visit(d, path | {id(c)}) for d in leaders[id(c)] if id(d) not in path]
+            depth[id(c)] = 1 + max(ahead) if ahead else (1 if leaders[id(c)] else 0)
+        return depth[id(c)]
+
+    for c in classes:
+        visit(c, frozenset())
+    return depth
 
 
 def _only(
@@ -191,6 +221,7 @@ class _Round:
     notes: list[str]
     #: Whether any pod's placement depended on others' (topology rules or host ports).
     topology: bool
+    existing_only: Mapping[str, Requirements]
 
 
 class _Context:
@@ -212,6 +243,7 @@ class _Context:
         self,
         pods: Sequence[Pod],
         skip: Mapping[str, set[str]],
+        avoid: Mapping[str, Requirements],
         sort_key: str,
         max_options: int,
     ) -> _Round:
@@ -221,10 +253,25 @@ class _Context:
         def reachable(pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
             return resolver.domains(pod, key, extra, fit=True, excluded=skip.get(pod.key, ()))
 
-        def possible(pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
-            return resolver.domains(pod, key, extra, fit=False)
+        def possible(pod: Pod, key: str, spread: TopologySpread) -> frozenset[str]:
+            return resolver.domains(
+                pod,
+                key,
+                Requirements(),
+                fit=False,
+                honor_affinity=spread.node_affinity_policy == HONOR,
+                honor_taints=spread.node_taints_policy == HONOR,
+            )
 
-        planner = DomainPlanner(self.existing, self.namespaces, reachable, possible)
+        def may_share(counted: Pod, pod: Pod, spread: TopologySpread) -> bool:
+            return resolver.may_share(
+                counted,
+                pod,
+                honor_affinity=spread.node_affinity_policy == HONOR,
+                honor_taints=spread.node_taints_policy == HONOR,
+            )
+
+        planner = DomainPlanner(self.existing, self.namespaces, reachable, possible, avoid, may_share)
         order = {
             pod.key: i
             for i, pod in enumerate(sorted(pods, key=lambda p: (-p.requests.cpu, -p.requests.memory)))
@@ -281,8 +328,9 @@ class _Context:
                 ports=pod.host_ports,
             )
         ordered_classes = sorted(classes.values(), key=_sort_key(sort_key, list(classes.values())))
-        # Pods whose hostname affinity points at other pods go last, so the pods they follow are placed first.
-        ordered_classes.sort(key=lambda c: any(t not in c.matches for t in c.host.affinity))
+        # Pods whose hostname affinity points at other pods go after the pods they follow.
+        depth = _follow_depth(ordered_classes)
+        ordered_classes.sort(key=lambda c: depth[id(c)])
         min_request = tuple(
             min((c.request[i] for c in ordered_classes), default=0.0) for i in range(len(self.dims))
         )
@@ -318,13 +366,14 @@ class _Context:
             classes=ordered_classes,
             notes=[*resolver.notes, *outcome.notes, *packer.relaxed],
             topology=topology,
+            existing_only=outcome.existing_only,
         )
 
     def _headroom(self) -> dict[str, Resources]:
         result = {}
         for view in self.views:
             limits = view.provisioner.limits
-            names = [n for n in (CPU, MEMORY) if limits.get(n) > 0]
+            names = view.provisioner.limit_names((CPU, MEMORY))
             if names:
                 used = self.usage.get(view.provisioner.name, Resources())
                 result[view.provisioner.name] = Resources({n: limits.get(n) - used.get(n) for n in names})
@@ -388,12 +437,12 @@ def _apply_limits(
     unschedulable: list[Unschedulable],
 ) -> list[PlannedNode]:
     """Keep nodes in order while the Provisioner's cpu/memory limits allow the cheapest option that fits."""
-    limits = {v.provisioner.name: v.provisioner.limits for v in views}
-    used = {name: usage.get(name, Resources()) for name in limits}
+    provisioners = {v.provisioner.name: v.provisioner for v in views}
+    used = {name: usage.get(name, Resources()) for name in provisioners}
     kept = []
     for node in nodes:
-        limit = limits[node.provisioner]
-        names = [n for n in (CPU, MEMORY) if limit.get(n) > 0]
+        limit = provisioners[node.provisioner].limits
+        names = provisioners[node.provisioner].limit_names((CPU, MEMORY))
         if not names:
             kept.append(node)
             continue
