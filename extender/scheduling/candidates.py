@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.api.resources import GPU_RESOURCES, Resources
+from extender.api.resources import ACCELERATOR_RESOURCES, PODS, Resources
 from extender.scheduling.constraints import defined_keys, pod_terms, provisioner_requirements
 from extender.scheduling.instancetypes import InstanceType, Offering
 from extender.scheduling.requirements import Requirements
@@ -40,7 +40,8 @@ def fits(used: Vector, capacity: Vector) -> bool:
 
 
 def gpu_kinds(resources: Resources) -> frozenset[str]:
-    return frozenset(name for name in GPU_RESOURCES if resources.get(name) > 0)
+    """The accelerator kinds (GPU, Neuron, Gaudi) `resources` asks for or has; EFA is not one."""
+    return frozenset(name for name in ACCELERATOR_RESOURCES if resources.get(name) > 0)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,21 @@ class ProvisionerView:
             entries.append(Entry(instance_type, vector(alloc, dims), len(landing)))
         return cls(provisioner, reqs, keys, entries, excluded)
 
+    def unlisted(self, requests: Resources) -> tuple[str, ...]:
+        """Requested resources that no instance type the pod may use lists, sorted.
+
+        kube-scheduler NodeResourcesFit: a resource the node does not list has allocatable 0, so a
+        pod requesting one (hugepages-2Mi, example.com/foo) fits no node this Provisioner launches.
+        The types considered are those the accelerator rule lets serve the pod (an EFA-only pod
+        does not count a GPU type's EFA), or all of them when none may; () when the view is empty.
+        """
+        kinds = gpu_kinds(requests)
+        usable = [e for e in self.entries if serves(gpus_of(e.type), kinds)] or self.entries
+        if not usable:
+            return ()
+        names = requests.names() - {PODS}
+        return tuple(sorted(n for n in names if all(e.type.allocatable.get(n) <= 0 for e in usable)))
+
 
 class CandidateCache:
     def __init__(self, unavailable: Collection[OfferingKey]) -> None:
@@ -156,9 +172,7 @@ class CandidateCache:
         candidates = []
         for entry in view.entries:
             instance_type = entry.type
-            # GPU types only serve GPU pods, and a GPU pod needs every kind of device it asks for.
-            type_gpus = gpus_of(instance_type)
-            if (gpus and not gpus <= type_gpus) or (not gpus and type_gpus):
+            if not serves(gpus_of(instance_type), gpus):
                 continue
             if instance_type.burstable and names.complement:
                 continue
@@ -191,3 +205,9 @@ class CandidateCache:
 
 def gpus_of(instance_type: InstanceType) -> frozenset[str]:
     return gpu_kinds(instance_type.gpus)
+
+
+def serves(type_kinds: frozenset[str], pod_kinds: frozenset[str]) -> bool:
+    """Accelerator types only serve pods asking for an accelerator (Karpenter 0.5 packable.go), and
+    such a pod needs every kind it asks for. EFA is no accelerator kind: it never excludes a type."""
+    return pod_kinds <= type_kinds if pod_kinds else not type_kinds

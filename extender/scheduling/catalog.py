@@ -4,6 +4,13 @@ Input items are what boto3 returns (same keys as the AWS JSON). Kept: HVM types 
 or arm64 processor, not bare metal, no FPGA (as Karpenter 0.5). Each kept type gets one Offering
 per (zone, capacity type) from its zonal offerings x SupportedUsageClasses, priced by the PriceBook.
 Called by the cloud provider's instance-type cache and by `karpy plan`.
+
+Extended resources, as Karpenter's AWS provider derives them (`instancetype/types.go`
+computeCapacity): nvidia.com/gpu, amd.com/gpu and habana.ai/gaudi from `GpuInfo.Gpus` by
+manufacturer; aws.amazon.com/neuron = Neuron devices (`NeuronInfo`, else the older
+`InferenceAcceleratorInfo`) and aws.amazon.com/neuroncore = devices x `CoreInfo.Count`, the two
+names the Neuron device plugin registers; vpc.amazonaws.com/efa = `EfaInfo.MaximumEfaInterfaces`.
+Each needs its device plugin on the node, as in Karpenter. Ephemeral storage: see instancetypes.py.
 """
 
 from __future__ import annotations
@@ -14,13 +21,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extender.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
-from extender.api.resources import AMD_GPU, NEURON, NVIDIA_GPU, Resources
+from extender.api.resources import (
+    AMD_GPU,
+    EFA,
+    HABANA_GAUDI,
+    NEURON,
+    NEURON_CORE,
+    NVIDIA_GPU,
+    Resources,
+)
 from extender.scheduling.instancetypes import MIB, InstanceType, Offering, eni_max_pods
 from extender.scheduling.pricing import PriceBook, Shape
 
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
 USAGE_CLASSES = (CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT)
-GPU_MANUFACTURERS = {"NVIDIA": NVIDIA_GPU, "AMD": AMD_GPU}
+GPU_MANUFACTURERS = {"NVIDIA": NVIDIA_GPU, "AMD": AMD_GPU, "HABANA": HABANA_GAUDI}
 
 
 class CatalogError(ValueError):
@@ -48,17 +63,29 @@ def _skip_reason(item: Mapping[str, Any]) -> str | None:
 
 
 def _gpus(item: Mapping[str, Any]) -> Resources:
+    """Accelerator counts (resources.ACCELERATOR_RESOURCES)."""
     amounts: dict[str, float] = defaultdict(float)
-    for gpu in item.get("GpuInfo", {}).get("Gpus", ()):
+    for gpu in (item.get("GpuInfo") or {}).get("Gpus") or ():
         name = GPU_MANUFACTURERS.get(str(gpu.get("Manufacturer", "")).upper())
         if name:
-            amounts[name] += gpu.get("Count", 0)
-    for device in item.get("NeuronInfo", {}).get("NeuronDevices", ()):
-        amounts[NEURON] += device.get("Count", 0)
+            amounts[name] += gpu.get("Count") or 0
+    for device in (item.get("NeuronInfo") or {}).get("NeuronDevices") or ():
+        count = device.get("Count") or 0
+        amounts[NEURON] += count
+        amounts[NEURON_CORE] += count * ((device.get("CoreInfo") or {}).get("Count") or 0)
     if NEURON not in amounts:
-        for accel in item.get("InferenceAcceleratorInfo", {}).get("Accelerators", ()):
-            amounts[NEURON] += accel.get("Count", 0)
+        # Older responses describe Inferentia only here, without a core count.
+        for accel in (item.get("InferenceAcceleratorInfo") or {}).get("Accelerators") or ():
+            amounts[NEURON] += accel.get("Count") or 0
     return Resources(dict(amounts))
+
+
+def _extended(item: Mapping[str, Any]) -> Resources:
+    """Extended resources that do not make a type an accelerator type: EFA interfaces."""
+    network = item.get("NetworkInfo") or {}
+    if network.get("EfaSupported") is False:
+        return Resources()
+    return Resources({EFA: (network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0})
 
 
 def _zones_by_type(
@@ -114,7 +141,7 @@ def build_catalog(
             cpu=vcpus,
             memory_gib=memory / 2**30,
             arch=arch,
-            gpus=gpus.get(NVIDIA_GPU) + gpus.get(AMD_GPU),
+            gpus=gpus.get(NVIDIA_GPU) + gpus.get(AMD_GPU) + gpus.get(HABANA_GAUDI),
             neurons=gpus.get(NEURON),
         )
         type_zones = sorted(set(zones)) if zones_by_type is None else sorted(set(zones_by_type.get(name, ())))
@@ -136,6 +163,7 @@ def build_catalog(
             max_pods=max_pods,
             offerings=type_offerings,
             gpus=gpus,
+            extended=_extended(item),
             burstable=bool(item.get("BurstablePerformanceSupported")),
         )
         if reason := instance_type.fits_overhead():

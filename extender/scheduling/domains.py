@@ -139,8 +139,12 @@ class DomainPlanner:
         self.reachable = reachable
         self.possible = possible
         #: (term, key) -> domain -> [(signature, spread keys)] of batch pods counted there.
-        #: (term, key) -> domain -> [(pod, its signature, its pinned keys)] of batch pods counted there.
-        self.batch: dict[tuple[Term, str], dict[str, list[tuple[Pod, tuple, frozenset[str]]]]] = {}
+        #: (term, key) -> domain -> (signature, pinned keys) -> how many batch pods counted there.
+        self.batch: dict[tuple[Term, str], dict[str, Counter[tuple[tuple, frozenset[str]]]]] = {}
+        #: signature -> one batch pod with it (pods alike in signature land alike).
+        self.alike: dict[tuple, Pod] = {}
+        self._signatures: dict[str, tuple] = {}
+        self._counted_memo: dict[tuple, frozenset[str]] = {}
         #: Required anti-affinity of pods (existing, then batch as they get domains): (term, key, domain).
         self.repellers: list[tuple[Term, str, str]] = []
         self.sticky: dict[tuple, Counter[str]] = defaultdict(Counter)
@@ -162,7 +166,7 @@ class DomainPlanner:
 
     def _existing(self, pod: Pod, rule: Rule, keys: frozenset[str]) -> Counter[str]:
         """Matching pods per domain on existing nodes (for spread, on nodes eligible for the pod)."""
-        cache_key = (rule.term, rule.key, keys, _signature(pod) if rule.spread else None, rule.spread)
+        cache_key = (rule.term, rule.key, keys, self.signature(pod) if rule.spread else None, rule.spread)
         if (found := self._existing_counts.get(cache_key)) is None:
             found = Counter()
             for node, labels in self.nodes:
@@ -189,22 +193,38 @@ class DomainPlanner:
         """Batch pods per domain: (may be counted, surely counted) for the incoming pod's rule."""
         maybe: Counter[str] = Counter()
         surely: Counter[str] = Counter()
-        signature = _signature(pod)
+        signature = self.signature(pod)
         for domain, entries in self.batch.get((rule.term, rule.key), {}).items():
             if rule.spread is None:
-                maybe[domain] = surely[domain] = len(entries)
+                maybe[domain] = surely[domain] = sum(entries.values())
                 continue
             spread = rule.spread
-            maybe[domain] = sum(1 for other, _, _ in entries if self.may_count(other, pod, spread))
-            surely[domain] = sum(1 for _, sig, pinned in entries if sig == signature and keys <= pinned)
+            for (sig, pinned), count in entries.items():
+                if sig == signature or self.may_count(sig, pod, spread):
+                    maybe[domain] += count
+                if sig == signature and keys <= pinned:
+                    surely[domain] += count
         return maybe, surely
 
-    def may_count(self, other: Pod, pod: Pod, spread: TopologySpread) -> bool:
-        """Whether batch pod `other` may end on a node `pod`'s spread constraint counts."""
-        if self.may_share is None or other.key == pod.key:
+    def _counted_keys(self, pod: Pod, counted: set[tuple[Term, str]]) -> frozenset[str]:
+        """Keys on which some batch pod's rule counts this pod (depends on namespace and labels only)."""
+        memo = (pod.namespace, tuple(sorted(pod.labels.items())))
+        if (found := self._counted_memo.get(memo)) is None:
+            found = self._counted_memo[memo] = frozenset(key for term, key in counted if term.selects(pod))
+        return found
+
+    def signature(self, pod: Pod) -> tuple:
+        if (found := self._signatures.get(pod.key)) is None:
+            found = self._signatures[pod.key] = _signature(pod)
+        return found
+
+    def may_count(self, signature: tuple, pod: Pod, spread: TopologySpread) -> bool:
+        """Whether batch pods of `signature` may end on a node `pod`'s spread constraint counts."""
+        if self.may_share is None:
             return True
-        memo = (_signature(other), _signature(pod), spread.node_affinity_policy, spread.node_taints_policy)
+        memo = (signature, self.signature(pod), spread.node_affinity_policy, spread.node_taints_policy)
         if (found := self._may_count.get(memo)) is None:
+            other = self.alike[signature]
             found = self.may_share(other, pod, spread) or any(
                 node.schedulable
                 and self._fits_node(other, Requirements(), labels, node)
@@ -246,7 +266,7 @@ class DomainPlanner:
             p
             for p in pods
             if batch_rules[p.key]
-            or any(t.selects(p) for t, _ in counted)
+            or self._counted_keys(p, counted)
             or (repelling_keys and any(self._repelled(p, k) for k in repelling_keys))
         ]
         # Pods followed by others first: a pod's required affinity can only find pods placed before it.
@@ -268,7 +288,7 @@ class DomainPlanner:
         self, pod: Pod, rules: list[Rule], counted: set[tuple[Term, str]], outcome: Outcome, *, final: bool
     ) -> bool:
         """Give the pod its domains; False defers a pod whose required affinity finds no pod yet."""
-        counted_keys = {key for term, key in counted if term.selects(pod)}
+        counted_keys = self._counted_keys(pod, counted)
         keys = sorted({r.key for r in rules} | counted_keys | {k for _, k, _ in self.repellers})
         spread_keys = frozenset(r.key for r in rules if r.kind == SPREAD and r.hard)
         affinity = [r for r in rules if r.kind == AFFINITY and r.hard]
@@ -329,7 +349,7 @@ class DomainPlanner:
                 maybe, _ = self._batch_counts(pod, rule, frozenset())
                 load.update(self._existing(pod, rule, frozenset()))
                 load.update(maybe)
-            sticky = self.sticky[(_signature(pod), key)]
+            sticky = self.sticky[(self.signature(pod), key)]
             domain = min(allowed, key=lambda d: (d not in new, load[d], -sticky[d], d))
             pins[key] = domain
             extra = extra.intersect(Requirements.from_labels({key: domain}))
@@ -340,10 +360,11 @@ class DomainPlanner:
         for key, domain in pins.items():
             for term, counted_key in counted:
                 if counted_key == key and term.selects(pod):
-                    self.batch.setdefault((term, key), {}).setdefault(domain, []).append(
-                        (pod, _signature(pod), pinned)
-                    )
-            self.sticky[(_signature(pod), key)][domain] += 1
+                    self.batch.setdefault((term, key), {}).setdefault(domain, Counter())[
+                        (self.signature(pod), pinned)
+                    ] += 1
+                    self.alike.setdefault(self.signature(pod), pod)
+            self.sticky[(self.signature(pod), key)][domain] += 1
             for rule in rules:
                 if rule.kind == ANTI and rule.hard and rule.key == key:
                     self.repellers.append((rule.term, key, domain))
@@ -354,7 +375,7 @@ class DomainPlanner:
 
     def _existing_domains(self, pod: Pod, key: str, extra: Requirements) -> set[str]:
         """Domains of the schedulable existing nodes the pod could join."""
-        memo_key = (_signature(pod), key, extra)
+        memo_key = (self.signature(pod), key, extra)
         if (found := self._domains_memo.get(memo_key)) is None:
             found = self._domains_memo[memo_key] = {
                 labels[key]

@@ -1,28 +1,51 @@
 """The internal instance-type catalog entry: capacity, kubelet/system overhead, allocatable, offerings.
 
+Capacity lists every resource kube-scheduler's NodeResourcesFit compares that an EC2 node has: a
+resource missing here is allocatable 0 on the node, so a pod requesting it fits nowhere.
+
 Overhead follows Karpenter's Bottlerocket-derived formulas (reference 1.11), with the kube-reserved
 CPU tiers actually applied (0.5.x dropped them by a bug):
 - node memory capacity = EC2 memory x (1 - 7.5 %) (VM/hypervisor overhead);
 - kube-reserved CPU: 6 % of the 1st core, 1 % of the 2nd, 0.5 % of the 3rd-4th, 0.25 % above;
 - kube-reserved memory: 11 MiB x max pods + 255 MiB; system-reserved 100m CPU / 100 MiB; eviction 100 MiB;
 - max pods = ENIs x (IPv4 per ENI - 1) + 2, unless the Provisioner's kubelet maxPods overrides it.
+
+Ephemeral storage (Karpenter AWS `instancetype/types.go` ephemeralStorage/kubeReservedResources/
+evictionThreshold, since #3568): capacity = the root EBS volume, kube-reserved 1 GiB, eviction
+`nodefs.available` 10 % of capacity (the EKS AL2 AMI's kubelet defaults), so a 20 GiB root volume
+leaves 17 GiB allocatable. The volume is the AMI's own 20 GiB (Karpenter's `DefaultEBS`): karpy's
+launch templates set no BlockDeviceMappings and its v1alpha5 provider has no blockDeviceMappings,
+so every type gets the default; a custom `launchTemplate` with a larger root volume is
+underestimated (pods are held to 17 GiB, never over-placed). The filesystem kubelet measures is
+slightly smaller than the volume (its metadata); Karpenter ignores that too.
+Instance-store NVMe (`InstanceStorageInfo.TotalSizeInGB`) is not counted: the EKS AMI leaves those
+disks unmounted unless bootstrap is told to RAID them (`--local-disks raid0`, Karpenter's
+`instanceStorePolicy: RAID0`, v0.34+), and karpy's user data never does, so kubelet's nodefs is the
+root volume.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from extender.api import labels as wk
-from extender.api.resources import CPU, GPU_RESOURCES, MEMORY, PODS, Resources
+from extender.api.resources import CPU, EPHEMERAL_STORAGE, GPU_RESOURCES, MEMORY, PODS, Resources
 
 MIB = 2**20
+GIB = 2**30
 VM_MEMORY_OVERHEAD = 0.075
 SYSTEM_RESERVED_CPU = 0.1
 SYSTEM_RESERVED_MEMORY_MIB = 100
 EVICTION_THRESHOLD_MIB = 100
 KUBE_RESERVED_MEMORY_PER_POD_MIB = 11
 KUBE_RESERVED_MEMORY_BASE_MIB = 255
+#: Karpenter's DefaultEBS volume size, the EKS AL2 AMI's root volume.
+DEFAULT_ROOT_VOLUME = 20 * GIB
+KUBE_RESERVED_EPHEMERAL_STORAGE = 1 * GIB
+#: kubelet evictionHard nodefs.available, as a fraction of the node's ephemeral-storage capacity.
+EVICTION_NODEFS_AVAILABLE = 0.10
 # (cores covered by this tier, fraction of a core reserved per core in it)
 KUBE_RESERVED_CPU_TIERS = ((1, 0.06), (1, 0.01), (2, 0.005), (float("inf"), 0.0025))
 
@@ -42,7 +65,7 @@ def eni_max_pods(enis: int, ipv4_per_eni: int) -> int:
     return enis * (ipv4_per_eni - 1) + 2
 
 
-def node_overhead(vcpus: float, max_pods: int) -> Resources:
+def node_overhead(vcpus: float, max_pods: int, root_volume: float = DEFAULT_ROOT_VOLUME) -> Resources:
     """kube-reserved + system-reserved + eviction threshold."""
     memory_mib = (
         KUBE_RESERVED_MEMORY_PER_POD_MIB * max_pods
@@ -50,7 +73,14 @@ def node_overhead(vcpus: float, max_pods: int) -> Resources:
         + SYSTEM_RESERVED_MEMORY_MIB
         + EVICTION_THRESHOLD_MIB
     )
-    return Resources({CPU: kube_reserved_cpu(vcpus) + SYSTEM_RESERVED_CPU, MEMORY: memory_mib * MIB})
+    storage = KUBE_RESERVED_EPHEMERAL_STORAGE + math.ceil(root_volume * EVICTION_NODEFS_AVAILABLE)
+    return Resources(
+        {
+            CPU: kube_reserved_cpu(vcpus) + SYSTEM_RESERVED_CPU,
+            MEMORY: memory_mib * MIB,
+            EPHEMERAL_STORAGE: storage,
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -71,7 +101,7 @@ class InstanceType:
     memory: float
     arch: str
     os: str = "linux"
-    #: GPU/accelerator counts by extended resource name (nvidia.com/gpu, amd.com/gpu, aws.amazon.com/neuron).
+    #: Accelerator counts by extended resource name (resources.ACCELERATOR_RESOURCES).
     gpus: Resources = field(default_factory=Resources)
     max_pods: int = 110
     capacity: Resources = field(default_factory=Resources)
@@ -80,6 +110,10 @@ class InstanceType:
     offerings: tuple[Offering, ...] = ()
     #: CPU-credit (t-family) type: only a candidate when a requirement names it (see candidates.py).
     burstable: bool = False
+    #: Other extended resources (vpc.amazonaws.com/efa): listed, but they do not reserve the type.
+    extended: Resources = field(default_factory=Resources)
+    #: Bytes of the volume kubelet's nodefs lives on (ephemeral-storage capacity).
+    root_volume: float = DEFAULT_ROOT_VOLUME
 
     @classmethod
     def build(
@@ -92,13 +126,22 @@ class InstanceType:
         max_pods: int,
         offerings: Iterable[Offering] = (),
         gpus: Resources | None = None,
+        extended: Resources | None = None,
+        root_volume: float = DEFAULT_ROOT_VOLUME,
         os: str = "linux",
         burstable: bool = False,
     ) -> InstanceType:
         """Derive capacity, overhead and allocatable from the raw figures."""
         gpus = gpus or Resources()
-        capacity = Resources({CPU: cpu, MEMORY: memory * (1 - VM_MEMORY_OVERHEAD), PODS: max_pods}) + gpus
-        overhead = node_overhead(cpu, max_pods)
+        extended = extended or Resources()
+        base = {
+            CPU: cpu,
+            MEMORY: memory * (1 - VM_MEMORY_OVERHEAD),
+            PODS: max_pods,
+            EPHEMERAL_STORAGE: root_volume,
+        }
+        capacity = Resources(base) + gpus + extended
+        overhead = node_overhead(cpu, max_pods, root_volume)
         return cls(
             name=name,
             cpu=cpu,
@@ -106,6 +149,8 @@ class InstanceType:
             arch=arch,
             os=os,
             gpus=gpus,
+            extended=extended,
+            root_volume=root_volume,
             max_pods=max_pods,
             capacity=capacity,
             overhead=overhead,
@@ -126,6 +171,8 @@ class InstanceType:
             max_pods=max_pods,
             offerings=self.offerings,
             gpus=self.gpus,
+            extended=self.extended,
+            root_volume=self.root_volume,
             os=self.os,
             burstable=self.burstable,
         )

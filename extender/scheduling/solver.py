@@ -170,20 +170,21 @@ MAX_ROUNDS = 6
 
 def _follow_depth(classes: Sequence[PodClass]) -> dict[int, int]:
     """0 for a class that follows no other class by hostname affinity, else 1 + its leader's depth."""
+    by_term: dict[int, list[PodClass]] = {}
+    for c in classes:
+        for term in c.matches:
+            by_term.setdefault(term, []).append(c)
     leaders = {
-        id(c): [
-            d
-            for d in classes
-            if d is not c and any(t in d.matches and t not in c.matches for t in c.host.affinity)
-        ]
+        id(c): [d for t in c.host.affinity if t not in c.matches for d in by_term.get(t, ()) if d is not c]
         for c in classes
+        if c.host.affinity
     }
     depth: dict[int, int] = {}
 
     def visit(c: PodClass, path: frozenset[int]) -> int:
         if id(c) not in depth:
-            ahead = [visit(d, path | {id(c)}) for d in leaders[id(c)] if id(d) not in path]
-            depth[id(c)] = 1 + max(ahead) if ahead else (1 if leaders[id(c)] else 0)
+            ahead = [visit(d, path | {id(c)}) for d in leaders.get(id(c), ()) if id(d) not in path]
+            depth[id(c)] = 1 + max(ahead) if ahead else (1 if leaders.get(id(c)) else 0)
         return depth[id(c)]
 
     for c in classes:
