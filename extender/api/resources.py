@@ -11,10 +11,20 @@ from extender.api.quantity import parse_quantity
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+#: Extended resources advertised by device plugins, named as Karpenter's AWS provider names them.
 NVIDIA_GPU = "nvidia.com/gpu"
 AMD_GPU = "amd.com/gpu"
+#: Neuron device plugin: whole Inferentia/Trainium devices, and single NeuronCores.
 NEURON = "aws.amazon.com/neuron"
+NEURON_CORE = "aws.amazon.com/neuroncore"
+HABANA_GAUDI = "habana.ai/gaudi"
+#: EFA device plugin: Elastic Fabric Adapter interfaces.
+EFA = "vpc.amazonaws.com/efa"
+#: Devices whose types need the accelerated (-gpu) AMI.
 GPU_RESOURCES = (NVIDIA_GPU, AMD_GPU, NEURON)
+#: Devices whose types only serve pods that request one of them (see scheduling/candidates.py).
+ACCELERATOR_RESOURCES = (NVIDIA_GPU, AMD_GPU, NEURON, NEURON_CORE, HABANA_GAUDI)
 
 
 @dataclass(frozen=True)
