@@ -76,6 +76,12 @@ class Resolver:
                     f"provisioner/{view.provisioner.name}: did not tolerate {describe_taint(taint)}"
                 )
                 continue
+            if missing := view.unlisted(pod.requests):
+                reasons.append(
+                    f"provisioner/{view.provisioner.name}: no instance type the pod may use has"
+                    f" {', '.join(missing)} (a resource the node does not list has allocatable 0)"
+                )
+                continue
             for term in terms:
                 base = view.requirements.intersect(term)
                 if conflict := base.conflict(view.keys):
