@@ -86,6 +86,9 @@ class Pod:
     preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
+    #: ORed node-selector terms the pod's volumes need (PV node affinity, class allowedTopologies).
+    #: Where the pod may run, but not node affinity: topology spread's nodeAffinityPolicy ignores it.
+    volume_terms: tuple[tuple[Requirement, ...], ...] = ()
     #: Rules karpy does not model ("<field path>: why"); such a pod is neither planned nor bound.
     unmodelled: tuple[str, ...] = ()
     owner_kind: str = ""
@@ -184,7 +187,8 @@ class _PodParser:
                 wk.normalize_key(k): v
                 for k, v in self.string_map(spec.get("nodeSelector"), "spec.nodeSelector").items()
             },
-            required_terms=self.with_volumes(required, spec),
+            required_terms=required,
+            volume_terms=self.volume_terms(spec),
             preferred_terms=preferred,
             tolerations=self.tolerations(spec.get("tolerations")),
             topology_spread=self.spreads(spec.get("topologySpreadConstraints")),
@@ -281,18 +285,16 @@ class _PodParser:
                 result.append((i, f"{self.name}-{volume.get('name') or ''}"))
         return result
 
-    def with_volumes(self, required: RequiredTerms, spec: Mapping[str, Any]) -> RequiredTerms:
-        """AND each volume's ORed terms into the pod's ORed required terms (a cross product)."""
-        volume_terms = [o for _, claim in self.claims(spec) if (o := self.volumes.get(claim))]
-        if not volume_terms:
-            return required
-        terms = list(required) or [()]
-        for options in volume_terms:
-            terms = [(*t, *v) for t in terms for v in options]
+    def volume_terms(self, spec: Mapping[str, Any]) -> RequiredTerms:
+        """AND the ORed terms of every volume (a cross product)."""
+        terms: list[tuple[Requirement, ...]] = [()]
+        for _, claim in self.claims(spec):
+            if options := self.volumes.get(claim):
+                terms = [(*t, *v) for t in terms for v in options]
         if len(terms) > MAX_VOLUME_TERMS:
-            self.unmodelled.append(f"spec.volumes: {len(terms)} ORed node terms from volumes and affinity")
-            return required
-        return tuple(terms)
+            self.unmodelled.append(f"spec.volumes: {len(terms)} ORed node terms from the volumes")
+            return ()
+        return () if terms == [()] else tuple(terms)
 
     def check_unmodelled(self, spec: Mapping[str, Any]) -> None:
         """Rules kube-scheduler applies that karpy's plan does not: the pod is reported, never bound."""

@@ -4,8 +4,9 @@ and VolumeZone plugins see it (Karpenter 0.5 resolved it the same way, `volumeto
 - A bound claim: its PersistentVolume's `spec.nodeAffinity.required.nodeSelectorTerms`.
 - An unbound claim whose StorageClass binds `WaitForFirstConsumer`: the class's `allowedTopologies`
   (none = anywhere); the volume is then created where the pod lands.
-- An unbound claim with `Immediate` binding, a missing claim or class: unresolved. The pod stays
-  unmodelled (reported with an Event, never bound) until the volume exists.
+- An unbound claim with `Immediate` binding, a missing claim or class, a claim or volume being
+  deleted, a Lost claim, or a claim not yet marked `pv.kubernetes.io/bind-completed`: unresolved.
+  The pod stays unmodelled (reported with an Event, never bound) until that settles.
 
 `load` lists claims, volumes and classes once per batch, only when a pod has claims.
 """
@@ -24,6 +25,7 @@ from extender.api.provisioner import Requirement
 from extender.cluster.watch import list_objects
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 #: CSI drivers' zone keys: labels their node plugin adds once the node runs, the zone all the same.
 CSI_ZONE_KEYS = frozenset({"topology.ebs.csi.aws.com/zone"})
@@ -60,11 +62,13 @@ class Volumes:
     def _claim(self, namespace: str, claim: str, template: Mapping[str, Any] | None) -> RequiredTerms | None:
         pvc = self.claims.get(f"{namespace}/{claim}")
         spec = (pvc.get("spec") or {}) if pvc is not None else template
-        if spec is None:
+        if spec is None or (pvc is not None and not _usable(pvc)):
             return None
         if volume_name := spec.get("volumeName"):
             pv = self.volumes.get(str(volume_name))
-            if pv is None:
+            annotations = ((pvc or {}).get("metadata") or {}).get("annotations") or {}
+            # Until the binder marks it complete, the claim may still go to another volume.
+            if pv is None or not _usable(pv) or BIND_COMPLETED not in annotations:
                 return None
             affinity = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
             return _terms(affinity.get("nodeSelectorTerms") or (), "matchExpressions")
@@ -87,6 +91,13 @@ class Volumes:
             ),
             None,
         )
+
+
+def _usable(obj: Mapping[str, Any]) -> bool:
+    """Not being deleted, and not Lost (a claim whose volume is gone)."""
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    return (obj.get("status") or {}).get("phase") not in ("Lost", "Failed")
 
 
 def _terms(raw_terms: Iterable[Any], field_name: str) -> RequiredTerms | None:

@@ -25,12 +25,13 @@ Pure: plain data in, a reason string (naming the rule) or None out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from extender.api import labels as wk
 from extender.api.affinity import HONOR, LabelSelector, PodAffinityTerm, TopologySpread, selects
 from extender.api.pod import Pod
 from extender.api.resources import CPU, PODS, Resources
-from extender.scheduling.constraints import describe_taint, pod_terms
+from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
 
@@ -53,13 +54,13 @@ def check(
     if pod.unmodelled:
         return f"pod {pod.key} has rules karpy does not model: {'; '.join(pod.unmodelled)}"
     view = _Cluster(pod, node, cluster)
-    affinity = _node_affinity(pod)
     return (
         _taints(pod, node)
-        or _node_selection(pod, node, view.target, affinity)
+        or _node_selection(pod, node, view.target, _node_affinity(pod, volumes=True))
         or _host_ports(pod, node)
         or _resources(pod, node)
-        or _topology_spread(pod, node, view, affinity)
+        # nodeAffinityPolicy honours the pod's own node affinity, not its volumes' topology.
+        or _topology_spread(pod, node, view, _node_affinity(pod, volumes=False))
         or _inter_pod_affinity(pod, node, view, namespaces)
     )
 
@@ -108,12 +109,14 @@ def _taints(pod: Pod, node: ExistingNode) -> str | None:
 # --- NodeAffinity -------------------------------------------------------------------------------
 
 
-def _node_affinity(pod: Pod) -> tuple[Requirements, ...]:
-    """nodeSelector ∧ each required term; kube-scheduler skips empty terms (they match no node)."""
-    terms = pod_terms(pod)
-    if pod.required_terms:
-        terms = [t for raw, t in zip(pod.required_terms, terms, strict=True) if raw]
-    return tuple(terms)
+def _node_affinity(pod: Pod, *, volumes: bool) -> tuple[Requirements, ...]:
+    """The ORed terms (with the volumes' for placement); an empty required term matches no node."""
+    if pod.required_terms and not all(pod.required_terms):
+        kept = tuple(t for t in pod.required_terms if t)
+        if not kept:
+            return ()
+        pod = replace(pod, required_terms=kept)
+    return tuple(pod_terms(pod) if volumes else affinity_terms(pod))
 
 
 def _matches(affinity: tuple[Requirements, ...], labels: Mapping[str, str]) -> bool:

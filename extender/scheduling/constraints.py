@@ -27,11 +27,23 @@ def defined_keys(provisioner: Provisioner) -> frozenset[str]:
     return frozenset(keys)
 
 
-def pod_terms(pod: Pod) -> list[Requirements]:
-    """One Requirements per required node-affinity term (at least one), in the pod's order."""
+def affinity_terms(pod: Pod) -> list[Requirements]:
+    """nodeSelector AND each ORed required node-affinity term (at least one), in the pod's order.
+
+    What topology spread's nodeAffinityPolicy honours: the pod's own node affinity, not its volumes.
+    """
     selector = Requirements.from_labels(pod.node_selector)
     terms = pod.required_terms or ((),)
     return [selector.intersect(Requirements.from_requirements(term)) for term in terms]
+
+
+def pod_terms(pod: Pod) -> list[Requirements]:
+    """Where the pod may run: its node affinity AND its volumes' node terms (ORed terms multiply)."""
+    terms = affinity_terms(pod)
+    if not pod.volume_terms:
+        return terms
+    volumes = [Requirements.from_requirements(v) for v in pod.volume_terms]
+    return [t.intersect(v) for t in terms for v in volumes]
 
 
 def preferences(pod: Pod) -> list[tuple[int, Requirements, tuple[Requirement, ...]]]:

@@ -26,7 +26,7 @@ from extender.api import labels as wk
 from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.resources import PODS
-from extender.scheduling.constraints import pod_terms
+from extender.scheduling.constraints import affinity_terms, pod_terms
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements, ValueSet
 from extender.scheduling.topology import NamespaceLabels, Term, affinity_term, spread_term
@@ -106,7 +106,7 @@ def node_labels(node: ExistingNode) -> dict[str, str]:
 
 def _signature(pod: Pod) -> tuple:
     """What decides which nodes a pod may land on: pods alike here are counted alike."""
-    return (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.tolerations)
+    return (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.volume_terms, pod.tolerations)
 
 
 @dataclass
@@ -160,7 +160,7 @@ class DomainPlanner:
     def _eligible(
         self, pod: Pod, spread: TopologySpread, labels: Mapping[str, str], node: ExistingNode
     ) -> bool:
-        if spread.node_affinity_policy == HONOR and not any(t.matches(labels) for t in pod_terms(pod)):
+        if spread.node_affinity_policy == HONOR and not any(t.matches(labels) for t in affinity_terms(pod)):
             return False
         return spread.node_taints_policy != HONOR or pod.tolerates(node.taints) is None
 

@@ -24,7 +24,7 @@ from extender.scheduling.candidates import (
     gpus_of,
     vector,
 )
-from extender.scheduling.constraints import describe_taint, pod_terms, preferences
+from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms, preferences
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.requirements import Requirements
 
@@ -135,6 +135,7 @@ class Resolver:
         memo = (
             tuple(sorted(pod.node_selector.items())) if honor_affinity else (),
             pod.required_terms if honor_affinity else (),
+            pod.volume_terms if fit else (),
             pod.tolerations if honor_taints else (),
             tuple(sorted(pod.requests.amounts.items())) if fit else (),
             key,
@@ -151,7 +152,8 @@ class Resolver:
         for view in self._views(pod, excluded):
             if honor_taints and pod.tolerates(view.provisioner.taints):
                 continue
-            for term in pod_terms(pod) if honor_affinity else [Requirements()]:
+            terms = (pod_terms(pod) if fit else affinity_terms(pod)) if honor_affinity else [Requirements()]
+            for term in terms:
                 reqs = view.requirements.intersect(term).intersect(extra)
                 if reqs.conflict(view.keys):
                     continue
@@ -168,7 +170,7 @@ class Resolver:
                 continue
             for term in pod_terms(counted):
                 reqs = view.requirements.intersect(term)
-                for own in pod_terms(pod) if honor_affinity else [Requirements()]:
+                for own in affinity_terms(pod) if honor_affinity else [Requirements()]:
                     if reqs.intersect(own).conflict(view.keys) is None:
                         return True
         return False

@@ -60,6 +60,10 @@ def _shape_key(pod: Pod) -> tuple:
         pod.topology_spread,
         pod.pod_affinity,
         pod.pod_anti_affinity,
+        pod.preferred_pod_affinity,
+        pod.preferred_pod_anti_affinity,
+        pod.host_ports,
+        pod.volume_terms,
     )
 
 

@@ -45,10 +45,11 @@ WAIT = {
     "volumeBindingMode": "WaitForFirstConsumer",
     "allowedTopologies": [{"matchLabelExpressions": [{"key": wk.ZONE, "values": [ZONES[2]]}]}],
 }
+BOUND_META = {"name": "bound", "namespace": "data", "annotations": {"pv.kubernetes.io/bind-completed": "yes"}}
 IMMEDIATE = {"metadata": {"name": "io2"}, "volumeBindingMode": "Immediate"}
 VOLUMES = Volumes(
     claims={
-        "data/bound": claim("bound", volumeName="pv-1"),
+        "data/bound": {**claim("bound", volumeName="pv-1"), "metadata": BOUND_META},
         "data/waiting": claim("waiting"),
         "data/immediate": claim("immediate", storageClassName="io2"),
     },
