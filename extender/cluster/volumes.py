@@ -5,8 +5,9 @@ and VolumeZone plugins see it (Karpenter 0.5 resolved it the same way, `volumeto
 - An unbound claim whose StorageClass binds `WaitForFirstConsumer`: the class's `allowedTopologies`
   (none = anywhere); the volume is then created where the pod lands.
 - An unbound claim with `Immediate` binding, a missing claim or class, a claim or volume being
-  deleted, a Lost claim, or a claim not yet marked `pv.kubernetes.io/bind-completed`: unresolved.
-  The pod stays unmodelled (reported with an Event, never bound) until that settles.
+  deleted, a Lost claim, or a claim naming its volume before the bind is marked complete
+  (`pv.kubernetes.io/bind-completed`): unresolved. The pod stays unmodelled (reported with an Event, never
+  bound) until that settles.
 
 `load` lists claims, volumes and classes once per batch, only when a pod has claims.
 """
@@ -66,16 +67,23 @@ class Volumes:
             return None
         if volume_name := spec.get("volumeName"):
             pv = self.volumes.get(str(volume_name))
+            if pv is None or not _usable(pv):
+                return None
+            # kube-scheduler's VolumeBinding: a claim whose bind is not marked complete is not bound
+            # yet (it may still be refused); wait for the PV controller rather than guess.
             annotations = ((pvc or {}).get("metadata") or {}).get("annotations") or {}
-            # Until the binder marks it complete, the claim may still go to another volume.
-            if pv is None or not _usable(pv) or BIND_COMPLETED not in annotations:
+            if BIND_COMPLETED not in annotations:
                 return None
             affinity = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
             return _terms(affinity.get("nodeSelectorTerms") or (), "matchExpressions")
-        storage_class = self._class(spec.get("storageClassName"))
-        if storage_class is None or storage_class.get("volumeBindingMode") != "WaitForFirstConsumer":
+        if not self._delayed(spec.get("storageClassName")):
             return None
+        storage_class = self._class(spec.get("storageClassName")) or {}
         return _terms(storage_class.get("allowedTopologies") or (), "matchLabelExpressions")
+
+    def _delayed(self, class_name: Any) -> bool:
+        storage_class = self._class(class_name)
+        return storage_class is not None and storage_class.get("volumeBindingMode") == "WaitForFirstConsumer"
 
     def _class(self, name: Any) -> Mapping[str, Any] | None:
         if name:

@@ -145,6 +145,9 @@ class DomainPlanner:
         self.alike: dict[tuple, Pod] = {}
         self._signatures: dict[str, tuple] = {}
         self._counted_memo: dict[tuple, frozenset[str]] = {}
+        #: Batch pods with a required spread, grouped by rule and signature: (a pod, its rule,
+        #: its spread keys, the domains the group's pods went to).
+        self.spreaders: dict[tuple, tuple[Pod, Rule, frozenset[str], set[str]]] = {}
         #: Required anti-affinity of pods (existing, then batch as they get domains): (term, key, domain).
         self.repellers: list[tuple[Term, str, str]] = []
         self.sticky: dict[tuple, Counter[str]] = defaultdict(Counter)
@@ -174,9 +177,8 @@ class DomainPlanner:
                     continue
                 if rule.spread is not None and not self._eligible(pod, rule.spread, labels, node):
                     continue
-                found[labels[rule.key]] += sum(
-                    1 for p in node.pods if p.key != pod.key and rule.term.selects(p)
-                )
+                if count := sum(1 for p in node.pods if p.key != pod.key and rule.term.selects(p)):
+                    found[labels[rule.key]] += count
             self._existing_counts[cache_key] = found
         return found
 
@@ -289,7 +291,13 @@ class DomainPlanner:
     ) -> bool:
         """Give the pod its domains; False defers a pod whose required affinity finds no pod yet."""
         counted_keys = self._counted_keys(pod, counted)
-        keys = sorted({r.key for r in rules} | counted_keys | {k for _, k, _ in self.repellers})
+        self.alike.setdefault(self.signature(pod), pod)
+        # Keys with required rules first: a preference met on one key must not narrow the
+        # requirements so far that a required rule on another key has no domain left.
+        keys = sorted(
+            {r.key for r in rules} | counted_keys | {k for _, k, _ in self.repellers},
+            key=lambda k: (not any(r.hard and r.key == k for r in rules), k),
+        )
         spread_keys = frozenset(r.key for r in rules if r.kind == SPREAD and r.hard)
         affinity = [r for r in rules if r.kind == AFFINITY and r.hard]
         # kube-scheduler: when no pod matches any of its affinity terms, a pod matching all its own
@@ -316,6 +324,16 @@ class DomainPlanner:
             allowed = (new | existing) - repelled
             for rule in hard:
                 allowed &= self._allowed(pod, rule, allowed, spread_keys)
+            # Stay out of domains where this pod would break the spread of a pod placed there
+            # before: kube-scheduler would accept it only if that pod were bound first, and karpy
+            # binds in parallel. With no other domain the pod waits for the next batch.
+            crowded = self._crowded(pod, key, allowed)
+            if crowded and not allowed - crowded:
+                outcome.failed[pod.key] = (
+                    f"joining {key}={sorted(crowded)[0]} would break the topology spread of pods placed there"
+                )
+                return True
+            allowed -= crowded
             if not allowed and not new and not needs_key:
                 # New nodes will not carry the key, and a node without it passes anti-affinity
                 # and is not counted: keep the pod off the nodes that carry it.
@@ -368,10 +386,33 @@ class DomainPlanner:
             for rule in rules:
                 if rule.kind == ANTI and rule.hard and rule.key == key:
                     self.repellers.append((rule.term, key, domain))
+                if rule.kind == SPREAD and rule.hard and rule.key == key:
+                    group = (rule.term, key, rule.spread, self.signature(pod))
+                    self.spreaders.setdefault(group, (pod, rule, spread_keys, set()))[3].add(domain)
         if relaxed:
             outcome.notes.append(f"Relaxed {', '.join(dict.fromkeys(relaxed))} of pod {pod.key}")
         outcome.requirements[pod.key] = extra
         return True
+
+    def _crowded(self, pod: Pod, key: str, candidates: set[str]) -> set[str]:
+        """Domains where one more pod like `pod` would put a spreading pod there over its maxSkew."""
+        crowded: set[str] = set()
+        for (term, spread_key, spread, _), (carrier, rule, keys, domains) in self.spreaders.items():
+            if spread_key != key or not term.selects(pod) or spread is None:
+                continue
+            if not self.may_count(self.signature(pod), carrier, spread):
+                continue
+            existing = self._existing(carrier, rule, keys)
+            maybe, surely = self._batch_counts(carrier, rule, keys)
+            floor = min(
+                (existing[d] + surely[d] for d in self._spread_domains(carrier, rule, keys)), default=0
+            )
+            if spread.min_domains and len(self._spread_domains(carrier, rule, keys)) < spread.min_domains:
+                floor = 0
+            crowded |= {
+                d for d in domains & candidates if existing[d] + maybe[d] + 1 - floor > spread.max_skew
+            }
+        return crowded
 
     def _existing_domains(self, pod: Pod, key: str, extra: Requirements) -> set[str]:
         """Domains of the schedulable existing nodes the pod could join."""

@@ -77,6 +77,11 @@ class Node:
     #: Required anti-affinity terms of the pods on the node: pods they select may not join.
     anti: set[int] = field(default_factory=set)
     ports: list[HostPort] = field(default_factory=list)
+    #: term -> the smallest hostname maxSkew of the pods here that spread over it: more matching
+    #: pods would break their spread in the final cluster, whatever order the binds take.
+    spread_caps: dict[int, int] = field(default_factory=dict)
+    #: cpu/memory this node took from its Provisioner's limits headroom.
+    charged: Resources = field(default_factory=Resources)
 
     def room(self, request: Vector) -> int:
         return fit_count(request, tuple(c - u for c, u in zip(self.capacity, self.used, strict=True)))
@@ -88,6 +93,8 @@ class Node:
             self.term_counts[term] += count
         self.anti.update(pod_class.host.repels)
         self.ports.extend(pod_class.ports)
+        for term, skew in pod_class.host.spread:
+            self.spread_caps[term] = min(skew, self.spread_caps.get(term, skew))
 
 
 @dataclass
@@ -174,6 +181,9 @@ class Packer:
                 continue
             if self.placed_by_term[term] or term not in pod_class.matches:
                 return 0  # the pods to follow are elsewhere, or there are none and it is not their first
+        for term in pod_class.matches:
+            if term in node.spread_caps:
+                cap = min(cap, node.spread_caps[term] - node.term_counts[term])
         if pod_class.ports:
             if any(p.conflicts(q) for p in pod_class.ports for q in node.ports):
                 return 0
@@ -262,10 +272,12 @@ class Packer:
             assert seed.view is not None
             name = seed.view.provisioner.name
             if name in self.headroom:
-                capacity = best.candidate.entry.type.capacity
-                self.headroom[name] = self.headroom[name] - Resources(
-                    {n: capacity.get(n) for n in self.headroom[name].names()}
-                )
+                node.charged = self._charge(name, best.candidate)
+                self.headroom[name] = self.headroom[name] - node.charged
+
+    def _charge(self, provisioner: str, candidate: Candidate) -> Resources:
+        capacity = candidate.entry.type.capacity
+        return Resources({n: capacity.get(n) for n in self.headroom[provisioner].names()})
 
     def limit_reason(self, seed: PodClass) -> str:
         assert seed.view is not None
@@ -336,7 +348,7 @@ class Packer:
                 break
         return _Trial(candidate, node, value)
 
-    def merge_neighbours(self, price: Callable[[Node], float | None]) -> None:
+    def merge_neighbours(self, price: Callable[[Node], Candidate | None]) -> None:
         """Fold a node into one of the few before it when one node holding both costs no more."""
         kept: list[Node] = []
         for node in self.nodes:
@@ -347,7 +359,7 @@ class Packer:
                 kept.append(node)
         self.nodes = kept
 
-    def _absorb(self, target: Node, node: Node, price: Callable[[Node], float | None]) -> bool:
+    def _absorb(self, target: Node, node: Node, price: Callable[[Node], Candidate | None]) -> bool:
         if target.view is not node.view or target.gpus != node.gpus:
             return False
         assert node.reqs is not None
@@ -356,17 +368,31 @@ class Packer:
             return False
         trial = Node(capacity=target.used, used=target.used, view=target.view, reqs=merged, gpus=target.gpus)
         trial.term_counts, trial.anti = Counter(target.term_counts), set(target.anti)
-        trial.ports = list(target.ports)
+        trial.ports, trial.spread_caps = list(target.ports), dict(target.spread_caps)
         trial.capacity = tuple(float("inf") for _ in target.used)
         for pod_class, count in node.entries:
             if self.topology_cap(trial, pod_class, count) < count:
                 return False
             trial.add(pod_class, count)
-        joint, apart = price(trial), (price(target) or 0.0) + (price(node) or 0.0)
-        if joint is None or joint > apart + 1e-9:
+        joint, apart = price(trial), _cost(price(target)) + _cost(price(node))
+        if joint is None or joint.offering.price > apart + 1e-9:
             return False
+        assert target.view is not None
+        name = target.view.provisioner.name
+        if name in self.headroom:
+            # The joint node must fit what the two nodes took from the limits plus what is left.
+            charged = self._charge(name, joint)
+            if not charged.fits_in(self.headroom[name] + target.charged + node.charged):
+                return False
+            self.headroom[name] = self.headroom[name] + target.charged + node.charged - charged
+            target.charged = charged
         target.reqs, target.used = merged, trial.used
         target.entries.extend(node.entries)
         target.term_counts, target.anti, target.ports = trial.term_counts, trial.anti, trial.ports
+        target.spread_caps = trial.spread_caps
         target.pods.extend(node.pods)
         return True
+
+
+def _cost(candidate: Candidate | None) -> float:
+    return candidate.offering.price if candidate else 0.0

@@ -196,6 +196,9 @@ class Resolver:
                     if found >= every:
                         break  # nothing more to find (most pods fit most types)
             return found
+        # Labels the Provisioner sets: its nodes carry them when some type there holds the pod.
+        if request is not None and not self.holds(view, reqs, request, gpus or frozenset()):
+            return set()
         if key == wk.PROVISIONER_NAME:
             return {view.provisioner.name}
         value_set = reqs.get(key)

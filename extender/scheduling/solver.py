@@ -30,7 +30,7 @@ from extender.scheduling.candidates import (
 )
 from extender.scheduling.domains import DomainPlanner
 from extender.scheduling.instancetypes import InstanceType
-from extender.scheduling.packer import LIMITS, Node, Packer, PodClass
+from extender.scheduling.packer import LIMITS, UNMET_TOPOLOGY, Node, Packer, PodClass
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements
@@ -132,7 +132,9 @@ def solve(
     context = _Context(views, CandidateCache(unavailable), dims, existing_nodes, namespaces, usage or {})
     skip: dict[str, set[str]] = {}
     avoid: dict[str, Requirements] = {}
-    for _ in range(MAX_ROUNDS):
+    #: pod key -> the limits reason of the first Provisioner that dropped it.
+    limited: dict[str, str] = {}
+    for attempt in range(MAX_ROUNDS):
         result = context.round(live, skip, avoid, sort_key, max_options)
         dropped = {u.pod.key: u for u in result.unschedulable}
         if not dropped:
@@ -144,19 +146,27 @@ def solve(
         }
         for key in retry:
             skip.setdefault(key, set()).add(dropped[key].provisioner or "")
+            limited.setdefault(key, dropped[key].reason)
         # A pod pinned to a domain only existing nodes offer, which had no room: try another domain.
         for key in set(dropped) - retry:
             if (only := result.existing_only.get(key)) is not None:
                 avoid[key] = avoid.get(key, Requirements()).intersect(only)
                 retry.add(key)
-        if not result.topology and not retry:
+        if not retry and not result.topology:
             break
-        final.extend(u.result for key, u in dropped.items() if key not in retry)
-        live = [p for p in live if p.key not in dropped or p.key in retry]
-    else:
-        result = context.round(live, skip, avoid, sort_key, max_options)
+        # Pods that failed for want of a domain are tried again while others change (they may
+        # have been crowded out by pods now gone); once nothing else changes they are final, and
+        # one more round recounts the topology of the rest without them.
+        gone = {key for key, u in dropped.items() if key not in retry and not u.topology}
+        if attempt == MAX_ROUNDS - 1 or (not retry and not gone):
+            gone = set(dropped)
+        final.extend(dropped[key].result_after(limited) for key in gone)
+        live = [p for p in live if p.key not in gone]
+        if attempt == MAX_ROUNDS - 1:
+            # Out of rounds: plan what never failed, so no placement counts on a dropped pod.
+            result = context.round(live, skip, avoid, sort_key, max_options)
+    final.extend(u.result_after(limited) for u in result.unschedulable)
     planned, classes = result.nodes, result.classes
-    final.extend(u.result for u in result.unschedulable)
     placed_new = {pod.key for node in planned for pod in node.pods}
     bound = _lower_bound(placed_new, classes, context.cache) if with_bound else 0.0
     return Plan(
@@ -211,10 +221,14 @@ class _Dropped:
     pod: Pod
     reason: str
     provisioner: str | None = None
+    #: Failed on other pods' placement (a topology rule, host ports), not on capacity.
+    topology: bool = False
 
-    @property
-    def result(self) -> Unschedulable:
-        return Unschedulable(self.pod, self.reason)
+    def result_after(self, limited: Mapping[str, str]) -> Unschedulable:
+        """The reason, led by the limits that sent the pod to other Provisioners, if any did."""
+        first = limited.get(self.pod.key)
+        reason = self.reason if not first or first == self.reason else f"{first}; then {self.reason}"
+        return Unschedulable(self.pod, reason)
 
 
 @dataclass
@@ -285,7 +299,7 @@ class _Context:
         live = []
         for pod in pods:
             if pod.key in outcome.failed:
-                dropped.append(_Dropped(pod, outcome.failed[pod.key]))
+                dropped.append(_Dropped(pod, outcome.failed[pod.key], topology=True))
             else:
                 live.append(pod)
         terms = Terms()
@@ -349,10 +363,10 @@ class _Context:
         view_of = {p.key: c.view.provisioner.name for c in ordered_classes if c.view for p in c.pods}
 
         def unplaced(pod: Pod, reason: str) -> None:
-            dropped.append(_Dropped(pod, reason, view_of.get(pod.key)))
+            dropped.append(_Dropped(pod, reason, view_of.get(pod.key), topology=reason == UNMET_TOPOLOGY))
 
         packer.pack(ordered_classes, unplaced)
-        packer.merge_neighbours(lambda node: _price(node, self.cache))
+        packer.merge_neighbours(lambda node: next(iter(_fitting(node, self.cache, 1)), None))
         limited: list[Unschedulable] = []
         planned = _apply_limits(
             _materialize(packer.nodes, self.cache, max_options, self.dims), self.views, self.usage, limited
@@ -395,11 +409,6 @@ def _fitting(node: Node, cache: CandidateCache, limit: int) -> list[Candidate]:
             if len(result) == limit:
                 break
     return result
-
-
-def _price(node: Node, cache: CandidateCache) -> float | None:
-    cheapest = _fitting(node, cache, 1)
-    return cheapest[0].offering.price if cheapest else None
 
 
 def _materialize(

@@ -214,3 +214,20 @@ def test_zone_spread_with_self_affinity_checks_skew():
     # The first pod goes anywhere; the second must join its zone, where the skew would be 2 > 1.
     assert len(zones_of(plan)) == 1 and len(plan.unschedulable) == 2
     assert all("topology spread" in u.reason for u in plan.unschedulable)
+
+
+def test_first_pod_of_a_zone_affinity_group_may_start_it_beside_unrelated_nodes():
+    """InterPodAffinity: with no matching pod anywhere, a pod matching its own term goes anywhere.
+    (Failed before: an existing node without matching pods counted as a match of zero, which hid
+    the exception, so the group never started.)"""
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": wk.ZONE, "labelSelector": {"matchLabels": APP}}
+            ]
+        }
+    }
+    unrelated = [existing("n0", ZONES[1], [make_pod("other", labels={"app": "db"})], schedulable=False)]
+    pods = [make_pod(f"p{i}", labels=APP, affinity=affinity) for i in range(3)]
+    plan = solve(pods, [make_provisioner()], catalog(), existing_nodes=unrelated)
+    assert not plan.unschedulable and len(set(zones_of(plan).values())) == 1

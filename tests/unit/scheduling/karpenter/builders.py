@@ -1,0 +1,562 @@
+"""Builders for the Karpenter-suite port: pods from API JSON, v1alpha5 Provisioners, and a tiny cluster.
+
+Karpenter's tests run a real provisioner against envtest: every `ExpectProvisioned` launches NodeClaims,
+binds the pods, and later rounds see those nodes and pods. `Cluster` replays that on karpy's pure
+`solve()`: each `provision()` call solves against the nodes so far (`existing_nodes`, with their pods),
+then commits the plan -- pods placed on existing nodes join them, every planned node becomes a new
+schedulable node labelled as it would launch (its cheapest option; hostname = node name).
+
+Mapping used throughout (Karpenter -> karpy):
+- test-zone-1/2/3 -> us-west-2a/b/c (the fixture catalog's zones);
+- a NodePool -> a v1alpha5 Provisioner (requirements, labels, taints, limits.resources, weight);
+  `capacity-type Exists` = no capacity-type requirement;
+- `test.Node(...)` (a node Karpenter does not own) -> `ExistingNode(schedulable=False)`;
+- ExpectScheduled -> the pod is bound to a node of the cluster; ExpectNotScheduled -> it is not;
+- ExpectSkew(ns, constraint) -> `Cluster.skew(constraint)`: per-domain counts of the bound pods in `ns`
+  (all namespaces for "") matching the constraint's labelSelector (all pods when it has none).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner, Taint, load_provisioner
+from extender.api.resources import Resources
+from extender.cluster.volumes import Volumes
+from extender.scheduling.solver import ExistingNode, Plan, PlannedNode, solve
+from tests.unit.scheduling.builders import ZONES, catalog
+
+Z1, Z2, Z3 = ZONES
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+ARCH = "kubernetes.io/arch"
+OS = "kubernetes.io/os"
+SPOT, ON_DEMAND = "spot", "on-demand"
+#: The labels Karpenter's topology tests put on their pods and select on.
+LABELS = {"test": "test"}
+
+_names = itertools.count()
+
+
+# --- pods ----------------------------------------------------------------------------------------
+
+
+def req(key: str, operator: str, *values: str) -> dict[str, Any]:
+    """A NodeSelectorRequirement / LabelSelectorRequirement."""
+    item: dict[str, Any] = {"key": key, "operator": operator}
+    if values:
+        item["values"] = list(values)
+    return item
+
+
+def spread(
+    key: str = ZONE,
+    *,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    selector: Mapping[str, Any] | str | None = "labels",
+    min_domains: int | None = None,
+    node_affinity_policy: str | None = None,
+    node_taints_policy: str | None = None,
+    match_label_keys: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A TopologySpreadConstraint; `selector` defaults to matchLabels LABELS, None leaves it out."""
+    item: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
+    if selector == "labels":
+        item["labelSelector"] = {"matchLabels": dict(LABELS)}
+    elif selector is not None:
+        item["labelSelector"] = dict(selector)  # type: ignore[arg-type]
+    if min_domains is not None:
+        item["minDomains"] = min_domains
+    if node_affinity_policy:
+        item["nodeAffinityPolicy"] = node_affinity_policy
+    if node_taints_policy:
+        item["nodeTaintsPolicy"] = node_taints_policy
+    if match_label_keys is not None:
+        item["matchLabelKeys"] = list(match_label_keys)
+    return item
+
+
+def term(
+    key: str,
+    match_labels: Mapping[str, str] | None,
+    *,
+    namespaces: Sequence[str] | None = None,
+    namespace_selector: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A PodAffinityTerm selecting `match_labels` (None = no labelSelector) over `key`."""
+    item: dict[str, Any] = {"topologyKey": key}
+    if match_labels is not None:
+        item["labelSelector"] = {"matchLabels": dict(match_labels)}
+    if namespaces is not None:
+        item["namespaces"] = list(namespaces)
+    if namespace_selector is not None:
+        item["namespaceSelector"] = dict(namespace_selector)
+    return item
+
+
+def weighted(weight: int, pod_term: Mapping[str, Any]) -> dict[str, Any]:
+    return {"weight": weight, "podAffinityTerm": dict(pod_term)}
+
+
+def pod_manifest(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    labels: Mapping[str, str] | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    requests: Mapping[str, Any] | None = None,
+    limits: Mapping[str, Any] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    node_requirements: Sequence[Mapping[str, Any]] | None = None,
+    node_preferences: Sequence[Mapping[str, Any]] | None = None,
+    required_terms: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    preferred_terms: Sequence[tuple[int, Sequence[Mapping[str, Any]]]] | None = None,
+    pod_requirements: Sequence[Mapping[str, Any]] | None = None,
+    pod_preferences: Sequence[Mapping[str, Any]] | None = None,
+    pod_anti_requirements: Sequence[Mapping[str, Any]] | None = None,
+    pod_anti_preferences: Sequence[Mapping[str, Any]] | None = None,
+    spreads: Sequence[Mapping[str, Any]] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] | None = None,
+    host_ports: Sequence[int] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] | None = None,
+    overhead: Mapping[str, Any] | None = None,
+    owner_kind: str | None = None,
+    claims: Sequence[str] | None = None,
+    ephemeral: Sequence[tuple[str, str | None]] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A v1 Pod as API JSON, shaped like Karpenter's test.PodOptions.
+
+    node_requirements -> one required nodeSelectorTerm; node_preferences -> one preferred term of weight 1 (as
+    Karpenter's builder); `required_terms` / `preferred_terms` give several terms.
+    """
+    name = name or f"pod-{next(_names)}"
+    container_requests = dict(requests or {})
+    if cpu is not None:
+        container_requests["cpu"] = cpu
+    if memory is not None:
+        container_requests["memory"] = memory
+    resources: dict[str, Any] = {}
+    if container_requests:
+        resources["requests"] = container_requests
+    if limits:
+        resources["limits"] = dict(limits)
+    container: dict[str, Any] = {"name": "c", "image": "pause", "resources": resources}
+    if host_ports:
+        container["ports"] = [{"containerPort": 80, "hostPort": p, "protocol": "TCP"} for p in host_ports]
+    body: dict[str, Any] = {"containers": [container], **spec}
+    if node_selector:
+        body["nodeSelector"] = dict(node_selector)
+    affinity: dict[str, Any] = {}
+    node_affinity: dict[str, Any] = {}
+    terms = [list(t) for t in required_terms or ()]
+    if node_requirements is not None:
+        terms.insert(0, list(node_requirements))
+    if terms:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
+        }
+    preferred = [(w, list(t)) for w, t in preferred_terms or ()]
+    if node_preferences is not None:
+        preferred.insert(0, (1, list(node_preferences)))
+    if preferred:
+        node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": w, "preference": {"matchExpressions": t}} for w, t in preferred
+        ]
+    if node_affinity:
+        affinity["nodeAffinity"] = node_affinity
+    for kind, required, preferred_pod in (
+        ("podAffinity", pod_requirements, pod_preferences),
+        ("podAntiAffinity", pod_anti_requirements, pod_anti_preferences),
+    ):
+        section: dict[str, Any] = {}
+        if required is not None:
+            section["requiredDuringSchedulingIgnoredDuringExecution"] = [dict(t) for t in required]
+        if preferred_pod is not None:
+            section["preferredDuringSchedulingIgnoredDuringExecution"] = [dict(t) for t in preferred_pod]
+        if required is not None or preferred_pod is not None:
+            affinity[kind] = section
+    if affinity:
+        body["affinity"] = affinity
+    if spreads:
+        body["topologySpreadConstraints"] = [dict(s) for s in spreads]
+    if tolerations:
+        body["tolerations"] = [dict(t) for t in tolerations]
+    if init_containers:
+        body["initContainers"] = [dict(c) for c in init_containers]
+    if overhead:
+        body["overhead"] = dict(overhead)
+    volumes: list[dict[str, Any]] = [
+        {"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": claim}}
+        for i, claim in enumerate(claims or ())
+    ]
+    for volume_name, storage_class in ephemeral or ():
+        claim_spec: dict[str, Any] = {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+        if storage_class is not None:
+            claim_spec["storageClassName"] = storage_class
+        volumes.append({"name": volume_name, "ephemeral": {"volumeClaimTemplate": {"spec": claim_spec}}})
+    if volumes:
+        body["volumes"] = volumes
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
+    if labels:
+        metadata["labels"] = dict(labels)
+    if owner_kind:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": owner_kind, "name": "owner", "uid": "owner", "controller": True}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body}
+
+
+def pod(name: str | None = None, *, volumes: Volumes | None = None, **options: Any) -> Pod:
+    """Karpenter's test.UnschedulablePod(options): see `pod_manifest`.
+
+    With `volumes` (the claims, volumes and classes of the cluster) the pod's claims are resolved to
+    node terms as the controller does (`Volumes.topology`); without, a pod with a claim is unmodelled.
+    """
+    manifest = pod_manifest(name, **options)
+    return Pod.from_manifest(manifest, volumes.topology(manifest) if volumes is not None else None)
+
+
+def pods(count: int, **options: Any) -> list[Pod]:
+    """Karpenter's test.UnschedulablePods(options, count): identical pods with distinct names."""
+    return [pod(**options) for _ in range(count)]
+
+
+# --- provisioners ---------------------------------------------------------------------------------
+
+
+def provisioner(
+    name: str = "default",
+    *,
+    requirements: Sequence[Mapping[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+    limits: Mapping[str, Any] | None = None,
+    weight: int | None = None,
+    max_pods: int | None = None,
+) -> Provisioner:
+    """A karpenter.sh/v1alpha5 Provisioner through load_provisioner (the webhook's schema)."""
+    spec: dict[str, Any] = {}
+    if requirements:
+        spec["requirements"] = [dict(r) for r in requirements]
+    if labels:
+        spec["labels"] = dict(labels)
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
+    if limits is not None:
+        spec["limits"] = {"resources": dict(limits)}
+    if weight is not None:
+        spec["weight"] = weight
+    if max_pods is not None:
+        spec["kubeletConfiguration"] = {"maxPods": max_pods}
+    return load_provisioner(
+        {
+            "apiVersion": "karpenter.sh/v1alpha5",
+            "kind": "Provisioner",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+    )
+
+
+def zones_requirement(*zones: str) -> dict[str, Any]:
+    return req(ZONE, "In", *zones)
+
+
+# --- volumes (Karpenter's test.PersistentVolume / StorageClass) ----------------------------------
+
+
+def zonal_volume(name: str, *zones: str, terms: Sequence[Sequence[Mapping[str, Any]]] | None = None) -> dict:
+    """A CSI PersistentVolume whose node affinity is `zone In zones`, or the ORed `terms`, or none."""
+    spec: dict[str, Any] = {"csi": {"driver": "test.driver", "volumeHandle": "test-handle"}}
+    node_terms = (
+        [list(t) for t in terms] if terms is not None else [[req(ZONE, "In", *zones)]] if zones else []
+    )
+    if node_terms:
+        spec["nodeAffinity"] = {
+            "required": {"nodeSelectorTerms": [{"matchExpressions": t} for t in node_terms]}
+        }
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def storage_class(
+    name: str,
+    *,
+    zones: Sequence[str] = (),
+    topologies: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    binding: str = "WaitForFirstConsumer",
+    default: bool = False,
+    provisioner_name: str = "fake.csi.provider",
+) -> dict[str, Any]:
+    """A StorageClass; `zones` -> one allowedTopologies term, `topologies` -> ORed terms of
+    {key, values} label requirements."""
+    item: dict[str, Any] = {
+        "metadata": {"name": name},
+        "provisioner": provisioner_name,
+        "volumeBindingMode": binding,
+    }
+    if default:
+        item["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    terms = [list(t) for t in topologies] if topologies is not None else []
+    if zones:
+        terms.append([{"key": ZONE, "values": list(zones)}])
+    if terms:
+        item["allowedTopologies"] = [{"matchLabelExpressions": t} for t in terms]
+    return item
+
+
+def claim(name: str, namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    """A PersistentVolumeClaim (spec keys as API JSON: volumeName, storageClassName...); with a volumeName
+    it carries pv.kubernetes.io/bind-completed, as Karpenter's test.PersistentVolumeClaim."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if spec.get("volumeName"):
+        metadata["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return {"metadata": metadata, "spec": spec}
+
+
+# --- selectors ------------------------------------------------------------------------------------
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector semantics as Karpenter's TopologyListOptions uses them (None = everything)."""
+    if selector is None:
+        return True
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or ():
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or ()
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+# --- the cluster ----------------------------------------------------------------------------------
+
+
+def _uncertain_keys(node: PlannedNode) -> set[str]:
+    """Well-known keys whose value the plan leaves open (several zones, capacity types, types...)."""
+    result = set()
+    if len(set(node.zones)) > 1:
+        result.add(ZONE)
+    if len(set(node.capacity_types)) > 1:
+        result.add(CAPACITY_TYPE)
+    for key in (INSTANCE_TYPE, ARCH, OS):
+        if len({t.labels()[key] for t in node.options}) > 1:
+            result.add(key)
+    return result
+
+
+class Cluster:
+    """The nodes (with their pods) that Karpenter's envtest would hold between provisioning rounds."""
+
+    def __init__(self, *provisioners: Provisioner, instance_types: Sequence[Any] | None = None) -> None:
+        self.provisioners: list[Provisioner] = list(provisioners)
+        #: The catalog solve() sees (default: the fixture catalog).
+        self.instance_types = list(instance_types) if instance_types is not None else list(catalog())
+        self.nodes: list[ExistingNode] = []
+        #: Per node name: keys whose value the plan that made the node had not settled.
+        self.uncertain: dict[str, set[str]] = {}
+        self.plans: list[Plan] = []
+        self._node_names = itertools.count(1)
+
+    # nodes not owned by karpy (Karpenter's test.Node + ExpectApplied)
+    def add_node(
+        self,
+        name: str | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
+        allocatable: Mapping[str, Any] | None = None,
+        pods: Iterable[Pod] = (),
+        schedulable: bool = False,
+        provisioner: str = "",
+        instance_type: str = "",
+    ) -> ExistingNode:
+        name = name or f"existing-{next(self._node_names)}"
+        bound = tuple(pods)
+        node = ExistingNode(
+            name=name,
+            provisioner=provisioner,
+            instance_type=instance_type,
+            labels={**(labels or {}), HOSTNAME: name},
+            taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in taints),
+            allocatable=Resources.parse(allocatable or {}),
+            requested=_sum(p.requests for p in bound),
+            pod_count=len(bound),
+            pods=bound,
+            schedulable=schedulable,
+        )
+        self.nodes.append(node)
+        return node
+
+    def provision(
+        self, batch: Sequence[Pod], provisioners: Sequence[Provisioner] | None = None, **kwargs: Any
+    ) -> Plan:
+        """One ExpectProvisioned: solve the batch against the cluster, then launch and bind the plan."""
+        if provisioners is not None:
+            self.provisioners = list(provisioners)
+        plan = solve(
+            list(batch), self.provisioners, self.instance_types, existing_nodes=tuple(self.nodes), **kwargs
+        )
+        self.plans.append(plan)
+        self._commit(plan)
+        return plan
+
+    def _commit(self, plan: Plan) -> None:
+        for i, node in enumerate(self.nodes):
+            added = tuple(plan.existing.get(node.name, ()))
+            if added:
+                bound = (*node.pods, *added)
+                self.nodes[i] = ExistingNode(
+                    **{
+                        **node.__dict__,
+                        "pods": bound,
+                        "requested": node.requested + _sum(p.requests for p in added),
+                        "pod_count": node.pod_count + len(added),
+                    }
+                )
+        for planned in plan.nodes:
+            name = f"node-{next(self._node_names)}"
+            self.uncertain[name] = _uncertain_keys(planned)
+            self.nodes.append(
+                ExistingNode(
+                    name=name,
+                    provisioner=planned.provisioner,
+                    instance_type=planned.instance_type.name,
+                    labels={**planned.node_labels(), HOSTNAME: name},
+                    taints=tuple(planned.taints),
+                    allocatable=planned.instance_type.allocatable,
+                    requested=_sum(p.requests for p in planned.pods),
+                    pod_count=len(planned.pods),
+                    pods=tuple(planned.pods),
+                    schedulable=True,
+                )
+            )
+
+    # --- expectations
+    def node_of(self, pod: Pod) -> ExistingNode | None:
+        for node in self.nodes:
+            if any(p.key == pod.key for p in node.pods):
+                return node
+        return None
+
+    def expect_scheduled(self, pod: Pod) -> ExistingNode:
+        node = self.node_of(pod)
+        assert node is not None, f"pod {pod.key} not scheduled: {self.reason(pod)}"
+        return node
+
+    def expect_not_scheduled(self, pod: Pod) -> None:
+        node = self.node_of(pod)
+        assert node is None, (
+            f"pod {pod.key} scheduled to {node.name if node else ''} ({dict(node.labels) if node else ''})"
+        )
+
+    def reason(self, pod: Pod) -> str:
+        for plan in reversed(self.plans):
+            for item in plan.unschedulable:
+                if item.pod.key == pod.key:
+                    return item.reason
+        return "not in any plan"
+
+    def scheduled(self, batch: Iterable[Pod]) -> list[Pod]:
+        return [p for p in batch if self.node_of(p) is not None]
+
+    def delete_pod(self, pod: Pod) -> None:
+        for i, node in enumerate(self.nodes):
+            kept = tuple(p for p in node.pods if p.key != pod.key)
+            if len(kept) != len(node.pods):
+                self.nodes[i] = ExistingNode(
+                    **{
+                        **node.__dict__,
+                        "pods": kept,
+                        "requested": node.requested - pod.requests,
+                        "pod_count": node.pod_count - 1,
+                    }
+                )
+
+    def domains(
+        self,
+        constraint: Mapping[str, Any] | str,
+        namespace: str = "default",
+        *,
+        certain: bool = True,
+    ) -> Counter[str]:
+        """ExpectSkew: bound pods per domain of the constraint's key, selected by its labelSelector.
+
+        With `certain`, a node counted here whose domain the plan had left open fails the check when
+        one of its pods has a DoNotSchedule spread on that key: karpy's contract is that a rule depending
+        on an unsettled label must hold for every value, so such a spread would not be guaranteed.
+        """
+        if isinstance(constraint, str):
+            constraint = {"topologyKey": constraint}
+        key = constraint["topologyKey"]
+        selector = constraint.get("labelSelector")
+        counts: Counter[str] = Counter()
+        for node in self.nodes:
+            selected = [
+                p
+                for p in node.pods
+                if (not namespace or p.namespace == namespace) and selector_matches(selector, p.labels)
+            ]
+            if not selected:
+                continue
+            if key == HOSTNAME:
+                domain = node.name
+            elif key in node.labels:
+                domain = node.labels[key]
+            else:
+                continue
+            if certain and key in self.uncertain.get(node.name, ()):
+                hard = [
+                    p.key
+                    for p in node.pods
+                    if any(
+                        s.topology_key == key and s.hard and s.selector is not None for s in p.topology_spread
+                    )
+                ]
+                assert not hard, (
+                    f"node {node.name} hosts {hard} (DoNotSchedule spread on {key}) but the plan left {key} "
+                    f"open"
+                )
+            counts[domain] += len(selected)
+        return counts
+
+    def skew(self, constraint: Mapping[str, Any] | str, namespace: str = "default", **kw: Any) -> list[int]:
+        """The per-domain counts as a sorted list (Gomega's ConsistOf is a multiset match)."""
+        return sorted(self.domains(constraint, namespace, **kw).values())
+
+    def max_skew(self, constraint: Mapping[str, Any], namespace: str = "default") -> int:
+        counts = self.domains(constraint, namespace)
+        return max(counts.values()) - min(counts.values()) if counts else 0
+
+    def new_nodes(self) -> list[ExistingNode]:
+        return [n for n in self.nodes if n.name.startswith("node-")]
+
+
+def _sum(items: Iterable[Resources]) -> Resources:
+    result = Resources()
+    for item in items:
+        result = result + item
+    return result
+
+
+def ms(*counts: int) -> list[int]:
+    """Gomega ConsistOf(counts...) as a sorted list to compare with Cluster.skew."""
+    return sorted(counts)
