@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
@@ -96,6 +96,8 @@ class ProvisionerView:
     keys: frozenset[str]
     entries: list[Entry]
     excluded: list[str]
+    #: (pod accelerator kinds, requested names) -> unlisted names; asked once per pod shape.
+    _unlisted: dict[tuple[frozenset[str], frozenset[str]], tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -136,12 +138,14 @@ class ProvisionerView:
         The types considered are those the accelerator rule lets serve the pod (an EFA-only pod
         does not count a GPU type's EFA), or all of them when none may; () when the view is empty.
         """
-        kinds = gpu_kinds(requests)
-        usable = [e for e in self.entries if serves(gpus_of(e.type), kinds)] or self.entries
-        if not usable:
-            return ()
-        names = requests.names() - {PODS}
-        return tuple(sorted(n for n in names if all(e.type.allocatable.get(n) <= 0 for e in usable)))
+        kinds, names = gpu_kinds(requests), requests.names() - {PODS}
+        memo = (kinds, names)
+        if (found := self._unlisted.get(memo)) is None:
+            usable = [e for e in self.entries if serves(gpus_of(e.type), kinds)] or self.entries
+            found = self._unlisted[memo] = tuple(
+                sorted(n for n in names if usable and all(e.type.allocatable.get(n) <= 0 for e in usable))
+            )
+        return found
 
 
 class CandidateCache:

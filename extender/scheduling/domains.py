@@ -145,6 +145,8 @@ class DomainPlanner:
         self.alike: dict[tuple, Pod] = {}
         self._signatures: dict[str, tuple] = {}
         self._counted_memo: dict[tuple, frozenset[str]] = {}
+        #: (id of a spreader's term, pod namespace and labels) -> selects; terms live in `spreaders`.
+        self._selects: dict[tuple, bool] = {}
         #: Batch pods with a required spread, grouped by rule and signature: (a pod, its rule,
         #: its spread keys, the domains the group's pods went to).
         self.spreaders: dict[tuple, tuple[Pod, Rule, frozenset[str], set[str]]] = {}
@@ -397,8 +399,15 @@ class DomainPlanner:
     def _crowded(self, pod: Pod, key: str, candidates: set[str]) -> set[str]:
         """Domains where one more pod like `pod` would put a spreading pod there over its maxSkew."""
         crowded: set[str] = set()
-        for (term, spread_key, spread, _), (carrier, rule, keys, domains) in self.spreaders.items():
-            if spread_key != key or not term.selects(pod) or spread is None:
+        labels_key = (pod.namespace, tuple(sorted(pod.labels.items())))
+        for group, (carrier, rule, keys, domains) in self.spreaders.items():
+            term, spread_key, spread, _ = group
+            if spread_key != key or spread is None:
+                continue
+            memo = (id(term), labels_key)
+            if (hit := self._selects.get(memo)) is None:
+                hit = self._selects[memo] = term.selects(pod)
+            if not hit:
                 continue
             if not self.may_count(self.signature(pod), carrier, spread):
                 continue

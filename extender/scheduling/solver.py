@@ -152,7 +152,8 @@ def solve(
             if (only := result.existing_only.get(key)) is not None:
                 avoid[key] = avoid.get(key, Requirements()).intersect(only)
                 retry.add(key)
-        if not retry and not result.topology:
+        # Others' placements counted on a pod that failed later: plan again without it.
+        if not retry and not (result.topology and any(not u.uncounted for u in dropped.values())):
             break
         # Pods that failed for want of a domain are tried again while others change (they may
         # have been crowded out by pods now gone); once nothing else changes they are final, and
@@ -223,6 +224,8 @@ class _Dropped:
     provisioner: str | None = None
     #: Failed on other pods' placement (a topology rule, host ports), not on capacity.
     topology: bool = False
+    #: Failed before it was given domains, so no other pod's placement counted on it.
+    uncounted: bool = False
 
     def result_after(self, limited: Mapping[str, str]) -> Unschedulable:
         """The reason, led by the limits that sent the pod to other Provisioners, if any did."""
@@ -299,7 +302,7 @@ class _Context:
         live = []
         for pod in pods:
             if pod.key in outcome.failed:
-                dropped.append(_Dropped(pod, outcome.failed[pod.key], topology=True))
+                dropped.append(_Dropped(pod, outcome.failed[pod.key], topology=True, uncounted=True))
             else:
                 live.append(pod)
         terms = Terms()
