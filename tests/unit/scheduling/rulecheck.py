@@ -490,7 +490,6 @@ class _Cluster:
         existing_nodes: Sequence[Any],
         plan: Any,
         provisioners: Sequence[Any],
-        *,
         namespaces: Mapping[str, Mapping[str, str]] | None,
         daemonsets: Sequence[Mapping[str, Any]],
         unavailable: Iterable[tuple[str, str, str]],
@@ -987,15 +986,7 @@ def violations(
     usage: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Every kube-scheduler rule the plan's final state breaks, one line each (empty: none)."""
-    cluster = _Cluster(
-        new_pods,
-        existing_nodes,
-        plan,
-        provisioners,
-        namespaces=namespaces,
-        daemonsets=daemonsets,
-        unavailable=unavailable,
-    )
+    cluster = _Cluster(new_pods, existing_nodes, plan, provisioners, namespaces, daemonsets, unavailable)
     cluster.check_nodes()
     cluster.check_pods()
     cluster.check_limits(plan, usage or {})
@@ -1116,15 +1107,7 @@ def unjustified_unschedulable(
 ) -> list[str]:
     """Pods reported unschedulable (not for topology, limits or unmodelled rules) that some instance
     type of an applicable Provisioner could hold alone, within the Provisioner's limits."""
-    cluster = _Cluster(
-        new_pods,
-        existing_nodes,
-        plan,
-        provisioners,
-        namespaces=namespaces,
-        daemonsets=daemonsets,
-        unavailable=unavailable,
-    )
+    cluster = _Cluster(new_pods, existing_nodes, plan, provisioners, namespaces, daemonsets, unavailable)
     used: dict[str, dict[str, float]] = defaultdict(dict)
     for name, amount in (usage or {}).items():
         used[name] = dict(getattr(amount, "amounts", amount))

@@ -18,10 +18,13 @@ Mapping used throughout (Karpenter -> karpy):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+import pytest
 
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Taint, load_provisioner
@@ -42,6 +45,19 @@ SPOT, ON_DEMAND = "spot", "on-demand"
 LABELS = {"test": "test"}
 
 _names = itertools.count()
+
+
+# --- tests not ported ----------------------------------------------------------------------------
+
+
+def not_ported(*titles: str, reason: str) -> Callable[[Callable[..., Any]], Any]:
+    """Marks a test that stands for Karpenter tests karpy cannot port: one case per Karpenter test title
+    (passed as the test's `title` argument), each skipped with `reason`."""
+
+    def mark(test: Callable[..., Any]) -> Any:
+        return pytest.mark.skip(reason=reason)(pytest.mark.parametrize("title", titles)(test))
+
+    return mark
 
 
 # --- pods ----------------------------------------------------------------------------------------
@@ -477,6 +493,11 @@ class Cluster:
 
     def scheduled(self, batch: Iterable[Pod]) -> list[Pod]:
         return [p for p in batch if self.node_of(p) is not None]
+
+    def replace_node(self, name: str, **changes: Any) -> None:
+        """Swap node `name` for a copy with `changes` (ExistingNode fields), as the controller would see it
+        now (terminating, tainted, holding other pods...)."""
+        self.nodes = [dataclasses.replace(n, **changes) if n.name == name else n for n in self.nodes]
 
     def delete_pod(self, pod: Pod) -> None:
         for i, node in enumerate(self.nodes):

@@ -28,6 +28,7 @@ from tests.unit.scheduling.karpenter.builders import (
     Z2,
     ZONE,
     Cluster,
+    not_ported,
     pod,
     provisioner,
     req,
@@ -124,15 +125,12 @@ def test_cheapest_provisioner_arch_arm64():
 _LINUX_ONLY = "karpy's instance types are Linux only (Karpenter 0.5 AWS: kubernetes.io/os is always linux)"
 
 
-@pytest.mark.skip(reason=_LINUX_ONLY)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should schedule on one of the cheapest instances (prov os = windows)",
-        "should schedule on one of the cheapest instances (pod os = windows)",
-        "should schedule on one of the cheapest instances (prov os = windows) [second test of that name]",
-        "should schedule on one of the cheapest instances (prov ct = ondemand/test-zone-1/arm64/windows)",
-    ],
+@not_ported(
+    "should schedule on one of the cheapest instances (prov os = windows)",
+    "should schedule on one of the cheapest instances (pod os = windows)",
+    "should schedule on one of the cheapest instances (prov os = windows) [second test of that name]",
+    "should schedule on one of the cheapest instances (prov ct = ondemand/test-zone-1/arm64/windows)",
+    reason=_LINUX_ONLY,
 )
 def test_cheapest_windows(title):
     """Karpenter instance_selection_test.go (each test named by `title`)."""
@@ -308,26 +306,23 @@ def test_schedules_on_the_cheaper_on_demand_type_despite_spot_ordering():
 _NO_MIN_VALUES = "minValues on requirements is a NodePool feature (v1beta1+); v1alpha5 requirements have none"
 
 
-@pytest.mark.skip(reason=_NO_MIN_VALUES)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should schedule respecting the minValues from instance-type requirements",
-        "should schedule respecting the minValues in Gt operator",
-        "scheduler should fail if the minValues in Gt operator is not satisfied",
-        "should schedule respecting the minValues in Lt operator",
-        "scheduler should fail if the minValues in Lt operator is not satisfied",
-        "should schedule considering the max of the minValues of In and NotIn operators in the instance-type "
-        "requirements",
-        "should schedule considering the max of the minValues of Gt and Lt operators.",
-        "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the "
-        "requirement",
-        "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the "
-        "requirement after truncation",
-        "should schedule and pick the max of minValues of InstanceTypes if multiple operators are used for "
-        "the same requirement.",
-        "should schedule and respect multiple requirement keys with minValues",
-    ],
+@not_ported(
+    "should schedule respecting the minValues from instance-type requirements",
+    "should schedule respecting the minValues in Gt operator",
+    "scheduler should fail if the minValues in Gt operator is not satisfied",
+    "should schedule respecting the minValues in Lt operator",
+    "scheduler should fail if the minValues in Lt operator is not satisfied",
+    "should schedule considering the max of the minValues of In and NotIn operators in the instance-type "
+    "requirements",
+    "should schedule considering the max of the minValues of Gt and Lt operators.",
+    "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the "
+    "requirement",
+    "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the "
+    "requirement after truncation",
+    "should schedule and pick the max of minValues of InstanceTypes if multiple operators are used for "
+    "the same requirement.",
+    "should schedule and respect multiple requirement keys with minValues",
+    reason=_NO_MIN_VALUES,
 )
 def test_min_values(title):
     """Karpenter instance_selection_test.go: MinValues (each test named by `title`)."""

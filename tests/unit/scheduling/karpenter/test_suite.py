@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 
 from extender.api.pod import Pod
+from extender.api.provisioner import Taint
 from extender.scheduling.instancetypes import Offering
-from extender.scheduling.solver import solve
+from extender.scheduling.solver import ExistingNode, solve
 from tests.unit.scheduling.builders import catalog
 from tests.unit.scheduling.karpenter.builders import (
     ARCH,
@@ -34,6 +36,7 @@ from tests.unit.scheduling.karpenter.builders import (
     Z3,
     ZONE,
     Cluster,
+    not_ported,
     pod,
     pod_manifest,
     pods,
@@ -221,52 +224,28 @@ def test_well_known_does_not_schedule_incompatible_requirements_not_in():
     c.expect_not_scheduled(p)
 
 
-def test_well_known_schedules_compatible_preferences_and_requirements_in():
+@pytest.mark.parametrize(
+    ("preference", "zone"),
+    [
+        pytest.param(req(ZONE, "In", Z2, "unknown"), Z2, id="compatible-in"),
+        pytest.param(req(ZONE, "In", "unknown"), None, id="incompatible-in"),
+        pytest.param(req(ZONE, "NotIn", Z1, Z3), Z2, id="compatible-not-in"),
+        pytest.param(req(ZONE, "NotIn", Z1, Z2, Z3), None, id="incompatible-not-in"),
+    ],
+)
+def test_well_known_schedules_preferences_and_requirements(preference, zone):
     """Karpenter suite_test.go: Well Known Labels "should schedule compatible preferences and requirements
-    with Operator=In"."""
+    with Operator=In" (compatible-in), "should schedule incompatible preferences and requirements with
+    Operator=In" (incompatible-in), "should schedule compatible preferences and requirements with
+    Operator=NotIn" (compatible-not-in) and "should schedule incompatible preferences and requirements with
+    Operator=NotIn" (incompatible-not-in). A compatible preference picks the zone; an incompatible one is
+    relaxed and the pod scheduled anyway."""
     c = cluster()
-    p = pod(
-        node_requirements=[req(ZONE, "In", Z1, Z2, Z3, "unknown")],
-        node_preferences=[req(ZONE, "In", Z2, "unknown")],
-    )
+    p = pod(node_requirements=[req(ZONE, "In", Z1, Z2, Z3, "unknown")], node_preferences=[preference])
     c.provision([p])
-    assert c.expect_scheduled(p).labels[ZONE] == Z2
-
-
-def test_well_known_schedules_incompatible_preferences_and_requirements_in():
-    """Karpenter suite_test.go: Well Known Labels "should schedule incompatible preferences and requirements
-    with Operator=In"."""
-    c = cluster()
-    p = pod(
-        node_requirements=[req(ZONE, "In", Z1, Z2, Z3, "unknown")],
-        node_preferences=[req(ZONE, "In", "unknown")],
-    )
-    c.provision([p])
-    c.expect_scheduled(p)
-
-
-def test_well_known_schedules_compatible_preferences_and_requirements_not_in():
-    """Karpenter suite_test.go: Well Known Labels "should schedule compatible preferences and requirements
-    with Operator=NotIn"."""
-    c = cluster()
-    p = pod(
-        node_requirements=[req(ZONE, "In", Z1, Z2, Z3, "unknown")],
-        node_preferences=[req(ZONE, "NotIn", Z1, Z3)],
-    )
-    c.provision([p])
-    assert c.expect_scheduled(p).labels[ZONE] == Z2
-
-
-def test_well_known_schedules_incompatible_preferences_and_requirements_not_in():
-    """Karpenter suite_test.go: Well Known Labels "should schedule incompatible preferences and requirements
-    with Operator=NotIn"."""
-    c = cluster()
-    p = pod(
-        node_requirements=[req(ZONE, "In", Z1, Z2, Z3, "unknown")],
-        node_preferences=[req(ZONE, "NotIn", Z1, Z2, Z3)],
-    )
-    c.provision([p])
-    c.expect_scheduled(p)
+    node = c.expect_scheduled(p)
+    if zone is not None:
+        assert node.labels[ZONE] == zone
 
 
 def test_well_known_schedules_compatible_node_selectors_preferences_and_requirements():
@@ -319,16 +298,11 @@ def test_validation_does_not_schedule_restricted_domains():
         c.expect_not_scheduled(p)
 
 
-@pytest.mark.skip(
+@not_ported(
+    "should schedule pods that have node selectors with label in the kubernetes domains",
+    "should schedule pods that have node selectors with label in subdomain from kubernetes domains",
     reason="v1alpha5 restricts the kubernetes.io and k8s.io label domains (subdomains included) in "
-    "Provisioner labels and requirements; NodePools only restrict karpenter.sh"
-)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should schedule pods that have node selectors with label in the kubernetes domains",
-        "should schedule pods that have node selectors with label in subdomain from kubernetes domains",
-    ],
+    "Provisioner labels and requirements; NodePools only restrict karpenter.sh",
 )
 def test_validation_kubernetes_domain_labels(title):
     """Karpenter suite_test.go: Constraints Validation (each test named by `title`)."""
@@ -659,18 +633,13 @@ def test_compat_fails_a_pod_whose_resources_are_on_no_single_type():
     c.expect_not_scheduled(p)
 
 
-@pytest.mark.skip(
+@not_ported(
+    "should filter instance types that match labels",
+    "should not schedule with incompatible labels",
+    "should schedule optional labels",
+    "should schedule without optional labels if disallowed",
     reason="karpy's instance types carry only the well-known labels (no provider-specific labels like "
-    "Karpenter's fake `size`/`special`), and v1alpha5 requirements only use well-known keys"
-)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should filter instance types that match labels",
-        "should not schedule with incompatible labels",
-        "should schedule optional labels",
-        "should schedule without optional labels if disallowed",
-    ],
+    "Karpenter's fake `size`/`special`), and v1alpha5 requirements only use well-known keys",
 )
 def test_compat_provider_specific_labels(title):
     """Karpenter suite_test.go: Instance Type Compatibility / Provider Specific Labels (each test named by
@@ -783,15 +752,6 @@ def test_binpacking_handles_zero_quantity_resource_requests():
     c.expect_scheduled(p)
 
 
-def test_binpacking_does_not_schedule_pods_exceeding_every_type():
-    """Karpenter suite_test.go: Binpacking "should not schedule pods that exceed every instance type's
-    capacity"."""
-    c = cluster()
-    p = pod(memory="2Ti")
-    c.provision([p])
-    c.expect_not_scheduled(p)
-
-
 def test_binpacking_creates_new_nodes_at_the_pod_limit():
     """Karpenter suite_test.go: Binpacking "should create new nodes when a node is at capacity due to pod
     limits per node" (Karpenter's fake types hold 5 pods: kubelet maxPods 5 here)."""
@@ -803,28 +763,38 @@ def test_binpacking_creates_new_nodes_at_the_pod_limit():
     assert len({n.instance_type for n in c.nodes}) == 1
 
 
+def _with_init_container(init_memory: str) -> dict[str, Any]:
+    """Options of a 1-vCPU/1Gi pod whose init container requests 2 vCPU and `init_memory`."""
+    return {
+        "cpu": "1",
+        "memory": "1Gi",
+        "init_containers": [{"name": "init", "resources": {"requests": {"cpu": "2", "memory": init_memory}}}],
+    }
+
+
 def test_binpacking_counts_init_container_requests():
     """Karpenter suite_test.go: Binpacking "should take into account initContainer resource requests when
     binpacking"."""
     c = cluster()
-    p = pod(
-        cpu="1",
-        memory="1Gi",
-        init_containers=[{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
-    )
+    p = pod(**_with_init_container("1Gi"))
     c.provision([p])
     _assert_cheapest_type(c.expect_scheduled(p), cpu=2, memory=2**30)
 
 
-def test_binpacking_does_not_schedule_init_containers_larger_than_every_type():
-    """Karpenter suite_test.go: Binpacking "should not schedule pods when initContainer resource requests are
-    greater than available instance types" (2Ti rather than 1Ti: the fixture catalog has types above 1Ti)."""
+@pytest.mark.parametrize(
+    "pod_options",
+    [
+        pytest.param({"memory": "2Ti"}, id="requests"),
+        pytest.param(_with_init_container("2Ti"), id="init-container"),
+    ],
+)
+def test_binpacking_does_not_schedule_pods_larger_than_every_type(pod_options):
+    """Karpenter suite_test.go: Binpacking "should not schedule pods that exceed every instance type's
+    capacity" (requests) and "should not schedule pods when initContainer resource requests are greater than
+    available instance types" (init-container; 2Ti rather than 1Ti: the fixture catalog has types above
+    1Ti)."""
     c = cluster()
-    p = pod(
-        cpu="1",
-        memory="1Gi",
-        init_containers=[{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "2Ti"}}}],
-    )
+    p = pod(**pod_options)
     c.provision([p])
     c.expect_not_scheduled(p)
 
@@ -900,24 +870,24 @@ def test_in_flight_second_node_when_the_pod_is_incompatible():
     assert c.expect_scheduled(second).name != c.expect_scheduled(first).name
 
 
+def _empty_in_flight_node(c: Cluster, cpu: str) -> ExistingNode:
+    """A node launched for a pod with a `cpu` limit, the pod then deleted: in flight, and empty."""
+    first = pod(limits={"cpu": cpu})
+    c.provision([first])
+    node = c.expect_scheduled(first)
+    c.delete_pod(first)
+    return node
+
+
 def test_in_flight_second_node_when_the_first_is_terminating():
     """Karpenter suite_test.go: In-Flight Nodes "should launch a second node if an in-flight node is
     terminating" (a node being deleted is passed schedulable=False)."""
     c = cluster()
-    first = pod(limits={"cpu": "10m"})
-    c.provision([first])
-    node = c.expect_scheduled(first)
-    c.delete_pod(first)
-    c.nodes = [n if n.name != node.name else _unschedulable(n) for n in c.nodes]
+    node = _empty_in_flight_node(c, "10m")
+    c.replace_node(node.name, schedulable=False)
     second = pod(limits={"cpu": "10m"})
     c.provision([second])
     assert c.expect_scheduled(second).name != node.name
-
-
-def _unschedulable(node):
-    from extender.scheduling.solver import ExistingNode
-
-    return ExistingNode(**{**node.__dict__, "schedulable": False})
 
 
 def test_in_flight_balances_zones():
@@ -951,10 +921,7 @@ def test_in_flight_taints_schedules_to_an_untainted_in_flight_node():
     """Karpenter suite_test.go: In-Flight Nodes / Taints "should assume pod will schedule to a tainted node
     with no taints"."""
     c = cluster()
-    first = pod(limits={"cpu": "8"})
-    c.provision([first])
-    node = c.expect_scheduled(first)
-    c.delete_pod(first)
+    node = _empty_in_flight_node(c, "8")
     second = pod()
     c.provision([second])
     assert c.expect_scheduled(second).name == node.name
@@ -963,22 +930,9 @@ def test_in_flight_taints_schedules_to_an_untainted_in_flight_node():
 def test_in_flight_taints_does_not_schedule_to_a_tainted_node():
     """Karpenter suite_test.go: In-Flight Nodes / Taints "should not assume pod will schedule to a tainted
     node"."""
-    from extender.api.provisioner import Taint
-    from extender.scheduling.solver import ExistingNode
-
     c = cluster()
-    first = pod(limits={"cpu": "8"})
-    c.provision([first])
-    node = c.expect_scheduled(first)
-    c.delete_pod(first)
-    c.nodes = [
-        n
-        if n.name != node.name
-        else ExistingNode(
-            **{**n.__dict__, "taints": (*n.taints, Taint("foo.com/taint", "tainted", "NoSchedule"))}
-        )
-        for n in c.nodes
-    ]
+    node = _empty_in_flight_node(c, "8")
+    c.replace_node(node.name, taints=(*node.taints, Taint("foo.com/taint", "tainted", "NoSchedule")))
     second = pod()
     c.provision([second])
     assert c.expect_scheduled(second).name != node.name
@@ -991,16 +945,13 @@ _INITIALIZATION = (
 )
 
 
-@pytest.mark.skip(reason=_INITIALIZATION)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should assume pod will schedule to a node with ephemeral taint "
-        "node.kubernetes.io/not-ready:NoExecute when the node is uninitialized",
-        "should assume pod will schedule to a tainted node with a custom startup taint",
-        "should not assume pod will schedule to a node with startup taints after initialization",
-        "should consider a tainted NotReady node as in-flight even if initialized",
-    ],
+@not_ported(
+    "should assume pod will schedule to a node with ephemeral taint "
+    "node.kubernetes.io/not-ready:NoExecute when the node is uninitialized",
+    "should assume pod will schedule to a tainted node with a custom startup taint",
+    "should not assume pod will schedule to a node with startup taints after initialization",
+    "should consider a tainted NotReady node as in-flight even if initialized",
+    reason=_INITIALIZATION,
 )
 def test_in_flight_taints_initialization(title):
     """Karpenter suite_test.go: In-Flight Nodes / Taints (each test named by `title`)."""
@@ -1020,14 +971,7 @@ def test_in_flight_daemonset_pods_already_bound_are_not_counted_twice():
     node = c.expect_scheduled(first)
     c.delete_pod(first)
     bound = pod(cpu="1", memory="2Gi", owner_kind="DaemonSet")
-    from extender.scheduling.solver import ExistingNode
-
-    c.nodes = [
-        n
-        if n.name != node.name
-        else ExistingNode(**{**n.__dict__, "pods": (bound,), "requested": bound.requests, "pod_count": 1})
-        for n in c.nodes
-    ]
+    c.replace_node(node.name, pods=(bound,), requested=bound.requests, pod_count=1)
     room = node.allocatable.cpu - 1
     second = pod(limits={"cpu": f"{math.floor(room * 1000)}m"})
     c.provision([second], daemonsets=[daemon])
@@ -1079,13 +1023,10 @@ def test_in_flight_no_second_node_for_a_pod_planned_but_not_bound():
     assert len(c.nodes) == 1
 
 
-@pytest.mark.skip(reason="ExistingNode has no initialized/uninitialized state to order by")
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should order initialized nodes for scheduling uninitialized nodes when all other nodes are inflight",
-        "should order initialized nodes for scheduling uninitialized nodes",
-    ],
+@not_ported(
+    "should order initialized nodes for scheduling uninitialized nodes when all other nodes are inflight",
+    "should order initialized nodes for scheduling uninitialized nodes",
+    reason="ExistingNode has no initialized/uninitialized state to order by",
 )
 def test_in_flight_initialized_first(title):
     """Karpenter suite_test.go: In-Flight Nodes / Existing Nodes (each test named by `title`)."""
@@ -1103,31 +1044,26 @@ def test_in_flight_same_host_port_on_different_nodes():
 # --- Existing Nodes -------------------------------------------------------------------------------
 
 
-@pytest.mark.skip(
+@not_ported(
+    "should schedule a pod to an existing node unowned by Karpenter",
+    "should schedule multiple pods to an existing node unowned by Karpenter",
     reason="karpy binds only to its own nodes: a node it does not own is passed schedulable=False "
-    "(kube-scheduler places pods there)"
-)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should schedule a pod to an existing node unowned by Karpenter",
-        "should schedule multiple pods to an existing node unowned by Karpenter",
-    ],
+    "(kube-scheduler places pods there)",
 )
 def test_existing_unowned_nodes(title):
     """Karpenter suite_test.go: Existing Nodes (each test named by `title`)."""
+
+
+def _add_owned_node(c: Cluster, **allocatable: str) -> None:
+    """Node "owned": karpy's own (Provisioner default), schedulable, with `allocatable` and 110 pods."""
+    c.add_node("owned", allocatable={**allocatable, "pods": "110"}, schedulable=True, provisioner="default")
 
 
 def test_existing_pod_incompatible_with_the_node_but_compatible_with_a_provisioner():
     """Karpenter suite_test.go: Existing Nodes "should consider a pod incompatible with an existing node but
     compatible with NodePool"."""
     c = Cluster()
-    c.add_node(
-        "owned",
-        allocatable={"cpu": "10", "memory": "10Gi", "pods": "110"},
-        schedulable=True,
-        provisioner="default",
-    )
+    _add_owned_node(c, cpu="10", memory="10Gi")
     p = pod(node_requirements=[req(ZONE, "In", Z1)])
     c.provision([p])
     c.expect_not_scheduled(p)
@@ -1139,12 +1075,7 @@ def test_existing_daemonset_overhead_only_where_compatible():
     """Karpenter suite_test.go: Existing Nodes / Daemonsets "should not subtract daemonset overhead that is
     not strictly compatible with an existing node"."""
     c = cluster()
-    c.add_node(
-        "owned",
-        allocatable={"cpu": "1", "memory": "1Gi", "pods": "110"},
-        schedulable=True,
-        provisioner="default",
-    )
+    _add_owned_node(c, cpu="1", memory="1Gi")
     daemon = pod(cpu="100", memory="100Gi", node_requirements=[req(ZONE, "In", Z1)], owner_kind="DaemonSet")
     first = pod(cpu="1", memory="1Gi")
     c.provision([first], daemonsets=[daemon])
@@ -1166,7 +1097,7 @@ def test_deleting_node_active_pods_get_a_node_of_the_same_size():
     c.provision([p])
     node = c.expect_scheduled(p)
     c.delete_pod(p)
-    c.nodes = [_unschedulable(n) for n in c.nodes]
+    c.replace_node(node.name, schedulable=False)
     c.provision([p])
     assert len(c.nodes) == 2
     assert {n.instance_type for n in c.nodes} == {node.instance_type}
@@ -1188,21 +1119,16 @@ def test_deleting_node_daemonset_pods_are_not_rescheduled():
     assert len(c.nodes) == 1
 
 
-@pytest.mark.skip(
+@not_ported(
+    "should not re-schedule pods from a deleting node when pods are not active",
+    "should not reschedule pods from a deleting node when pods are not active and they are owned by a "
+    "ReplicaSet",
+    "should reschedule pods from a deleting node when pods are not active and they are owned by a "
+    "StatefulSet",
+    "should not reschedule pods from a deleting node when pods are blocked due to fully blocking PDBs "
+    "(Entries: 0 max unavailable, 0% max unavailable, 100% min available, multiple PDBs on the same pod)",
     reason="which pods of a deleting node are re-planned (terminating, owner kind, PDBs) is the lifecycle "
-    "controller's choice before solve(); karpy's Pod carries no phase or deletionTimestamp"
-)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should not re-schedule pods from a deleting node when pods are not active",
-        "should not reschedule pods from a deleting node when pods are not active and they are owned by a "
-        "ReplicaSet",
-        "should reschedule pods from a deleting node when pods are not active and they are owned by a "
-        "StatefulSet",
-        "should not reschedule pods from a deleting node when pods are blocked due to fully blocking PDBs "
-        "(Entries: 0 max unavailable, 0% max unavailable, 100% min available, multiple PDBs on the same pod)",
-    ],
+    "controller's choice before solve(); karpy's Pod carries no phase or deletionTimestamp",
 )
 def test_deleting_node_pod_selection(title):
     """Karpenter suite_test.go: Deleting Nodes (each test named by `title`)."""
@@ -1347,51 +1273,40 @@ def test_dra_daemonsets_ignore_dra_requests():
 # --- Not expressible: metrics, reserved capacity, offering overrides ------------------------------
 
 
-@pytest.mark.skip(reason="Karpenter's Prometheus metrics of its scheduling loop; solve() has no metrics")
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should surface the queueDepth metric while executing the scheduling loop",
-        "should surface the UnschedulablePodsCount metric while executing the scheduling loop",
-        "should surface the schedulingDuration metric after executing a scheduling loop",
-        "should set the PodSchedulerDecisionSeconds metric after a scheduling loop",
-        "Pending Pods by Effective Zone Metric: should report metric correctly for volume constraints "
-        "(3 entries)",
-        "Pending Pods by Effective Zone Metric: should report zone of pods corectly (10 entries)",
-    ],
+@not_ported(
+    "should surface the queueDepth metric while executing the scheduling loop",
+    "should surface the UnschedulablePodsCount metric while executing the scheduling loop",
+    "should surface the schedulingDuration metric after executing a scheduling loop",
+    "should set the PodSchedulerDecisionSeconds metric after a scheduling loop",
+    "Pending Pods by Effective Zone Metric: should report metric correctly for volume constraints "
+    "(3 entries)",
+    "Pending Pods by Effective Zone Metric: should report zone of pods corectly (10 entries)",
+    reason="Karpenter's Prometheus metrics of its scheduling loop; solve() has no metrics",
 )
 def test_metrics(title):
     """Karpenter suite_test.go: Metrics (each test named by `title`)."""
 
 
-@pytest.mark.skip(
-    reason="capacity reservations (reserved offerings, ReservedCapacity gate) postdate v1alpha5"
-)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "shouldn't fallback to on-demand or spot when compatible reserved offerings are available",
-        "should correctly track reservations shared across nodepools",
-        "should correctly track reservations for multiple nodepools with distinct reservations for the same "
-        "instance pool",
-        "should correctly track multiple reservations for the same instance pool",
-        "shouldn't fallback to a lower weight NodePool if a reserved offering is available",
-        "shouldn't relax preferences when a pod fails to schedule due to a reserved offering error",
-        "should handle multiple pods on reserved nodes",
-    ],
+@not_ported(
+    "shouldn't fallback to on-demand or spot when compatible reserved offerings are available",
+    "should correctly track reservations shared across nodepools",
+    "should correctly track reservations for multiple nodepools with distinct reservations for the same "
+    "instance pool",
+    "should correctly track multiple reservations for the same instance pool",
+    "shouldn't fallback to a lower weight NodePool if a reserved offering is available",
+    "shouldn't relax preferences when a pod fails to schedule due to a reserved offering error",
+    "should handle multiple pods on reserved nodes",
+    reason="capacity reservations (reserved offerings, ReservedCapacity gate) postdate v1alpha5",
 )
 def test_reserved_instance_types(title):
     """Karpenter suite_test.go: Reserved Instance Types (each test named by `title`)."""
 
 
-@pytest.mark.skip(reason="offering capacity overrides (NodeOverlay) postdate v1alpha5")
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should only select instance types whose offerings have CapacityOverride when pod requests an "
-        "override resource",
-        "should reject instance type when override allocatable fits but override offerings are unavailable",
-    ],
+@not_ported(
+    "should only select instance types whose offerings have CapacityOverride when pod requests an "
+    "override resource",
+    "should reject instance type when override allocatable fits but override offerings are unavailable",
+    reason="offering capacity overrides (NodeOverlay) postdate v1alpha5",
 )
 def test_offering_overrides(title):
     """Karpenter suite_test.go: Offering Overrides (each test named by `title`)."""

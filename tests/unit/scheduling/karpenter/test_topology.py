@@ -12,6 +12,7 @@ import itertools
 import pytest
 
 from extender.cluster.volumes import Volumes
+from extender.scheduling.solver import ExistingNode
 from tests.unit.scheduling.karpenter.builders import (
     ARCH,
     CAPACITY_TYPE,
@@ -25,6 +26,7 @@ from tests.unit.scheduling.karpenter.builders import (
     ZONE,
     Cluster,
     ms,
+    not_ported,
     pod,
     pods,
     provisioner,
@@ -149,26 +151,28 @@ def test_zonal_respects_provisioner_zones_with_existing_pod():
     assert c.skew(constraint) == ms(1, 2, 2)
 
 
+def _rounds(constraint: dict, *rounds: tuple[int, dict, list[int]]) -> None:
+    """Karpenter's successive ExpectProvisioned calls, each with the NodePool replaced: per round
+    (count, requirement, skew), `count` pods of 1.1 vCPU carrying `constraint` are provisioned with a
+    Provisioner held to `requirement`, then the skew is asserted."""
+    c = Cluster()
+    for count, requirement, expected in rounds:
+        c.provision(
+            pods(count, labels=LABELS, cpu="1.1", spreads=[constraint]),
+            [provisioner(requirements=[requirement])],
+        )
+        assert c.skew(constraint) == expected
+
+
 def test_zonal_schedules_to_a_non_minimum_domain_if_it_is_all_that_is_available():
     """Karpenter topology_test.go: Zonal "should schedule to the non-minimum domain if its all that's
     available"."""
-    constraint = spread(ZONE, max_skew=5)
-    c = Cluster()
-    c.provision(
-        [pod(labels=LABELS, cpu="1.1", spreads=[constraint])],
-        [provisioner(requirements=[zones_requirement(Z1)])],
+    _rounds(
+        spread(ZONE, max_skew=5),
+        (1, zones_requirement(Z1), ms(1)),
+        (1, zones_requirement(Z2), ms(1, 1)),
+        (10, zones_requirement(Z3), ms(1, 1, 6)),
     )
-    assert c.skew(constraint) == ms(1)
-    c.provision(
-        [pod(labels=LABELS, cpu="1.1", spreads=[constraint])],
-        [provisioner(requirements=[zones_requirement(Z2)])],
-    )
-    assert c.skew(constraint) == ms(1, 1)
-    c.provision(
-        pods(10, labels=LABELS, cpu="1.1", spreads=[constraint]),
-        [provisioner(requirements=[zones_requirement(Z3)])],
-    )
-    assert c.skew(constraint) == ms(1, 1, 6)
 
 
 def test_zonal_only_schedules_to_minimum_domains_if_already_violating_max_skew():
@@ -189,18 +193,7 @@ def test_zonal_only_schedules_to_minimum_domains_if_already_violating_max_skew()
 
 def test_zonal_does_not_violate_max_skew_when_do_not_schedule():
     """Karpenter topology_test.go: Zonal "should not violate max-skew when unsat = do not schedule"."""
-    constraint = spread(ZONE)
-    c = Cluster()
-    c.provision(
-        [pod(labels=LABELS, cpu="1.1", spreads=[constraint])],
-        [provisioner(requirements=[zones_requirement(Z1)])],
-    )
-    assert c.skew(constraint) == ms(1)
-    c.provision(
-        pods(10, labels=LABELS, cpu="1.1", spreads=[constraint]),
-        [provisioner(requirements=[zones_requirement(Z2, Z3)])],
-    )
-    assert c.skew(constraint) == ms(1, 2, 2)
+    _rounds(spread(ZONE), (1, zones_requirement(Z1), ms(1)), (10, zones_requirement(Z2, Z3), ms(1, 2, 2)))
 
 
 def test_zonal_does_not_violate_max_skew_when_do_not_schedule_discovering_domains():
@@ -362,38 +355,22 @@ def test_capacity_type_respects_provisioner_capacity_type_constraints():
     assert c.skew(constraint) == ms(2, 2)
 
 
-def test_capacity_type_does_not_violate_max_skew_when_do_not_schedule():
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        pytest.param("DoNotSchedule", ms(1, 2), id="do-not-schedule"),
+        pytest.param("ScheduleAnyway", ms(1, 5), id="schedule-anyway"),
+    ],
+)
+def test_capacity_type_max_skew_when_unsatisfiable(when, expected):
     """Karpenter topology_test.go: CapacityType "should not violate max-skew when unsat = do not schedule
-    (capacity type)"."""
-    constraint = spread(CAPACITY_TYPE)
-    c = Cluster()
-    c.provision(
-        [pod(labels=LABELS, cpu="1.1", spreads=[constraint])],
-        [provisioner(requirements=[req(CAPACITY_TYPE, "In", SPOT)])],
+    (capacity type)" (do-not-schedule) and "should violate max-skew when unsat = schedule anyway (capacity
+    type)" (schedule-anyway)."""
+    _rounds(
+        spread(CAPACITY_TYPE, when=when),
+        (1, req(CAPACITY_TYPE, "In", SPOT), ms(1)),
+        (5, req(CAPACITY_TYPE, "In", ON_DEMAND), expected),
     )
-    assert c.skew(constraint) == ms(1)
-    c.provision(
-        pods(5, labels=LABELS, cpu="1.1", spreads=[constraint]),
-        [provisioner(requirements=[req(CAPACITY_TYPE, "In", ON_DEMAND)])],
-    )
-    assert c.skew(constraint) == ms(1, 2)
-
-
-def test_capacity_type_violates_max_skew_when_schedule_anyway():
-    """Karpenter topology_test.go: CapacityType "should violate max-skew when unsat = schedule anyway
-    (capacity type)"."""
-    constraint = spread(CAPACITY_TYPE, when="ScheduleAnyway")
-    c = Cluster()
-    c.provision(
-        [pod(labels=LABELS, cpu="1.1", spreads=[constraint])],
-        [provisioner(requirements=[req(CAPACITY_TYPE, "In", SPOT)])],
-    )
-    assert c.skew(constraint) == ms(1)
-    c.provision(
-        pods(5, labels=LABELS, cpu="1.1", spreads=[constraint]),
-        [provisioner(requirements=[req(CAPACITY_TYPE, "In", ON_DEMAND)])],
-    )
-    assert c.skew(constraint) == ms(1, 5)
 
 
 def test_capacity_type_only_counts_scheduled_pods_with_matching_labels_on_nodes_with_the_domain():
@@ -584,23 +561,22 @@ def _tainted_foo_bar_cluster() -> Cluster:
     return c
 
 
-def test_node_taints_policy_ignore_balances_across_a_label():
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        # foo, bar and baz are all domains, but only baz can get nodes: one pod there.
+        pytest.param("Ignore", ms(1), id="ignore"),
+        pytest.param("Honor", ms(5), id="honor"),
+    ],
+)
+def test_node_taints_policy_balances_across_a_label(policy, expected):
     """Karpenter topology_test.go: NodeTaintsPolicy "should balance pods across a label
-    (NodeTaintsPolicy=ignore)"."""
+    (NodeTaintsPolicy=ignore)" (ignore) and "should balance pods across a label (NodeTaintsPolicy=honor)"
+    (honor)."""
     c = _tainted_foo_bar_cluster()
-    constraint = spread(SPREAD_LABEL, node_taints_policy="Ignore")
+    constraint = spread(SPREAD_LABEL, node_taints_policy=policy)
     c.provision(pods(5, labels=LABELS, cpu="1", spreads=[constraint]))
-    # foo, bar and baz are all domains, but only baz can get nodes: one pod there.
-    assert c.skew(constraint) == ms(1)
-
-
-def test_node_taints_policy_honor_balances_across_a_label():
-    """Karpenter topology_test.go: NodeTaintsPolicy "should balance pods across a label
-    (NodeTaintsPolicy=honor)"."""
-    c = _tainted_foo_bar_cluster()
-    constraint = spread(SPREAD_LABEL, node_taints_policy="Honor")
-    c.provision(pods(5, labels=LABELS, cpu="1", spreads=[constraint]))
-    assert c.skew(constraint) == ms(5)
+    assert c.skew(constraint) == expected
 
 
 TAINT_KEY = "taint-key"
@@ -619,23 +595,22 @@ def _foo_and_tainted_bar_cluster() -> Cluster:
     )
 
 
-def test_node_taints_policy_ignore_with_domains_from_provisioners():
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        # One pod to foo; the other would have to go to bar, whose NodePool taint it does not tolerate.
+        pytest.param("Ignore", ms(1), id="ignore"),
+        pytest.param("Honor", ms(2), id="honor"),
+    ],
+)
+def test_node_taints_policy_with_domains_from_provisioners(policy, expected):
     """Karpenter topology_test.go: NodeTaintsPolicy "should balance pods across a label when discovered from
-    the nodepool (NodeTaintsPolicy=ignore)"."""
+    the nodepool (NodeTaintsPolicy=ignore)" (ignore) and "should balance pods across a label when discovered
+    from the nodepool (NodeTaintsPolicy=honor)" (honor)."""
     c = _foo_and_tainted_bar_cluster()
-    constraint = spread(SPREAD_LABEL, node_taints_policy="Ignore")
+    constraint = spread(SPREAD_LABEL, node_taints_policy=policy)
     c.provision(pods(2, labels=LABELS, spreads=[constraint]))
-    # One pod to foo; the other would have to go to bar, whose NodePool taint it does not tolerate.
-    assert c.skew(constraint) == ms(1)
-
-
-def test_node_taints_policy_honor_with_domains_from_provisioners():
-    """Karpenter topology_test.go: NodeTaintsPolicy "should balance pods across a label when discovered from
-    the nodepool (NodeTaintsPolicy=honor)"."""
-    c = _foo_and_tainted_bar_cluster()
-    constraint = spread(SPREAD_LABEL, node_taints_policy="Honor")
-    c.provision(pods(2, labels=LABELS, spreads=[constraint]))
-    assert c.skew(constraint) == ms(2)
+    assert c.skew(constraint) == expected
 
 
 def test_node_taints_policy_honor_with_mutually_exclusive_provisioners_sharing_domains():
@@ -673,22 +648,18 @@ def _mismatched_foo_bar_cluster() -> Cluster:
     return c
 
 
-def test_node_affinity_policy_ignore_balances_across_a_label():
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [pytest.param("Ignore", ms(1), id="ignore"), pytest.param("Honor", ms(5), id="honor")],
+)
+def test_node_affinity_policy_balances_across_a_label(policy, expected):
     """Karpenter topology_test.go: NodeAffinityPolicy "should balance pods across a label
-    (NodeAffinityPolicy=ignore)"."""
+    (NodeAffinityPolicy=ignore)" (ignore) and "should balance pods across a label (NodeAffinityPolicy=honor)"
+    (honor)."""
     c = _mismatched_foo_bar_cluster()
-    constraint = spread(SPREAD_LABEL, node_affinity_policy="Ignore")
+    constraint = spread(SPREAD_LABEL, node_affinity_policy=policy)
     c.provision(pods(5, labels=LABELS, cpu="1", node_selector={"selector": "value"}, spreads=[constraint]))
-    assert c.skew(constraint) == ms(1)
-
-
-def test_node_affinity_policy_honor_balances_across_a_label():
-    """Karpenter topology_test.go: NodeAffinityPolicy "should balance pods across a label
-    (NodeAffinityPolicy=honor)"."""
-    c = _mismatched_foo_bar_cluster()
-    constraint = spread(SPREAD_LABEL, node_affinity_policy="Honor")
-    c.provision(pods(5, labels=LABELS, cpu="1", node_selector={"selector": "value"}, spreads=[constraint]))
-    assert c.skew(constraint) == ms(5)
+    assert c.skew(constraint) == expected
 
 
 # --- Combined Zonal and Capacity Type / Hostname, Zonal and Capacity Type -------------------------
@@ -830,14 +801,20 @@ def test_respects_pod_affinity_hostname():
     assert c.expect_scheduled(target).name == c.expect_scheduled(follower).name
 
 
-def test_respects_pod_affinity_arch():
-    """Karpenter topology_test.go: Pod Affinity/Anti-Affinity "should respect pod affinity (arch)"."""
+def _arm64_pod_and_a_second(**second_options) -> tuple[Cluster, ExistingNode, ExistingNode]:
+    """An arm64 pod (2 vCPU) and a 1-vCPU pod with `second_options`, both labelled AFF and spread over
+    hostnames by it, provisioned together; the cluster and the two pods' nodes."""
     c = cluster()
     tsc = [spread(HOSTNAME, selector={"matchLabels": AFF})]
     first = pod(labels=AFF, spreads=tsc, cpu="2", node_selector={ARCH: "arm64"})
-    second = pod(labels=AFF, spreads=tsc, cpu="1", pod_requirements=[term(ARCH, AFF)])
+    second = pod(labels=AFF, spreads=tsc, cpu="1", **second_options)
     c.provision([first, second])
-    n1, n2 = c.expect_scheduled(first), c.expect_scheduled(second)
+    return c, c.expect_scheduled(first), c.expect_scheduled(second)
+
+
+def test_respects_pod_affinity_arch():
+    """Karpenter topology_test.go: Pod Affinity/Anti-Affinity "should respect pod affinity (arch)"."""
+    c, n1, n2 = _arm64_pod_and_a_second(pod_requirements=[term(ARCH, AFF)])
     assert ARCH not in c.uncertain[n2.name], "the follower's node must be certain to share the arch"
     assert n1.labels[ARCH] == n2.labels[ARCH]
     assert n1.name != n2.name
@@ -995,12 +972,7 @@ def test_does_not_violate_pod_anti_affinity_on_zone_other_schedules_first():
 def test_does_not_violate_pod_anti_affinity_arch():
     """Karpenter topology_test.go: Pod Affinity/Anti-Affinity "should not violate pod anti-affinity
     (arch)"."""
-    c = cluster()
-    tsc = [spread(HOSTNAME, selector={"matchLabels": AFF})]
-    first = pod(labels=AFF, spreads=tsc, cpu="2", node_selector={ARCH: "arm64"})
-    second = pod(labels=AFF, spreads=tsc, cpu="1", pod_anti_requirements=[term(ARCH, AFF)])
-    c.provision([first, second])
-    n1, n2 = c.expect_scheduled(first), c.expect_scheduled(second)
+    c, n1, n2 = _arm64_pod_and_a_second(pod_anti_requirements=[term(ARCH, AFF)])
     assert ARCH not in c.uncertain[n2.name], "the avoider's node must be certain not to be arm64"
     assert n1.labels[ARCH] != n2.labels[ARCH]
 
@@ -1046,30 +1018,28 @@ def test_does_not_violate_pod_anti_affinity_on_zone_schroedinger():
     assert c.expect_scheduled(target).labels[ZONE] != n1.labels[ZONE]
 
 
-def test_does_not_violate_pod_anti_affinity_on_zone_inverse_with_existing_nodes():
+@pytest.mark.parametrize(
+    ("anti_affinity", "target_scheduled"),
+    [
+        pytest.param({"pod_anti_requirements": [term(ZONE, AFF)]}, False, id="required"),
+        pytest.param({"pod_anti_preferences": [weighted(10, term(ZONE, AFF))]}, True, id="preferred"),
+    ],
+)
+def test_pod_anti_affinity_on_zone_inverse_with_existing_nodes(anti_affinity, target_scheduled):
     """Karpenter topology_test.go: Pod Affinity/Anti-Affinity "should not violate pod anti-affinity on zone
-    (inverse w/existing nodes)"."""
+    (inverse w/existing nodes)" (required) and "should violate preferred pod anti-affinity on zone (inverse
+    w/existing nodes)" (preferred)."""
     c = cluster()
-    zonal = _zone_pods(pod_anti_requirements=[term(ZONE, AFF)])
+    zonal = _zone_pods(**anti_affinity)
     c.provision(zonal)
     for p in zonal:
         c.expect_scheduled(p)
     target = pod(labels=AFF)
     c.provision([target])
-    c.expect_not_scheduled(target)
-
-
-def test_violates_preferred_pod_anti_affinity_on_zone_inverse_with_existing_nodes():
-    """Karpenter topology_test.go: Pod Affinity/Anti-Affinity "should violate preferred pod anti-affinity on
-    zone (inverse w/existing nodes)"."""
-    c = cluster()
-    zonal = _zone_pods(pod_anti_preferences=[weighted(10, term(ZONE, AFF))])
-    c.provision(zonal)
-    for p in zonal:
-        c.expect_scheduled(p)
-    target = pod(labels=AFF)
-    c.provision([target])
-    c.expect_scheduled(target)
+    if target_scheduled:
+        c.expect_scheduled(target)
+    else:
+        c.expect_not_scheduled(target)
 
 
 def test_allows_violation_of_a_pod_affinity_preference_with_a_conflicting_required_constraint():
@@ -1231,22 +1201,19 @@ _NO_DEFAULTS = (
 )
 
 
-@pytest.mark.skip(reason=_NO_DEFAULTS)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should apply default zonal spread to a pod that declares no constraints of its own",
-        "should apply default hostname spread to a pod that declares no constraints of its own",
-        "should NOT apply the default to a pod that declares its own constraints",
-        "should carry minDomains through a synthesized default",
-        "should NOT schedule past a synthesized DoNotSchedule default that can't be satisfied",
-        "should relax a synthesized ScheduleAnyway default when it can't be satisfied",
-        "should not apply the default to a pod with no owner and no matching service",
-        "should count pre-existing cluster pods through the deduced selector",
-        "should spread each workload independently",
-        "should spread each Deployment revision independently",
-        "should deduce a selector from a matching service for a pod with no supported owner",
-    ],
+@not_ported(
+    "should apply default zonal spread to a pod that declares no constraints of its own",
+    "should apply default hostname spread to a pod that declares no constraints of its own",
+    "should NOT apply the default to a pod that declares its own constraints",
+    "should carry minDomains through a synthesized default",
+    "should NOT schedule past a synthesized DoNotSchedule default that can't be satisfied",
+    "should relax a synthesized ScheduleAnyway default when it can't be satisfied",
+    "should not apply the default to a pod with no owner and no matching service",
+    "should count pre-existing cluster pods through the deduced selector",
+    "should spread each workload independently",
+    "should spread each Deployment revision independently",
+    "should deduce a selector from a matching service for a pod with no supported owner",
+    reason=_NO_DEFAULTS,
 )
 def test_default_constraints(title):
     """Karpenter topology_test.go: DefaultConstraints (each test named by `title`)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender.api.pod import Pod
 from extender.cluster.volumes import Volumes
 from tests.unit.scheduling.karpenter.builders import (
     ARCH,
@@ -17,6 +18,7 @@ from tests.unit.scheduling.karpenter.builders import (
     ZONE,
     Cluster,
     claim,
+    not_ported,
     pod,
     provisioner,
     req,
@@ -33,18 +35,15 @@ def cluster() -> Cluster:
 _NO_VOLUME_LIMITS = "karpy does not model CSI volume attach limits (CSINode drivers[].allocatable.count)"
 
 
-@pytest.mark.skip(reason=_NO_VOLUME_LIMITS)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should launch multiple nodes if required due to volume limits",
-        "should launch a single node if all pods use the same PVC",
-        "should launch nodes for pods with ephemeral volume using the specified storage class name",
-        "should launch nodes for pods with ephemeral volume using a default storage class",
-        "should launch nodes for pods with ephemeral volume using the newest storage class",
-        "CSIMigration: should launch nodes for pods with non-dynamic PVC using a migrated PVC/PV",
-        "CSIMigration: should launch nodes for pods with ephemeral volume using a migrated PVC/PV",
-    ],
+@not_ported(
+    "should launch multiple nodes if required due to volume limits",
+    "should launch a single node if all pods use the same PVC",
+    "should launch nodes for pods with ephemeral volume using the specified storage class name",
+    "should launch nodes for pods with ephemeral volume using a default storage class",
+    "should launch nodes for pods with ephemeral volume using the newest storage class",
+    "CSIMigration: should launch nodes for pods with non-dynamic PVC using a migrated PVC/PV",
+    "CSIMigration: should launch nodes for pods with ephemeral volume using a migrated PVC/PV",
+    reason=_NO_VOLUME_LIMITS,
 )
 def test_volume_limits(title):
     """Karpenter suite_test.go: VolumeUsage (each test named by `title`)."""
@@ -68,21 +67,13 @@ def test_does_not_fail_for_nfs_volumes():
     assert all(c.expect_scheduled(p).labels[ZONE] == Z1 for p in batch)
 
 
-def test_schedules_pods_using_a_pv_with_multiple_zones():
-    """Karpenter suite_test.go: VolumeUsage "should schedule pods using a PV with multiple zones"."""
-    terms = [[req(ZONE, "In", Z1)], [req(ZONE, "In", Z2)]]
-    app = {"app": "multi-zone-app"}
-    volumes = Volumes(
-        claims={
-            f"default/multi-zone-pvc-{i}": claim(f"multi-zone-pvc-{i}", volumeName=f"pv-{i}")
-            for i in range(2)
-        },
-        volumes={f"pv-{i}": zonal_volume(f"pv-{i}", terms=terms) for i in range(2)},
-    )
+def _expect_apart_in_zone_1_or_2(volumes: Volumes, app: dict[str, str], pod_prefix: str) -> None:
+    """Two pods labelled `app`, each with claim multi-zone-pvc-0/1 of `volumes` and zonal anti-affinity to
+    `app`: both are scheduled, to different zones among zone-1 and zone-2."""
     c = cluster()
     batch = [
         pod(
-            f"pod-{i}",
+            f"{pod_prefix}-{i}",
             labels=app,
             claims=[f"multi-zone-pvc-{i}"],
             pod_anti_requirements=[term(ZONE, app)],
@@ -94,6 +85,20 @@ def test_schedules_pods_using_a_pv_with_multiple_zones():
     zones = [c.expect_scheduled(p).labels[ZONE] for p in batch]
     assert set(zones) <= {Z1, Z2}
     assert zones[0] != zones[1]
+
+
+def test_schedules_pods_using_a_pv_with_multiple_zones():
+    """Karpenter suite_test.go: VolumeUsage "should schedule pods using a PV with multiple zones"."""
+    terms = [[req(ZONE, "In", Z1)], [req(ZONE, "In", Z2)]]
+    app = {"app": "multi-zone-app"}
+    volumes = Volumes(
+        claims={
+            f"default/multi-zone-pvc-{i}": claim(f"multi-zone-pvc-{i}", volumeName=f"pv-{i}")
+            for i in range(2)
+        },
+        volumes={f"pv-{i}": zonal_volume(f"pv-{i}", terms=terms) for i in range(2)},
+    )
+    _expect_apart_in_zone_1_or_2(volumes, app, "pod")
 
 
 @pytest.mark.xfail(
@@ -138,21 +143,7 @@ def test_schedules_pods_using_a_storage_class_with_multiple_zones():
         },
         classes={"multi-zone-sc": sc},
     )
-    c = cluster()
-    batch = [
-        pod(
-            f"sc-pod-{i}",
-            labels=app,
-            claims=[f"multi-zone-pvc-{i}"],
-            pod_anti_requirements=[term(ZONE, app)],
-            volumes=volumes,
-        )
-        for i in range(2)
-    ]
-    c.provision(batch)
-    zones = [c.expect_scheduled(p).labels[ZONE] for p in batch]
-    assert set(zones) <= {Z1, Z2}
-    assert zones[0] != zones[1]
+    _expect_apart_in_zone_1_or_2(volumes, app, "sc-pod")
 
 
 def test_schedules_when_a_multi_volume_alternative_remains_after_pruning():
@@ -188,20 +179,31 @@ def test_schedules_when_a_multi_volume_alternative_remains_after_pruning():
     assert (node.labels[ZONE], node.labels[ARCH]) == (Z1, optional)
 
 
-@pytest.mark.skip(
+@not_ported(
+    "should not launch nodes for pod with storageClass that uses an unsupported provisioner",
+    "should not launch nodes for pod with bound persistentVolume that uses an unsupported provisioner",
+    "should not launch nodes for pod with storageClass that uses an unsupported topology key",
     reason="Karpenter's test injects its internal UnsupportedProvisioners/UnsupportedTopologyKeys sets; "
-    "karpy has no such lists (it reads topology.ebs.csi.aws.com/zone as the zone)"
-)
-@pytest.mark.parametrize(
-    "title",
-    [
-        "should not launch nodes for pod with storageClass that uses an unsupported provisioner",
-        "should not launch nodes for pod with bound persistentVolume that uses an unsupported provisioner",
-        "should not launch nodes for pod with storageClass that uses an unsupported topology key",
-    ],
+    "karpy has no such lists (it reads topology.ebs.csi.aws.com/zone as the zone)",
 )
 def test_unsupported_provisioners(title):
     """Karpenter suite_test.go: VolumeUsage (each test named by `title`)."""
+
+
+def _expect_no_node(p: Pod) -> None:
+    """The pod stays pending and no node is launched for it."""
+    c = cluster()
+    plan = c.provision([p])
+    c.expect_not_scheduled(p)
+    assert not plan.nodes
+
+
+def _default_class_claim(pvc: dict) -> Volumes:
+    """`pvc` (default/tmp-ephemeral) with a WaitForFirstConsumer default-storage-class in zone-1."""
+    return Volumes(
+        claims={"default/tmp-ephemeral": pvc},
+        classes={"default-storage-class": storage_class("default-storage-class", zones=[Z1])},
+    )
 
 
 def test_no_node_for_an_unbound_immediate_volume():
@@ -213,11 +215,7 @@ def test_no_node_for_an_unbound_immediate_volume():
             "default-storage-class": storage_class("default-storage-class", zones=[Z1], binding="Immediate")
         },
     )
-    c = cluster()
-    p = pod(claims=["tmp-ephemeral"], volumes=volumes)
-    plan = c.provision([p])
-    c.expect_not_scheduled(p)
-    assert not plan.nodes
+    _expect_no_node(pod(claims=["tmp-ephemeral"], volumes=volumes))
 
 
 def test_no_node_for_a_deleting_claim():
@@ -226,15 +224,7 @@ def test_no_node_for_a_deleting_claim():
     pvc = claim("tmp-ephemeral", storageClassName="default-storage-class")
     pvc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     pvc["metadata"]["finalizers"] = ["kubernetes.io/pvc-protection"]
-    volumes = Volumes(
-        claims={"default/tmp-ephemeral": pvc},
-        classes={"default-storage-class": storage_class("default-storage-class", zones=[Z1])},
-    )
-    c = cluster()
-    p = pod(claims=["tmp-ephemeral"], volumes=volumes)
-    plan = c.provision([p])
-    c.expect_not_scheduled(p)
-    assert not plan.nodes
+    _expect_no_node(pod(claims=["tmp-ephemeral"], volumes=_default_class_claim(pvc)))
 
 
 def test_no_node_for_a_bound_volume_marked_for_deletion():
@@ -249,11 +239,7 @@ def test_no_node_for_a_bound_volume_marked_for_deletion():
         claims={f"default/{name}-tmp-ephemeral": claim(f"{name}-tmp-ephemeral", volumeName="test-pv")},
         volumes={"test-pv": pv},
     )
-    c = cluster()
-    p = pod(name, ephemeral=[("tmp-ephemeral", None)], volumes=volumes)
-    plan = c.provision([p])
-    c.expect_not_scheduled(p)
-    assert not plan.nodes
+    _expect_no_node(pod(name, ephemeral=[("tmp-ephemeral", None)], volumes=volumes))
 
 
 def test_no_node_for_a_lost_claim():
@@ -261,15 +247,7 @@ def test_no_node_for_a_lost_claim():
     persistentVolumeClaim"."""
     pvc = claim("tmp-ephemeral", storageClassName="default-storage-class")
     pvc["status"] = {"phase": "Lost"}
-    volumes = Volumes(
-        claims={"default/tmp-ephemeral": pvc},
-        classes={"default-storage-class": storage_class("default-storage-class", zones=[Z1])},
-    )
-    c = cluster()
-    p = pod(claims=["tmp-ephemeral"], volumes=volumes)
-    plan = c.provision([p])
-    c.expect_not_scheduled(p)
-    assert not plan.nodes
+    _expect_no_node(pod(claims=["tmp-ephemeral"], volumes=_default_class_claim(pvc)))
 
 
 @pytest.mark.parametrize("bind_completed", [False, True])
@@ -325,8 +303,4 @@ def test_ephemeral_volume_without_a_storage_class_unbound(storage_class_name):
     """Karpenter suite_test.go: VolumeUsage "should not launch nodes for pods with ephemeral volume without a
     storage class when the PVC is unbound" (Entries "non-existent storage class", "explicitly disabled storage
     class (empty string)")."""
-    c = cluster()
-    p = pod(ephemeral=[("tmp-ephemeral", storage_class_name)], volumes=Volumes())
-    plan = c.provision([p])
-    c.expect_not_scheduled(p)
-    assert not plan.nodes
+    _expect_no_node(pod(ephemeral=[("tmp-ephemeral", storage_class_name)], volumes=Volumes()))
