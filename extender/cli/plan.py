@@ -1,27 +1,41 @@
 """`karpy plan`: dry-run the scheduling core on YAML/JSON files and print the plan (table or JSON).
 
-Reads pods (Pods, or Deployments/ReplicaSets/Jobs expanded into replicas), Provisioners, an EC2
-DescribeInstanceTypes response (or asks the configured EC2 endpoint), optional offerings, prices
-and DaemonSets; calls extender.scheduling.solver.solve. Unusable input raises UsageError (exit 2).
+Reads pods (Pods, or Deployments/ReplicaSets/Jobs expanded into replicas), Provisioners (with the
+controller's defaults), an EC2 DescribeInstanceTypes response (or asks the configured EC2
+endpoint), optional offerings, prices, DaemonSets and the cluster's existing Nodes with their pods
+and Namespaces; calls extender.scheduling.solver.solve. A pod karpy cannot parse or does not
+model is reported under `unschedulable` and the rest is planned; unusable input otherwise raises
+UsageError (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from extender.api import labels as wk
 from extender.api.pod import Pod, PodError
-from extender.api.provisioner import Provisioner, default_provisioner, load_provisioner
+from extender.api.provisioner import Provisioner
+from extender.api.resources import Resources
 from extender.cli.main import UsageError
 from extender.scheduling.catalog import CatalogError, build_catalog
+from extender.scheduling.plan import ExistingNode
 from extender.scheduling.pricing import PriceBook
 from extender.scheduling.solver import SORT_KEYS, Plan, solve
+from extender.settings import Settings
 
 DEFAULT_ZONES = "us-west-2a,us-west-2b,us-west-2c"
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+#: Stands in for an instance profile when none is configured: a plan launches nothing.
+PLAN_INSTANCE_PROFILE = "karpy-plan-launches-nothing"
+#: Nodes `--existing` counts as karpy's (karpy may place pods on them); any other node only brings
+#: its topology domains and pods.
+KARPY_NODE_LABELS = (wk.MANAGED_BY_LABEL, wk.PROVISIONER_NAME)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--prices", help='{"onDemand": {...}, "spot": {...}} price file')
     parser.add_argument("--daemonsets", help="YAML stream of DaemonSets whose pods land on every node")
+    parser.add_argument(
+        "--existing",
+        help="the cluster as it is: YAML stream or List of Nodes, the Pods bound to them and Namespaces "
+        "(e.g. kubectl get nodes,pods,namespaces -A -o yaml); pods go onto karpy's nodes "
+        f"({' or '.join(KARPY_NODE_LABELS)}) first",
+    )
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument("--sort-key", choices=SORT_KEYS, default="cpu")
     parser.set_defaults(func=run)
@@ -88,27 +108,38 @@ def _from_template(owner: Mapping[str, Any], index: int) -> dict[str, Any]:
     }
 
 
-def load_pods(path: str) -> list[Pod]:
-    pods = []
+@dataclass
+class Pods:
+    """The pods to plan, and those karpy cannot read: pod key -> why."""
+
+    pods: list[Pod] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+def load_pods(path: str) -> Pods:
+    result = Pods()
     for _, doc in _documents(path):
         kind = doc.get("kind", "Pod")
-        try:
-            if kind == "Pod":
-                pods.append(Pod.from_manifest(doc))
-            elif kind in WORKLOAD_KINDS:
-                spec = doc.get("spec") or {}
-                count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
-                if not isinstance(count, int) or count < 0:
-                    raise UsageError(f"{kind} {_name(doc)} spec.replicas: must be a non-negative integer")
-                pods.extend(Pod.from_manifest(_from_template(doc, i)) for i in range(count))
-            else:
-                raise UsageError(
-                    f"{path}: {kind} {_name(doc)}: unknown kind {kind!r}, expected Pod or one of "
-                    f"{', '.join(WORKLOAD_KINDS)}"
-                )
-        except PodError as err:
-            raise UsageError(str(err) if kind == "Pod" else f"{kind} {_name(doc)} (template): {err}") from err
-    return pods
+        if kind == "Pod":
+            manifests = [doc]
+        elif kind in WORKLOAD_KINDS:
+            spec = doc.get("spec") or {}
+            count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
+            if not isinstance(count, int) or count < 0:
+                raise UsageError(f"{kind} {_name(doc)} spec.replicas: must be a non-negative integer")
+            manifests = [_from_template(doc, i) for i in range(count)]
+        else:
+            raise UsageError(
+                f"{path}: {kind} {_name(doc)}: unknown kind {kind!r}, expected Pod or one of "
+                f"{', '.join(WORKLOAD_KINDS)}"
+            )
+        for manifest in manifests:
+            try:
+                result.pods.append(Pod.from_manifest(manifest))
+            except PodError as err:
+                where = "" if kind == "Pod" else f"{kind} {_name(doc)} (template): "
+                result.rejected[_name(manifest)] = f"{where}{err}"
+    return result
 
 
 def load_daemonsets(path: str) -> list[Pod]:
@@ -124,21 +155,83 @@ def load_daemonsets(path: str) -> list[Pod]:
     return daemons
 
 
-def load_provisioners(paths: list[str]) -> list[Provisioner]:
+def plan_settings() -> Settings:
+    """The controller's settings from KARPY_* (cluster name, default instance profile, endpoint)."""
+    from extender.settings import from_env
+
+    settings = from_env()
+    if settings.aws.default_instance_profile:
+        return settings
+    aws = dataclasses.replace(settings.aws, default_instance_profile=PLAN_INSTANCE_PROFILE)
+    return dataclasses.replace(settings, aws=aws)
+
+
+def load_provisioners(paths: list[str], settings: Settings | None = None) -> list[Provisioner]:
+    """The Provisioners with the defaults the controller applies (`provisioners.load_configured`);
+    none given: one named `default` with no spec, defaulted the same way."""
     from marshmallow import ValidationError
 
+    from extender.cluster.provisioners import load_configured
+
+    settings = settings or plan_settings()
     if not paths:
-        return [default_provisioner()]
+        return [load_configured({"metadata": {"name": "default"}, "spec": {}}, settings)]
     provisioners = []
     for path in paths:
         for _, doc in _documents(path):
             try:
-                provisioners.append(load_provisioner(doc))
+                provisioners.append(load_configured(doc, settings))
             except ValidationError as err:
                 raise UsageError(
                     f"Provisioner {_name(doc).split('/')[-1]} in {path}: {err.messages}"
                 ) from err
     return provisioners
+
+
+@dataclass
+class Existing:
+    nodes: list[ExistingNode] = field(default_factory=list)
+    #: Provisioner -> capacity of its nodes (limits), as the controller counts it.
+    usage: dict[str, Resources] = field(default_factory=dict)
+    #: Namespace -> labels; None when the file has no Namespace.
+    namespaces: dict[str, dict[str, str]] | None = None
+
+
+def is_karpy_node(node: Mapping[str, Any]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return any(key in labels for key in KARPY_NODE_LABELS)
+
+
+def load_existing(path: str) -> Existing:
+    """Nodes (karpy's take pods unless cordoned or deleting), the non-terminal Pods bound to them,
+    and Namespaces; other kinds and unbound pods are left out."""
+    from extender.cluster import objects
+    from extender.provisioning import inventory
+
+    nodes: list[Mapping[str, Any]] = []
+    bound: dict[str, list[Mapping[str, Any]]] = {}
+    namespaces: dict[str, dict[str, str]] | None = None
+    for _, doc in _documents(path):
+        kind = doc.get("kind")
+        if kind == "Node":
+            nodes.append(doc)
+        elif kind == "Pod":
+            node = (doc.get("spec") or {}).get("nodeName")
+            if node and not objects.is_terminal(doc):
+                bound.setdefault(node, []).append(doc)
+        elif kind == "Namespace":
+            namespaces = namespaces if namespaces is not None else {}
+            namespaces[objects.name(doc)] = dict(objects.node_labels(doc))
+    result = Existing(usage=inventory.usage(nodes), namespaces=namespaces)
+    for node in nodes:
+        on_node = bound.get(objects.name(node), [])
+        takes_pods = is_karpy_node(node) and not objects.is_cordoned(node) and not objects.deleting(node)
+        result.nodes.append(
+            inventory.existing_node(
+                node, inventory.parse_pods(on_node), pod_count=len(on_node), schedulable=takes_pods
+            )
+        )
+    return result
 
 
 def _json_file(path: str, key: str) -> list[dict[str, Any]]:
@@ -172,7 +265,22 @@ def _from_ec2() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return instancetypes.describe_instance_types(ec2), instancetypes.describe_offerings(ec2)
 
 
-def render_json(plan: Plan, elapsed: float) -> dict[str, Any]:
+def unschedulable(plan: Plan, rejected: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Pods karpy could not read (`invalid`), then the solver's (`unmodelled`: a rule karpy does not
+    model; neither: nothing karpy may launch or use fits)."""
+    return [
+        *(
+            {"pod": key, "reason": reason, "invalid": True, "unmodelled": False}
+            for key, reason in rejected.items()
+        ),
+        *(
+            {"pod": u.pod.key, "reason": u.reason, "invalid": False, "unmodelled": u.unmodelled}
+            for u in plan.unschedulable
+        ),
+    ]
+
+
+def render_json(plan: Plan, elapsed: float, rejected: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {
         "nodes": [
             {
@@ -187,7 +295,7 @@ def render_json(plan: Plan, elapsed: float) -> dict[str, Any]:
             for node in plan.nodes
         ],
         "existing": {name: [p.key for p in pods] for name, pods in plan.existing.items()},
-        "unschedulable": [{"pod": u.pod.key, "reason": u.reason} for u in plan.unschedulable],
+        "unschedulable": unschedulable(plan, rejected or {}),
         "totalPricePerHour": round(plan.total_price, 6),
         "lowerBoundPricePerHour": round(plan.lower_bound, 6),
         "notes": list(plan.notes),
@@ -195,8 +303,29 @@ def render_json(plan: Plan, elapsed: float) -> dict[str, Any]:
     }
 
 
-def render_table(plan: Plan, elapsed: float) -> str:
+def render_table(
+    plan: Plan,
+    elapsed: float,
+    rejected: Mapping[str, str] | None = None,
+    existing: Sequence[ExistingNode] = (),
+) -> str:
     rows = [("NODE", "PROVISIONER", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS", "OPTIONS")]
+    known = {n.name: n for n in existing}
+    for name, pods in plan.existing.items():
+        node = known.get(name)
+        labels = node.labels if node else {}
+        rows.append(
+            (
+                name,
+                node.provisioner if node else "",
+                labels.get(wk.INSTANCE_TYPE, "") or "-",
+                labels.get(wk.ZONE, "") or "-",
+                labels.get(wk.CAPACITY_TYPE, "") or "-",
+                "-",
+                f"+{len(pods)}",
+                "existing",
+            )
+        )
     for i, node in enumerate(plan.nodes):
         rows.append(
             (
@@ -212,14 +341,16 @@ def render_table(plan: Plan, elapsed: float) -> str:
         )
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    return "\n".join([*plan.describe(), "", *lines, "", f"Computed in {elapsed:.3f}s"])
+    unread = [f"Unable to schedule pod {key}, {reason}" for key, reason in (rejected or {}).items()]
+    return "\n".join([*unread, *plan.describe(), "", *lines, "", f"Computed in {elapsed:.3f}s"])
 
 
 def run(args: argparse.Namespace) -> int:
     zones = [z.strip() for z in args.zones.split(",") if z.strip()]
-    pods = load_pods(args.pods)
+    loaded = load_pods(args.pods)
     provisioners = load_provisioners(args.provisioner)
     daemonsets = load_daemonsets(args.daemonsets) if args.daemonsets else []
+    existing = load_existing(args.existing) if args.existing else Existing()
     if args.instance_types:
         types = _json_file(args.instance_types, "InstanceTypes")
         offerings = _json_file(args.offerings, "InstanceTypeOfferings") if args.offerings else None
@@ -231,10 +362,19 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, CatalogError) as err:
         raise UsageError(str(err)) from err
     started = time.perf_counter()
-    plan = solve(pods, provisioners, catalog, daemonsets=daemonsets, sort_key=args.sort_key)
+    plan = solve(
+        loaded.pods,
+        provisioners,
+        catalog,
+        daemonsets=daemonsets,
+        existing_nodes=existing.nodes,
+        usage=existing.usage,
+        sort_key=args.sort_key,
+        namespaces=existing.namespaces,
+    )
     elapsed = time.perf_counter() - started
     if args.output == "json":
-        print(json.dumps(render_json(plan, elapsed), indent=2))
+        print(json.dumps(render_json(plan, elapsed, loaded.rejected), indent=2))
     else:
-        print(render_table(plan, elapsed))
+        print(render_table(plan, elapsed, loaded.rejected, existing.nodes))
     return 0

@@ -1,4 +1,4 @@
-"""Node verbs for provisioning: create the Node of a launched instance, list karpy's nodes."""
+"""Node verbs for provisioning: create the Node of a launched instance, read one, list karpy's or all."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from extender.cluster.client import call_json
 from extender.cluster.watch import list_objects
 
 ALREADY_EXISTS = 409
+NOT_FOUND = 404
 
 
 def _quantity(name: str, amount: float) -> str:
@@ -84,3 +85,18 @@ def instance_id(provider: str) -> str | None:
 def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
     """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
     return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]
+
+
+def list_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
+    """Every Node of the cluster (the solver counts their pods and topology domains)."""
+    return list_objects(client.CoreV1Api(kube).list_node)[0]
+
+
+def read_node(kube: client.ApiClient, name: str) -> dict[str, Any] | None:
+    """The Node as it is now; None if it is gone."""
+    try:
+        return call_json(client.CoreV1Api(kube).read_node, name)
+    except ApiException as err:
+        if err.status == NOT_FOUND:
+            return None
+        raise

@@ -1,8 +1,7 @@
-"""Pod reads: pending pods (spec.nodeName empty), pods on given nodes, DaemonSet templates."""
+"""Pod reads: pending pods (spec.nodeName empty), bound pods (all, or one node's), DaemonSet templates."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from kubernetes import client
@@ -23,14 +22,12 @@ def list_assigned(kube: client.ApiClient) -> list[dict[str, Any]]:
     return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=ASSIGNED)[0]
 
 
-def by_node(pods: Iterable[dict[str, Any]], nodes: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
-    wanted = set(nodes)
-    result: dict[str, list[dict[str, Any]]] = {name: [] for name in wanted}
-    for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node in wanted:
-            result[node].append(pod)
-    return result
+def list_on_node(kube: client.ApiClient, node: str) -> list[dict[str, Any]]:
+    """Non-terminal pods bound to `node` now (the re-check right before binding reads these)."""
+    return list_objects(
+        client.CoreV1Api(kube).list_pod_for_all_namespaces,
+        field_selector=f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed",
+    )[0]
 
 
 def daemonset_pods(kube: client.ApiClient) -> list[dict[str, Any]]:

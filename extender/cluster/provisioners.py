@@ -19,11 +19,37 @@ GROUP, VERSION = wk.API_VERSION.split("/")
 PLURAL = "provisioners"
 
 
+def load_defaulted(
+    obj: Mapping[str, Any], *, cluster_name: str, cluster_endpoint: str = "", instance_profile: str = ""
+) -> Provisioner:
+    """One Provisioner manifest with the webhook's defaults applied (idempotent) in case none ran;
+    `instance_profile` is the global default for Provisioners that name none. Raises
+    marshmallow.ValidationError."""
+    return load_provisioner(
+        default_manifest(
+            obj,
+            cluster_name=cluster_name,
+            cluster_endpoint=cluster_endpoint,
+            instance_profile=instance_profile,
+        )
+    )
+
+
+def load_configured(obj: Mapping[str, Any], settings: Settings) -> Provisioner:
+    """`load_defaulted` with the defaults karpy is configured with (the controller, and `karpy plan`
+    so that its plans are the controller's)."""
+    return load_defaulted(
+        obj,
+        cluster_name=settings.cluster_name,
+        cluster_endpoint=settings.cluster_endpoint,
+        instance_profile=settings.aws.default_instance_profile,
+    )
+
+
 def list_provisioners(
     kube: client.ApiClient, *, cluster_name: str, cluster_endpoint: str = "", instance_profile: str = ""
 ) -> list[Provisioner]:
-    """Every valid Provisioner, with the webhook's defaults applied (idempotent) in case none ran;
-    `instance_profile` is the global default for Provisioners that name none.
+    """Every valid Provisioner, defaulted (`load_defaulted`).
 
     An invalid object is logged and skipped: one bad Provisioner must not stop the others.
     """
@@ -33,13 +59,11 @@ def list_provisioners(
         name = (obj.get("metadata") or {}).get("name", "")
         try:
             result.append(
-                load_provisioner(
-                    default_manifest(
-                        obj,
-                        cluster_name=cluster_name,
-                        cluster_endpoint=cluster_endpoint,
-                        instance_profile=instance_profile,
-                    )
+                load_defaulted(
+                    obj,
+                    cluster_name=cluster_name,
+                    cluster_endpoint=cluster_endpoint,
+                    instance_profile=instance_profile,
                 )
             )
         except ValidationError as err:

@@ -11,6 +11,7 @@ those nodes as existing capacity instead of being launched for again.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -35,16 +36,18 @@ from extender.cloud.types import (
     InsufficientCapacityError,
     OfferingKey,
 )
-from extender.cluster import events
+from extender.cluster import events, objects
+from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.objects import pod_key
 from extender.provisioning import binder, inventory, launcher, metrics
 from extender.provisioning.batcher import Batcher
+from extender.provisioning.snapshot import BindSnapshot
 from extender.provisioning.watcher import PodWatcher
 from extender.scheduling.instancetypes import InstanceType
-from extender.scheduling.plan import Plan, PlannedNode
+from extender.scheduling.plan import ExistingNode, Plan, PlannedNode
 from extender.scheduling.solver import solve
 from extender.settings import Settings
 from extender.state import ClusterState
@@ -59,6 +62,17 @@ MAX_REPLANS = 3
 PARKED_RETRY_SECONDS = 30.0
 #: A follower looks at its leadership this often, so it adopts and provisions soon after gaining it.
 FOLLOWER_POLL_SECONDS = 0.5
+#: A pod karpy will not provision for (unparseable, or a rule it does not model) gets one Event per
+#: reason this often, however many batches it comes back in.
+REPORT_TTL_SECONDS = 600.0
+#: A pod the re-check refused twice within this long waits for the parked retry, not the next batch;
+#: its refusals also change the launch id of the next node planned for it (launcher.launch_id).
+REFUSED_TTL_SECONDS = 300.0
+
+#: Event reasons on pods (README, "Events").
+UNMODELLED_REASON = "UnmodelledRule"
+INVALID_POD_REASON = "InvalidPod"
+NOT_BINDING_REASON = "NotBinding"
 
 
 @dataclass
@@ -118,6 +132,13 @@ class ProvisioningController:
         )
         self.reports: list[BatchReport] = []
         self._parked: dict[str, dict[str, Any]] = {}
+        self._pod_cache = inventory.PodCache()
+        self._reported: TTLCache[tuple[str, str], bool] = TTLCache(
+            maxsize=10_000, ttl=REPORT_TTL_SECONDS, timer=clock
+        )
+        #: pod key -> times the re-check before binding refused it.
+        self._refused: TTLCache[str, int] = TTLCache(maxsize=10_000, ttl=REFUSED_TTL_SECONDS, timer=clock)
+        self._refused_lock = threading.Lock()
         self._fast_path: set[str] = set()
         self._parked_at = clock()
         self._lock = threading.Lock()
@@ -222,7 +243,7 @@ class ProvisioningController:
                         instance.id,
                     )
                     continue
-                manifest = launcher.adopted_node(instance, itype, prov)
+                manifest = launcher.adopted_node(instance, itype, prov, region=self.settings.aws.region)
                 kube_nodes.create_node(self.kube, manifest)
                 adopted.append(manifest["metadata"]["name"])
                 log.info(
@@ -275,7 +296,8 @@ class ProvisioningController:
         pending, _ = kube_pods.list_pending(self.kube)
         # Re-read: a pod bound or deleted while the window was open must not be bound twice.
         fresh = {pod_key(p): p for p in pending if pod_key(p) in batch}
-        pods = [p for p in (self._parse(m) for m in fresh.values()) if p is not None]
+        # A pod karpy cannot read is reported and left out; the rest of the batch goes on.
+        pods = [p for p in (self._parse_pending(m) for m in fresh.values()) if p is not None]
         report.add("reread", self.clock() - t0)
         report.pods = len(pods)
         if not pods:
@@ -299,12 +321,23 @@ class ProvisioningController:
         return _Context({p.name: p for p in provisioners}, catalog, daemonsets)
 
     def _inventory(self) -> inventory.Inventory:
-        karpy_nodes = kube_nodes.list_karpy_nodes(self.kube)
-        assigned = kube_pods.list_assigned(self.kube) if karpy_nodes else []
-        by_node = kube_pods.by_node(assigned, [n["metadata"]["name"] for n in karpy_nodes])
-        result = inventory.build(karpy_nodes, by_node, self.state.marked())
+        """Every node and every bound pod (one list each), and the namespaces' labels."""
+        nodes = kube_nodes.list_nodes(self.kube)
+        assigned = kube_pods.list_assigned(self.kube)
+        result = inventory.build(
+            nodes, assigned, self.state.marked(), self._namespaces(), cache=self._pod_cache
+        )
         self.state.set_nodes(result.nodes)
         return result
+
+    def _namespaces(self) -> dict[str, dict[str, str]] | None:
+        """Namespace -> labels; None (unknown: pods with a namespaceSelector are not provisioned
+        for) when they cannot be listed."""
+        try:
+            return kube_namespaces.list_labels(self.kube)
+        except Exception as err:
+            log.warning("Listing namespaces failed, namespace selectors are not evaluated, %s", err)
+            return None
 
     def _plan_and_launch(
         self,
@@ -319,14 +352,18 @@ class ProvisioningController:
         remaining = pods
         for attempt in range(MAX_REPLANS + 1):
             t0 = self.clock()
-            inv = self._inventory() if bind else inventory.Inventory(usage=self._inventory().usage)
-            # kube-scheduler may have bound some between the re-read and this listing.
-            unbound = [p for p in remaining if p.key not in inv.assigned]
-            if len(unbound) < len(remaining):
-                log.info("Not provisioning for %d pod(s) bound meanwhile", len(remaining) - len(unbound))
-                if not unbound:
-                    return
-                remaining = unbound
+            inv = self._inventory()
+            if bind:
+                # kube-scheduler may have bound some between the re-read and this listing.
+                unbound = [p for p in remaining if p.key not in inv.assigned]
+                if len(unbound) < len(remaining):
+                    log.info("Not provisioning for %d pod(s) bound meanwhile", len(remaining) - len(unbound))
+                    if not unbound:
+                        return
+                    remaining = unbound
+                existing = inv.existing
+            else:
+                existing = _topology_only(inv.existing, {p.key for p in remaining})
             unavailable = frozenset(
                 (k.instance_type, k.zone, k.capacity_type) for k in list(self.unavailable)
             )
@@ -335,25 +372,31 @@ class ProvisioningController:
                 list(ctx.provisioners.values()),
                 ctx.catalog,
                 daemonsets=ctx.daemonsets,
-                existing_nodes=inv.existing,
+                existing_nodes=existing,
                 unavailable=unavailable,
                 usage=inv.usage,
                 # The bound is for `karpy plan` and the benchmarks; a batch is pending pods waiting.
                 with_bound=False,
+                namespaces=inv.namespaces,
             )
             packing = self.clock() - t0
             metrics.PACKING.observe(packing)
             report.add("packing", packing)
             self._log_plan(plan, ctx, manifests or {})
-            if bind:
+            snapshot = BindSnapshot(inv.existing, inv.namespaces, plan.existing) if bind else None
+            if snapshot is not None:
                 for node, placed in plan.existing.items():
-                    report.count("bound", self._bind(node, placed, "", report, manifests))
-            groups = launcher.group(plan.nodes, ctx.provisioners, attempt)
+                    report.count("bound", self._bind(node, placed, "", report, manifests, snapshot))
+            with self._refused_lock:
+                retries = dict(self._refused)
+            groups = launcher.group(plan.nodes, ctx.provisioners, attempt, retries)
             report.count(
                 "option_lists", len({(n.provisioner, tuple(t.name for t in n.options)) for n in plan.nodes})
             )
             results = list(
-                self._launch_pool.map(lambda g: self._launch_group(g, report, bind, manifests), groups)
+                self._launch_pool.map(
+                    lambda g, snap=snapshot: self._launch_group(g, report, snap, manifests), groups
+                )
             )
             retry: list[Pod] = []
             for names, unlaunched in results:
@@ -372,10 +415,11 @@ class ProvisioningController:
         self,
         group: launcher.LaunchGroup,
         report: BatchReport,
-        bind: bool,
+        snapshot: BindSnapshot | None,
         manifests: Mapping[str, Mapping[str, Any]] | None,
     ) -> tuple[list[str], list[Pod]]:
-        """Launch one group; (node names, pods of nodes EC2 refused for capacity, to re-plan)."""
+        """Launch one group and bind its pods (`snapshot` set; None launches without binding);
+        (node names, pods of nodes EC2 refused for capacity, to re-plan)."""
         request = group.request
         provisioner = request.provisioner
         if not self.is_leader():
@@ -406,7 +450,7 @@ class ProvisioningController:
         names: list[str] = []
         for instance, planned in zip(result.instances, group.nodes, strict=False):
             t1 = self.clock()
-            manifest = launcher.node_for(instance, planned, provisioner)
+            manifest = launcher.node_for(instance, planned, provisioner, region=self.settings.aws.region)
             name = manifest["metadata"]["name"]
             kube_nodes.create_node(self.kube, manifest)
             created = self.clock() - t1
@@ -423,8 +467,10 @@ class ProvisioningController:
                 f"Launched node {name} ({instance.instance_type}, {instance.zone}, {instance.capacity_type}) "
                 f"for {len(planned.pods)} pod(s)",
             )
-            if bind:
-                report.count("bound", self._bind(name, planned.pods, provisioner.name, report, manifests))
+            if snapshot is not None:
+                report.count(
+                    "bound", self._bind(name, planned.pods, provisioner.name, report, manifests, snapshot)
+                )
         # Nodes EC2 did not launch (partial fleet): their pods go round again.
         return names, [p for node in group.nodes[len(result.instances) :] for p in node.pods]
 
@@ -435,24 +481,75 @@ class ProvisioningController:
         provisioner: str,
         report: BatchReport,
         manifests: Mapping[str, Mapping[str, Any]] | None,
+        snapshot: BindSnapshot,
     ) -> int:
+        t0 = self.clock()
+        admitted, refused = self._recheck(node, pods, snapshot)
+        report.add("recheck", self.clock() - t0)
+        for pod, reason in refused:
+            self._refuse(pod, node, reason, manifests)
+        if not admitted:
+            return 0
         t0 = self.clock()
         bound, failed = binder.bind_all(
             self.kube,
             self._bind_pool,
             self.state,
             node,
-            pods,
+            admitted,
             on_event=binder.pod_event(self.kube, provisioner, self._event_pool),
         )
         elapsed = self.clock() - t0
         report.add("binds", elapsed)
         metrics.BIND.labels(provisioner=provisioner).observe(elapsed)
         metrics.PODS_BOUND.labels(provisioner=provisioner).inc(len(bound))
+        if failed:
+            snapshot.forget(node, failed)
         if failed and manifests:
             # Back through the window: a failed bind is retried a batch later, never dropped.
             self.batcher.add({p.key: dict(manifests[p.key]) for p in failed if p.key in manifests})
         return len(bound)
+
+    def _recheck(
+        self, node: str, pods: Sequence[Pod], snapshot: BindSnapshot
+    ) -> tuple[list[Pod], list[tuple[Pod, str]]]:
+        """kube-scheduler's Filter for each pod on the node as it is now (read again, with the pods
+        bound to it now) and the batch's picture of the rest of the cluster."""
+        try:
+            manifest = kube_nodes.read_node(self.kube, node)
+            if manifest is None:
+                return [], [(p, f"node {node} is gone") for p in pods]
+            on_node = kube_pods.list_on_node(self.kube, node)
+        except Exception as err:  # the bind itself fails (and is retried) if the apiserver is away
+            log.warning("Re-reading node %s before binding failed, binding as planned, %s", node, err)
+            return list(pods), []
+        marked = self.state.marked()
+        if not inventory.takes_pods(manifest, marked):
+            snapshot.forget(node, pods)
+            why = marked.get(node) or ("deleting" if objects.deleting(manifest) else "cordoned")
+            return [], [(p, f"node {node} takes no more pods ({why})") for p in pods]
+        live = inventory.existing_node(
+            manifest, inventory.parse_pods(on_node), pod_count=len(on_node), schedulable=True
+        )
+        return snapshot.admit(live, pods)
+
+    def _refuse(
+        self, pod: Pod, node: str, reason: str, manifests: Mapping[str, Mapping[str, Any]] | None
+    ) -> None:
+        """A pod the re-check refused stays pending: the next batch plans it against the cluster as
+        it has become; refused again soon after, it waits for the parked retry instead."""
+        log.info("Not binding pod %s to node %s, %s", pod.key, node, reason)
+        self._pod_event(pod, NOT_BINDING_REASON, f"not binding to node {node}, {reason}")
+        with self._refused_lock:  # launch groups bind from the launch pool
+            refusals = self._refused.get(pod.key, 0) + 1
+            self._refused[pod.key] = refusals
+        if not manifests or pod.key not in manifests:
+            return
+        manifest = {pod.key: dict(manifests[pod.key])}
+        if refusals > 1:
+            self._parked.update(manifest)
+        else:
+            self.batcher.add(manifest)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -462,6 +559,44 @@ class ProvisioningController:
         except PodError as err:
             log.debug("Ignoring pod, %s", err)
             return None
+
+    def _parse_pending(self, manifest: Mapping[str, Any]) -> Pod | None:
+        """A pending pod of a batch; one karpy cannot read gets an Event and is left out."""
+        try:
+            return Pod.from_manifest(manifest)
+        except PodError as err:
+            meta = manifest.get("metadata") or {}
+            pod = Pod(
+                namespace=str(meta.get("namespace") or "default"),
+                name=str(meta.get("name") or ""),
+                uid=str(meta.get("uid") or ""),
+            )
+            self._report(pod, INVALID_POD_REASON, f"not provisioning for this pod, {err}")
+            return None
+
+    def _report(self, pod: Pod, reason: str, message: str) -> None:
+        """Log and record (Warning Event) why karpy will not provision for `pod`, once per
+        REPORT_TTL_SECONDS for the same pod and message."""
+        key = (pod.uid or pod.key, message)
+        if key in self._reported:
+            log.debug("Ignoring pod %s, %s", pod.key, message)
+            return
+        self._reported[key] = True
+        log.info("Ignoring pod %s, %s", pod.key, message)
+        self._pod_event(pod, reason, message)
+
+    def _pod_event(self, pod: Pod, reason: str, message: str) -> None:
+        self._event_pool.submit(
+            events.record,
+            self.kube,
+            kind="Pod",
+            name=pod.name,
+            namespace=pod.namespace,
+            uid=pod.uid,
+            reason=reason,
+            message=message,
+            warning=True,
+        )
 
     def _park(self, group: launcher.LaunchGroup, manifests: Mapping[str, Mapping[str, Any]] | None) -> None:
         if manifests:
@@ -477,6 +612,10 @@ class ProvisioningController:
                 log.info("%s", line)
         limited: dict[str, str] = {}
         for item in plan.unschedulable:
+            if item.unmodelled:
+                # Never bound and not parked: the rule is in the pod's spec, waiting changes nothing.
+                self._report(item.pod, UNMODELLED_REASON, item.reason)
+                continue
             log.info("Unable to schedule pod %s, %s", item.pod.key, item.reason)
             events.record(
                 self.kube,
@@ -516,7 +655,7 @@ class ProvisioningController:
 
     def refresh_status(self, provisioner_names: Iterable[str]) -> None:
         """Publish status.resources from live + in-flight nodes; lifecycle calls it after removing a node."""
-        usage = self._inventory().usage
+        usage = inventory.usage(kube_nodes.list_karpy_nodes(self.kube))
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         for name in provisioner_names:
             used = usage.get(name) or Resources()
@@ -537,6 +676,15 @@ class ProvisioningController:
             parked, self._parked = self._parked, {}
             self._parked_at = self.clock()
             self.batcher.add(parked)
+
+
+def _topology_only(nodes: Sequence[ExistingNode], leaving: set[str]) -> list[ExistingNode]:
+    """Replacements for pods leaving a node go on new nodes: every node only counts for topology,
+    without the leaving pods (they are about to be evicted)."""
+    return [
+        dataclasses.replace(n, schedulable=False, pods=tuple(p for p in n.pods if p.key not in leaving))
+        for n in nodes
+    ]
 
 
 __all__ = ["BatchReport", "PlannedNode", "ProvisioningController"]

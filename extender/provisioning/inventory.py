@@ -1,12 +1,16 @@
-"""karpy's nodes as the solver and the extender see them: ExistingNode capacity for in-flight and
-live nodes, per-Provisioner usage for limits, and the NodeInfo cache of ClusterState.
+"""The cluster as the solver and the extender see it: every node with the pods bound to it
+(ExistingNode; karpy places pods only on its own live and in-flight nodes, the others bring their
+topology domains and pods), per-Provisioner usage for limits (karpy's nodes only), and the
+NodeInfo cache of ClusterState (karpy's nodes).
 
-Pure functions over API JSON (Nodes and the pods bound to them).
+Pure functions over API JSON (Nodes and the pods bound to them); bound pods are parsed here and
+nowhere else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,78 +22,179 @@ from extender.cluster import objects
 from extender.scheduling.plan import ExistingNode
 from extender.state import NodeInfo
 
+log = logging.getLogger("karpy.controller.provisioning")
+
+#: Taints a node carries while it starts, which karpy binds past on its own nodes: karpy's
+#: not-ready taint (it only keeps kube-scheduler away), the not-ready taint the apiserver's
+#: TaintNodesByCondition puts on every new Node until its kubelet reports Ready, and the rest of
+#: Karpenter's KnownEphemeralTaints (unreachable, cloud provider uninitialized).
+EPHEMERAL_TAINTS = frozenset(
+    {
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+        ("node.kubernetes.io/unreachable", "NoSchedule"),
+        ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+    }
+)
+
+
+def ephemeral(taint: Mapping[str, Any]) -> bool:
+    key = taint.get("key")
+    return key == wk.NOT_READY_TAINT_KEY or (key, taint.get("effect")) in EPHEMERAL_TAINTS
+
 
 @dataclass
 class Inventory:
+    #: Every node of the cluster; `schedulable` only for karpy's nodes that can still take pods.
     existing: list[ExistingNode] = field(default_factory=list)
     #: Provisioner -> cpu/memory capacity of its nodes, live and in flight (limits count both).
     usage: dict[str, Resources] = field(default_factory=dict)
     nodes: list[NodeInfo] = field(default_factory=list)
-    #: Keys of the pods bound to these nodes: a pod listed pending moments ago may be among them.
+    #: Keys of the pods bound to any node: a pod listed pending moments ago may be among them.
     assigned: frozenset[str] = frozenset()
+    #: Namespace -> labels (namespaceSelector of pod affinity terms); None when unknown.
+    namespaces: Mapping[str, Mapping[str, str]] | None = None
 
 
-def pod_requests(pods: Iterable[Mapping[str, Any]]) -> Resources:
+def _parse(manifest: Mapping[str, Any]) -> Pod | None:
+    try:
+        return Pod.from_manifest(manifest)
+    except PodError as err:
+        log.debug("Not counting bound pod %s, %s", objects.pod_key(manifest), err)
+        return None
+
+
+class PodCache:
+    """Bound pods parsed once per (uid, resourceVersion): every batch lists every bound pod, and
+    most have not changed since the last. Not thread-safe (the batch lock serializes its users)."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, tuple[str, Pod | None]] = {}
+        self._seen: set[str] = set()
+
+    def parse(self, manifest: Mapping[str, Any]) -> Pod | None:
+        meta = objects.meta(manifest)
+        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        if not uid or not version:
+            return _parse(manifest)
+        self._seen.add(uid)
+        cached = self._pods.get(uid)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        pod = _parse(manifest)
+        self._pods[uid] = (version, pod)
+        return pod
+
+    def prune(self) -> None:
+        """Forget the pods not seen since the last prune (deleted, or finished)."""
+        self._pods = {uid: entry for uid, entry in self._pods.items() if uid in self._seen}
+        self._seen = set()
+
+
+def parse_pods(manifests: Iterable[Mapping[str, Any]], cache: PodCache | None = None) -> list[Pod]:
+    """The live (non-terminal) pods of a node as the solver counts them; a pod karpy cannot parse
+    still runs, but brings no requests or labels it could read."""
+    parse = cache.parse if cache is not None else _parse
+    return [
+        pod
+        for manifest in manifests
+        if not objects.is_terminal(manifest) and (pod := parse(manifest)) is not None
+    ]
+
+
+def pod_requests(pods: Iterable[Pod]) -> Resources:
     total = Resources()
-    for manifest in pods:
-        try:
-            total = total + Pod.from_manifest(manifest).requests
-        except PodError:
-            continue
+    for pod in pods:
+        total = total + pod.requests
     return total
+
+
+def usage(nodes: Iterable[Mapping[str, Any]]) -> dict[str, Resources]:
+    """Provisioner -> cpu/memory capacity of its nodes (karpy's nodes only; others count for no limit)."""
+    result: dict[str, Resources] = {}
+    for node in nodes:
+        provisioner = objects.provisioner_name(node)
+        if provisioner is None:
+            continue
+        capacity = Resources.parse((node.get("status") or {}).get("capacity"))
+        result[provisioner] = result.get(provisioner, Resources()) + Resources(
+            {CPU: capacity.cpu, MEMORY: capacity.memory}
+        )
+    return result
+
+
+def takes_pods(node: Mapping[str, Any], marked: Mapping[str, str]) -> bool:
+    """A karpy node karpy may still place pods on: not marked for removal, deleting or cordoned."""
+    return (
+        objects.is_karpy_node(node)
+        and objects.name(node) not in marked
+        and not objects.deleting(node)
+        and not objects.is_cordoned(node)
+    )
+
+
+def existing_node(
+    node: Mapping[str, Any], pods: Sequence[Pod], *, pod_count: int | None = None, schedulable: bool
+) -> ExistingNode:
+    """The solver's view of one Node with `pods` bound to it."""
+    node_labels = dict(objects.node_labels(node))
+    karpy = objects.is_karpy_node(node)
+    taints = tuple(
+        Taint(key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", ""))
+        for t in objects.taints(node)
+        if not (karpy and ephemeral(t))
+    )
+    return ExistingNode(
+        name=objects.name(node),
+        provisioner=objects.provisioner_name(node) or "",
+        instance_type=node_labels.get(wk.INSTANCE_TYPE, ""),
+        labels=node_labels,
+        taints=taints,
+        allocatable=Resources.parse((node.get("status") or {}).get("allocatable")),
+        requested=pod_requests(pods),
+        pod_count=len(pods) if pod_count is None else pod_count,
+        pods=tuple(pods),
+        schedulable=schedulable,
+    )
 
 
 def build(
     nodes: Iterable[Mapping[str, Any]],
-    pods_by_node: Mapping[str, list[Mapping[str, Any]]],
+    assigned: Iterable[Mapping[str, Any]],
     marked: Mapping[str, str],
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    cache: PodCache | None = None,
 ) -> Inventory:
+    """`nodes`: every Node of the cluster; `assigned`: every pod bound to a node (API JSON);
+    `cache` keeps the parsed pods from one call to the next."""
+    nodes = list(nodes)
+    pods_by_node: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in assigned:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            pods_by_node.setdefault(node, []).append(pod)
     result = Inventory(
-        assigned=frozenset(objects.pod_key(p) for bound in pods_by_node.values() for p in bound)
+        usage=usage(nodes),
+        assigned=frozenset(objects.pod_key(p) for bound in pods_by_node.values() for p in bound),
+        namespaces=namespaces,
     )
     for node in nodes:
-        meta = node.get("metadata") or {}
-        spec = node.get("spec") or {}
-        status = node.get("status") or {}
-        name = meta.get("name", "")
-        node_labels = meta.get("labels") or {}
-        provisioner = node_labels.get(wk.PROVISIONER_NAME, "")
-        capacity = Resources.parse(status.get("capacity"))
-        allocatable = Resources.parse(status.get("allocatable"))
-        result.usage[provisioner] = result.usage.get(provisioner, Resources()) + Resources(
-            {CPU: capacity.cpu, MEMORY: capacity.memory}
-        )
-        on_node = pods_by_node.get(name, [])
-        requested = pod_requests(on_node)
-        ready = objects.is_ready(node)
-        result.nodes.append(
-            NodeInfo(
-                name=name,
-                provisioner=provisioner,
-                labels=node_labels,
-                allocatable=allocatable,
-                requested=requested,
-                ready=ready,
+        name = objects.name(node)
+        on_node = pods_by_node.get(name, ())
+        pods = parse_pods(on_node, cache)
+        live = sum(1 for p in on_node if not objects.is_terminal(p))
+        solver_node = existing_node(node, pods, pod_count=live, schedulable=takes_pods(node, marked))
+        result.existing.append(solver_node)
+        if objects.is_karpy_node(node):
+            result.nodes.append(
+                NodeInfo(
+                    name=name,
+                    provisioner=solver_node.provisioner,
+                    labels=solver_node.labels,
+                    allocatable=solver_node.allocatable,
+                    requested=solver_node.requested,
+                    ready=objects.is_ready(node),
+                )
             )
-        )
-        if name in marked or meta.get("deletionTimestamp") or spec.get("unschedulable"):
-            continue
-        # karpy binds past its own not-ready taint (that taint only keeps kube-scheduler away).
-        taints = tuple(
-            Taint(key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", ""))
-            for t in spec.get("taints") or ()
-            if t.get("key") != wk.NOT_READY_TAINT_KEY
-        )
-        result.existing.append(
-            ExistingNode(
-                name=name,
-                provisioner=provisioner,
-                instance_type=node_labels.get(wk.INSTANCE_TYPE, ""),
-                labels=node_labels,
-                taints=taints,
-                allocatable=allocatable,
-                requested=requested,
-                pod_count=len(on_node),
-            )
-        )
+    if cache is not None:
+        cache.prune()
     return result

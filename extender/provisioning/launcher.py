@@ -44,15 +44,18 @@ def _group_key(node: PlannedNode) -> tuple:
     )
 
 
-def launch_id(nodes: Sequence[PlannedNode], attempt: int) -> str:
+def launch_id(nodes: Sequence[PlannedNode], attempt: int, retries: Mapping[str, int] | None = None) -> str:
     """Same pods, Provisioner, request and attempt -> same id (the EC2 ClientToken, at most 64 chars).
 
     EC2 rejects a ClientToken reused with different parameters (IdempotentParameterMismatch), so
     the options, zones and capacity types are part of the key, and so is the re-plan attempt, whose
     request leaves out the offerings EC2 just refused. Each pod's current node is too: replacements
     for a node's bound pods are a different launch from the one that brought that node up for the
-    same pods while they were pending.
+    same pods while they were pending. `retries` (pod key -> times the re-check before binding
+    refused it) is too: an instance found by its launch id may have become a node that other pods
+    filled since (adopted after a crash), and planning the refused pod again must launch anew.
     """
+    retries = retries or {}
     first = nodes[0]
     key = "\n".join(
         [
@@ -61,14 +64,21 @@ def launch_id(nodes: Sequence[PlannedNode], attempt: int) -> str:
             ",".join(t.name for t in first.options),
             ",".join(first.zones),
             ",".join(first.capacity_types),
-            *sorted(f"{p.uid}@{p.node_name}" for node in nodes for p in node.pods),
+            *sorted(
+                f"{p.uid}@{p.node_name}" + (f"#{retries[p.key]}" if retries.get(p.key) else "")
+                for node in nodes
+                for p in node.pods
+            ),
         ]
     )
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def group(
-    nodes: Sequence[PlannedNode], provisioners: Mapping[str, Provisioner], attempt: int = 0
+    nodes: Sequence[PlannedNode],
+    provisioners: Mapping[str, Provisioner],
+    attempt: int = 0,
+    retries: Mapping[str, int] | None = None,
 ) -> list[LaunchGroup]:
     grouped: dict[tuple, list[PlannedNode]] = {}
     for node in nodes:
@@ -86,7 +96,7 @@ def group(
                     count=len(members),
                     labels=dict(first.labels),
                     taints=tuple(first.taints),
-                    launch_id=launch_id(members, attempt),
+                    launch_id=launch_id(members, attempt, retries),
                 ),
                 nodes=tuple(members),
             )
@@ -99,19 +109,39 @@ def instance_type_of(instance: Instance, planned: PlannedNode) -> InstanceType:
     return next((t for t in planned.options if t.name == instance.instance_type), planned.options[0])
 
 
-def node_for(instance: Instance, planned: PlannedNode, provisioner: Provisioner) -> dict[str, Any]:
+def node_for(
+    instance: Instance, planned: PlannedNode, provisioner: Provisioner, *, region: str = ""
+) -> dict[str, Any]:
     """The Node object of a launched instance (Karpenter 0.5's instanceToNode)."""
-    return _node(instance, instance_type_of(instance, planned), provisioner, planned.labels, planned.taints)
+    return _node(
+        instance, instance_type_of(instance, planned), provisioner, planned.labels, planned.taints, region
+    )
 
 
-def adopted_node(instance: Instance, itype: InstanceType, provisioner: Provisioner) -> dict[str, Any]:
+def adopted_node(
+    instance: Instance, itype: InstanceType, provisioner: Provisioner, *, region: str = ""
+) -> dict[str, Any]:
     """The Node of an instance whose launch was interrupted before its Node was written.
 
     The plan's labels are gone with the crashed controller; the Provisioner's own single-valued
     requirements give the same labels for everything but the pods' extra requirements.
     """
     single = Requirements.from_requirements(provisioner.requirements).single_values()
-    return _node(instance, itype, provisioner, single, provisioner.taints)
+    return _node(instance, itype, provisioner, single, provisioner.taints, region)
+
+
+#: GA key -> the deprecated alias kubelet and the cloud providers still set beside it, so a
+#: topologyKey or selector written with the old name sees karpy's nodes as it sees theirs.
+DEPRECATED_ALIASES = {ga: old for old, ga in wk.DEPRECATED_LABELS.items() if old != wk.CAPACITY_TYPE_ALIAS}
+
+
+def with_deprecated_aliases(labels: Mapping[str, str]) -> dict[str, str]:
+    """`labels` plus beta.kubernetes.io/{arch,os,instance-type} and
+    failure-domain.beta.kubernetes.io/{zone,region} for the GA keys present."""
+    return {
+        **labels,
+        **{old: labels[ga] for ga, old in DEPRECATED_ALIASES.items() if labels.get(ga)},
+    }
 
 
 def _node(
@@ -120,6 +150,7 @@ def _node(
     provisioner: Provisioner,
     labels: Mapping[str, str],
     planned_taints: Sequence[Taint],
+    region: str = "",
 ) -> dict[str, Any]:
     node_labels = {
         **provisioner.labels,
@@ -130,6 +161,9 @@ def _node(
         wk.PROVISIONER_NAME: provisioner.name,
         wk.MANAGED_BY_LABEL: "true",
     }
+    if region:
+        node_labels[wk.REGION] = region
+    node_labels = with_deprecated_aliases(node_labels)
     taints = (*provisioner.taints, *(t for t in planned_taints if t not in provisioner.taints), NOT_READY)
     return node_manifest(
         name=instance.private_dns_name.lower() or instance.id,

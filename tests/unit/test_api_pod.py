@@ -43,7 +43,10 @@ def test_bad_quantity_names_pod_and_field():
 def test_any_topology_key_is_accepted_and_a_missing_one_is_rejected():
     """kube-scheduler: a topologyKey is any node label key (issue 11: `rack` used to be refused)."""
     spread = [{"maxSkew": 1, "topologyKey": "rack", "labelSelector": {}}]
-    assert Pod.from_manifest(manifest(topologySpreadConstraints=spread)).topology_spread[0].topology_key == "rack"
+    assert (
+        Pod.from_manifest(manifest(topologySpreadConstraints=spread)).topology_spread[0].topology_key
+        == "rack"
+    )
     with pytest.raises(PodError, match=r"topologySpreadConstraints\[0\]\.topologyKey"):
         Pod.from_manifest(manifest(topologySpreadConstraints=[{"maxSkew": 1}]))
 

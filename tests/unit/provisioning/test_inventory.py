@@ -1,4 +1,5 @@
-"""karpy's nodes as solver input: in-flight capacity, limits usage, what the guard caches."""
+"""Every node of the cluster as solver input: karpy's take pods, the others only count for topology;
+limits usage and the guard's cache stay karpy's."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ from extender.api import labels as wk
 from extender.provisioning import inventory
 
 
-def node(name: str, prov: str = "default", **extra: object) -> dict:
+def node(name: str, prov: str | None = "default", **extra: object) -> dict:
+    labels = {wk.INSTANCE_TYPE: "c5.xlarge", wk.ZONE: "us-west-2a"}
+    if prov is not None:
+        labels[wk.PROVISIONER_NAME] = prov
     return {
-        "metadata": {"name": name, "labels": {wk.PROVISIONER_NAME: prov, wk.INSTANCE_TYPE: "c5.xlarge"}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {"taints": [{"key": wk.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}], **extra},
         "status": {
             "capacity": {"cpu": "4", "memory": "8Gi", "pods": "58"},
@@ -17,32 +21,100 @@ def node(name: str, prov: str = "default", **extra: object) -> dict:
     }
 
 
-def pod(cpu: str) -> dict:
+def pod(cpu: str, on: str = "n1", name: str = "p", phase: str = "Running", **labels: str) -> dict:
     return {
-        "metadata": {"name": "p", "namespace": "ns"},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "metadata": {"name": name, "namespace": "ns", "labels": labels},
+        "spec": {"nodeName": on, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": phase},
     }
 
 
-def test_in_flight_node_offers_its_room_without_the_not_ready_taint() -> None:
-    inv = inventory.build([node("n1")], {"n1": [pod("1"), pod("500m")]}, marked={})
+def test_in_flight_node_offers_its_room_without_its_start_up_taints() -> None:
+    starting = node("n1")
+    starting["spec"]["taints"] += [
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+        {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"},
+    ]
+    inv = inventory.build([starting], [pod("1", name="a"), pod("500m", name="b")], marked={})
     (existing,) = inv.existing
-    assert existing.taints == () and existing.pod_count == 2
+    assert existing.taints == () and existing.pod_count == 2 and existing.schedulable
     assert existing.requested.cpu == 1.5 and existing.allocatable.cpu == 3.9
+    assert {p.key for p in existing.pods} == {"ns/a", "ns/b"}
     assert inv.usage["default"].cpu == 4 and inv.usage["default"].memory == 8 * 2**30
 
 
-def test_marked_cordoned_and_deleting_nodes_count_for_limits_but_take_no_pods() -> None:
+def test_marked_cordoned_and_deleting_nodes_count_for_limits_and_topology_but_take_no_pods() -> None:
     deleting = node("n3")
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    inv = inventory.build([node("n1"), node("n2", unschedulable=True), deleting], {}, marked={"n1": "empty"})
-    assert inv.existing == []
+    inv = inventory.build(
+        [node("n1"), node("n2", unschedulable=True), deleting],
+        [pod("1", on="n2", app="web")],
+        marked={"n1": "empty"},
+    )
+    assert [(n.name, n.schedulable) for n in inv.existing] == [("n1", False), ("n2", False), ("n3", False)]
+    assert inv.existing[1].pods[0].labels == {"app": "web"}
     assert inv.usage["default"].cpu == 12
     assert {n.name for n in inv.nodes} == {"n1", "n2", "n3"}
 
 
-def test_inventory_names_the_pods_bound_to_karpy_nodes() -> None:
-    bound = pod("1")
-    bound["metadata"]["name"] = "bound"
-    inv = inventory.build([node("n1"), node("n2")], {"n1": [bound], "n2": [pod("1")]}, marked={})
-    assert inv.assigned == {"ns/bound", "ns/p"}
+def test_other_nodes_bring_pods_and_taints_but_no_usage_and_no_cache_entry() -> None:
+    theirs = node("ng-1", prov=None)
+    theirs["spec"]["taints"] += [
+        {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+    ]
+    inv = inventory.build([theirs, node("n1")], [pod("2", on="ng-1", app="db")], marked={})
+    other = next(n for n in inv.existing if n.name == "ng-1")
+    assert not other.schedulable and other.provisioner == ""
+    # Start-up taints are dropped only from karpy's nodes.
+    assert {t.key for t in other.taints} == {
+        wk.NOT_READY_TAINT_KEY,
+        "dedicated",
+        "node.kubernetes.io/not-ready",
+    }
+    assert [p.key for p in other.pods] == ["ns/p"] and other.requested.cpu == 2
+    assert set(inv.usage) == {"default"}
+    assert [n.name for n in inv.nodes] == ["n1"]
+
+
+def test_terminal_and_unparseable_bound_pods() -> None:
+    bad = pod("1x", name="bad")
+    done = pod("1", name="done", phase="Succeeded")
+    inv = inventory.build([node("n1")], [pod("1", name="ok"), bad, done], marked={})
+    (existing,) = inv.existing
+    # A pod karpy cannot read still takes a pod slot; a finished one takes nothing.
+    assert [p.key for p in existing.pods] == ["ns/ok"] and existing.pod_count == 2
+    assert existing.requested.cpu == 1
+
+
+def test_inventory_names_the_pods_bound_to_any_node_and_keeps_namespaces() -> None:
+    inv = inventory.build(
+        [node("n1"), node("x", prov=None)],
+        [pod("1", on="n1", name="bound"), pod("1", on="x", name="p"), pod("1", on="gone", name="q")],
+        marked={},
+        namespaces={"ns": {"team": "a"}},
+    )
+    assert inv.assigned == {"ns/bound", "ns/p", "ns/q"}
+    assert inv.namespaces == {"ns": {"team": "a"}}
+
+
+def test_usage_counts_karpy_nodes_only() -> None:
+    assert inventory.usage([node("n1"), node("n2", prov="other"), node("x", prov=None)]) == {
+        "default": inventory.usage([node("n1")])["default"],
+        "other": inventory.usage([node("n1")])["default"],
+    }
+
+
+def test_pod_cache_parses_a_pod_once_per_resource_version_and_forgets_deleted_ones() -> None:
+    cache = inventory.PodCache()
+    a = pod("1", name="a")
+    a["metadata"].update(uid="u-a", resourceVersion="1")
+    first = inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0]
+    again = inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0]
+    assert again is first
+    a["metadata"]["resourceVersion"] = "2"
+    a["metadata"]["labels"] = {"app": "new"}
+    changed = inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0]
+    assert changed is not first and changed.labels == {"app": "new"}
+    inventory.build([node("n1")], [], marked={}, cache=cache)
+    assert inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0] is not changed

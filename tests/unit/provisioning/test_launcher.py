@@ -91,3 +91,38 @@ def test_adopted_node_carries_the_provisioners_labels_type_and_not_ready_taint()
     assert meta["labels"][wk.ZONE] == "us-west-2b" and meta["labels"][wk.INSTANCE_TYPE] == "c5.xlarge"
     assert [t["key"] for t in spec["taints"]] == [wk.NOT_READY_TAINT_KEY]
     assert node["status"]["allocatable"]["cpu"]
+
+
+def test_nodes_carry_the_deprecated_label_aliases_kubelet_sets() -> None:
+    pods = [pod("u1"), pod("u2")]
+    plan = solve(pods, [PROV], list(catalog()))
+    (planned,) = plan.nodes
+    launched = instance("i-8", itype=planned.instance_type.name)
+    labels = launcher.node_for(launched, planned, PROV, region="us-west-2")["metadata"]["labels"]
+    assert (
+        labels["beta.kubernetes.io/instance-type"] == labels[wk.INSTANCE_TYPE] == planned.instance_type.name
+    )
+    assert labels["beta.kubernetes.io/arch"] == labels[wk.ARCH] == planned.instance_type.arch
+    assert labels["beta.kubernetes.io/os"] == labels[wk.OS] == "linux"
+    assert labels["failure-domain.beta.kubernetes.io/zone"] == labels[wk.ZONE] == "us-west-2b"
+    assert labels["failure-domain.beta.kubernetes.io/region"] == labels[wk.REGION] == "us-west-2"
+    assert wk.CAPACITY_TYPE_ALIAS not in labels
+    # Without a known region neither region label is written.
+    itype = next(t for t in catalog() if t.name == "c5.xlarge")
+    adopted = launcher.adopted_node(instance("i-9"), itype, PROV)["metadata"]["labels"]
+    assert adopted["failure-domain.beta.kubernetes.io/zone"] == "us-west-2b"
+    assert wk.REGION not in adopted and "failure-domain.beta.kubernetes.io/region" not in adopted
+
+
+def test_a_pod_refused_before_binding_gets_a_new_launch_id_the_others_keep_theirs() -> None:
+    """An instance found by its launch id may have become a node other pods filled since: the
+    refused pod's next node must be a new launch; a crash-restart re-plan must not."""
+    pods = [pod("u1"), pod("u2")]
+    plan = solve(pods, [PROV], list(catalog()))
+
+    def ids(retries: dict[str, int] | None) -> list[str]:
+        return [g.request.launch_id for g in launcher.group(plan.nodes, {PROV.name: PROV}, 0, retries)]
+
+    assert ids(None) == ids({}) == ids({"ns/unrelated": 3})
+    assert ids({"ns/p-u1": 1}) != ids(None)
+    assert ids({"ns/p-u1": 2}) != ids({"ns/p-u1": 1})

@@ -50,14 +50,160 @@ def test_table_output_prints_karpenter_log_lines(tmp_path, capsys):
     assert code == 0 and "Computed packing for 5 pod(s) with instance type option(s) [" in out.out
 
 
-def test_malformed_quantity_exits_2_naming_pod_and_field(tmp_path, capsys):
+def test_malformed_quantity_is_reported_naming_pod_and_field_and_the_rest_planned(tmp_path, capsys):
     bad = (
-        "kind: Pod\nmetadata: {name: bad}\nspec:\n"
+        DEPLOYMENT + "---\nkind: Pod\nmetadata: {name: bad}\nspec:\n"
         "  containers: [{name: c, resources: {requests: {cpu: 1x}}}]\n"
     )
+    code, out = run(tmp_path, capsys, bad, "-o", "json")
+    result = json.loads(out.out)
+    assert code == 0 and result["nodes"]
+    (item,) = result["unschedulable"]
+    assert item["pod"] == "default/bad" and item["invalid"] and not item["unmodelled"]
+    assert "spec.containers[0].resources.requests.cpu" in item["reason"]
     code, out = run(tmp_path, capsys, bad)
-    assert code == 2
-    assert "default/bad" in out.err and "spec.containers[0].resources.requests.cpu" in out.err
+    assert code == 0 and "Unable to schedule pod default/bad, " in out.out
+
+
+def test_a_bad_workload_template_reports_each_replica(tmp_path, capsys):
+    bad = DEPLOYMENT.replace('cpu: "1"', "cpu: 1x").replace("replicas: 5", "replicas: 2")
+    code, out = run(tmp_path, capsys, bad, "-o", "json")
+    result = json.loads(out.out)
+    assert code == 0 and result["nodes"] == []
+    assert [u["pod"] for u in result["unschedulable"]] == ["shop/web-0", "shop/web-1"]
+    assert result["unschedulable"][0]["reason"].startswith("Deployment shop/web (template): ")
+
+
+def test_unmodelled_pod_is_reported_and_the_rest_planned(tmp_path, capsys):
+    pvc = (
+        DEPLOYMENT + "---\nkind: Pod\nmetadata: {name: db}\nspec:\n"
+        "  containers: [{name: c, resources: {requests: {cpu: '1'}}}]\n"
+        "  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]\n"
+    )
+    code, out = run(tmp_path, capsys, pvc, "-o", "json")
+    result = json.loads(out.out)
+    assert code == 0 and sorted(result["nodes"][0]["pods"]) == [f"shop/web-{i}" for i in range(5)]
+    (item,) = result["unschedulable"]
+    assert item["pod"] == "default/db" and item["unmodelled"] and "spec.volumes[0]" in item["reason"]
+
+
+def test_provisioners_get_the_controllers_defaults(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("KARPY_AWS_DEFAULT_INSTANCE_PROFILE", raising=False)
+    # No Provisioner: `default` with no spec, defaulted like the controller's: on-demand, amd64.
+    code, out = run(tmp_path, capsys, DEPLOYMENT, "-o", "json")
+    (node,) = json.loads(out.out)["nodes"]
+    assert code == 0 and node["capacityType"] == "on-demand"
+    types = {
+        t["InstanceType"]: t for t in json.loads((DATA / "instance-types.json").read_text())["InstanceTypes"]
+    }
+    assert types[node["instanceType"]]["ProcessorInfo"]["SupportedArchitectures"] == ["x86_64"]
+    # The Karpenter 0.5 alias is rewritten, as the webhook and controller do.
+    prov = tmp_path / "prov.yaml"
+    prov.write_text(
+        "kind: Provisioner\nmetadata: {name: spot}\n"
+        "spec: {requirements: [{key: node.k8s.aws/capacity-type, operator: In, values: [spot]}]}\n"
+    )
+    code, out = run(tmp_path, capsys, DEPLOYMENT, "--provisioner", str(prov), "-o", "json")
+    (node,) = json.loads(out.out)["nodes"]
+    assert code == 0 and node["provisioner"] == "spot" and node["capacityType"] == "spot"
+
+
+EXISTING = """
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: ours
+      labels:
+        karpy.sh/managed: "true"
+        topology.kubernetes.io/zone: us-west-2b
+        kubernetes.io/hostname: ours
+    status:
+      allocatable: {cpu: "4", memory: 16Gi, pods: "58"}
+      capacity: {cpu: "4", memory: 16Gi, pods: "58"}
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: cordoned
+      labels: {karpenter.sh/provisioner-name: default, topology.kubernetes.io/zone: us-west-2c}
+    spec: {unschedulable: true}
+    status:
+      allocatable: {cpu: "64", memory: 256Gi, pods: "58"}
+      capacity: {cpu: "64", memory: 256Gi, pods: "58"}
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: theirs
+      labels: {topology.kubernetes.io/zone: us-west-2a, kubernetes.io/hostname: theirs}
+    status: {allocatable: {cpu: "64", memory: 256Gi, pods: "58"}}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: db-0, namespace: data, labels: {app: db}}
+    spec: {nodeName: theirs, containers: [{name: c, resources: {requests: {cpu: "1"}}}]}
+    status: {phase: Running}
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: old, namespace: data, labels: {app: db}}
+    spec: {nodeName: ours, containers: [{name: c}]}
+    status: {phase: Succeeded}
+  - apiVersion: v1
+    kind: Namespace
+    metadata: {name: data, labels: {tier: storage}}
+"""
+
+AWAY_FROM_DB = """
+kind: Pod
+metadata: {name: away, namespace: shop}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: topology.kubernetes.io/zone
+          labelSelector: {matchLabels: {app: db}}
+          namespaceSelector: {matchLabels: {tier: storage}}
+---
+kind: Pod
+metadata: {name: big, namespace: shop}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "8"}}}]
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: topology.kubernetes.io/zone
+          labelSelector: {matchLabels: {app: db}}
+          namespaceSelector: {matchLabels: {tier: storage}}
+"""
+
+
+def test_existing_nodes_pods_and_namespaces_are_planned_around(tmp_path, capsys):
+    existing = tmp_path / "existing.yaml"
+    existing.write_text(EXISTING)
+    code, out = run(tmp_path, capsys, AWAY_FROM_DB, "--existing", str(existing), "-o", "json")
+    result = json.loads(out.out)
+    assert code == 0, out.err
+    # The small pod goes onto karpy's node with room; the big one onto new capacity, neither into
+    # zone a (the db pod on the other node, selected through its namespace's labels), and nothing
+    # onto the cordoned node.
+    assert result["existing"] == {"ours": ["shop/away"]}
+    (node,) = result["nodes"]
+    assert node["pods"] == ["shop/big"] and node["zone"] != "us-west-2a"
+    code, out = run(tmp_path, capsys, AWAY_FROM_DB, "--existing", str(existing))
+    assert code == 0 and "Packed 1 pod(s) onto existing node ours" in out.out
+    assert any(line.startswith("ours ") and "existing" in line for line in out.out.splitlines())
+
+
+def test_without_namespaces_a_namespace_selector_is_unmodelled(tmp_path, capsys):
+    existing = tmp_path / "existing.yaml"
+    existing.write_text(EXISTING.split("  - apiVersion: v1\n    kind: Namespace")[0])
+    code, out = run(tmp_path, capsys, AWAY_FROM_DB, "--existing", str(existing), "-o", "json")
+    result = json.loads(out.out)
+    assert code == 0 and {u["pod"] for u in result["unschedulable"] if u["unmodelled"]} == {
+        "shop/away",
+        "shop/big",
+    }
 
 
 def test_unknown_kind_exits_2(tmp_path, capsys):

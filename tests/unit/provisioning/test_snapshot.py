@@ -1,0 +1,179 @@
+"""The re-check before binding: a sound plan passes whatever the order of its binds; what changed
+on the live node since planning refuses the pods it affects."""
+
+from __future__ import annotations
+
+from extender.api import labels as wk
+from extender.api.pod import Pod
+from extender.api.resources import Resources
+from extender.provisioning.snapshot import BindSnapshot, with_pods, without_pod
+from extender.scheduling.plan import ExistingNode
+
+
+def node(name: str, zone: str, pods: tuple[Pod, ...] = (), cpu: float = 8) -> ExistingNode:
+    empty = ExistingNode(
+        name=name,
+        provisioner="default",
+        instance_type="c5.2xlarge",
+        labels={wk.ZONE: zone, wk.HOSTNAME: name},
+        taints=(),
+        allocatable=Resources({"cpu": cpu, "memory": 16 * 2**30, "pods": 58}),
+        requested=Resources(),
+        pod_count=0,
+    )
+    return with_pods(empty, pods)
+
+
+def spread_pod(name: str, **spec: object) -> Pod:
+    return Pod.from_manifest(
+        {
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": wk.ZONE,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    }
+                ],
+                **spec,
+            },
+        }
+    )
+
+
+def anti_pod(name: str, labels: dict[str, str], against: dict[str, str]) -> Pod:
+    return Pod.from_manifest(
+        {
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": against}}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+
+
+def test_zone_spread_plan_passes_in_any_bind_order() -> None:
+    """3 pods run in zone a; the plan puts 3 new ones on b's node and 3 on c's. Checked against the
+    binds made so far, the second pod into b would see b=1, c=0 (skew 2) once c's node exists."""
+    running = tuple(spread_pod(f"old{i}") for i in range(3))
+    b_pods = [spread_pod(f"b{i}") for i in range(3)]
+    c_pods = [spread_pod(f"c{i}") for i in range(3)]
+    for first, second in (("b", "c"), ("c", "b")):
+        snapshot = BindSnapshot([node("a", "us-west-2a", running)], namespaces={})
+        groups = {"b": b_pods, "c": c_pods}
+        for name in (first, second):
+            admitted, refused = snapshot.admit(node(name, f"us-west-2{name}"), groups[name])
+            assert refused == [] and admitted == groups[name]
+
+
+def test_pods_planned_onto_an_existing_empty_node_count_before_its_binds() -> None:
+    running = tuple(spread_pod(f"old{i}") for i in range(3))
+    b_pods = [spread_pod(f"b{i}") for i in range(3)]
+    c_pods = [spread_pod(f"c{i}") for i in range(3)]
+    empty_c = node("c", "us-west-2c")
+    snapshot = BindSnapshot([node("a", "us-west-2a", running), empty_c], namespaces={}, planned={"c": c_pods})
+    assert snapshot.admit(node("b", "us-west-2b"), b_pods) == (b_pods, [])
+    assert snapshot.admit(empty_c, c_pods) == (c_pods, [])
+
+
+def test_a_pod_kube_scheduler_placed_meanwhile_refuses_the_conflicting_pod() -> None:
+    planned = anti_pod("mine", {"app": "x"}, against={"app": "db"})
+    other = Pod.from_manifest(
+        {"metadata": {"name": "db", "namespace": "ns", "labels": {"app": "db"}}, "spec": {"containers": []}}
+    )
+    existing = node("n1", "us-west-2a")
+    snapshot = BindSnapshot([existing], namespaces={}, planned={"n1": [planned]})
+    live = with_pods(existing, [other])  # bound by kube-scheduler after the plan was made
+    admitted, refused = snapshot.admit(live, [planned])
+    assert admitted == []
+    ((pod, reason),) = refused
+    assert pod is planned and "anti-affinity" in reason and "ns/db" in reason
+    # The refused pod leaves the picture: it does not count for later checks.
+    assert [p.key for p in snapshot.node("n1").pods] == ["ns/db"]
+
+
+def test_room_taken_meanwhile_refuses_what_no_longer_fits() -> None:
+    first, second = spread_pod("p1"), spread_pod("p2")
+    small = node("n1", "us-west-2a", cpu=2)
+    filler = Pod.from_manifest(
+        {
+            "metadata": {"name": "filler", "namespace": "other"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        }
+    )
+    snapshot = BindSnapshot([small], namespaces={}, planned={"n1": [first, second]})
+    admitted, refused = snapshot.admit(with_pods(small, [filler]), [first, second])
+    assert [p.key for p in admitted] == ["ns/p1"]
+    assert [p.key for p, _ in refused] == ["ns/p2"] and "insufficient cpu" in refused[0][1]
+
+
+def test_batch_pods_count_for_each_other_first_come_first_bound() -> None:
+    """Two pods of one app with hostname anti-affinity on two nodes: each passes; a third pod put
+    beside the first (a plan the solver never makes) is refused, the first is not."""
+    one, two = anti_pod("one", {"app": "a"}, {"app": "a"}), anti_pod("two", {"app": "a"}, {"app": "a"})
+    three = anti_pod("three", {"app": "a"}, {"app": "a"})
+    snapshot = BindSnapshot(
+        [node("n1", "us-west-2a"), node("n2", "us-west-2b")],
+        namespaces={},
+        planned={"n1": [one], "n2": [two]},
+    )
+    assert snapshot.admit(node("n2", "us-west-2b"), [two])[1] == []
+    admitted, refused = snapshot.admit(node("n1", "us-west-2a"), [one, three])
+    assert admitted == [one] and [p.key for p, _ in refused] == ["ns/three"]
+
+
+def test_forget_takes_failed_binds_out_of_the_picture() -> None:
+    pod = spread_pod("p")
+    snapshot = BindSnapshot([node("n1", "us-west-2a")], namespaces={}, planned={"n1": [pod]})
+    assert [p.key for p in snapshot.node("n1").pods] == ["ns/p"]
+    snapshot.forget("n1", [pod])
+    assert snapshot.node("n1").pods == () and snapshot.node("n1").pod_count == 0
+
+
+def test_with_and_without_keep_requests_and_counts() -> None:
+    base = node("n1", "us-west-2a")
+    pods = [spread_pod("p1"), spread_pod("p2")]
+    full = with_pods(base, pods)
+    assert full.pod_count == 2 and full.requested.cpu == 2
+    assert with_pods(full, pods) is full
+    less = without_pod(full, "ns/p1")
+    assert less.pod_count == 1 and less.requested.cpu == 1 and [p.key for p in less.pods] == ["ns/p2"]
+    assert without_pod(less, "ns/nope") is less
+
+
+def test_a_plain_pod_is_still_refused_by_the_anti_affinity_of_a_pod_elsewhere() -> None:
+    """Symmetry: the running pod's zone anti-affinity selects the incoming pod, which has no rules
+    of its own; another node of that zone refuses it, a node of another zone does not."""
+    keeper = Pod.from_manifest(
+        {
+            "metadata": {"name": "keeper", "namespace": "ns", "labels": {"app": "keeper"}},
+            "spec": {
+                "containers": [],
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"topologyKey": wk.ZONE, "labelSelector": {"matchLabels": {"app": "web"}}}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    plain = Pod.from_manifest(
+        {"metadata": {"name": "web", "namespace": "ns", "labels": {"app": "web"}}, "spec": {"containers": []}}
+    )
+    others = [node(f"filler-{i}", "us-west-2c") for i in range(3)]
+    snapshot = BindSnapshot([node("k", "us-west-2a", (keeper,)), *others], namespaces={})
+    admitted, refused = snapshot.admit(node("same-zone", "us-west-2a"), [plain])
+    assert admitted == [] and "keeper" in refused[0][1]
+    assert snapshot.admit(node("other-zone", "us-west-2b"), [plain]) == ([plain], [])
