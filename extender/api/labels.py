@@ -1,5 +1,7 @@
 """Well-known label, taint, annotation and finalizer keys (karpenter.sh/v1alpha5 vocabulary)."""
 
+from collections.abc import Mapping
+
 GROUP = "karpenter.sh"
 API_VERSION = "karpenter.sh/v1alpha5"
 
@@ -40,6 +42,12 @@ DEPRECATED_LABELS = {
     "failure-domain.beta.kubernetes.io/zone": ZONE,
     "failure-domain.beta.kubernetes.io/region": REGION,
 }
+
+
+def with_ga_keys(labels: Mapping[str, str]) -> Mapping[str, str]:
+    """Node labels with deprecated keys also under their GA names (the GA label wins if both are set)."""
+    extra = {ga: labels[old] for old, ga in DEPRECATED_LABELS.items() if old in labels and ga not in labels}
+    return {**labels, **extra} if extra else labels
 
 
 def normalize_key(key: str) -> str:

@@ -78,22 +78,13 @@ class _Cluster:
         self.nodes = [
             (
                 n,
-                node_labels(n),
+                wk.with_ga_keys(n.labels),
                 tuple(p for p in n.pods if p.name != name or p.namespace != namespace),
             )
             for n in nodes
         ]
         #: The labels of the node being checked.
         self.target = next(labels for n, labels, _ in self.nodes if n.name == node.name)
-
-
-def node_labels(node: ExistingNode) -> Mapping[str, str]:
-    """The node's labels, deprecated keys also under their GA name (the GA label wins if both are set)."""
-    labels = node.labels
-    extra = {
-        ga: labels[old] for old, ga in wk.DEPRECATED_LABELS.items() if old in labels and ga not in labels
-    }
-    return {**labels, **extra} if extra else labels
 
 
 # --- TaintToleration ---------------------------------------------------------------------------

@@ -95,15 +95,6 @@ class AllOf:
         return all(t.selects(pod) for t in self.terms)
 
 
-def node_labels(node: ExistingNode) -> dict[str, str]:
-    """A node's labels with deprecated keys also seen under their GA names."""
-    labels = dict(node.labels)
-    for old, new in wk.DEPRECATED_LABELS.items():
-        if old in labels and new not in labels:
-            labels[new] = labels[old]
-    return labels
-
-
 def _signature(pod: Pod) -> tuple:
     """What decides which nodes a pod may land on: pods alike here are counted alike."""
     return (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.volume_terms, pod.tolerations)
@@ -134,7 +125,7 @@ class DomainPlanner:
         self._may_count: dict[tuple, bool] = {}
         #: pod key -> domains to stay out of (a previous round found no room there).
         self.avoid = avoid or {}
-        self.nodes = [(node, node_labels(node)) for node in existing]
+        self.nodes = [(node, wk.with_ga_keys(node.labels)) for node in existing]
         self.namespace_labels = namespace_labels
         self.reachable = reachable
         self.possible = possible
@@ -238,17 +229,26 @@ class DomainPlanner:
             self._may_count[memo] = found
         return found
 
+    def _spread_counts(
+        self, pod: Pod, rule: Rule, keys: frozenset[str]
+    ) -> tuple[Counter[str], Counter[str], int]:
+        """For `pod`'s spread rule: running pods per domain, batch pods that may count there, and
+        the minimum over the eligible domains of the pods that surely count (0 below minDomains)."""
+        assert rule.spread is not None
+        existing = self._existing(pod, rule, keys)
+        maybe, surely = self._batch_counts(pod, rule, keys)
+        domains = self._spread_domains(pod, rule, keys)
+        floor = min((existing[d] + surely[d] for d in domains), default=0)
+        if rule.spread.min_domains and len(domains) < rule.spread.min_domains:
+            floor = 0
+        return existing, maybe, floor
+
     # -- filters ----------------------------------------------------------------------------
     def _allowed(self, pod: Pod, rule: Rule, candidates: set[str], spread_keys: frozenset[str]) -> set[str]:
         if rule.kind == SPREAD:
             assert rule.spread is not None
             keys = spread_keys if rule.hard else frozenset({rule.key})
-            existing = self._existing(pod, rule, keys)
-            maybe, surely = self._batch_counts(pod, rule, keys)
-            domains = self._spread_domains(pod, rule, keys)
-            floor = min((existing[d] + surely[d] for d in domains), default=0)
-            if rule.spread.min_domains and len(domains) < rule.spread.min_domains:
-                floor = 0
+            existing, maybe, floor = self._spread_counts(pod, rule, keys)
             own = 1 if rule.term.selects(pod) else 0
             return {d for d in candidates if existing[d] + maybe[d] + own - floor <= rule.spread.max_skew}
         existing = self._existing(pod, rule, frozenset())
@@ -411,13 +411,7 @@ class DomainPlanner:
                 continue
             if not self.may_count(self.signature(pod), carrier, spread):
                 continue
-            existing = self._existing(carrier, rule, keys)
-            maybe, surely = self._batch_counts(carrier, rule, keys)
-            floor = min(
-                (existing[d] + surely[d] for d in self._spread_domains(carrier, rule, keys)), default=0
-            )
-            if spread.min_domains and len(self._spread_domains(carrier, rule, keys)) < spread.min_domains:
-                floor = 0
+            existing, maybe, floor = self._spread_counts(carrier, rule, keys)
             crowded |= {
                 d for d in domains & candidates if existing[d] + maybe[d] + 1 - floor > spread.max_skew
             }
