@@ -66,12 +66,12 @@ def call(
         )
 
     retrying = tenacity.Retrying(
+        sleep=sleep or tenacity.nap.sleep,
         retry=tenacity.retry_if_exception(retry_on),
         stop=tenacity.stop_after_attempt(max(attempts, 1)),
         wait=wait,
         reraise=True,
         before_sleep=before_sleep,
-        **({"sleep": sleep} if sleep is not None else {}),
     )
     return retrying(fn)
 

@@ -238,7 +238,7 @@ class KubeletSchema(_Base):
         return KubeletConfiguration(cluster_dns=tuple(data["clusterDNS"]), max_pods=data["maxPods"])
 
 
-class ResourceListField(fields.Field):
+class ResourceListField(fields.Field[Resources]):
     """{"cpu": "1000", "memory": "1000Gi"} -> Resources; a malformed quantity names its key."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Resources:
@@ -366,7 +366,8 @@ _SCHEMA = ProvisionerSchema()
 def parse_provisioner(obj: Any) -> Provisioner:
     """Load and validate; raises ValidationError whose `messages` is the flat list of `path: message`."""
     try:
-        return _SCHEMA.load(obj)
+        loaded: Provisioner = _SCHEMA.load(obj)
+        return loaded
     except ValidationError as err:
         raise ValidationError(flatten_errors(err.messages)) from err
 

@@ -239,7 +239,7 @@ def _spread_counts(
             value = labels[c.topology_key]
             if c.selector not in matched:
                 # Constraints sharing a selector (zone + hostname, typically) count the node once.
-                predicate = predicates.get(c.selector)
+                predicate = None if c.selector is None else predicates.get(c.selector)
                 matched[c.selector] = (
                     0
                     if predicate is None

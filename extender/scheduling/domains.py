@@ -19,7 +19,8 @@ remains; the rest are relaxed, heaviest first within a kind as Karpenter does, a
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from extender.api import labels as wk
@@ -79,11 +80,11 @@ def rules_of(pod: Pod, namespace_labels: NamespaceLabels | None, *, hostname: bo
             Rule(kind, t.topology_key, affinity_term(pod, t, namespace_labels), hard, weight)
             for weight, t in terms
         ]
-    hard = [r for r in rules if r.kind == AFFINITY and r.hard]
-    if len(hard) > 1:
+    required = [r for r in rules if r.kind == AFFINITY and r.hard]
+    if len(required) > 1:
         # kube-scheduler counts, for every required affinity term, the pods matching all of them.
-        every = AllOf(tuple(r.term for r in hard))
-        rules = [Rule(r.kind, r.key, every, True) if r in hard else r for r in rules]
+        every = AllOf(tuple(t for r in required for t in _terms(r.term)))
+        rules = [Rule(r.kind, r.key, every, True) if r in required else r for r in rules]
     return [r for r in rules if (r.key == wk.HOSTNAME) == hostname]
 
 
@@ -95,7 +96,18 @@ class AllOf:
         return all(t.selects(pod) for t in self.terms)
 
 
-def _signature(pod: Pod) -> tuple:
+def _terms(counted: Term | AllOf) -> tuple[Term, ...]:
+    return counted.terms if isinstance(counted, AllOf) else (counted,)
+
+
+# What a rule counts matching pods by, and the key under which pods alike are counted alike.
+Counted = Term | AllOf
+Signature = Hashable
+# (term, topology key, the spread, signature): pods spreading alike.
+SpreadGroup = tuple[Counted, str, TopologySpread | None, Signature]
+
+
+def _signature(pod: Pod) -> Signature:
     """What decides which nodes a pod may land on: pods alike here are counted alike."""
     return (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.volume_terms, pod.tolerations)
 
@@ -122,7 +134,7 @@ class DomainPlanner:
         may_share: MayShare | None = None,
     ) -> None:
         self.may_share = may_share
-        self._may_count: dict[tuple, bool] = {}
+        self._may_count: dict[Hashable, bool] = {}
         #: pod key -> domains to stay out of (a previous round found no room there).
         self.avoid = avoid or {}
         self.nodes = [(node, wk.with_ga_keys(node.labels)) for node in existing]
@@ -131,21 +143,21 @@ class DomainPlanner:
         self.possible = possible
         #: (term, key) -> domain -> [(signature, spread keys)] of batch pods counted there.
         #: (term, key) -> domain -> (signature, pinned keys) -> how many batch pods counted there.
-        self.batch: dict[tuple[Term, str], dict[str, Counter[tuple[tuple, frozenset[str]]]]] = {}
+        self.batch: dict[tuple[Counted, str], dict[str, Counter[tuple[Hashable, frozenset[str]]]]] = {}
         #: signature -> one batch pod with it (pods alike in signature land alike).
-        self.alike: dict[tuple, Pod] = {}
-        self._signatures: dict[str, tuple] = {}
-        self._counted_memo: dict[tuple, frozenset[str]] = {}
+        self.alike: dict[Hashable, Pod] = {}
+        self._signatures: dict[str, Signature] = {}
+        self._counted_memo: dict[Hashable, frozenset[str]] = {}
         #: (id of a spreader's term, pod namespace and labels) -> selects; terms live in `spreaders`.
-        self._selects: dict[tuple, bool] = {}
+        self._selects: dict[Hashable, bool] = {}
         #: Batch pods with a required spread, grouped by rule and signature: (a pod, its rule,
         #: its spread keys, the domains the group's pods went to).
-        self.spreaders: dict[tuple, tuple[Pod, Rule, frozenset[str], set[str]]] = {}
+        self.spreaders: dict[SpreadGroup, tuple[Pod, Rule, frozenset[str], set[str]]] = {}
         #: Required anti-affinity of pods (existing, then batch as they get domains): (term, key, domain).
-        self.repellers: list[tuple[Term, str, str]] = []
-        self.sticky: dict[tuple, Counter[str]] = defaultdict(Counter)
-        self._existing_counts: dict[tuple, Counter[str]] = {}
-        self._domains_memo: dict[tuple, set[str]] = {}
+        self.repellers: list[tuple[Counted, str, str]] = []
+        self.sticky: dict[Hashable, Counter[str]] = defaultdict(Counter)
+        self._existing_counts: dict[Hashable, Counter[str]] = {}
+        self._domains_memo: dict[Hashable, set[str]] = {}
         for node, labels in self.nodes:
             for pod in node.pods:
                 for rule in rules_of(pod, namespace_labels):
@@ -201,19 +213,19 @@ class DomainPlanner:
                     surely[domain] += count
         return maybe, surely
 
-    def _counted_keys(self, pod: Pod, counted: set[tuple[Term, str]]) -> frozenset[str]:
+    def _counted_keys(self, pod: Pod, counted: set[tuple[Counted, str]]) -> frozenset[str]:
         """Keys on which some batch pod's rule counts this pod (depends on namespace and labels only)."""
         memo = (pod.namespace, tuple(sorted(pod.labels.items())))
         if (found := self._counted_memo.get(memo)) is None:
             found = self._counted_memo[memo] = frozenset(key for term, key in counted if term.selects(pod))
         return found
 
-    def signature(self, pod: Pod) -> tuple:
+    def signature(self, pod: Pod) -> Signature:
         if (found := self._signatures.get(pod.key)) is None:
             found = self._signatures[pod.key] = _signature(pod)
         return found
 
-    def may_count(self, signature: tuple, pod: Pod, spread: TopologySpread) -> bool:
+    def may_count(self, signature: Signature, pod: Pod, spread: TopologySpread) -> bool:
         """Whether batch pods of `signature` may end on a node `pod`'s spread constraint counts."""
         if self.may_share is None:
             return True
@@ -244,7 +256,9 @@ class DomainPlanner:
         return existing, maybe, floor
 
     # -- filters ----------------------------------------------------------------------------
-    def _allowed(self, pod: Pod, rule: Rule, candidates: set[str], spread_keys: frozenset[str]) -> set[str]:
+    def _allowed(
+        self, pod: Pod, rule: Rule, candidates: AbstractSet[str], spread_keys: frozenset[str]
+    ) -> set[str]:
         if rule.kind == SPREAD:
             assert rule.spread is not None
             keys = spread_keys if rule.hard else frozenset({rule.key})
@@ -264,7 +278,7 @@ class DomainPlanner:
     def plan(self, pods: Sequence[Pod], order: Callable[[Pod], object]) -> Outcome:
         outcome = Outcome()
         batch_rules = {pod.key: rules_of(pod, self.namespace_labels) for pod in pods}
-        counted: set[tuple[Term, str]] = {(r.term, r.key) for rules in batch_rules.values() for r in rules}
+        counted: set[tuple[Counted, str]] = {(r.term, r.key) for rules in batch_rules.values() for r in rules}
         repelling_keys = {key for _, key, _ in self.repellers}
         involved = [
             p
@@ -289,7 +303,7 @@ class DomainPlanner:
         return outcome
 
     def _assign(
-        self, pod: Pod, rules: list[Rule], counted: set[tuple[Term, str]], outcome: Outcome, *, final: bool
+        self, pod: Pod, rules: list[Rule], counted: set[tuple[Counted, str]], outcome: Outcome, *, final: bool
     ) -> bool:
         """Give the pod its domains; False defers a pod whose required affinity finds no pod yet."""
         counted_keys = self._counted_keys(pod, counted)
@@ -396,7 +410,7 @@ class DomainPlanner:
         outcome.requirements[pod.key] = extra
         return True
 
-    def _crowded(self, pod: Pod, key: str, candidates: set[str]) -> set[str]:
+    def _crowded(self, pod: Pod, key: str, candidates: AbstractSet[str]) -> set[str]:
         """Domains where one more pod like `pod` would put a spreading pod there over its maxSkew."""
         crowded: set[str] = set()
         labels_key = (pod.namespace, tuple(sorted(pod.labels.items())))

@@ -118,8 +118,8 @@ class Plan:
             pods = sum(len(n.pods) for n in nodes)
             count = f"of {len(nodes)} node(s) " if len(nodes) > 1 else ""
             lines.append(f"Computed packing {count}for {pods} pod(s) with instance type option(s) [{shown}]")
-        for name, pods in self.existing.items():
-            lines.append(f"Packed {len(pods)} pod(s) onto existing node {name}")
+        for name, placed in self.existing.items():
+            lines.append(f"Packed {len(placed)} pod(s) onto existing node {name}")
         for item in self.unschedulable:
             lines.append(f"Unable to schedule pod {item.pod.key}, {item.reason}")
         lines.extend(self.notes)

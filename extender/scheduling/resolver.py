@@ -9,7 +9,7 @@ count as its possible domains.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
@@ -41,7 +41,7 @@ class Resolver:
         self.cache = cache
         self.dims = dims
         self.notes: list[str] = []
-        self._domains: dict[tuple, frozenset[str]] = {}
+        self._domains: dict[Hashable, frozenset[str]] = {}
         # Keyed by identity; the stored set keeps the object alive so the id stays unique.
         self._every_memo: dict[tuple[int, str], tuple[CandidateSet, set[str]]] = {}
 

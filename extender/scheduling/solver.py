@@ -10,8 +10,9 @@ Called by the provisioning worker and `karpy plan`.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from extender.api import labels as wk
 from extender.api.affinity import HONOR, TopologySpread
@@ -47,7 +48,7 @@ def _dims(pods: Sequence[Pod], daemonsets: Sequence[Pod]) -> tuple[str, ...]:
     return (CPU, MEMORY, PODS, *sorted(extended))
 
 
-def _shape_key(pod: Pod) -> tuple:
+def _shape_key(pod: Pod) -> tuple[Hashable, ...]:
     """Everything resolution and topology depend on; pods with equal keys are interchangeable."""
     return (
         pod.namespace,
@@ -67,7 +68,7 @@ def _shape_key(pod: Pod) -> tuple:
     )
 
 
-def _sort_key(name: str, classes: Sequence[PodClass]) -> object:
+def _sort_key(name: str, classes: Sequence[PodClass]) -> Callable[[PodClass], Any]:
     if name == "memory":
         return lambda c: (-c.request[1], -c.request[0])
     if name == "euclidean":
@@ -311,14 +312,14 @@ class _Context:
         for node in self.existing:
             for pod in node.pods:
                 repels[pod.key] = HostConstraints.of(pod, terms, self.namespaces, soft=False).repels
-        hosts: dict[tuple, tuple[HostConstraints, HostConstraints]] = {}
+        hosts: dict[Hashable, tuple[HostConstraints, HostConstraints]] = {}
         for pod in live:
             if (key := _shape_key(pod)) not in hosts:
                 hosts[key] = (
                     HostConstraints.of(pod, terms, self.namespaces),
                     HostConstraints.of(pod, terms, self.namespaces, soft=False),
                 )
-        matched: dict[tuple, tuple[int, ...]] = {}
+        matched: dict[Hashable, tuple[int, ...]] = {}
 
         def matching(pod: Pod) -> tuple[int, ...]:
             label_key = (pod.namespace, tuple(sorted(pod.labels.items())))
@@ -326,7 +327,7 @@ class _Context:
                 matched[label_key] = terms.matching(pod)
             return matched[label_key]
 
-        classes: dict[tuple, PodClass] = {}
+        classes: dict[Hashable, PodClass] = {}
         for pod in live:
             shape = _shape_key(pod)
             extra = outcome.requirements.get(pod.key, Requirements())
