@@ -1,0 +1,366 @@
+"""karpy at scale on the local control plane: thousands of nodes, tens of thousands of bound pods.
+
+Measures what issue 13 asks of a 5,000-node cluster, each figure printed, none asserted:
+
+- controller RSS (gunicorn master + worker, summed over the process tree) with 0 pods and after
+  every step of bound pods, and the growth per 10,000 pods, so 150,000 pods can be extrapolated;
+- time to plan and launch a 2,000-pod batch (pending -> bound p50/p95/max, the controller's phase
+  split from its own histograms), with every bound pod of the cluster in its inventory;
+- extender `/filter` and `/prioritize` p50/p99 with all node names in the request, first on an idle
+  extender, then while `--slow` connections trickle a request one byte per second.
+
+Nodes are plain Node objects (not kwok-managed: 5,000 kwok leases would swamp a 2-core machine);
+they are created Ready and turn NotReady later, so the pods tolerate everything and stay bound.
+The cluster comes from KARPY_CLUSTER_STATE (state.json of `make cluster-up`) or is started in a
+temporary folder and stopped at the end. Bounded: each phase has its own deadline.
+
+    .venv/bin/python -m benchmarks.scale [--nodes 5000 --pods 50000 --step 10000 --batch 2000 --slow 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from benchmarks.provisioning import controller_env, percentile
+from benchmarks.provisioning import run as provision_batch
+
+ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
+CREATE_DEADLINE = 1800.0
+READY_DEADLINE = 120.0
+# Per extender request and per latency phase: a starved extender ends the phase, counted as failures.
+REQUEST_TIMEOUT = 5.0
+PHASE_SECONDS = 60.0
+
+
+@contextmanager
+def local_cluster() -> Iterator[dict[str, Any]]:
+    """The running cluster named by KARPY_CLUSTER_STATE, or a fresh one stopped afterwards."""
+    state_file = os.environ.get("KARPY_CLUSTER_STATE")
+    if state_file:
+        yield json.loads(Path(state_file).read_text())
+        return
+    from hack.localcluster import cluster as localcluster
+
+    folder = Path(tempfile.mkdtemp(prefix="karpy-scale-"))
+    state = localcluster.up(folder, die_with_parent=True, quiet=True)
+    try:
+        yield state
+    finally:
+        localcluster.down(folder, quiet=True)
+
+
+def api_client(state: dict[str, Any]) -> Any:
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=state["kubeconfig"], client_configuration=configuration)
+    configuration.connection_pool_maxsize = 32
+    return client.ApiClient(configuration)
+
+
+def node(index: int) -> dict[str, Any]:
+    name = f"scale-{index:05d}"
+    zone = ZONES[index % len(ZONES)]
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": zone,
+                "node.kubernetes.io/instance-type": "m5.2xlarge",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux",
+                "karpy.sh/scale-benchmark": "true",
+            },
+        },
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+        },
+    }
+
+
+def bound_pod(index: int, nodes: int) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"bound-{index:06d}",
+            "labels": {"app": f"app-{index % 50}"},
+            "ownerReferences": [],
+        },
+        "spec": {
+            "nodeName": f"scale-{index % nodes:05d}",
+            "tolerations": [{"operator": "Exists"}],
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "c", "image": "pause", "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}
+            ],
+        },
+    }
+
+
+def create_all(fn: Any, items: range, deadline: float) -> tuple[int, float]:
+    """Create with 16 threads; returns (created, seconds). Stops at the deadline."""
+    started = time.monotonic()
+    created = 0
+
+    def one(i: int) -> int:
+        if time.monotonic() > deadline:
+            return 0
+        fn(i)
+        return 1
+
+    with ThreadPoolExecutor(16) as pool:
+        created = sum(pool.map(one, items))
+    return created, time.monotonic() - started
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of `pid` and its descendants (gunicorn forks its worker), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total_kb, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo.extend(children.get(current, []))
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
+@contextmanager
+def controller(state: dict[str, Any], log_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """`karpy controller` on the extender port kube-scheduler calls (or a free one)."""
+    port = int(state["extender_port"])
+    with socket.socket() as sock:
+        if sock.connect_ex(("127.0.0.1", port)) == 0:
+            sock2 = socket.socket()
+            sock2.bind(("127.0.0.1", 0))
+            port = sock2.getsockname()[1]
+            sock2.close()
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).with_name("karpy")), "controller"],
+            env=controller_env(state, f"127.0.0.1:{port}"),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + READY_DEADLINE
+        while True:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"karpy controller did not become ready; see {log_path}")
+            time.sleep(0.2)
+        yield process, port
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def settle_rss(pid: int, seconds: float = 10.0) -> float:
+    """RSS once the controller has digested what it was sent (stable for 2 s, at most `seconds`)."""
+    last, deadline = -1.0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        now = tree_rss_mb(pid)
+        if abs(now - last) < 1.0:
+            return now
+        last = now
+        time.sleep(2.0)
+    return tree_rss_mb(pid)
+
+
+@contextmanager
+def slow_connections(port: int, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections that send a /filter request one byte per second and never finish it."""
+    stop = threading.Event()
+    socks: list[socket.socket] = []
+    head = (
+        b"POST /filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100000\r\n\r\n{"
+    )
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        sock.sendall(head[: len(head) // 2])
+        socks.append(sock)
+
+    def trickle() -> None:
+        while not stop.wait(1.0):
+            for sock in list(socks):
+                try:
+                    sock.send(b" ")
+                except OSError:
+                    socks.remove(sock)
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        yield socks
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for sock in socks:
+            sock.close()
+
+
+def extender_latency(port: int, names: list[str], count: int) -> dict[str, Any]:
+    pod = {
+        "metadata": {"name": "probe", "namespace": "default", "uid": "probe-uid"},
+        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "500m"}}}]},
+        "status": {},
+    }
+    body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+    result: dict[str, Any] = {}
+    with requests.Session() as http:
+        for verb in ("filter", "prioritize"):
+            samples, failures = [], 0
+            phase_end = time.monotonic() + PHASE_SECONDS
+            for _ in range(count):
+                if time.monotonic() > phase_end:
+                    failures += count - len(samples)
+                    break
+                started = time.perf_counter()
+                try:
+                    reply = http.post(
+                        f"http://127.0.0.1:{port}/{verb}",
+                        data=body,
+                        timeout=REQUEST_TIMEOUT,
+                        headers={"Content-Type": "application/json"},
+                    )
+                    ok = reply.status_code == 200
+                except requests.RequestException:
+                    ok = False
+                samples.append((time.perf_counter() - started) * 1000)
+                failures += not ok
+            result[verb] = (statistics.median(samples), percentile(samples, 0.99), failures)
+    return result
+
+
+def describe_latency(label: str, result: dict[str, Any], count: int) -> str:
+    parts = [
+        f"/{verb} p50 {p50:.1f} ms p99 {p99:.1f} ms ({failed}/{count} failed)"
+        for verb, (p50, p99, failed) in result.items()
+    ]
+    return f"{label}: " + "; ".join(parts) + f" (a failure: no answer within {REQUEST_TIMEOUT:.0f} s)"
+
+
+def main() -> None:
+    from kubernetes import client
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=50000)
+    parser.add_argument("--step", type=int, default=10000)
+    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--slow", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    deadline = time.monotonic() + CREATE_DEADLINE
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+    with local_cluster() as state:
+        api = api_client(state)
+        core = client.CoreV1Api(api)
+        made, took = create_all(lambda i: core.create_node(node(i)), range(args.nodes), deadline)
+        print(f"created {made} nodes in {took:.0f} s ({made / max(took, 1e-9):.0f}/s)", flush=True)
+        log_path = Path(tempfile.gettempdir()) / f"karpy-scale-controller-{os.getpid()}.log"
+        with controller(state, log_path) as (process, port):
+            print(f"controller log: {log_path}", flush=True)
+            baseline = settle_rss(process.pid)
+            print(f"controller RSS with {made} nodes and 0 bound pods: {baseline:.0f} MB", flush=True)
+            created, previous = 0, baseline
+            while created < args.pods and time.monotonic() < deadline:
+                upto = min(created + args.step, args.pods)
+                made_pods, took = create_all(
+                    lambda i: core.create_namespaced_pod("default", bound_pod(i, made)),
+                    range(created, upto),
+                    deadline,
+                )
+                created += made_pods
+                rss = settle_rss(process.pid)
+                rate = made_pods / max(took, 1e-9)
+                print(
+                    f"{created:>6} bound pods (+{made_pods} in {took:.0f} s, {rate:.0f}/s):"
+                    f" controller RSS {rss:.0f} MB (+{rss - previous:.0f} MB)",
+                    flush=True,
+                )
+                previous = rss
+                if made_pods < upto - (created - made_pods):
+                    break
+            if created:
+                per_10k = (previous - baseline) / created * 10000
+                print(
+                    f"RSS per 10,000 bound pods: {per_10k:.1f} MB; extrapolated at 150,000 pods: "
+                    f"{baseline + per_10k * 15:.0f} MB",
+                    flush=True,
+                )
+            names = [f"scale-{i:05d}" for i in range(made)]
+            print(
+                describe_latency(
+                    f"extender with {made} node names, idle",
+                    extender_latency(port, names, args.requests),
+                    args.requests,
+                ),
+                flush=True,
+            )
+            with slow_connections(port, args.slow) as socks:
+                print(
+                    describe_latency(
+                        f"extender with {made} node names, {len(socks)} slow connections open",
+                        extender_latency(port, names, args.requests),
+                        args.requests,
+                    ),
+                    flush=True,
+                )
+            if args.batch:
+                print(provision_batch(api, args.batch, f"http://127.0.0.1:{port}/metrics"), flush=True)
+            print(f"controller RSS at the end: {tree_rss_mb(process.pid):.0f} MB", flush=True)
+
+
+if __name__ == "__main__":
+    main()
