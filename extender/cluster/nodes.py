@@ -6,17 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from extender.api import labels as wk
 from extender.api.provisioner import Taint
 from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cluster.client import call_json
+from extender.cluster.errors import AlreadyExists, NotFound, translated
 from extender.cluster.watch import list_objects
-
-ALREADY_EXISTS = 409
-NOT_FOUND = 404
 
 
 def _quantity(name: str, amount: float) -> str:
@@ -65,12 +62,12 @@ def node_manifest(
 
 def create_node(kube: client.ApiClient, manifest: Mapping[str, Any]) -> bool:
     """Create the Node; False if it exists already (kubelet registered first, or a retried launch)."""
+    name = str((manifest.get("metadata") or {}).get("name", ""))
     try:
-        call_json(client.CoreV1Api(kube).create_node, manifest)
-    except ApiException as err:
-        if err.status == ALREADY_EXISTS:
-            return False
-        raise
+        with translated(f"creating node {name}"):
+            call_json(client.CoreV1Api(kube).create_node, manifest)
+    except AlreadyExists:
+        return False
     return True
 
 
@@ -84,19 +81,21 @@ def instance_id(provider: str) -> str | None:
 
 def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
     """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
-    return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]
+    with translated("listing karpy nodes"):
+        return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]
 
 
 def list_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
     """Every Node of the cluster (the solver counts their pods and topology domains)."""
-    return list_objects(client.CoreV1Api(kube).list_node)[0]
+    with translated("listing nodes"):
+        return list_objects(client.CoreV1Api(kube).list_node)[0]
 
 
 def read_node(kube: client.ApiClient, name: str) -> dict[str, Any] | None:
     """The Node as it is now; None if it is gone."""
     try:
-        return call_json(client.CoreV1Api(kube).read_node, name)
-    except ApiException as err:
-        if err.status == NOT_FOUND:
-            return None
-        raise
+        with translated(f"reading node {name}"):
+            node: dict[str, Any] = call_json(client.CoreV1Api(kube).read_node, name)
+    except NotFound:
+        return None
+    return node
