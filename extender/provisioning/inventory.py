@@ -3,8 +3,8 @@
 topology domains and pods), per-Provisioner usage for limits (karpy's nodes only), and the
 NodeInfo cache of ClusterState (karpy's nodes).
 
-Pure functions over API JSON (Nodes and the pods bound to them); bound pods are parsed here and
-nowhere else.
+Pure functions over API JSON (Nodes and the pods bound to them); `parse_pod` is the one place
+provisioning parses a pod (bound pods here, pending and DaemonSet pods in `gather`).
 """
 
 from __future__ import annotations
@@ -55,11 +55,17 @@ class Inventory:
     namespaces: Mapping[str, Mapping[str, str]] | None = None
 
 
-def _parse(manifest: Mapping[str, Any]) -> Pod | None:
+def parse_pod(manifest: Mapping[str, Any]) -> Pod:
+    """The one place provisioning turns a pod's API JSON into the api model; raises PodError."""
+    return Pod.from_manifest(manifest)
+
+
+def parse_or_none(manifest: Mapping[str, Any]) -> Pod | None:
+    """`parse_pod`, or None (logged) for a pod karpy cannot read."""
     try:
-        return Pod.from_manifest(manifest)
+        return parse_pod(manifest)
     except PodError as err:
-        log.debug("Not counting bound pod %s, %s", objects.pod_key(manifest), err)
+        log.debug("Ignoring pod %s, %s", objects.pod_key(manifest), err)
         return None
 
 
@@ -75,12 +81,12 @@ class PodCache:
         meta = objects.meta(manifest)
         uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
         if not uid or not version:
-            return _parse(manifest)
+            return parse_or_none(manifest)
         self._seen.add(uid)
         cached = self._pods.get(uid)
         if cached is not None and cached[0] == version:
             return cached[1]
-        pod = _parse(manifest)
+        pod = parse_or_none(manifest)
         self._pods[uid] = (version, pod)
         return pod
 
@@ -93,7 +99,7 @@ class PodCache:
 def parse_pods(manifests: Iterable[Mapping[str, Any]], cache: PodCache | None = None) -> list[Pod]:
     """The live (non-terminal) pods of a node as the solver counts them; a pod karpy cannot parse
     still runs, but brings no requests or labels it could read."""
-    parse = cache.parse if cache is not None else _parse
+    parse = cache.parse if cache is not None else parse_or_none
     return [
         pod
         for manifest in manifests

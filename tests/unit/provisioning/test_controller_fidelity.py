@@ -18,7 +18,7 @@ from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster import provisioners as kube_provisioners
-from extender.provisioning import controller as controller_module
+from extender.provisioning import plan as plan_module
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
@@ -165,8 +165,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCluster, FakeCloud, Prov
 
 def run_batch(cluster: FakeCluster, controller: ProvisioningController, keys: list[str]) -> None:
     controller.provision({k: cluster.pods[k] for k in keys})
-    controller._event_pool.shutdown(wait=True)
-    controller._bind_pool.shutdown(wait=True)
+    controller.pools.drain()
 
 
 def reasons(cluster: FakeCluster, name: str) -> list[str]:
@@ -176,13 +175,13 @@ def reasons(cluster: FakeCluster, name: str) -> list[str]:
 def test_every_node_and_the_namespaces_reach_the_solver(world, monkeypatch) -> None:
     cluster, cloud, controller = world
     seen: dict[str, Any] = {}
-    real = controller_module.solve
+    real = plan_module.solve
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.update(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(controller_module, "solve", spy)
+    monkeypatch.setattr(plan_module, "solve", spy)
     cluster.add_node("theirs", ZONE_A, karpy=False)
     cluster.add_node("ours", ZONE_A, karpy=True, cpu="1")
     cluster.add_pod(pod("db", labels={"app": "db"}, node="theirs"))
@@ -214,7 +213,6 @@ def test_unmodelled_pod_gets_an_event_and_is_neither_bound_nor_parked(world) -> 
     assert event["warning"] and "spec.volumes[0]" in event["message"]
     assert odd not in controller._parked and odd not in controller.batcher._window.items
     # Seen again in a later batch: no second Event.
-    controller._event_pool = controller_module.ThreadPoolExecutor(max_workers=1)
     run_batch(cluster, controller, [odd])
     assert reasons(cluster, "odd") == ["UnmodelledRule"]
 
@@ -250,8 +248,6 @@ def test_a_pod_the_live_node_no_longer_admits_is_not_bound_and_comes_back(world)
     assert message.startswith("not binding to node ours, ") and "8080" in message
     # Back through the window once; refused again soon after, it waits for the parked retry.
     assert key in controller.batcher._window.items
-    controller._event_pool = controller_module.ThreadPoolExecutor(max_workers=1)
-    controller._bind_pool = controller_module.ThreadPoolExecutor(max_workers=2)
     cluster.pods.pop("ns/squatter")
     cluster.arrive["ours"] = [squatter]
     run_batch(cluster, controller, [key])
