@@ -1,4 +1,8 @@
-"""Node verbs for provisioning: create the Node of a launched instance, read one, list karpy's or all."""
+"""Node verbs for provisioning: create the Node of a launched instance, read one, list karpy's or all.
+
+`list_nodes` and `read_node` parse the API JSON into the api's Node model right here, where it
+enters; `list_karpy_nodes` still returns API JSON for the lifecycle, which reads raw objects.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 from kubernetes import client
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.api.provisioner import Taint
 from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import CPU, MEMORY, Resources
@@ -85,17 +90,20 @@ def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
         return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]
 
 
-def list_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
-    """Every Node of the cluster (the solver counts their pods and topology domains)."""
+def list_nodes(kube: client.ApiClient, *, karpy_only: bool = False) -> list[Node]:
+    """Every Node of the cluster (the solver counts their pods and topology domains), or only the
+    ones a Provisioner launched."""
+    selector = {"label_selector": wk.PROVISIONER_NAME} if karpy_only else {}
     with translated("listing nodes"):
-        return list_objects(client.CoreV1Api(kube).list_node)[0]
+        items = list_objects(client.CoreV1Api(kube).list_node, **selector)[0]
+    return [Node.from_manifest(item) for item in items]
 
 
-def read_node(kube: client.ApiClient, name: str) -> dict[str, Any] | None:
+def read_node(kube: client.ApiClient, name: str) -> Node | None:
     """The Node as it is now; None if it is gone."""
     try:
         with translated(f"reading node {name}"):
-            node: dict[str, Any] = call_json(client.CoreV1Api(kube).read_node, name)
+            node = call_json(client.CoreV1Api(kube).read_node, name)
     except NotFound:
         return None
-    return node
+    return Node.from_manifest(node)

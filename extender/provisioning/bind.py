@@ -20,7 +20,6 @@ from kubernetes import client
 from extender.api.pod import Pod
 from extender.cluster import bind as kube_bind
 from extender.cluster import nodes as kube_nodes
-from extender.cluster import objects
 from extender.cluster import pods as kube_pods
 from extender.cluster.errors import ClusterError
 from extender.provisioning import inventory, metrics
@@ -123,20 +122,20 @@ class Binder:
         """kube-scheduler's Filter for each pod on the node as it is now (read again, with the pods
         bound to it now) and the batch's picture of the rest of the cluster."""
         try:
-            manifest = kube_nodes.read_node(self.kube, node)
-            if manifest is None:
+            current = kube_nodes.read_node(self.kube, node)
+            if current is None:
                 return [], [(p, f"node {node} is gone") for p in pods]
             on_node = kube_pods.list_on_node(self.kube, node)
         except ClusterError as err:  # the bind itself fails (and is retried) if the apiserver is away
             log.warning("Re-reading node %s before binding failed, binding as planned, %s", node, err)
             return list(pods), []
         marked = self.state.marked()
-        if not inventory.takes_pods(manifest, marked):
+        if not inventory.takes_pods(current, marked):
             snapshot.forget(node, pods)
-            why = marked.get(node) or ("deleting" if objects.deleting(manifest) else "cordoned")
+            why = marked.get(node) or ("deleting" if current.deleting else "cordoned")
             return [], [(p, f"node {node} takes no more pods ({why})") for p in pods]
         live = inventory.existing_node(
-            manifest, inventory.parse_pods(on_node), pod_count=len(on_node), schedulable=True
+            current, inventory.parse_pods(on_node), pod_count=len(on_node), schedulable=True
         )
         return snapshot.admit(live, pods)
 

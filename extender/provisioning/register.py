@@ -57,7 +57,7 @@ class Registrar:
     def adopt(self, instances: Sequence[Instance], ctx: Callable[[], Context]) -> list[str]:
         """Create the Nodes of karpy instances that have none; the adopted node names. An instance
         whose Provisioner or instance type is gone is left to garbage collection."""
-        found = launcher.without_nodes(kube_nodes.list_karpy_nodes(self.kube), instances)
+        found = launcher.without_nodes(kube_nodes.list_nodes(self.kube, karpy_only=True), instances)
         if not found:
             return []
         log.info(

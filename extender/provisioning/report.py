@@ -164,7 +164,7 @@ class Reporter:
 
     def refresh_status(self, provisioner_names: Iterable[str]) -> None:
         """Publish status.resources from live + in-flight nodes."""
-        usage = inventory.usage(kube_nodes.list_karpy_nodes(self.kube))
+        usage = inventory.usage(kube_nodes.list_nodes(self.kube, karpy_only=True))
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         for name in provisioner_names:
             used = usage.get(name) or Resources()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.cluster import bind as kube_bind
 from extender.cluster import events
 from extender.cluster import namespaces as kube_namespaces
@@ -38,19 +39,22 @@ class FakeCluster:
         m.setattr(kube_pods, "list_assigned", lambda _: [p for p in self.pods.values() if _node(p)])
         m.setattr(kube_pods, "list_on_node", self.list_on_node)
         m.setattr(kube_pods, "daemonset_pods", lambda _: [])
-        m.setattr(kube_nodes, "list_nodes", lambda _: list(self.nodes.values()))
-        m.setattr(
-            kube_nodes,
-            "list_karpy_nodes",
-            lambda _: [n for n in self.nodes.values() if wk.PROVISIONER_NAME in n["metadata"]["labels"]],
-        )
-        m.setattr(kube_nodes, "read_node", lambda _, name: self.nodes.get(name))
+        m.setattr(kube_nodes, "list_nodes", self.list_nodes)
+        m.setattr(kube_nodes, "read_node", self.read_node)
         m.setattr(kube_nodes, "create_node", self.create_node)
         m.setattr(kube_namespaces, "list_labels", lambda _: dict(self.namespaces))
         m.setattr(kube_provisioners, "list_configured", lambda *_: list(self.provisioners))
         m.setattr(kube_provisioners, "patch_status", lambda *_: None)
         m.setattr(events, "record", lambda _, **kw: self.events.append(kw))
         m.setattr(kube_bind, "bind", self.bind)
+
+    def list_nodes(self, _: Any, *, karpy_only: bool = False) -> list[Node]:
+        nodes = [Node.from_manifest(n) for n in self.nodes.values()]
+        return [n for n in nodes if n.is_karpy or not karpy_only]
+
+    def read_node(self, _: Any, name: str) -> Node | None:
+        node = self.nodes.get(name)
+        return None if node is None else Node.from_manifest(node)
 
     def list_on_node(self, _: Any, node: str) -> list[dict[str, Any]]:
         for pod in self.arrive.pop(node, []):

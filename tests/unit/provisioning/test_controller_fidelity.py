@@ -4,6 +4,7 @@ never bound, and a pod the live node no longer admits is not bound."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -129,7 +130,7 @@ def test_a_node_cordoned_since_planning_takes_no_pods(world, monkeypatch) -> Non
 
     def cordoned(kube: Any, name: str) -> Any:
         node = real_read(kube, name)
-        return node and {**node, "spec": {"unschedulable": True}}
+        return node and dataclasses.replace(node, unschedulable=True)
 
     monkeypatch.setattr(kube_nodes, "read_node", cordoned)
     run_batch(cluster, controller, [key])
