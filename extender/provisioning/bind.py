@@ -47,7 +47,7 @@ class Binder:
         pools: Pools,
         reporter: Reporter,
         clock: Callable[[], float],
-        requeue: Callable[[Iterable[str]], None],
+        requeue: Callable[[Iterable[str]], object],
         park: Callable[[Iterable[str]], None],
     ) -> None:
         self.kube = kube

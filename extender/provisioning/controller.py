@@ -104,11 +104,6 @@ class ProvisioningController:
             clock=clock,
         )
 
-    @property
-    def _parked(self) -> Parked:
-        """The parked pod keys (older name, read by tests)."""
-        return self.parked
-
     # -- entry points ----------------------------------------------------------------------------
 
     def _watched(self, pods: Mapping[str, Mapping[str, Any]]) -> None:

@@ -79,7 +79,7 @@ def test_unmodelled_pod_gets_an_event_and_is_neither_bound_nor_parked(world) -> 
     assert reasons(cluster, "odd") == ["UnmodelledRule"]
     event = next(e for e in cluster.events if e["name"] == "odd")
     assert event["warning"] and "spec.volumes[0]" in event["message"]
-    assert odd not in controller._parked and odd not in controller.batcher._window.items
+    assert odd not in controller.parked and odd not in controller.batcher._window.items
     # Seen again in a later batch: no second Event.
     run_batch(cluster, controller, [odd])
     assert reasons(cluster, "odd") == ["UnmodelledRule"]
@@ -119,7 +119,7 @@ def test_a_pod_the_live_node_no_longer_admits_is_not_bound_and_comes_back(world)
     cluster.pods.pop("ns/squatter")
     cluster.arrive["ours"] = [squatter]
     run_batch(cluster, controller, [key])
-    assert key in controller._parked
+    assert key in controller.parked
 
 
 def test_a_node_cordoned_since_planning_takes_no_pods(world, monkeypatch) -> None:
