@@ -29,8 +29,7 @@ from typing import Any
 from kubernetes import client
 
 from extender import retry
-from extender.cloud.types import CloudError, CloudProvider, Instance
-from extender.cluster.errors import ClusterError
+from extender.cloud.types import CloudProvider, Instance
 from extender.cluster.objects import pod_key
 from extender.provisioning import inventory, metrics
 from extender.provisioning.batcher import Batcher
@@ -137,7 +136,7 @@ class ProvisioningController:
     def _warm_catalog(self) -> None:
         try:
             self.cloud.get_instance_types(None)
-        except CloudError as err:  # the first batch fetches it again and reports the failure there
+        except Exception as err:  # the warm-up thread's boundary; the first batch fetches it again
             log.warning("Discovering instance types failed, %s", err)
 
     def run(self, stop: threading.Event) -> None:
@@ -175,7 +174,9 @@ class ProvisioningController:
     def _on_started_leading(self) -> None:
         try:
             self.adopt_instances(self.cloud.list())
-        except (CloudError, ClusterError) as err:  # GC still bounds how long an unadopted instance lives
+        except (
+            Exception
+        ) as err:  # part of the loop's boundary; GC bounds how long an unadopted instance lives
             log.error("Adopting instances of interrupted launches failed, %s", err)
         # Pods parked while following were waiting for exactly this.
         self._requeue(self.parked.take(everything=True))
