@@ -174,9 +174,7 @@ class ProvisioningController:
     def _on_started_leading(self) -> None:
         try:
             self.adopt_instances(self.cloud.list())
-        except (
-            Exception
-        ) as err:  # part of the loop's boundary; GC bounds how long an unadopted instance lives
+        except Exception as err:  # the loop's boundary; GC bounds how long an unadopted instance lives
             log.error("Adopting instances of interrupted launches failed, %s", err)
         # Pods parked while following were waiting for exactly this.
         self._requeue(self.parked.take(everything=True))
