@@ -34,7 +34,7 @@ class LaunchGroup:
     nodes: tuple[PlannedNode, ...]
 
 
-def _group_key(node: PlannedNode) -> tuple:
+def _group_key(node: PlannedNode) -> tuple[object, ...]:
     return (
         node.provisioner,
         tuple(t.name for t in node.options),
@@ -81,7 +81,7 @@ def group(
     attempt: int = 0,
     retries: Mapping[str, int] | None = None,
 ) -> list[LaunchGroup]:
-    grouped: dict[tuple, list[PlannedNode]] = {}
+    grouped: dict[tuple[object, ...], list[PlannedNode]] = {}
     for node in nodes:
         grouped.setdefault(_group_key(node), []).append(node)
     result = []

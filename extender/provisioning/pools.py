@@ -10,14 +10,20 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 
+def _pools() -> tuple[ThreadPoolExecutor, ThreadPoolExecutor, ThreadPoolExecutor]:
+    return (
+        ThreadPoolExecutor(max_workers=8, thread_name_prefix="launch"),
+        ThreadPoolExecutor(max_workers=32, thread_name_prefix="bind"),
+        ThreadPoolExecutor(max_workers=4, thread_name_prefix="events"),
+    )
+
+
 class Pools:
     def __init__(self) -> None:
-        self.launch = ThreadPoolExecutor(max_workers=8, thread_name_prefix="launch")
-        self.bind = ThreadPoolExecutor(max_workers=32, thread_name_prefix="bind")
-        self.events = ThreadPoolExecutor(max_workers=4, thread_name_prefix="events")
+        self.launch, self.bind, self.events = _pools()
 
     def drain(self) -> None:
         """Wait for every submitted task, then start fresh pools (a test reads the results)."""
         for pool in (self.launch, self.bind, self.events):
             pool.shutdown(wait=True)
-        self.__init__()  # type: ignore[misc]
+        self.launch, self.bind, self.events = _pools()
