@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -50,12 +50,13 @@ class FakeCloudProvider:
     calls: list[Call] = field(default_factory=list)
     requests: list[LaunchRequest] = field(default_factory=list)
     instances: dict[str, Instance] = field(default_factory=dict)
-    _errors: dict[str, deque[BaseException]] = field(default_factory=dict)
+    _errors: dict[str, deque[BaseException | Callable[..., BaseException]]] = field(default_factory=dict)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def fail_next(self, verb: str, *errors: BaseException) -> None:
-        """The next calls of `verb` ("create", "delete", ...) raise `errors`, one per call."""
+    def fail_next(self, verb: str, *errors: BaseException | Callable[..., BaseException]) -> None:
+        """The next calls of `verb` ("create", "delete", ...) raise `errors`, one per call; an error
+        may be given as a function of the call's arguments (e.g. refusing what a request asks for)."""
         with self._lock:
             self._errors.setdefault(verb, deque()).extend(errors)
 
@@ -65,7 +66,7 @@ class FakeCloudProvider:
             queued = self._errors.get(verb)
             err = queued.popleft() if queued else None
         if err is not None:
-            raise err
+            raise err if isinstance(err, BaseException) else err(*args)
 
     def verbs(self) -> list[str]:
         with self._lock:

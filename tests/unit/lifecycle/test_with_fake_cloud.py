@@ -1,5 +1,6 @@
 """The lifecycle's decisions that reach the cloud, driven against the in-memory CloudProvider:
-garbage collection both ways, and crash recovery handing instances to provisioning for adoption."""
+garbage collection both ways, crash recovery handing instances to provisioning for adoption, and
+expiry launching replacements through provisioning (re-planned after a capacity error)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ import pytest
 
 from extender.api import labels as wk
 from extender.cloud.fake import FakeCloudProvider
-from extender.cloud.types import InstanceNotFoundError, LaunchRequest
-from extender.lifecycle import gc, recovery
+from extender.cloud.types import InstanceNotFoundError, InsufficientCapacityError, LaunchRequest, OfferingKey
+from extender.lifecycle import expiry, gc, nodepatch, recovery
 from extender.lifecycle.context import Context
 from extender.lifecycle.events import Recorder
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.lifecycle.builders import T0, node
-from tests.unit.provisioning.fakes import FakeCluster
+from tests.unit.lifecycle.builders import T0, node, stamp
+from tests.unit.provisioning.fakes import ZONE_A, FakeCluster, pod
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
 GRACE = Settings().lifecycle.gc_grace_seconds
@@ -128,3 +129,55 @@ def test_recovery_hands_the_instances_of_an_interrupted_launch_to_provisioning(m
     assert created["metadata"]["labels"][wk.PROVISIONER_NAME] == "default"
     # Adopted once: the next recovery finds the Node and leaves the instance alone.
     assert recovery.recover(world.ctx) == [] and len(cluster.nodes) == 1
+
+
+def refuse_cheapest(request: LaunchRequest) -> InsufficientCapacityError:
+    cheapest = request.instance_types[0]
+    return InsufficientCapacityError(
+        "InsufficientInstanceCapacity",
+        offerings=[OfferingKey(cheapest, z, c) for z in request.zones for c in request.capacity_types],
+    )
+
+
+def test_an_expired_node_is_replaced_through_provisioning_before_it_is_deleted(monkeypatch) -> None:
+    cluster = FakeCluster(monkeypatch)
+    world = World(monkeypatch)
+    cluster.add_node("old", ZONE_A, karpy=True)
+    old = cluster.nodes["old"]
+    old["metadata"]["creationTimestamp"] = stamp(T0)
+    owner = [{"kind": "ReplicaSet", "name": "web", "apiVersion": "apps/v1", "uid": "rs"}]
+    workload = []
+    for name in ("web-1", "web-2"):
+        manifest = pod(name, node="old")
+        manifest["metadata"]["ownerReferences"] = owner
+        cluster.add_pod(manifest)
+        workload.append(manifest)
+    cordoned: list[str] = []
+    monkeypatch.setattr(expiry, "cordon", lambda _, name: cordoned.append(name) or True)
+    monkeypatch.setattr(nodepatch, "get_node", lambda _, name: cluster.nodes.get(name))
+    world.cloud.fail_next("create", refuse_cheapest)
+    world.ctx.provisioning = provisioning = ProvisioningController(
+        settings=Settings(),
+        kube=None,  # type: ignore[arg-type]
+        cloud=world.cloud,
+        state=world.state,
+    )
+    world.now = T0 + timedelta(hours=2)
+    ttl = 3600.0
+    due = [("old", T0 + timedelta(seconds=ttl))]
+    keeper = expiry.Expiry()
+
+    def reconcile() -> float | None:
+        return keeper.reconcile(world.ctx, old, ttl, pods=workload, deleting=set(), due=due)
+
+    assert reconcile() == expiry.WAIT_POLL_SECONDS
+    failed, launched = world.cloud.requests
+    assert failed.instance_types[0] not in launched.instance_types
+    assert {k.instance_type for k in provisioning.unavailable} == {failed.instance_types[0]}
+    replacements = [n for n in cluster.nodes if n != "old"]
+    assert len(replacements) == 1 and cordoned == ["old"]
+    assert world.state.removal_reason("old") == "expired" and cluster.bound == {}
+    # The old node goes only once its replacement is Ready.
+    assert world.deleted == []
+    cluster.nodes[replacements[0]]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert reconcile() is None and world.deleted == ["old"]
