@@ -43,6 +43,9 @@ class PodWatcher:
 
     `on_pods(dict key -> manifest)` receives provisionable pods; `on_gone(keys)` pods that were
     bound or deleted. `pending()` is the current provisionable set.
+
+    The watch thread owns it: `resource_version` and `relists` are written only there; `_pending`
+    is read from other threads too, so it is guarded by `_lock`.
     """
 
     def __init__(
