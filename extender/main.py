@@ -22,9 +22,9 @@ from extender.cluster import client as kube_client
 from extender.cluster.leaderlabel import LeaderLabel
 from extender.http.app import create_app
 from extender.provisioning.controller import ProvisioningController
+from extender.serve import serve
 from extender.settings import Settings
 from extender.state import ClusterState
-from webhook.server import serve
 
 log = logging.getLogger("karpy.controller")
 

@@ -40,6 +40,8 @@ class Backoff:
 API = Backoff(base=0.2, cap=5.0)  # one API-server or AWS call inside a request or reconcile
 LOOP = Backoff(base=1.0, cap=60.0)  # a worker loop or watch that failed a whole pass
 REFRESH = Backoff(base=5.0, cap=300.0)  # background refreshes (prices, catalog) that can wait
+PARKED = Backoff(base=5.0, cap=60.0)  # pods waiting for the cluster or a Provisioner to change
+SETTLE = Backoff(base=1.0, cap=4.0)  # an eventually consistent read catching up (EC2 describe after create)
 
 
 def call(

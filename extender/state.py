@@ -16,6 +16,8 @@ from extender.api.resources import Resources
 
 @dataclass(frozen=True)
 class NodeInfo:
+    """The guard's view of one of karpy's nodes, built from the api's Node by the inventory."""
+
     name: str
     provisioner: str
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -27,6 +29,9 @@ class NodeInfo:
 
 
 class ClusterState:
+    """Owner: the `karpy controller` process (one per process, handed to every worker). `_lock`
+    guards the node cache, marks, reservations and claims; `_ready` is an Event of its own."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._nodes: dict[str, NodeInfo] = {}

@@ -6,27 +6,13 @@ CPU is kept in cores (float), everything else in base units (bytes, counts).
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
 
-_SUFFIXES: dict[str, Decimal] = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
-}
-_PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$")
+from kubernetes.utils.quantity import parse_quantity as _client_parse_quantity
+
+#: Kubernetes' quantity grammar (apimachinery resource.Quantity). The client's parser computes the
+#: value but is laxer than the apiserver (it takes "NaN", "Infinity", "1_000", "1 Gi"), so the text
+#: is held to the grammar first.
+_GRAMMAR = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?:Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
 
 
 class QuantityError(ValueError):
@@ -34,19 +20,21 @@ class QuantityError(ValueError):
 
 
 def parse_quantity(value: str | int | float) -> float:
-    """Parse a quantity into a float in base units; raises QuantityError with the offending text."""
+    """Parse a quantity into a float in base units; raises QuantityError with the offending text.
+
+    The arithmetic is the Kubernetes client's `kubernetes.utils.parse_quantity` (a Decimal);
+    karpy adds the grammar check, refuses negatives and returns a float.
+    """
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}")
     if isinstance(value, int | float):
         return float(value)
     text = str(value).strip()
-    match = _PATTERN.match(text)
-    if not match:
+    if not _GRAMMAR.match(text):
         raise QuantityError(f"invalid quantity {value!r}")
-    number, suffix = match.groups()
     try:
-        result = Decimal(number) * _SUFFIXES[suffix]
-    except InvalidOperation as err:
+        result = _client_parse_quantity(text)
+    except ValueError as err:
         raise QuantityError(f"invalid quantity {value!r}") from err
     if result < 0:
         raise QuantityError(f"negative quantity {value!r}")

@@ -197,24 +197,25 @@ class Existing:
     namespaces: dict[str, dict[str, str]] | None = None
 
 
-def is_karpy_node(node: Mapping[str, Any]) -> bool:
-    labels = (node.get("metadata") or {}).get("labels") or {}
+def is_karpy_node(labels: Mapping[str, str]) -> bool:
+    """A node karpy launched (and may pack onto), by its labels."""
     return any(key in labels for key in KARPY_NODE_LABELS)
 
 
 def load_existing(path: str) -> Existing:
     """Nodes (karpy's take pods unless cordoned or deleting), the non-terminal Pods bound to them,
     and Namespaces; other kinds and unbound pods are left out."""
+    from extender.api.node import Node
     from extender.cluster import objects
     from extender.provisioning import inventory
 
-    nodes: list[Mapping[str, Any]] = []
+    nodes: list[Node] = []
     bound: dict[str, list[Mapping[str, Any]]] = {}
     namespaces: dict[str, dict[str, str]] | None = None
     for _, doc in _documents(path):
         kind = doc.get("kind")
         if kind == "Node":
-            nodes.append(doc)
+            nodes.append(Node.from_manifest(doc))
         elif kind == "Pod":
             node = (doc.get("spec") or {}).get("nodeName")
             if node and not objects.is_terminal(doc):
@@ -224,8 +225,8 @@ def load_existing(path: str) -> Existing:
             namespaces[objects.name(doc)] = dict(objects.node_labels(doc))
     result = Existing(usage=inventory.usage(nodes), namespaces=namespaces)
     for node in nodes:
-        on_node = bound.get(objects.name(node), [])
-        takes_pods = is_karpy_node(node) and not objects.is_cordoned(node) and not objects.deleting(node)
+        on_node = bound.get(node.name, [])
+        takes_pods = is_karpy_node(node.labels) and not node.unschedulable and not node.deleting
         result.nodes.append(
             inventory.existing_node(
                 node, inventory.parse_pods(on_node), pod_count=len(on_node), schedulable=takes_pods

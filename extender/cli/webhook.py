@@ -139,10 +139,10 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     certfile, keyfile = _tls(args, settings)
 
+    from extender.serve import serve
     from webhook.app import create_app
     from webhook.config import WebhookConfig
     from webhook.gunicorn_conf import options
-    from webhook.server import serve
 
     config = WebhookConfig.from_settings(
         settings,

@@ -11,18 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from extender.scheduling.instancetypes import OfferingKey
+
 if TYPE_CHECKING:
     from extender.api.provisioner import Provisioner, Taint
     from extender.scheduling.instancetypes import InstanceType
-
-
-@dataclass(frozen=True)
-class OfferingKey:
-    """One (instance type, zone, capacity type) the cloud can launch."""
-
-    instance_type: str
-    zone: str
-    capacity_type: str
 
 
 @dataclass(frozen=True)
@@ -77,6 +70,18 @@ class InsufficientCapacityError(CloudError):
 
 class InstanceNotFoundError(CloudError):
     pass
+
+
+__all__ = [
+    "CloudError",
+    "CloudProvider",
+    "Instance",
+    "InstanceNotFoundError",
+    "InsufficientCapacityError",
+    "LaunchRequest",
+    "LaunchResult",
+    "OfferingKey",
+]
 
 
 class CloudProvider(Protocol):

@@ -7,17 +7,16 @@ parsing it fails after the bind succeeded: the call is made with `_preload_conte
 from __future__ import annotations
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-CONFLICT = 409
+from extender.cluster.errors import Conflict, translated
 
 
-class AlreadyBound(Exception):
+class AlreadyBound(Conflict):
     """409: the pod is bound already (or being deleted); nothing for karpy to do."""
 
 
 def bind(kube: client.ApiClient, *, namespace: str, name: str, uid: str, node: str) -> None:
-    """POST pods/<name>/binding; raises AlreadyBound on 409 and ApiException on other failures."""
+    """POST pods/<name>/binding; raises AlreadyBound on 409 and ClusterError on other failures."""
     body = {
         "apiVersion": "v1",
         "kind": "Binding",
@@ -26,13 +25,12 @@ def bind(kube: client.ApiClient, *, namespace: str, name: str, uid: str, node: s
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
     try:
-        response = client.CoreV1Api(kube).create_namespaced_pod_binding(
-            name, namespace, body, _preload_content=False
-        )
-    except ApiException as err:
-        if err.status == CONFLICT:
-            raise AlreadyBound(str(err.body or err.reason)) from err
-        raise
+        with translated(f"binding pod {namespace}/{name} to node {node}"):
+            response = client.CoreV1Api(kube).create_namespaced_pod_binding(
+                name, namespace, body, _preload_content=False
+            )
+    except Conflict as err:
+        raise AlreadyBound(str(err), status=err.status, reason=err.reason) from err
     try:
         # Drain the small Status body: a connection handed back with unread bytes breaks the next
         # request that reuses it (ResponseNotReady).

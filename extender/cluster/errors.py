@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 
 class ClusterError(Exception):
@@ -87,8 +88,11 @@ def is_transient(err: BaseException) -> bool:
 
 @contextmanager
 def translated(doing: str) -> Iterator[None]:
-    """Run an API call; an ApiException leaves as the matching ClusterError naming `doing`."""
+    """Run an API call; an ApiException leaves as the matching ClusterError naming `doing`, a
+    connection that failed below HTTP (urllib3 gave up) as Unavailable with status 0."""
     try:
         yield
     except ApiException as err:
         raise translate(err, doing) from err
+    except HTTPError as err:
+        raise Unavailable(f"{doing}: {err}") from err

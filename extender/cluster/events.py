@@ -10,6 +10,7 @@ from typing import Any
 from kubernetes import client
 
 from extender.cluster.client import call_json
+from extender.cluster.errors import ClusterError, translated
 
 log = logging.getLogger("karpy.events")
 
@@ -51,6 +52,7 @@ def record(
         "count": 1,
     }
     try:
-        call_json(client.CoreV1Api(kube).create_namespaced_event, event_namespace, body)
-    except Exception as err:  # see module docstring
+        with translated(f"recording event {reason} for {kind} {name}"):
+            call_json(client.CoreV1Api(kube).create_namespaced_event, event_namespace, body)
+    except ClusterError as err:  # see module docstring
         log.debug("Failed to record event %s for %s %s, %s", reason, kind, name, err)

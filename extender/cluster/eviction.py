@@ -7,14 +7,13 @@ pod is already gone, 409 that it was replaced (UID precondition) — both count 
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from extender.cluster.client import call_json
+from extender.cluster.errors import AlreadyExists, ClusterError, Conflict, NotFound, Throttled, translated
 
 
 class Outcome(Enum):
@@ -35,25 +34,28 @@ def evict(kube: Any, namespace: str, name: str, uid: str = "") -> tuple[Outcome,
     if uid:
         body["deleteOptions"] = {"preconditions": {"uid": uid}}
     try:
-        call_json(client.CoreV1Api(kube).create_namespaced_pod_eviction, name, namespace, body)
-    except ApiException as err:
+        with translated(""):  # the outcome's message is the server's alone
+            call_json(client.CoreV1Api(kube).create_namespaced_pod_eviction, name, namespace, body)
+    except ClusterError as err:
+        if err.status == 0:  # no answer at all: the caller's retry decides
+            raise
         return _classify(err)
     return Outcome.EVICTED, ""
 
 
-def _classify(err: ApiException) -> tuple[Outcome, str]:
+def _classify(err: ClusterError) -> tuple[Outcome, str]:
     message = _message(err)
-    if err.status in (404, 409):
+    if isinstance(err, NotFound | Conflict | AlreadyExists):
         return Outcome.GONE, message
-    if err.status == 429:
+    if isinstance(err, Throttled):
         return Outcome.PDB_VIOLATION, message
     if err.status == 500:
         return Outcome.PDB_MISCONFIGURED, message
     return Outcome.ERROR, f"{err.status} {message}"
 
 
-def _message(err: ApiException) -> str:
-    try:
-        return str(json.loads(err.body or "{}").get("message", "")) or str(err.reason or "")
-    except ValueError:
-        return str(err.body or err.reason or "")
+def _message(err: ClusterError) -> str:
+    """The server's message: what `translate` put after ": <status> "."""
+    text = str(err)
+    prefix = f": {err.status} "
+    return text[len(prefix) :] if text.startswith(prefix) else text

@@ -1,7 +1,7 @@
 """coordination.k8s.io/v1 Lease reads and writes for leader election, as API JSON.
 
 Writes carry the resourceVersion that was read, so two replicas racing for the same Lease cannot
-both win: the loser gets 409 Conflict, reported here as None.
+both win: the loser gets 409 Conflict, reported here as None. Other failures raise ClusterError.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from extender.cluster.client import call_json
+from extender.cluster.errors import AlreadyExists, Conflict, NotFound, translated
 
 
 def _api(kube: Any) -> Any:
@@ -20,11 +20,11 @@ def _api(kube: Any) -> Any:
 
 def get(kube: Any, namespace: str, name: str) -> dict[str, Any] | None:
     try:
-        return call_json(_api(kube).read_namespaced_lease, name, namespace)
-    except ApiException as err:
-        if err.status == 404:
-            return None
-        raise
+        with translated(f"reading lease {namespace}/{name}"):
+            lease: dict[str, Any] = call_json(_api(kube).read_namespaced_lease, name, namespace)
+    except NotFound:
+        return None
+    return lease
 
 
 def create(kube: Any, namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -35,11 +35,11 @@ def create(kube: Any, namespace: str, name: str, spec: dict[str, Any]) -> dict[s
         "spec": spec,
     }
     try:
-        return call_json(_api(kube).create_namespaced_lease, namespace, body)
-    except ApiException as err:
-        if err.status == 409:
-            return None
-        raise
+        with translated(f"creating lease {namespace}/{name}"):
+            created: dict[str, Any] = call_json(_api(kube).create_namespaced_lease, namespace, body)
+    except (AlreadyExists, Conflict):
+        return None
+    return created
 
 
 def update(kube: Any, lease: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -56,8 +56,10 @@ def update(kube: Any, lease: dict[str, Any], spec: dict[str, Any]) -> dict[str, 
         "spec": spec,
     }
     try:
-        return call_json(_api(kube).replace_namespaced_lease, meta["name"], meta["namespace"], body)
-    except ApiException as err:
-        if err.status in (409, 404):
-            return None
-        raise
+        with translated(f"updating lease {meta['namespace']}/{meta['name']}"):
+            updated: dict[str, Any] = call_json(
+                _api(kube).replace_namespaced_lease, meta["name"], meta["namespace"], body
+            )
+    except (Conflict, AlreadyExists, NotFound):
+        return None
+    return updated

@@ -1,4 +1,8 @@
-"""Node verbs for provisioning: create the Node of a launched instance, read one, list karpy's or all."""
+"""Node verbs for provisioning: create the Node of a launched instance, read one, list karpy's or all.
+
+`list_nodes` and `read_node` parse the API JSON into the api's Node model right here, where it
+enters; `list_karpy_nodes` still returns API JSON for the lifecycle, which reads raw objects.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.api.provisioner import Taint
 from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cluster.client import call_json
+from extender.cluster.errors import AlreadyExists, NotFound, translated
 from extender.cluster.watch import list_objects
-
-ALREADY_EXISTS = 409
-NOT_FOUND = 404
 
 
 def _quantity(name: str, amount: float) -> str:
@@ -65,12 +67,12 @@ def node_manifest(
 
 def create_node(kube: client.ApiClient, manifest: Mapping[str, Any]) -> bool:
     """Create the Node; False if it exists already (kubelet registered first, or a retried launch)."""
+    name = str((manifest.get("metadata") or {}).get("name", ""))
     try:
-        call_json(client.CoreV1Api(kube).create_node, manifest)
-    except ApiException as err:
-        if err.status == ALREADY_EXISTS:
-            return False
-        raise
+        with translated(f"creating node {name}"):
+            call_json(client.CoreV1Api(kube).create_node, manifest)
+    except AlreadyExists:
+        return False
     return True
 
 
@@ -84,19 +86,24 @@ def instance_id(provider: str) -> str | None:
 
 def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
     """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
-    return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]
+    with translated("listing karpy nodes"):
+        return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]
 
 
-def list_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
-    """Every Node of the cluster (the solver counts their pods and topology domains)."""
-    return list_objects(client.CoreV1Api(kube).list_node)[0]
+def list_nodes(kube: client.ApiClient, *, karpy_only: bool = False) -> list[Node]:
+    """Every Node of the cluster (the solver counts their pods and topology domains), or only the
+    ones a Provisioner launched."""
+    selector = {"label_selector": wk.PROVISIONER_NAME} if karpy_only else {}
+    with translated("listing nodes"):
+        items = list_objects(client.CoreV1Api(kube).list_node, **selector)[0]
+    return [Node.from_manifest(item) for item in items]
 
 
-def read_node(kube: client.ApiClient, name: str) -> dict[str, Any] | None:
+def read_node(kube: client.ApiClient, name: str) -> Node | None:
     """The Node as it is now; None if it is gone."""
     try:
-        return call_json(client.CoreV1Api(kube).read_node, name)
-    except ApiException as err:
-        if err.status == NOT_FOUND:
-            return None
-        raise
+        with translated(f"reading node {name}"):
+            node = call_json(client.CoreV1Api(kube).read_node, name)
+    except NotFound:
+        return None
+    return Node.from_manifest(node)

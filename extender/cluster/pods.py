@@ -6,6 +6,7 @@ from typing import Any
 
 from kubernetes import client
 
+from extender.cluster.errors import translated
 from extender.cluster.watch import list_objects
 
 PENDING = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"
@@ -14,25 +15,29 @@ ASSIGNED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 
 def list_pending(kube: client.ApiClient) -> tuple[list[dict[str, Any]], str]:
     """Unbound, non-terminal pods in every namespace, and the resourceVersion to watch from."""
-    return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=PENDING)
+    with translated("listing pending pods"):
+        return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=PENDING)
 
 
 def list_assigned(kube: client.ApiClient) -> list[dict[str, Any]]:
     """Bound, non-terminal pods in every namespace."""
-    return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=ASSIGNED)[0]
+    with translated("listing bound pods"):
+        return list_objects(client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=ASSIGNED)[0]
 
 
 def list_on_node(kube: client.ApiClient, node: str) -> list[dict[str, Any]]:
     """Non-terminal pods bound to `node` now (the re-check right before binding reads these)."""
-    return list_objects(
-        client.CoreV1Api(kube).list_pod_for_all_namespaces,
-        field_selector=f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed",
-    )[0]
+    with translated(f"listing pods on node {node}"):
+        return list_objects(
+            client.CoreV1Api(kube).list_pod_for_all_namespaces,
+            field_selector=f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed",
+        )[0]
 
 
 def daemonset_pods(kube: client.ApiClient) -> list[dict[str, Any]]:
     """One pod manifest per DaemonSet (its template), owned by it, for the solver's overhead."""
-    daemonsets, _ = list_objects(client.AppsV1Api(kube).list_daemon_set_for_all_namespaces)
+    with translated("listing daemonsets"):
+        daemonsets, _ = list_objects(client.AppsV1Api(kube).list_daemon_set_for_all_namespaces)
     result = []
     for ds in daemonsets:
         meta = ds.get("metadata") or {}

@@ -11,6 +11,7 @@ from marshmallow import ValidationError
 
 from extender.api import labels as wk
 from extender.api.provisioner import Provisioner, default_manifest, load_provisioner
+from extender.cluster.errors import translated
 from extender.settings import Settings
 
 log = logging.getLogger("karpy.provisioners")
@@ -53,7 +54,8 @@ def list_provisioners(
 
     An invalid object is logged and skipped: one bad Provisioner must not stop the others.
     """
-    raw = client.CustomObjectsApi(kube).list_cluster_custom_object(GROUP, VERSION, PLURAL)
+    with translated("listing provisioners"):
+        raw = client.CustomObjectsApi(kube).list_cluster_custom_object(GROUP, VERSION, PLURAL)
     result = []
     for obj in raw.get("items") or []:
         name = (obj.get("metadata") or {}).get("name", "")
@@ -83,6 +85,12 @@ def list_configured(kube: client.ApiClient, settings: Settings) -> list[Provisio
 
 
 def patch_status(kube: client.ApiClient, name: str, status: Mapping[str, Any]) -> None:
-    client.CustomObjectsApi(kube).patch_cluster_custom_object_status(
-        GROUP, VERSION, PLURAL, name, {"status": dict(status)}, _content_type="application/merge-patch+json"
-    )
+    with translated(f"patching status of provisioner {name}"):
+        client.CustomObjectsApi(kube).patch_cluster_custom_object_status(
+            GROUP,
+            VERSION,
+            PLURAL,
+            name,
+            {"status": dict(status)},
+            _content_type="application/merge-patch+json",
+        )

@@ -10,15 +10,20 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from extender.cluster.client import call_json
+from extender.cluster.errors import ClusterError, translate, translated
 
 GONE = 410
 
 
-class Gone(Exception):
+class Gone(ClusterError):
     """The resourceVersion is too old (410): the caller must re-list."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=GONE, reason="Expired")
 
 
 def list_objects(func: Callable[..., Any], **kwargs: Any) -> tuple[list[dict[str, Any]], str]:
@@ -39,22 +44,22 @@ def watch_objects(
     """(type, object) events from resource_version until the server closes the watch.
 
     BOOKMARK events are passed on (their object carries only the new resourceVersion); a 410 in
-    the stream or as the HTTP answer raises Gone.
+    the stream or as the HTTP answer raises Gone, any other failure a ClusterError.
     """
-    from kubernetes.client.exceptions import ApiException
-
+    doing = f"watching {getattr(func, '__name__', 'objects')}"
     try:
-        response = func(
-            watch=True,
-            resource_version=resource_version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=timeout_seconds,
-            _preload_content=False,
-            **kwargs,
-        )
-    except ApiException as err:
+        with translated(doing):
+            response = func(
+                watch=True,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout_seconds,
+                _preload_content=False,
+                **kwargs,
+            )
+    except ClusterError as err:
         if err.status == GONE:
-            raise Gone(str(err.reason)) from err
+            raise Gone(str(err)) from err
         raise
     try:
         for line in iter_resp_lines(response):
@@ -65,8 +70,9 @@ def watch_objects(
             if event.get("type") == "ERROR":
                 if obj.get("code") == GONE:
                     raise Gone(obj.get("message", "resource version too old"))
-                raise ApiException(
-                    status=obj.get("code"), reason=f"{obj.get('reason')}: {obj.get('message')}"
+                raise translate(
+                    ApiException(status=obj.get("code"), reason=f"{obj.get('reason')}: {obj.get('message')}"),
+                    doing,
                 )
             yield event["type"], obj
     finally:

@@ -3,8 +3,9 @@
 topology domains and pods), per-Provisioner usage for limits (karpy's nodes only), and the
 NodeInfo cache of ClusterState (karpy's nodes).
 
-Pure functions over API JSON (Nodes and the pods bound to them); bound pods are parsed here and
-nowhere else.
+Pure functions over Node models (parsed by the cluster adapter) and the pods bound to them as API
+JSON; `parse_pod` is the one place provisioning parses a pod (bound pods here, pending and
+DaemonSet pods in `gather`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Taint
 from extender.api.resources import CPU, MEMORY, Resources
@@ -37,9 +39,8 @@ EPHEMERAL_TAINTS = frozenset(
 )
 
 
-def ephemeral(taint: Mapping[str, Any]) -> bool:
-    key = taint.get("key")
-    return key == wk.NOT_READY_TAINT_KEY or (key, taint.get("effect")) in EPHEMERAL_TAINTS
+def ephemeral(taint: Taint) -> bool:
+    return taint.key == wk.NOT_READY_TAINT_KEY or (taint.key, taint.effect) in EPHEMERAL_TAINTS
 
 
 @dataclass
@@ -55,11 +56,17 @@ class Inventory:
     namespaces: Mapping[str, Mapping[str, str]] | None = None
 
 
-def _parse(manifest: Mapping[str, Any]) -> Pod | None:
+def parse_pod(manifest: Mapping[str, Any]) -> Pod:
+    """The one place provisioning turns a pod's API JSON into the api model; raises PodError."""
+    return Pod.from_manifest(manifest)
+
+
+def parse_or_none(manifest: Mapping[str, Any]) -> Pod | None:
+    """`parse_pod`, or None (logged) for a pod karpy cannot read."""
     try:
-        return Pod.from_manifest(manifest)
+        return parse_pod(manifest)
     except PodError as err:
-        log.debug("Not counting bound pod %s, %s", objects.pod_key(manifest), err)
+        log.debug("Ignoring pod %s, %s", objects.pod_key(manifest), err)
         return None
 
 
@@ -75,12 +82,12 @@ class PodCache:
         meta = objects.meta(manifest)
         uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
         if not uid or not version:
-            return _parse(manifest)
+            return parse_or_none(manifest)
         self._seen.add(uid)
         cached = self._pods.get(uid)
         if cached is not None and cached[0] == version:
             return cached[1]
-        pod = _parse(manifest)
+        pod = parse_or_none(manifest)
         self._pods[uid] = (version, pod)
         return pod
 
@@ -93,7 +100,7 @@ class PodCache:
 def parse_pods(manifests: Iterable[Mapping[str, Any]], cache: PodCache | None = None) -> list[Pod]:
     """The live (non-terminal) pods of a node as the solver counts them; a pod karpy cannot parse
     still runs, but brings no requests or labels it could read."""
-    parse = cache.parse if cache is not None else _parse
+    parse = cache.parse if cache is not None else parse_or_none
     return [
         pod
         for manifest in manifests
@@ -108,48 +115,34 @@ def pod_requests(pods: Iterable[Pod]) -> Resources:
     return total
 
 
-def usage(nodes: Iterable[Mapping[str, Any]]) -> dict[str, Resources]:
+def usage(nodes: Iterable[Node]) -> dict[str, Resources]:
     """Provisioner -> cpu/memory capacity of its nodes (karpy's nodes only; others count for no limit)."""
     result: dict[str, Resources] = {}
     for node in nodes:
-        provisioner = objects.provisioner_name(node)
-        if provisioner is None:
+        if node.provisioner is None:
             continue
-        capacity = Resources.parse((node.get("status") or {}).get("capacity"))
-        result[provisioner] = result.get(provisioner, Resources()) + Resources(
-            {CPU: capacity.cpu, MEMORY: capacity.memory}
+        result[node.provisioner] = result.get(node.provisioner, Resources()) + Resources(
+            {CPU: node.capacity.cpu, MEMORY: node.capacity.memory}
         )
     return result
 
 
-def takes_pods(node: Mapping[str, Any], marked: Mapping[str, str]) -> bool:
+def takes_pods(node: Node, marked: Mapping[str, str]) -> bool:
     """A karpy node karpy may still place pods on: not marked for removal, deleting or cordoned."""
-    return (
-        objects.is_karpy_node(node)
-        and objects.name(node) not in marked
-        and not objects.deleting(node)
-        and not objects.is_cordoned(node)
-    )
+    return node.is_karpy and node.name not in marked and not node.deleting and not node.unschedulable
 
 
 def existing_node(
-    node: Mapping[str, Any], pods: Sequence[Pod], *, pod_count: int | None = None, schedulable: bool
+    node: Node, pods: Sequence[Pod], *, pod_count: int | None = None, schedulable: bool
 ) -> ExistingNode:
-    """The solver's view of one Node with `pods` bound to it."""
-    node_labels = dict(objects.node_labels(node))
-    karpy = objects.is_karpy_node(node)
-    taints = tuple(
-        Taint(key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", ""))
-        for t in objects.taints(node)
-        if not (karpy and ephemeral(t))
-    )
+    """The solver's view of one Node with `pods` bound to it (a karpy node's start-up taints left out)."""
     return ExistingNode(
-        name=objects.name(node),
-        provisioner=objects.provisioner_name(node) or "",
-        instance_type=node_labels.get(wk.INSTANCE_TYPE, ""),
-        labels=node_labels,
-        taints=taints,
-        allocatable=Resources.parse((node.get("status") or {}).get("allocatable")),
+        name=node.name,
+        provisioner=node.provisioner or "",
+        instance_type=node.labels.get(wk.INSTANCE_TYPE, ""),
+        labels=dict(node.labels),
+        taints=tuple(t for t in node.taints if not (node.is_karpy and ephemeral(t))),
+        allocatable=node.allocatable,
         requested=pod_requests(pods),
         pod_count=len(pods) if pod_count is None else pod_count,
         pods=tuple(pods),
@@ -158,7 +151,7 @@ def existing_node(
 
 
 def build(
-    nodes: Iterable[Mapping[str, Any]],
+    nodes: Iterable[Node],
     assigned: Iterable[Mapping[str, Any]],
     marked: Mapping[str, str],
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
@@ -178,21 +171,20 @@ def build(
         namespaces=namespaces,
     )
     for node in nodes:
-        name = objects.name(node)
-        on_node = pods_by_node.get(name, ())
+        on_node = pods_by_node.get(node.name, ())
         pods = parse_pods(on_node, cache)
         live = sum(1 for p in on_node if not objects.is_terminal(p))
         solver_node = existing_node(node, pods, pod_count=live, schedulable=takes_pods(node, marked))
         result.existing.append(solver_node)
-        if objects.is_karpy_node(node):
+        if node.is_karpy:
             result.nodes.append(
                 NodeInfo(
-                    name=name,
+                    name=node.name,
                     provisioner=solver_node.provisioner,
                     labels=solver_node.labels,
                     allocatable=solver_node.allocatable,
                     requested=solver_node.requested,
-                    ready=objects.is_ready(node),
+                    ready=node.ready,
                 )
             )
     if cache is not None:

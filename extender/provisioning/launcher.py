@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.api.provisioner import Provisioner, Taint
 from extender.cloud.types import Instance, LaunchRequest
 from extender.cluster.nodes import instance_id, node_manifest
@@ -33,7 +34,7 @@ class LaunchGroup:
     nodes: tuple[PlannedNode, ...]
 
 
-def _group_key(node: PlannedNode) -> tuple:
+def _group_key(node: PlannedNode) -> tuple[object, ...]:
     return (
         node.provisioner,
         tuple(t.name for t in node.options),
@@ -80,7 +81,7 @@ def group(
     attempt: int = 0,
     retries: Mapping[str, int] | None = None,
 ) -> list[LaunchGroup]:
-    grouped: dict[tuple, list[PlannedNode]] = {}
+    grouped: dict[tuple[object, ...], list[PlannedNode]] = {}
     for node in nodes:
         grouped.setdefault(_group_key(node), []).append(node)
     result = []
@@ -177,7 +178,7 @@ def _node(
     )
 
 
-def without_nodes(nodes: Sequence[Mapping[str, Any]], instances: Sequence[Instance]) -> list[Instance]:
+def without_nodes(nodes: Sequence[Node], instances: Sequence[Instance]) -> list[Instance]:
     """Instances a karpy launch tagged (launch id) that no Node points at yet."""
-    with_nodes = {instance_id(str((n.get("spec") or {}).get("providerID") or "")) for n in nodes}
+    with_nodes = {instance_id(n.provider_id) for n in nodes}
     return [i for i in instances if i.tags.get(wk.LAUNCH_ID_TAG) and i.id not in with_nodes]

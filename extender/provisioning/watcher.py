@@ -41,8 +41,11 @@ def is_provisionable(pod: Mapping[str, Any]) -> bool:
 class PodWatcher:
     """List, then watch from the list's resourceVersion; re-list on 410 Gone.
 
-    `on_pods(dict key -> manifest)` receives provisionable pods; `on_gone(keys)` pods that were
-    bound or deleted. `pending()` is the current provisionable set.
+    `on_pods(dict key -> manifest)` receives provisionable pods; pods bound or deleted only leave
+    `pending()`, the current provisionable set (a batch re-reads its pods anyway).
+
+    The watch thread owns it: `resource_version` and `relists` are written only there; `_pending`
+    is read from other threads too, so it is guarded by `_lock`.
     """
 
     def __init__(

@@ -24,11 +24,10 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import ACCELERATOR_RESOURCES, PODS, Resources
 from extender.scheduling.constraints import defined_keys, pod_terms, provisioner_requirements
-from extender.scheduling.instancetypes import InstanceType, Offering
+from extender.scheduling.instancetypes import InstanceType, Offering, OfferingKey
 from extender.scheduling.requirements import Requirements
 
 Vector = tuple[float, ...]
-OfferingKey = tuple[str, str, str]
 
 
 def vector(resources: Resources, dims: Sequence[str]) -> Vector:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from extender.api import labels as wk
 from extender.api.resources import CPU, EPHEMERAL_STORAGE, GPU_RESOURCES, MEMORY, PODS, Resources
@@ -81,6 +82,16 @@ def node_overhead(vcpus: float, max_pods: int, root_volume: float = DEFAULT_ROOT
             EPHEMERAL_STORAGE: storage,
         }
     )
+
+
+class OfferingKey(NamedTuple):
+    """One (instance type, zone, capacity type) the cloud can launch: the one key for an offering,
+    shared by the solver (`unavailable`), the cloud provider and the controllers. A tuple, so the
+    solver can compare it with plain (type, zone, capacity type) tuples."""
+
+    instance_type: str
+    zone: str
+    capacity_type: str
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,9 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from werkzeug.serving import make_server
 
+from extender.cloud.aws.provider import AWSCloudProvider
+from extender.cloud.metrics import decorate
+from extender.cluster import client as kube_client
+from extender.http.app import create_app
+from extender.provisioning.controller import ProvisioningController
+from extender.settings import BatchingSettings, LeaderElectionSettings, Settings
+from extender.state import ClusterState
 from hack.localcluster import awsseed
 from hack.localcluster import cluster as localcluster
+from tests.integration.helpers import PRICES, Karpy
 
 STATE_ENV = "KARPY_CLUSTER_STATE"
 PROVISIONER_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "provisioners.karpenter.sh.yaml"
@@ -151,3 +161,44 @@ def namespace(core_v1: Any) -> Iterator[str]:
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+@pytest.fixture(scope="module")
+def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
+    """The provisioning controller and the extender in this process, against the local cluster."""
+    seed = cluster.aws
+    settings = Settings(
+        cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
+        cluster_endpoint=cluster.apiserver_url,
+        kubeconfig=cluster.kubeconfig,
+        aws=seed.aws_settings(
+            interruption_queue="", price_file=str(PRICES), default_instance_profile="karpy-node"
+        ),
+        batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
+        leader_election=LeaderElectionSettings(enabled=False),
+    )
+    kube = kube_client.load(settings)
+    stop = threading.Event()
+    with pytest.MonkeyPatch.context() as env:
+        # moto accepts any key; boto3 must find one, and never a real one.
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.delenv("AWS_SESSION_TOKEN", raising=False)
+        env.delenv("AWS_PROFILE", raising=False)
+        raw_cloud = AWSCloudProvider(settings=settings)
+    state = ClusterState()
+    leading = threading.Event()
+    leading.set()
+    controller = ProvisioningController(
+        settings=settings, kube=kube, cloud=decorate(raw_cloud), state=state, is_leader=leading.is_set
+    )
+    controller.start(stop)
+    server = make_server(
+        "127.0.0.1", cluster.extender_port, create_app(settings, state, controller.enqueue), threaded=True
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield Karpy(controller, state, raw_cloud, kube, leading)
+    finally:
+        stop.set()
+        server.shutdown()

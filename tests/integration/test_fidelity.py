@@ -9,8 +9,6 @@ not-ready taint here (no lifecycle runs), so kube-scheduler never places a test'
 every placement below is karpy's.
 """
 
-# ruff: noqa: F811  (tests take test_provisioning's `karpy` fixture, imported below, as a parameter)
-
 from __future__ import annotations
 
 import time
@@ -21,11 +19,10 @@ from typing import Any
 import pytest
 
 from extender.api import labels as wk
-from tests.integration.test_provisioning import (  # noqa: F401  (karpy: a fixture)
+from tests.integration.helpers import (
     Karpy,
     all_bound,
     create_pods,
-    karpy,
     node_of,
     pod_manifest,
     pods_of,

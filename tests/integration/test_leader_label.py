@@ -13,7 +13,7 @@ from extender.cluster.leaderlabel import LEADER_LABEL
 from extender.lifecycle.leader import LeaderElector
 from extender.main import _leader_label
 from extender.settings import LeaderElectionSettings, Settings
-from tests.integration.test_provisioning import wait_for
+from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
 

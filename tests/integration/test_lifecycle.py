@@ -22,7 +22,6 @@ import pytest
 from kubernetes import client
 from werkzeug.serving import make_server
 
-from benchmarks.provisioning import PRICES, controller_env, free_port
 from extender.api import labels as wk
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
@@ -39,14 +38,17 @@ from extender.settings import (
     Settings,
 )
 from extender.state import ClusterState
-from tests.integration.test_provisioning import Karpy as ProvisioningKarpy
-from tests.integration.test_provisioning import (
+from tests.integration.helpers import (
+    PRICES,
     all_bound,
+    controller_env,
+    free_port,
     pod_manifest,
     unique,
     wait_for,
 )
-from tests.integration.test_provisioning import provisioner as create_provisioner
+from tests.integration.helpers import Karpy as ProvisioningKarpy
+from tests.integration.helpers import provisioner as create_provisioner
 
 pytestmark = pytest.mark.integration
 

@@ -11,174 +11,28 @@ import re
 import signal
 import subprocess
 import sys
-import threading
-import time
-import uuid
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
 
-from benchmarks.provisioning import PRICES, controller_env, free_port
 from extender.api import labels as wk
-from extender.cloud.aws.provider import AWSCloudProvider
-from extender.cloud.metrics import decorate
-from extender.cluster import client as kube_client
-from extender.http.app import create_app
-from extender.provisioning.controller import BatchReport, ProvisioningController
-from extender.settings import BatchingSettings, LeaderElectionSettings, Settings
-from extender.state import ClusterState
+from tests.integration.helpers import (
+    Karpy,
+    all_bound,
+    batch_report,
+    controller_env,
+    create_pods,
+    free_port,
+    instance_tags,
+    node_of,
+    pod_manifest,
+    provisioner,
+    unique,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
-
-
-@dataclass
-class Karpy:
-    controller: ProvisioningController
-    state: ClusterState
-    cloud: AWSCloudProvider
-    kube: Any
-    #: Cleared while another controller (a `karpy controller` process) must do the provisioning.
-    leading: threading.Event
-
-    @property
-    def ec2(self) -> Any:
-        return self.cloud.clients.ec2
-
-
-@pytest.fixture(scope="module")
-def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
-    seed = cluster.aws
-    settings = Settings(
-        cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
-        cluster_endpoint=cluster.apiserver_url,
-        kubeconfig=cluster.kubeconfig,
-        aws=seed.aws_settings(
-            interruption_queue="", price_file=str(PRICES), default_instance_profile="karpy-node"
-        ),
-        batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
-        leader_election=LeaderElectionSettings(enabled=False),
-    )
-    kube = kube_client.load(settings)
-    stop = threading.Event()
-    with pytest.MonkeyPatch.context() as env:
-        # moto accepts any key; boto3 must find one, and never a real one.
-        env.setenv("AWS_ACCESS_KEY_ID", "testing")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        env.delenv("AWS_SESSION_TOKEN", raising=False)
-        env.delenv("AWS_PROFILE", raising=False)
-        raw_cloud = AWSCloudProvider(settings=settings)
-    state = ClusterState()
-    leading = threading.Event()
-    leading.set()
-    controller = ProvisioningController(
-        settings=settings, kube=kube, cloud=decorate(raw_cloud), state=state, is_leader=leading.is_set
-    )
-    controller.start(stop)
-    server = make_server(
-        "127.0.0.1", cluster.extender_port, create_app(settings, state, controller.enqueue), threaded=True
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield Karpy(controller, state, raw_cloud, kube, leading)
-    finally:
-        stop.set()
-        server.shutdown()
-
-
-# -- helpers ---------------------------------------------------------------------------------------
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec: Any) -> None:
-    from kubernetes import client
-
-    body = {
-        "apiVersion": wk.API_VERSION,
-        "kind": "Provisioner",
-        "metadata": {"name": name},
-        "spec": {"requirements": requirements, **spec},
-    }
-    client.CustomObjectsApi(kube).create_cluster_custom_object(
-        "karpenter.sh", "v1alpha5", "provisioners", body
-    )
-
-
-def pod_manifest(name: str, cpu: str, memory: str = "64Mi", selector: dict[str, str] | None = None) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": "inflate"}},
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "nodeSelector": selector or {},
-            "containers": [
-                {
-                    "name": "pause",
-                    "image": "registry.k8s.io/pause:3.9",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ],
-        },
-    }
-
-
-def create_pods(core: Any, namespace: str, manifests: list[dict], parallel: int = 1) -> None:
-    if parallel == 1:
-        for manifest in manifests:
-            core.create_namespaced_pod(namespace, manifest)
-        return
-    with ThreadPoolExecutor(parallel) as pool:
-        list(pool.map(lambda m: core.create_namespaced_pod(namespace, m), manifests))
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-def pods_of(core: Any, namespace: str) -> list[Any]:
-    return core.list_namespaced_pod(namespace).items
-
-
-def all_bound(core: Any, namespace: str, count: int, running: bool = False) -> Callable[[], list[Any]]:
-    def check() -> list[Any]:
-        items = pods_of(core, namespace)
-        ok = len(items) == count and all(p.spec.node_name for p in items)
-        if running:
-            ok = ok and all(p.status.phase == "Running" for p in items)
-        return items if ok else []
-
-    return check
-
-
-def node_of(core: Any, name: str) -> Any:
-    return core.read_node(name)
-
-
-def batch_report(karpy: Karpy, after: int, match: Callable[[BatchReport], bool]) -> BatchReport:
-    """The first batch report since `after` that matches (a report lands after its binds)."""
-    return wait_for(
-        lambda: next((r for r in karpy.controller.reports[after:] if match(r)), None), 10, "batch report"
-    )
-
-
-def instance_tags(karpy: Karpy, node: Any) -> dict[str, str]:
-    instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
-    reservations = karpy.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
-    return {t["Key"]: t["Value"] for t in reservations[0]["Instances"][0].get("Tags", [])}
 
 
 # -- proofs ----------------------------------------------------------------------------------------

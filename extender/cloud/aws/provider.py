@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from cachetools import TTLCache
 
+from extender import retry
 from extender.api.labels import (
     CAPACITY_TYPE,
     CAPACITY_TYPE_ON_DEMAND,
@@ -50,9 +51,17 @@ log = logging.getLogger(__name__)
 
 #: How long an offering EC2 refused for capacity is left out (modern Karpenter's UnavailableOfferingsTTL).
 UNAVAILABLE_TTL_SECONDS = 180.0
-#: DescribeInstances right after CreateFleet may not show the instance (or its DNS name) yet.
+#: DescribeInstances right after CreateFleet may not show the instance (or its DNS name) yet: it is
+#: read again this many times in all, with the retry module's SETTLE backoff in between.
 DESCRIBE_ATTEMPTS = 3
-DESCRIBE_DELAY_SECONDS = 1.0
+
+
+class _NotSettled(Exception):
+    """DescribeInstances does not show every launched instance with its DNS name yet."""
+
+    def __init__(self, found: list[Instance]) -> None:
+        super().__init__(f"{len(found)} instance(s) described")
+        self.found = found
 
 
 def choose_capacity_type(
@@ -228,18 +237,26 @@ class AWSCloudProvider:
         return LaunchResult(instances=launched, unavailable=tuple(unavailable), errors=outcome.errors)
 
     def _describe_launched(self, instance_ids: Sequence[str]) -> list[Instance]:
-        for attempt in range(1, DESCRIBE_ATTEMPTS + 1):
-            try:
-                found = instances.describe(self.clients.ec2, instance_ids)
-            except InstanceNotFoundError:
-                if attempt == DESCRIBE_ATTEMPTS:
-                    raise
-                found = []
+        """The launched instances once EC2 shows all of them with DNS names; after the last attempt,
+        what it shows (InstanceNotFoundError if it still knows none of them)."""
+
+        def complete() -> list[Instance]:
+            found = instances.describe(self.clients.ec2, instance_ids)
             if len(found) == len(instance_ids) and all(i.private_dns_name for i in found):
                 return found
-            if attempt < DESCRIBE_ATTEMPTS:
-                self._sleep(DESCRIBE_DELAY_SECONDS)
-        return found
+            raise _NotSettled(found)
+
+        try:
+            return retry.call(
+                complete,
+                retry_on=lambda err: isinstance(err, _NotSettled | InstanceNotFoundError),
+                attempts=DESCRIBE_ATTEMPTS,
+                policy=retry.SETTLE,
+                doing="describing launched instances",
+                sleep=self._sleep,
+            )
+        except _NotSettled as err:
+            return err.found
 
     def _launch_templates(
         self, request: LaunchRequest, options: Sequence[InstanceType], capacity_type: str

@@ -4,6 +4,7 @@ limits usage and the guard's cache stay karpy's."""
 from __future__ import annotations
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.provisioning import inventory
 
 
@@ -21,6 +22,11 @@ def node(name: str, prov: str | None = "default", **extra: object) -> dict:
     }
 
 
+def models(*manifests: dict) -> list[Node]:
+    """Nodes as the cluster adapter hands them over: parsed."""
+    return [Node.from_manifest(m) for m in manifests]
+
+
 def pod(cpu: str, on: str = "n1", name: str = "p", phase: str = "Running", **labels: str) -> dict:
     return {
         "metadata": {"name": name, "namespace": "ns", "labels": labels},
@@ -35,7 +41,7 @@ def test_in_flight_node_offers_its_room_without_its_start_up_taints() -> None:
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
         {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"},
     ]
-    inv = inventory.build([starting], [pod("1", name="a"), pod("500m", name="b")], marked={})
+    inv = inventory.build(models(starting), [pod("1", name="a"), pod("500m", name="b")], marked={})
     (existing,) = inv.existing
     assert existing.taints == () and existing.pod_count == 2 and existing.schedulable
     assert existing.requested.cpu == 1.5 and existing.allocatable.cpu == 3.9
@@ -47,7 +53,7 @@ def test_marked_cordoned_and_deleting_nodes_count_for_limits_and_topology_but_ta
     deleting = node("n3")
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     inv = inventory.build(
-        [node("n1"), node("n2", unschedulable=True), deleting],
+        models(node("n1"), node("n2", unschedulable=True), deleting),
         [pod("1", on="n2", app="web")],
         marked={"n1": "empty"},
     )
@@ -63,7 +69,7 @@ def test_other_nodes_bring_pods_and_taints_but_no_usage_and_no_cache_entry() -> 
         {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
     ]
-    inv = inventory.build([theirs, node("n1")], [pod("2", on="ng-1", app="db")], marked={})
+    inv = inventory.build(models(theirs, node("n1")), [pod("2", on="ng-1", app="db")], marked={})
     other = next(n for n in inv.existing if n.name == "ng-1")
     assert not other.schedulable and other.provisioner == ""
     # Start-up taints are dropped only from karpy's nodes.
@@ -80,7 +86,7 @@ def test_other_nodes_bring_pods_and_taints_but_no_usage_and_no_cache_entry() -> 
 def test_terminal_and_unparseable_bound_pods() -> None:
     bad = pod("1x", name="bad")
     done = pod("1", name="done", phase="Succeeded")
-    inv = inventory.build([node("n1")], [pod("1", name="ok"), bad, done], marked={})
+    inv = inventory.build(models(node("n1")), [pod("1", name="ok"), bad, done], marked={})
     (existing,) = inv.existing
     # A pod karpy cannot read still takes a pod slot; a finished one takes nothing.
     assert [p.key for p in existing.pods] == ["ns/ok"] and existing.pod_count == 2
@@ -89,7 +95,7 @@ def test_terminal_and_unparseable_bound_pods() -> None:
 
 def test_inventory_names_the_pods_bound_to_any_node_and_keeps_namespaces() -> None:
     inv = inventory.build(
-        [node("n1"), node("x", prov=None)],
+        models(node("n1"), node("x", prov=None)),
         [pod("1", on="n1", name="bound"), pod("1", on="x", name="p"), pod("1", on="gone", name="q")],
         marked={},
         namespaces={"ns": {"team": "a"}},
@@ -99,9 +105,9 @@ def test_inventory_names_the_pods_bound_to_any_node_and_keeps_namespaces() -> No
 
 
 def test_usage_counts_karpy_nodes_only() -> None:
-    assert inventory.usage([node("n1"), node("n2", prov="other"), node("x", prov=None)]) == {
-        "default": inventory.usage([node("n1")])["default"],
-        "other": inventory.usage([node("n1")])["default"],
+    assert inventory.usage(models(node("n1"), node("n2", prov="other"), node("x", prov=None))) == {
+        "default": inventory.usage(models(node("n1")))["default"],
+        "other": inventory.usage(models(node("n1")))["default"],
     }
 
 
@@ -109,12 +115,12 @@ def test_pod_cache_parses_a_pod_once_per_resource_version_and_forgets_deleted_on
     cache = inventory.PodCache()
     a = pod("1", name="a")
     a["metadata"].update(uid="u-a", resourceVersion="1")
-    first = inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0]
-    again = inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0]
+    first = inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0]
+    again = inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0]
     assert again is first
     a["metadata"]["resourceVersion"] = "2"
     a["metadata"]["labels"] = {"app": "new"}
-    changed = inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0]
+    changed = inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0]
     assert changed is not first and changed.labels == {"app": "new"}
-    inventory.build([node("n1")], [], marked={}, cache=cache)
-    assert inventory.build([node("n1")], [a], marked={}, cache=cache).existing[0].pods[0] is not changed
+    inventory.build(models(node("n1")), [], marked={}, cache=cache)
+    assert inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0] is not changed

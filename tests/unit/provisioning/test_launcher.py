@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.cloud.types import Instance
 from extender.provisioning import launcher
@@ -75,7 +76,9 @@ def instance(iid: str, tags: dict[str, str] | None = None, itype: str = "c5.xlar
 
 def test_instances_without_nodes_are_tagged_launches_no_node_points_at() -> None:
     tagged = {wk.LAUNCH_ID_TAG: "l-1"}
-    nodes = [{"metadata": {"name": "n1"}, "spec": {"providerID": "aws:///us-west-2b/i-1"}}]
+    nodes = [
+        Node.from_manifest({"metadata": {"name": "n1"}, "spec": {"providerID": "aws:///us-west-2b/i-1"}})
+    ]
     found = launcher.without_nodes(nodes, [instance("i-1", tagged), instance("i-2", tagged), instance("i-3")])
     assert [i.id for i in found] == ["i-2"]
 

@@ -1,0 +1,106 @@
+"""Gather: everything one batch plans against, read from the cluster and the cloud and parsed once.
+
+The pending pods of the batch are read again (a pod bound or deleted while the window was open must
+not be bound twice) and parsed into api models here; a pod karpy cannot read is reported and left
+out. Provisioners, the catalog, DaemonSet overhead, every node with its bound pods, and the
+namespaces' labels complete the picture.
+
+Called only under the controller's batch lock, which also guards the bound-pod cache.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from extender.api.pod import Pod, PodError
+from extender.api.provisioner import Provisioner
+from extender.cloud.types import CloudProvider
+from extender.cluster import namespaces as kube_namespaces
+from extender.cluster import nodes as kube_nodes
+from extender.cluster import pods as kube_pods
+from extender.cluster import provisioners as kube_provisioners
+from extender.cluster.errors import ClusterError
+from extender.cluster.objects import pod_key
+from extender.provisioning import inventory
+from extender.provisioning.report import INVALID_POD_REASON, Reporter
+from extender.scheduling.instancetypes import InstanceType
+from extender.settings import Settings
+from extender.state import ClusterState
+
+log = logging.getLogger("karpy.controller.provisioning")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the cluster is configured with: Provisioners by name, their catalog, DaemonSet pods."""
+
+    provisioners: dict[str, Provisioner]
+    catalog: list[InstanceType]
+    daemonsets: list[Pod]
+
+
+class Gatherer:
+    def __init__(
+        self,
+        *,
+        kube: client.ApiClient,
+        settings: Settings,
+        cloud: CloudProvider,
+        state: ClusterState,
+        reporter: Reporter,
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self.cloud = cloud
+        self.state = state
+        self.reporter = reporter
+        self._pod_cache = inventory.PodCache()
+
+    def pending(self, keys: Collection[str]) -> list[Pod]:
+        """The batch's pods still pending now, parsed; unreadable ones get an InvalidPod Event."""
+        pending, _ = kube_pods.list_pending(self.kube)
+        fresh = [p for p in pending if pod_key(p) in keys]
+        return [pod for pod in (self._parse_pending(m) for m in fresh) if pod is not None]
+
+    def _parse_pending(self, manifest: Mapping[str, Any]) -> Pod | None:
+        try:
+            return inventory.parse_pod(manifest)
+        except PodError as err:
+            meta = manifest.get("metadata") or {}
+            pod = Pod(
+                namespace=str(meta.get("namespace") or "default"),
+                name=str(meta.get("name") or ""),
+                uid=str(meta.get("uid") or ""),
+            )
+            self.reporter.ignoring(pod, INVALID_POD_REASON, f"not provisioning for this pod, {err}")
+            return None
+
+    def context(self) -> Context:
+        provisioners = kube_provisioners.list_configured(self.kube, self.settings)
+        daemonsets = inventory.parse_pods(kube_pods.daemonset_pods(self.kube))
+        catalog = self.cloud.get_instance_types(None) if provisioners else []
+        return Context({p.name: p for p in provisioners}, catalog, daemonsets)
+
+    def inventory(self) -> inventory.Inventory:
+        """Every node and every bound pod (one list each), and the namespaces' labels."""
+        nodes = kube_nodes.list_nodes(self.kube)
+        assigned = kube_pods.list_assigned(self.kube)
+        result = inventory.build(
+            nodes, assigned, self.state.marked(), self._namespaces(), cache=self._pod_cache
+        )
+        self.state.set_nodes(result.nodes)
+        return result
+
+    def _namespaces(self) -> dict[str, dict[str, str]] | None:
+        """Namespace -> labels; None (unknown: pods with a namespaceSelector are not provisioned
+        for) when they cannot be listed."""
+        try:
+            return kube_namespaces.list_labels(self.kube)
+        except ClusterError as err:
+            log.warning("Listing namespaces failed, namespace selectors are not evaluated, %s", err)
+            return None

@@ -1,0 +1,170 @@
+"""One batch through the named steps: gather -> plan -> launch -> register -> bind -> report.
+
+`provision` runs a batch (its pods claimed by the caller), `replacements` launches for a node's
+pods without binding them (the lifecycle drains the node afterwards). After capacity errors the
+pods of the refused nodes are planned again without the refused offerings, at most MAX_REPLANS
+times; the rest waits parked.
+
+Launch groups run in parallel on the launch pool. The batch waits for every group, including
+those that failed, before it returns: its caller then releases the claims, and a claim released
+while a sibling group is still binding would let kube-scheduler place those pods a second time.
+
+Not thread-safe by itself: the controller runs it under its batch lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import wait
+
+from extender.api.pod import Pod
+from extender.provisioning import launcher, metrics
+from extender.provisioning.bind import Binder
+from extender.provisioning.gather import Context, Gatherer
+from extender.provisioning.launch import Launched, Launcher, pods_of
+from extender.provisioning.offerings import UnavailableOfferings
+from extender.provisioning.plan import plan
+from extender.provisioning.pools import Pools
+from extender.provisioning.register import Registrar
+from extender.provisioning.report import BatchReport, Reporter
+from extender.provisioning.snapshot import BindSnapshot
+
+log = logging.getLogger("karpy.controller.provisioning")
+
+#: Re-plans of one batch after capacity errors before the rest waits for the next batch.
+MAX_REPLANS = 3
+
+
+class Pipeline:
+    def __init__(
+        self,
+        *,
+        gather: Gatherer,
+        launch: Launcher,
+        register: Registrar,
+        bind: Binder,
+        report: Reporter,
+        unavailable: UnavailableOfferings,
+        pools: Pools,
+        park: Callable[[Iterable[str]], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self.gather = gather
+        self.launcher = launch
+        self.registrar = register
+        self.binder = bind
+        self.reporter = report
+        self.unavailable = unavailable
+        self.pools = pools
+        self.park = park
+        self.clock = clock
+
+    def provision(self, keys: Collection[str], report: BatchReport) -> Context | None:
+        """Re-read, plan, launch and bind one batch; its context, or None when nothing was planned."""
+        t0 = self.clock()
+        pods = self.gather.pending(keys)
+        report.add("reread", self.clock() - t0)
+        report.pods = len(pods)
+        if not pods:
+            return None
+        log.info("Found %d provisionable pod(s)", len(pods))
+        ctx = self.gather.context()
+        if not ctx.provisioners:
+            log.info("No provisioners found, %d pod(s) wait for one", len(pods))
+            self.park(p.key for p in pods)
+            return None
+        self._plan_and_launch(pods, ctx, report, bind=True)
+        self.reporter.refresh_status(ctx.provisioners)
+        return ctx
+
+    def replacements(self, pods: Sequence[Pod]) -> list[str]:
+        """Launch nodes (without binding) for `pods`; their names."""
+        return self._plan_and_launch(pods, self.gather.context(), BatchReport(), bind=False)
+
+    def _plan_and_launch(
+        self, pods: Sequence[Pod], ctx: Context, report: BatchReport, *, bind: bool
+    ) -> list[str]:
+        """The names of the nodes launched; with `bind`, pods are bound and what cannot be placed
+        now is parked."""
+        remaining = list(pods)
+        launched: list[str] = []
+        for attempt in range(MAX_REPLANS + 1):
+            t0 = self.clock()
+            inv = self.gather.inventory()
+            if bind:
+                # kube-scheduler may have bound some between the re-read and this listing.
+                unbound = [p for p in remaining if p.key not in inv.assigned]
+                if len(unbound) < len(remaining):
+                    log.info("Not provisioning for %d pod(s) bound meanwhile", len(remaining) - len(unbound))
+                    if not unbound:
+                        return launched
+                    remaining = unbound
+            result = plan(remaining, ctx, inv, self.unavailable.current(), onto_existing=bind)
+            packing = self.clock() - t0
+            metrics.PACKING.observe(packing)
+            report.add("packing", packing)
+            waiting = self.reporter.plan(result, ctx.provisioners)
+            snapshot = BindSnapshot(inv.existing, inv.namespaces, result.existing) if bind else None
+            if snapshot is not None:
+                self.park(waiting)
+                for node, placed in result.existing.items():
+                    report.count("bound", self.binder.bind(node, placed, "", report, snapshot))
+            groups = launcher.group(result.nodes, ctx.provisioners, attempt, self.binder.refusals())
+            report.count(
+                "option_lists",
+                len({(n.provisioner, tuple(t.name for t in n.options)) for n in result.nodes}),
+            )
+            retry: list[Pod] = []
+            for names, replan in self._launch_groups(groups, report, snapshot):
+                launched.extend(names)
+                retry.extend(replan)
+            if not retry:
+                return launched
+            if attempt < MAX_REPLANS:
+                log.info("Re-planning %d pod(s) without the offerings EC2 refused", len(retry))
+            remaining = retry
+        if bind:
+            self.park(p.key for p in remaining)
+        return launched
+
+    def _launch_groups(
+        self, groups: Sequence[launcher.LaunchGroup], report: BatchReport, snapshot: BindSnapshot | None
+    ) -> list[tuple[list[str], tuple[Pod, ...]]]:
+        """Each group's (node names, pods to re-plan), after every group has finished."""
+        futures = [self.pools.launch.submit(self._group, g, report, snapshot) for g in groups]
+        wait(futures)
+        results: list[tuple[list[str], tuple[Pod, ...]]] = []
+        for group, future in zip(groups, futures, strict=True):
+            err = future.exception()
+            if err is None:
+                results.append(future.result())
+                continue
+            # A group's task is a loop boundary: its pods wait, its siblings' work stands.
+            log.error(
+                "Provisioning failed, launching %d node(s) for provisioner %s, %s",
+                group.request.count,
+                group.request.provisioner.name,
+                err,
+            )
+            if snapshot is not None:
+                self.park(p.key for p in pods_of(group.nodes))
+            results.append(([], ()))
+        return results
+
+    def _group(
+        self, group: launcher.LaunchGroup, report: BatchReport, snapshot: BindSnapshot | None
+    ) -> tuple[list[str], tuple[Pod, ...]]:
+        """Launch one group, register its nodes and (with `snapshot`) bind their pods."""
+        outcome: Launched = self.launcher.launch(group, report)
+        if snapshot is not None:
+            self.park(p.key for p in outcome.park)
+        provisioner = group.request.provisioner
+        names: list[str] = []
+        for instance, planned in outcome.instances:
+            name = self.registrar.register(instance, planned, provisioner, report)
+            names.append(name)
+            if snapshot is not None:
+                bound = self.binder.bind(name, planned.pods, provisioner.name, report, snapshot)
+                report.count("bound", bound)
+        return names, outcome.replan

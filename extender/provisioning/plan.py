@@ -1,0 +1,49 @@
+"""Plan: the pure solver over what `gather` read, less the offerings the cloud refused lately.
+
+A batch packs onto karpy's live and in-flight nodes first. Replacements for a node about to be
+drained go on new nodes only: every existing node then counts for topology alone, without the
+pods that are leaving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Sequence
+
+from extender.api.pod import Pod
+from extender.provisioning.gather import Context
+from extender.provisioning.inventory import Inventory
+from extender.scheduling.instancetypes import OfferingKey
+from extender.scheduling.plan import ExistingNode, Plan
+from extender.scheduling.solver import solve
+
+
+def plan(
+    pods: Sequence[Pod],
+    ctx: Context,
+    inv: Inventory,
+    unavailable: Collection[OfferingKey],
+    *,
+    onto_existing: bool,
+) -> Plan:
+    existing = inv.existing if onto_existing else topology_only(inv.existing, {p.key for p in pods})
+    return solve(
+        list(pods),
+        list(ctx.provisioners.values()),
+        ctx.catalog,
+        daemonsets=ctx.daemonsets,
+        existing_nodes=existing,
+        unavailable=frozenset(unavailable),
+        usage=inv.usage,
+        # The bound is for `karpy plan` and the benchmarks; a batch is pending pods waiting.
+        with_bound=False,
+        namespaces=inv.namespaces,
+    )
+
+
+def topology_only(nodes: Sequence[ExistingNode], leaving: set[str]) -> list[ExistingNode]:
+    """Every node only counts for topology, without the leaving pods (they are about to be evicted)."""
+    return [
+        dataclasses.replace(n, schedulable=False, pods=tuple(p for p in n.pods if p.key not in leaving))
+        for n in nodes
+    ]

@@ -1,0 +1,88 @@
+"""Register: the Node object of each launched instance (Karpenter 0.5 creates it before kubelet
+registers, so pods can be bound at once), and adoption of instances an interrupted launch left
+without one. `launcher` builds the Node objects; this step writes them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from kubernetes import client
+
+from extender.api import labels as wk
+from extender.api.provisioner import Provisioner
+from extender.cloud.types import Instance
+from extender.cluster import nodes as kube_nodes
+from extender.provisioning import launcher, metrics
+from extender.provisioning.gather import Context
+from extender.provisioning.report import BatchReport, Reporter
+from extender.scheduling.plan import PlannedNode
+
+log = logging.getLogger("karpy.controller.provisioning")
+
+
+class Registrar:
+    def __init__(
+        self, *, kube: client.ApiClient, region: str, reporter: Reporter, clock: Callable[[], float]
+    ) -> None:
+        self.kube = kube
+        self.region = region
+        self.reporter = reporter
+        self.clock = clock
+
+    def register(
+        self, instance: Instance, planned: PlannedNode, provisioner: Provisioner, report: BatchReport
+    ) -> str:
+        """Create the Node of a launched instance; its name."""
+        t0 = self.clock()
+        manifest = launcher.node_for(instance, planned, provisioner, region=self.region)
+        name: str = manifest["metadata"]["name"]
+        kube_nodes.create_node(self.kube, manifest)
+        created = self.clock() - t0
+        metrics.NODE_CREATE.labels(provisioner=provisioner.name).observe(created)
+        report.add("node_create", created)
+        report.count("nodes")
+        metrics.NODES_LAUNCHED.labels(
+            provisioner=provisioner.name, capacity_type=instance.capacity_type
+        ).inc()
+        self.reporter.provisioner_event(
+            provisioner,
+            "LaunchedNode",
+            f"Launched node {name} ({instance.instance_type}, {instance.zone}, {instance.capacity_type}) "
+            f"for {len(planned.pods)} pod(s)",
+        )
+        return name
+
+    def adopt(self, instances: Sequence[Instance], ctx: Callable[[], Context]) -> list[str]:
+        """Create the Nodes of karpy instances that have none; the adopted node names. An instance
+        whose Provisioner or instance type is gone is left to garbage collection."""
+        found = launcher.without_nodes(kube_nodes.list_nodes(self.kube, karpy_only=True), instances)
+        if not found:
+            return []
+        log.info(
+            "Found %d instance(s) without a node from interrupted launches: %s",
+            len(found),
+            [i.id for i in found],
+        )
+        context = ctx()
+        types = {t.name: t for t in context.catalog}
+        adopted: list[str] = []
+        for instance in found:
+            prov = context.provisioners.get(instance.tags.get(wk.PROVISIONER_NAME, ""))
+            itype = types.get(instance.instance_type)
+            if prov is None or itype is None:
+                log.info(
+                    "Leaving instance %s to garbage collection, its provisioner or type is gone",
+                    instance.id,
+                )
+                continue
+            manifest = launcher.adopted_node(instance, itype, prov, region=self.region)
+            kube_nodes.create_node(self.kube, manifest)
+            adopted.append(manifest["metadata"]["name"])
+            log.info(
+                "Adopted instance %s of an interrupted launch as node %s",
+                instance.id,
+                manifest["metadata"]["name"],
+            )
+        return adopted

@@ -1,0 +1,181 @@
+"""Report: what a batch did, as Events (pods, Provisioners), Provisioner status, logs and the
+batch's own figures (BatchReport, read by the benchmarks and integration tests).
+
+An Event is best effort and never holds up a launch or a bind: per-pod Events go through the event
+pool. A pod karpy will not provision for gets one Event per reason per REPORT_TTL_SECONDS however
+many batches it comes back in (`ignoring`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from cachetools import TTLCache
+from kubernetes import client
+
+from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
+from extender.api.quantity import format_cpu, format_memory
+from extender.api.resources import Resources
+from extender.cluster import events
+from extender.cluster import nodes as kube_nodes
+from extender.cluster import provisioners as kube_provisioners
+from extender.cluster.errors import ClusterError
+from extender.provisioning import inventory
+from extender.provisioning.pools import Pools
+from extender.scheduling.plan import Plan
+
+log = logging.getLogger("karpy.controller.provisioning")
+
+#: A pod karpy will not provision for (unparseable, or a rule it does not model) gets one Event per
+#: reason this often, however many batches it comes back in.
+REPORT_TTL_SECONDS = 600.0
+
+#: Event reasons on pods (README, "Events").
+UNMODELLED_REASON = "UnmodelledRule"
+INVALID_POD_REASON = "InvalidPod"
+NOT_BINDING_REASON = "NotBinding"
+
+
+@dataclass
+class BatchReport:
+    """What one batch did and where its time went (the benchmarks read these)."""
+
+    pods: int = 0
+    bound: int = 0
+    nodes: int = 0
+    fleet_calls: int = 0
+    #: Distinct instance-type option lists over the batch's plans (a fleet call is allowed per list).
+    option_lists: int = 0
+    #: Keys of the batch's pods that reached the window through the extender before the pod watch.
+    fast_path: frozenset[str] = frozenset()
+    timings: dict[str, float] = field(default_factory=dict)
+    # Launch groups run on a thread pool and update one report; `+=` on a field is not atomic.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, phase: str, seconds: float) -> None:
+        with self._lock:
+            self.timings[phase] = self.timings.get(phase, 0.0) + seconds
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add n to a counter field (bound, nodes, fleet_calls, option_lists)."""
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
+
+
+class Reporter:
+    """Thread-safe: launch and bind threads report. `_reported` is guarded by `_lock`."""
+
+    def __init__(self, kube: client.ApiClient, pools: Pools, clock: Callable[[], float]) -> None:
+        self.kube = kube
+        self.pools = pools
+        self._reported: TTLCache[tuple[str, str], bool] = TTLCache(
+            maxsize=10_000, ttl=REPORT_TTL_SECONDS, timer=clock
+        )
+        self._lock = threading.Lock()
+
+    def ignoring(self, pod: Pod, reason: str, message: str) -> None:
+        """Log and record (Warning Event) why karpy will not provision for `pod`, once per
+        REPORT_TTL_SECONDS for the same pod and message."""
+        key = (pod.uid or pod.key, message)
+        with self._lock:
+            seen = key in self._reported
+            self._reported[key] = True
+        if seen:
+            log.debug("Ignoring pod %s, %s", pod.key, message)
+            return
+        log.info("Ignoring pod %s, %s", pod.key, message)
+        self.pod_event(pod, reason, message)
+
+    def pod_event(self, pod: Pod, reason: str, message: str, *, warning: bool = True) -> None:
+        self.pools.events.submit(
+            events.record,
+            self.kube,
+            kind="Pod",
+            name=pod.name,
+            namespace=pod.namespace,
+            uid=pod.uid,
+            reason=reason,
+            message=message,
+            warning=warning,
+        )
+
+    def scheduled(self, provisioner: str) -> Callable[[Pod, str], None]:
+        """The `Scheduled` Event of a pod karpy bound (kube-scheduler's, naming the Provisioner)."""
+
+        def record(pod: Pod, node: str) -> None:
+            self.pod_event(
+                pod,
+                "Scheduled",
+                f"Successfully assigned {pod.key} to {node} (provisioner {provisioner})",
+                warning=False,
+            )
+
+        return record
+
+    def provisioner_event(
+        self, provisioner: Provisioner, reason: str, message: str, *, warning: bool = False
+    ) -> None:
+        events.record(
+            self.kube,
+            kind="Provisioner",
+            api_version=kube_provisioners.GROUP + "/" + kube_provisioners.VERSION,
+            name=provisioner.name,
+            uid=provisioner.uid,
+            reason=reason,
+            message=message,
+            warning=warning,
+        )
+
+    def plan(self, plan: Plan, provisioners: Mapping[str, Provisioner]) -> list[str]:
+        """Log the plan and report the pods it could not place; the keys of those that should wait
+        (parked), which excludes pods with a rule karpy does not model (waiting changes nothing)."""
+        for line in plan.describe():
+            if not line.startswith("Unable to schedule"):
+                log.info("%s", line)
+        limited: dict[str, str] = {}
+        park: list[str] = []
+        for item in plan.unschedulable:
+            if item.unmodelled:
+                self.ignoring(item.pod, UNMODELLED_REASON, item.reason)
+                continue
+            log.info("Unable to schedule pod %s, %s", item.pod.key, item.reason)
+            events.record(
+                self.kube,
+                kind="Pod",
+                name=item.pod.name,
+                namespace=item.pod.namespace,
+                uid=item.pod.uid,
+                reason="FailedProvisioning",
+                message=item.reason,
+                warning=True,
+            )
+            if "limits exceeded" in item.reason:
+                limited.setdefault(item.reason.split()[1], item.reason)
+            park.append(item.pod.key)
+        for name, reason in limited.items():
+            if name in provisioners:
+                self.provisioner_event(provisioners[name], "LimitExceeded", reason, warning=True)
+        return park
+
+    def refresh_status(self, provisioner_names: Iterable[str]) -> None:
+        """Publish status.resources from live + in-flight nodes."""
+        usage = inventory.usage(kube_nodes.list_nodes(self.kube, karpy_only=True))
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for name in provisioner_names:
+            used = usage.get(name) or Resources()
+            status = {
+                "resources": {
+                    "cpu": format_cpu(used.cpu),
+                    "memory": format_memory(int(used.memory // 1024) * 1024),
+                },
+                "lastScaleTime": now,
+            }
+            try:
+                kube_provisioners.patch_status(self.kube, name, status)
+            except ClusterError as err:  # status is informational
+                log.debug("Failed to update status of provisioner %s, %s", name, err)

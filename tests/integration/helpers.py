@@ -1,0 +1,144 @@
+"""Shared helpers of the integration tests on the local control plane + moto: the in-process
+provisioning controller and extender (`Karpy`; the `karpy` fixture is in conftest.py), Provisioner
+and pod builders, waits, and the environment of a `karpy controller` process.
+
+Test modules import helpers from here only, never from each other or from benchmarks. The price
+file (PRICES) and `controller_env` still come from benchmarks/provisioning.py until the price
+fixture moves into the repository (issue 15).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.provisioning import PRICES, controller_env
+from extender.api import labels as wk
+from extender.cloud.aws.provider import AWSCloudProvider
+from extender.provisioning.controller import BatchReport, ProvisioningController
+from extender.state import ClusterState
+from hack.localcluster.procs import free_port
+
+__all__ = [
+    "PRICES",
+    "Karpy",
+    "all_bound",
+    "batch_report",
+    "controller_env",
+    "create_pods",
+    "free_port",
+    "instance_tags",
+    "node_of",
+    "pod_manifest",
+    "pods_of",
+    "provisioner",
+    "unique",
+    "wait_for",
+]
+
+
+@dataclass
+class Karpy:
+    controller: ProvisioningController
+    state: ClusterState
+    cloud: AWSCloudProvider
+    kube: Any
+    #: Cleared while another controller (a `karpy controller` process) must do the provisioning.
+    leading: threading.Event
+
+    @property
+    def ec2(self) -> Any:
+        return self.cloud.clients.ec2
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec: Any) -> None:
+    from kubernetes import client
+
+    body = {
+        "apiVersion": wk.API_VERSION,
+        "kind": "Provisioner",
+        "metadata": {"name": name},
+        "spec": {"requirements": requirements, **spec},
+    }
+    client.CustomObjectsApi(kube).create_cluster_custom_object(
+        "karpenter.sh", "v1alpha5", "provisioners", body
+    )
+
+
+def pod_manifest(name: str, cpu: str, memory: str = "64Mi", selector: dict[str, str] | None = None) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "inflate"}},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": selector or {},
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                }
+            ],
+        },
+    }
+
+
+def create_pods(core: Any, namespace: str, manifests: list[dict], parallel: int = 1) -> None:
+    if parallel == 1:
+        for manifest in manifests:
+            core.create_namespaced_pod(namespace, manifest)
+        return
+    with ThreadPoolExecutor(parallel) as pool:
+        list(pool.map(lambda m: core.create_namespaced_pod(namespace, m), manifests))
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def pods_of(core: Any, namespace: str) -> list[Any]:
+    return core.list_namespaced_pod(namespace).items
+
+
+def all_bound(core: Any, namespace: str, count: int, running: bool = False) -> Callable[[], list[Any]]:
+    def check() -> list[Any]:
+        items = pods_of(core, namespace)
+        ok = len(items) == count and all(p.spec.node_name for p in items)
+        if running:
+            ok = ok and all(p.status.phase == "Running" for p in items)
+        return items if ok else []
+
+    return check
+
+
+def node_of(core: Any, name: str) -> Any:
+    return core.read_node(name)
+
+
+def batch_report(karpy: Karpy, after: int, match: Callable[[BatchReport], bool]) -> BatchReport:
+    """The first batch report since `after` that matches (a report lands after its binds)."""
+    return wait_for(
+        lambda: next((r for r in karpy.controller.reports[after:] if match(r)), None), 10, "batch report"
+    )
+
+
+def instance_tags(karpy: Karpy, node: Any) -> dict[str, str]:
+    instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
+    reservations = karpy.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return {t["Key"]: t["Value"] for t in reservations[0]["Instances"][0].get("Tags", [])}

@@ -1,0 +1,228 @@
+"""The provisioning controller on a fake apiserver and the in-memory cloud provider: launch,
+partial fleets, capacity errors and re-plans, bind conflicts, parking, and the batch's claims."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from extender import retry
+from extender.api import labels as wk
+from extender.cloud.fake import FakeCloudProvider
+from extender.cloud.types import CloudError, InsufficientCapacityError, LaunchRequest, OfferingKey
+from extender.cluster import bind as kube_bind
+from extender.cluster.errors import Unavailable
+from extender.provisioning.controller import ProvisioningController
+from extender.settings import Settings
+from extender.state import ClusterState
+from tests.unit.provisioning.fakes import FakeCluster, pod
+from tests.unit.scheduling.builders import catalog, make_provisioner
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
+    return FakeCluster(monkeypatch)
+
+
+@pytest.fixture
+def cloud() -> FakeCloudProvider:
+    return FakeCloudProvider(catalog=catalog())
+
+
+def controller_for(
+    cloud: FakeCloudProvider,
+    *,
+    leader: bool = True,
+    clock: Clock | None = None,
+    state: ClusterState | None = None,
+) -> ProvisioningController:
+    return ProvisioningController(
+        settings=Settings(),
+        kube=None,  # type: ignore[arg-type]
+        cloud=cloud,
+        state=state or ClusterState(),
+        is_leader=lambda: leader,
+        clock=clock or Clock(),
+    )
+
+
+def big(name: str, **spec: Any) -> dict[str, Any]:
+    """A pod that needs a node of its own (hostname anti-affinity against its siblings)."""
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": {"app": "solo"}}}
+            ]
+        }
+    }
+    return pod(name, labels={"app": "solo"}, affinity=anti, **spec)
+
+
+def for_provisioner(name: str, provisioner: str) -> dict[str, Any]:
+    return pod(name, nodeSelector={wk.PROVISIONER_NAME: provisioner})
+
+
+def run(controller: ProvisioningController, keys: list[str]) -> Any:
+    report = controller.provision(keys)
+    controller.pools.drain()
+    return report
+
+
+def test_launch_creates_one_fleet_one_node_and_binds_the_batch(cluster, cloud) -> None:
+    keys = [cluster.add_pod(pod(f"web-{i}")) for i in range(3)]
+    controller = controller_for(cloud)
+    report = run(controller, keys)
+    assert cloud.verbs().count("create") == 1
+    (node,) = cluster.nodes
+    assert cluster.bound == {key: node for key in keys}
+    assert (report.pods, report.nodes, report.bound, report.fleet_calls) == (3, 1, 3, 1)
+    labels = cluster.nodes[node]["metadata"]["labels"]
+    assert (
+        labels[wk.PROVISIONER_NAME] == "default"
+        and labels[wk.INSTANCE_TYPE] == cloud.requests[0].instance_types[0]
+    )
+    assert not controller.parked and controller.reports == [report]
+
+
+def test_a_fleet_cut_short_replans_the_pods_of_the_nodes_it_did_not_launch(cluster, cloud) -> None:
+    cloud.max_per_launch = 1
+    keys = [cluster.add_pod(big(f"solo-{i}")) for i in range(2)]
+    controller = controller_for(cloud)
+    report = run(controller, keys)
+    first, second = cloud.requests
+    assert first.count == 2 and second.count == 1
+    # The re-plan is a different launch (attempt 1), so EC2's ClientToken does not replay the first.
+    assert first.launch_id != second.launch_id
+    assert len(cluster.nodes) == 2 and set(cluster.bound) == set(keys)
+    assert len(set(cluster.bound.values())) == 2
+    assert report.fleet_calls == 2 and report.nodes == 2
+
+
+def refuse_cheapest(request: LaunchRequest) -> InsufficientCapacityError:
+    """EC2's answer when the request's cheapest type has no capacity in any zone it allows."""
+    cheapest = request.instance_types[0]
+    return InsufficientCapacityError(
+        "InsufficientInstanceCapacity",
+        offerings=[OfferingKey(cheapest, z, c) for z in request.zones for c in request.capacity_types],
+    )
+
+
+def test_a_capacity_error_replans_without_the_refused_offerings(cluster, cloud) -> None:
+    key = cluster.add_pod(pod("web"))
+    cloud.fail_next("create", refuse_cheapest)
+    controller = controller_for(cloud)
+    run(controller, [key])
+    failed, retried = cloud.requests
+    cheapest = failed.instance_types[0]
+    assert cheapest not in retried.instance_types and retried.launch_id != failed.launch_id
+    assert key in cluster.bound and not controller.parked
+    assert {k.instance_type for k in controller.unavailable} == {cheapest}
+
+
+def test_a_bind_conflict_counts_as_bound_and_a_failed_bind_comes_back(cluster, cloud, monkeypatch) -> None:
+    taken, flaky = cluster.add_pod(pod("taken")), cluster.add_pod(pod("flaky"))
+    real = cluster.bind
+
+    def bind(kube: Any, *, namespace: str, name: str, uid: str, node: str) -> None:
+        if name == "taken":
+            raise kube_bind.AlreadyBound("pod ns/taken is already assigned", status=409)
+        if name == "flaky":
+            raise Unavailable("binding pod ns/flaky: 503 etcd leader changed", status=503)
+        real(kube, namespace=namespace, name=name, uid=uid, node=node)
+
+    monkeypatch.setattr(kube_bind, "bind", bind)
+    controller = controller_for(cloud)
+    report = run(controller, [taken, flaky])
+    assert report.bound == 1
+    # 409: someone placed the pod; it is not tried again. 503: back through the window, not parked.
+    assert flaky in controller.batcher._window.items and taken not in controller.batcher._window.items
+    assert flaky not in controller.parked
+
+
+def test_pods_no_provisioner_takes_are_parked_and_return_after_the_backoff(cluster, cloud) -> None:
+    cluster.provisioners = []
+    key = cluster.add_pod(pod("web"))
+    clock = Clock()
+    controller = controller_for(cloud, clock=clock)
+    run(controller, [key])
+    assert key in controller.parked and "create" not in cloud.verbs()
+    assert controller.parked.take() == []
+    clock.now += retry.PARKED.ceiling(0)
+    assert controller.parked.take() == [key] and key not in controller.parked
+
+
+def test_parked_again_waits_longer(cloud) -> None:
+    clock = Clock()
+    controller = controller_for(cloud, clock=clock)
+    waits = []
+    for _ in range(4):
+        controller.parked.park(["ns/web"])
+        waits.append(controller.parked.next_in())
+        clock.now += retry.PARKED.cap
+        assert controller.parked.take() == ["ns/web"]
+    assert all(w is not None and w <= retry.PARKED.ceiling(i) for i, w in enumerate(waits))
+
+
+def test_a_launch_the_cloud_rejects_parks_its_pods_and_tells_the_provisioner(cluster, cloud) -> None:
+    key = cluster.add_pod(pod("web"))
+    cloud.fail_next(
+        "create", CloudError("launch template not found", code="InvalidLaunchTemplateName.NotFound")
+    )
+    controller = controller_for(cloud)
+    run(controller, [key])
+    assert key in controller.parked and not cluster.bound
+    assert [e["reason"] for e in cluster.events if e["kind"] == "Provisioner"] == ["FailedLaunch"]
+
+
+def test_a_replica_that_stopped_leading_does_not_launch(cluster, cloud) -> None:
+    key = cluster.add_pod(pod("web"))
+    controller = controller_for(cloud, leader=False)
+    run(controller, [key])
+    assert "create" not in cloud.verbs() and key in controller.parked
+
+
+def test_a_failed_group_waits_for_its_siblings_before_the_claims_are_released(cluster, cloud) -> None:
+    """Issue 13, item 5: a group whose node cannot be created must not end the batch (and release
+    the claims on its pods) while a sibling group is still binding."""
+    cluster.provisioners = [make_provisioner("a"), make_provisioner("b")]
+    failing, binding = (
+        cluster.add_pod(for_provisioner("pa", "a")),
+        cluster.add_pod(for_provisioner("pb", "b")),
+    )
+    state = ClusterState()
+    released = threading.Event()
+    real_unclaim, real_create, real_bind = state.unclaim, cluster.create_node, cluster.bind
+    claimed_while_binding: list[bool] = []
+
+    def unclaim(keys: Any) -> None:
+        released.set()
+        real_unclaim(keys)
+
+    def create_node(kube: Any, manifest: dict[str, Any]) -> bool:
+        if manifest["metadata"]["labels"][wk.PROVISIONER_NAME] == "a":
+            raise Unavailable("creating node: 503 the server is shutting down", status=503)
+        return real_create(kube, manifest)
+
+    def bind(kube: Any, *, namespace: str, name: str, uid: str, node: str) -> None:
+        released.wait(0.5)  # long enough for a failed sibling to end the batch
+        claimed_while_binding.append(state.claimed(f"{namespace}/{name}"))
+        real_bind(kube, namespace=namespace, name=name, uid=uid, node=node)
+
+    state.unclaim = unclaim  # type: ignore[method-assign]
+    cluster.monkeypatch.setattr("extender.cluster.nodes.create_node", create_node)
+    cluster.monkeypatch.setattr("extender.cluster.bind.bind", bind)
+    controller = controller_for(cloud, state=state)
+    run(controller, [failing, binding])
+    assert claimed_while_binding == [True]
+    assert cluster.bound == {binding: next(iter(cluster.nodes))}
+    assert failing in controller.parked and not state.claimed(failing)
