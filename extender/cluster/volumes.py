@@ -60,6 +60,30 @@ class Volumes:
                 result[claim] = terms
         return result
 
+    def awaiting_provisioning(self, pod: Mapping[str, Any]) -> list[str]:
+        """Claims of `pod` a WaitForFirstConsumer class has yet to provision. kube-scheduler's
+        VolumeBinding PreBind names the chosen node on such a claim and waits for its volume before
+        binding; karpy's bind would skip that, so these pods are reported, not bound."""
+        meta = pod.get("metadata") or {}
+        namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
+        waiting = []
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            if not isinstance(volume, Mapping):
+                continue
+            if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+                claim = str(volume["persistentVolumeClaim"].get("claimName") or "")
+                spec = (self.claims.get(f"{namespace}/{claim}") or {}).get("spec") or {}
+            elif isinstance(volume.get("ephemeral"), Mapping):
+                claim = f"{name}-{volume.get('name') or ''}"
+                pvc = self.claims.get(f"{namespace}/{claim}")
+                template = (volume["ephemeral"].get("volumeClaimTemplate") or {}).get("spec") or {}
+                spec = (pvc or {}).get("spec") or template
+            else:
+                continue
+            if not spec.get("volumeName") and self._delayed(spec.get("storageClassName")):
+                waiting.append(claim)
+        return waiting
+
     def _claim(self, namespace: str, claim: str, template: Mapping[str, Any] | None) -> RequiredTerms | None:
         pvc = self.claims.get(f"{namespace}/{claim}")
         spec = (pvc.get("spec") or {}) if pvc is not None else template

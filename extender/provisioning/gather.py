@@ -11,7 +11,7 @@ Called only under the controller's batch lock, which also guards the bound-pod c
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +24,11 @@ from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import volumes as kube_volumes
 from extender.cluster.errors import ClusterError
 from extender.cluster.objects import pod_key
 from extender.provisioning import inventory
-from extender.provisioning.report import INVALID_POD_REASON, Reporter
+from extender.provisioning.report import INVALID_POD_REASON, UNMODELLED_REASON, Reporter
 from extender.scheduling.instancetypes import InstanceType
 from extender.settings import Settings
 from extender.state import ClusterState
@@ -65,11 +66,32 @@ class Gatherer:
         """The batch's pods still pending now, parsed; unreadable ones get an InvalidPod Event."""
         pending, _ = kube_pods.list_pending(self.kube)
         fresh = [p for p in pending if pod_key(p) in keys]
-        return [pod for pod in (self._parse_pending(m) for m in fresh) if pod is not None]
+        claims = self._volumes(fresh)
+        parsed = (self._parse_pending(m, claims) for m in fresh)
+        return [pod for pod in parsed if pod is not None]
 
-    def _parse_pending(self, manifest: Mapping[str, Any]) -> Pod | None:
+    def _volumes(self, manifests: Sequence[Mapping[str, Any]]) -> kube_volumes.Volumes | None:
+        """Claims, volumes and classes, read once per batch and only when a pod has claims; None when
+        they cannot be read (a pod with claims is then reported unmodelled, never bound blind)."""
+        if not kube_volumes.has_claims(manifests):
+            return None
         try:
-            return inventory.parse_pod(manifest)
+            return kube_volumes.load(self.kube)
+        except ClusterError as err:
+            log.warning("Listing volumes failed, pods with claims wait for the next batch, %s", err)
+            return None
+
+    def _parse_pending(self, manifest: Mapping[str, Any], claims: kube_volumes.Volumes | None) -> Pod | None:
+        try:
+            pod = inventory.parse_pod(manifest, claims.topology(manifest) if claims else None)
+            if claims and (waiting := claims.awaiting_provisioning(manifest)):
+                message = (
+                    f"not provisioning for this pod, claim(s) {', '.join(waiting)} wait for a volume "
+                    "provisioned on the chosen node (WaitForFirstConsumer), which karpy's bind would skip"
+                )
+                self.reporter.ignoring(pod, UNMODELLED_REASON, message)
+                return None
+            return pod
         except PodError as err:
             meta = manifest.get("metadata") or {}
             pod = Pod(

@@ -17,7 +17,7 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.node import Node
-from extender.api.pod import Pod, PodError
+from extender.api.pod import Pod, PodError, VolumeTopology
 from extender.api.provisioner import Taint
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cluster import objects
@@ -56,9 +56,10 @@ class Inventory:
     namespaces: Mapping[str, Mapping[str, str]] | None = None
 
 
-def parse_pod(manifest: Mapping[str, Any]) -> Pod:
-    """The one place provisioning turns a pod's API JSON into the api model; raises PodError."""
-    return Pod.from_manifest(manifest)
+def parse_pod(manifest: Mapping[str, Any], volumes: VolumeTopology | None = None) -> Pod:
+    """The one place provisioning turns a pod's API JSON into the api model; raises PodError.
+    `volumes` is what the pod's claims need of a node (pending pods only: bound ones are placed)."""
+    return Pod.from_manifest(manifest, volumes)
 
 
 def parse_or_none(manifest: Mapping[str, Any]) -> Pod | None:

@@ -57,6 +57,8 @@ KCM_CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
     "clusterrole-aggregation-controller",
     "ttl-after-finished-controller",
+    # Binds PersistentVolumes to claims, as in any cluster: volume topology is proven on real binds.
+    "persistentvolume-binder-controller",
 )
 TIMEOUTS = {
     "moto": 60.0,

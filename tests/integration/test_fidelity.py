@@ -308,3 +308,89 @@ def test_f_unmodelled_pods_get_an_event_and_are_never_bound(
     nodes = core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={name}").items
     assert [n.metadata.name for n in nodes] == [plain_bound.spec.node_name]
     assert all(len(karpy_events(pod)) == 1 for pod in ("claim", "fields"))
+
+
+def test_g_a_claim_bound_to_a_zonal_volume_gets_capacity_in_that_zone_and_a_waiting_claim_is_reported(
+    karpy: Karpy, core_v1: Any, namespace: str
+) -> None:
+    """VolumeBinding (kube-scheduler): a pod whose claim is bound may only run where the volume's
+    node affinity allows; a claim a WaitForFirstConsumer class has yet to provision is provisioned
+    in PreBind, which karpy's own bind would skip, so that pod is reported and left to the scheduler."""
+    from kubernetes import client
+
+    name = unique("volumes")
+    provisioner(karpy.kube, name, [])
+    storage = client.StorageV1Api(karpy.kube)
+    wffc = f"{name}-wffc"
+    storage.create_storage_class(
+        {
+            "metadata": {"name": wffc},
+            "provisioner": "example.com/none",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    pv = f"{name}-pv"
+    core_v1.create_persistent_volume(
+        {
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "hostPath": {"path": "/tmp/karpy-test"},
+                "claimRef": {"namespace": namespace, "name": "zonal"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": wk.ZONE, "operator": "In", "values": [ZONE_C]}]}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    try:
+        for claim, spec in (
+            ("zonal", {"storageClassName": "", "volumeName": pv}),
+            ("later", {"storageClassName": wffc}),
+        ):
+            core_v1.create_namespaced_persistent_volume_claim(
+                namespace,
+                {
+                    "metadata": {"name": claim},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}},
+                        **spec,
+                    },
+                },
+            )
+        wait_for(
+            lambda: (
+                core_v1.read_namespaced_persistent_volume_claim("zonal", namespace).status.phase == "Bound"
+            ),
+            60,
+            "the static claim bound by the PV controller",
+        )
+        selector = {wk.PROVISIONER_NAME: name}
+        manifests = []
+        for pod_name, claim in (("zonal-user", "zonal"), ("later-user", "later")):
+            manifest = pod_manifest(pod_name, "250m", selector=selector)
+            manifest["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+            manifests.append(manifest)
+        create_pods(core_v1, namespace, manifests)
+        pods = bound_pods(core_v1, namespace, ["zonal-user"], 90, "the pod of the bound claim bound")
+        assert node_labels(core_v1, pods)["zonal-user"][wk.ZONE] == ZONE_C
+
+        def reported() -> list[Any]:
+            events = core_v1.list_namespaced_event(
+                namespace, field_selector="involvedObject.name=later-user"
+            ).items
+            return [e for e in events if e.source and e.source.component == "karpy"]
+
+        (event,) = wait_for(reported, 60, "karpy's Event on the pod whose claim waits for provisioning")
+        assert event.reason == "UnmodelledRule" and "WaitForFirstConsumer" in event.message, event.message
+        assert not core_v1.read_namespaced_pod("later-user", namespace).spec.node_name
+    finally:
+        core_v1.delete_persistent_volume(pv)
+        storage.delete_storage_class(wffc)

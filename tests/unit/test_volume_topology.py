@@ -93,3 +93,24 @@ def test_two_volumes_in_different_zones_cannot_be_met():
     )
     result = zone_of(both)
     assert not result.unmodelled and "zone" in result.reason
+
+
+def test_claims_a_wait_for_first_consumer_class_has_yet_to_provision_are_named():
+    """kube-scheduler's VolumeBinding PreBind provisions these on the chosen node before binding
+    (pkg/scheduler/framework/plugins/volumebinding); karpy's bind would skip it, so the controller
+    reports such pods instead of binding them. Bound claims and plain volumes are not named."""
+    ephemeral = {
+        "name": "scratch",
+        "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "gp3"}}},
+    }
+    manifest = pod(
+        {"name": "a", "persistentVolumeClaim": {"claimName": "bound"}},
+        {"name": "b", "persistentVolumeClaim": {"claimName": "waiting"}},
+        {"name": "c", "emptyDir": {}},
+        ephemeral,
+    )
+    assert VOLUMES.awaiting_provisioning(manifest) == ["waiting", "db-0-scratch"]
+    assert (
+        VOLUMES.awaiting_provisioning(pod({"name": "a", "persistentVolumeClaim": {"claimName": "bound"}}))
+        == []
+    )
