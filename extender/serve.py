@@ -14,7 +14,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 
-class _Server(BaseApplication):  # type: ignore[misc]
+class _Server(BaseApplication):
     def __init__(self, factory: Callable[[], Flask], options: Mapping[str, Any]) -> None:
         self._factory = factory
         self._options = dict(options)

@@ -1,7 +1,6 @@
 """Pure predicates over Node and Pod API JSON (camelCase dicts), shared by provisioning and lifecycle."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: this module defines an `annotations()` helper.
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any

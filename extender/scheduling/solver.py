@@ -23,14 +23,13 @@ from extender.scheduling import lowerbound
 from extender.scheduling.candidates import (
     Candidate,
     CandidateCache,
-    OfferingKey,
     ProvisionerView,
     Vector,
     fits,
     gpu_kinds,
 )
 from extender.scheduling.domains import DomainPlanner
-from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.packer import LIMITS, UNMET_TOPOLOGY, Node, Packer, PodClass
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered

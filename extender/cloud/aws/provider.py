@@ -8,6 +8,7 @@ tag. It keeps one piece of state of its own: offerings EC2 recently refused for 
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import time
@@ -317,7 +318,7 @@ class AWSCloudProvider:
     def list(self) -> list[Instance]:
         return instances.find_by_tags(self.clients.ec2, self._cluster_tag())
 
-    def find_launch(self, launch_id: str) -> list[Instance]:
+    def find_launch(self, launch_id: str) -> builtins.list[Instance]:
         """Live instances of one launch (by its tag), so a retried or restarted launch is not repeated."""
         return instances.find_by_tags(self.clients.ec2, {**self._cluster_tag(), LAUNCH_ID_TAG: launch_id})
 
