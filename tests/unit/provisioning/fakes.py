@@ -17,6 +17,7 @@ from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import volumes as kube_volumes
 from tests.unit.scheduling.builders import make_provisioner
 
 ZONE_A, ZONE_B = "us-west-2a", "us-west-2b"
@@ -34,6 +35,8 @@ class FakeCluster:
         #: node -> pods that appear on it between planning and binding (kube-scheduler's doing).
         self.arrive: dict[str, list[dict[str, Any]]] = {}
         self.provisioners = [make_provisioner("default")]
+        #: Claims, volumes and storage classes (empty: every claim is unknown).
+        self.volumes = kube_volumes.Volumes()
         self.monkeypatch = m = monkeypatch
         m.setattr(kube_pods, "list_pending", lambda _: ([p for p in self.pods.values() if not _node(p)], "1"))
         m.setattr(kube_pods, "list_assigned", lambda _: [p for p in self.pods.values() if _node(p)])
@@ -42,6 +45,7 @@ class FakeCluster:
         m.setattr(kube_nodes, "list_nodes", self.list_nodes)
         m.setattr(kube_nodes, "read_node", self.read_node)
         m.setattr(kube_nodes, "create_node", self.create_node)
+        m.setattr(kube_volumes, "load", lambda _: self.volumes)
         m.setattr(kube_namespaces, "list_labels", lambda _: dict(self.namespaces))
         m.setattr(kube_provisioners, "list_configured", lambda *_: list(self.provisioners))
         m.setattr(kube_provisioners, "patch_status", lambda *_: None)

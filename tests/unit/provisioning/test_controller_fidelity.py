@@ -15,7 +15,7 @@ from extender.provisioning import plan as plan_module
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.provisioning.fakes import ZONE_A, FakeCluster, pod, zone_anti_affinity
+from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, FakeCluster, pod, zone_anti_affinity
 from tests.unit.scheduling.builders import catalog
 
 
@@ -83,6 +83,45 @@ def test_unmodelled_pod_gets_an_event_and_is_neither_bound_nor_parked(world) -> 
     # Seen again in a later batch: no second Event.
     run_batch(cluster, controller, [odd])
     assert reasons(cluster, "odd") == ["UnmodelledRule"]
+
+
+def test_claims_reach_the_solver_and_a_claim_awaiting_provisioning_is_reported(world) -> None:
+    """VolumeBinding: the bound claim's volume pins its pod to zone b; the claim of a
+    WaitForFirstConsumer class is provisioned in kube-scheduler's PreBind, so that pod is reported."""
+    cluster, _cloud, controller = world
+    zone_b = {
+        "matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [ZONE_B]}]
+    }
+    cluster.volumes.volumes["pv-b"] = {
+        "metadata": {"name": "pv-b"},
+        "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [zone_b]}}},
+    }
+    cluster.volumes.claims["ns/zonal"] = {
+        "metadata": {
+            "name": "zonal",
+            "namespace": "ns",
+            "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+        },
+        "spec": {"volumeName": "pv-b", "storageClassName": ""},
+    }
+    cluster.volumes.claims["ns/later"] = {
+        "metadata": {"name": "later", "namespace": "ns"},
+        "spec": {"storageClassName": "wffc"},
+    }
+    cluster.volumes.classes["wffc"] = {
+        "metadata": {"name": "wffc"},
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    zonal = cluster.add_pod(
+        pod("zonal", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "zonal"}}])
+    )
+    later = cluster.add_pod(
+        pod("later", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "later"}}])
+    )
+    run_batch(cluster, controller, [zonal, later])
+    assert later not in cluster.bound and reasons(cluster, "later") == ["UnmodelledRule"]
+    node = cluster.nodes[cluster.bound[zonal]]
+    assert node["metadata"]["labels"]["topology.kubernetes.io/zone"] == ZONE_B
 
 
 def test_a_pod_karpy_cannot_parse_gets_an_event_and_the_batch_goes_on(world) -> None:
