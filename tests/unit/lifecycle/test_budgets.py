@@ -3,10 +3,19 @@ voluntary disruption mechanism."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from extender.lifecycle import budgets
+from extender.api import labels
+from extender.api.provisioner import load_provisioner
+from extender.lifecycle import budgets, emptiness
 from extender.lifecycle.budgets import DisruptionLedger
+from extender.lifecycle.context import Context
+from extender.lifecycle.nodes import NodeWorker
+from extender.settings import Settings
+
+from .builders import T0, node, stamp
 
 
 @pytest.mark.parametrize(
@@ -53,3 +62,45 @@ def test_budgets_are_per_provisioner() -> None:
     assert ledger.acquire("p", ["a"], "empty", budget="1", total=3)
     assert ledger.acquire("q", ["b"], "empty", budget="1", total=3)
     assert not ledger.acquire("p", ["c"], "empty", budget="1", total=3)
+
+
+# --- the ledger as emptiness, expiry and consolidation use it ---------------------------------------
+
+
+def _worker_with(nodes: list[dict]) -> NodeWorker:
+    worker = NodeWorker(ctx=None, provisioners=lambda _name: None)  # type: ignore[arg-type]
+    for obj in nodes:
+        worker.on_node("ADDED", obj)
+    return worker
+
+
+def test_emptiness_expiry_and_consolidation_draw_from_one_budget() -> None:
+    prov = load_provisioner({"metadata": {"name": "default"}, "spec": {"disruption": {"nodes": "2"}}})
+    worker = _worker_with([node(f"n{i}", instance=f"i-{i}") for i in range(6)])
+    assert worker.census("default")["total"] == 6
+    assert worker.admit(prov, "n0", "expired")
+    # consolidation takes the last slot through the same ledger
+    assert worker.ledger.acquire("default", ["n1"], "consolidation", budget="2", **worker.census("default"))
+    assert not worker.admit(prov, "n2", "empty")
+    worker.ledger.release("n1")
+    assert worker.admit(prov, "n2", "empty")
+
+
+def test_deleting_nodes_use_up_the_budget() -> None:
+    prov = load_provisioner({"metadata": {"name": "default"}, "spec": {"disruption": {"nodes": "1"}}})
+    worker = _worker_with([node("gone", deleting=True), node("n1", instance="i-2")])
+    assert not worker.admit(prov, "n1", "empty")
+
+
+def test_due_empty_node_waits_for_a_slot_without_touching_the_node() -> None:
+    ctx = Context(
+        settings=Settings(),
+        kube=None,
+        cloud=None,
+        state=None,
+        provisioning=None,
+        recorder=None,  # type: ignore[arg-type]
+    )
+    ctx.clock = lambda: T0 + timedelta(seconds=60)
+    due = node(annotations={labels.EMPTINESS_TIMESTAMP_ANNOTATION: stamp(T0)})
+    assert emptiness.reconcile(ctx, due, [], 30, admit=lambda: False) == emptiness.BUDGET_POLL_SECONDS
