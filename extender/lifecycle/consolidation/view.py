@@ -50,7 +50,8 @@ class NodeState:
 
 @dataclass(frozen=True)
 class PdbAllowance:
-    """A PodDisruptionBudget as the API server computed it: how many evictions it allows now."""
+    """A PodDisruptionBudget as the API server computed it: how many evictions it allows now.
+    (policy/v1: an empty selector covers every pod of the namespace; a null one is never built.)"""
 
     namespace: str
     selector: LabelSelector
