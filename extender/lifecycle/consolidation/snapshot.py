@@ -80,6 +80,7 @@ def build(
     marked: Collection[str] = (),
     batch_in_flight: bool = False,
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    unavailable: frozenset[tuple[str, str, str]] = frozenset(),
 ) -> ClusterView:
     by_type = {t.name: t for t in instance_types}
     on_node: dict[str, list[Mapping[str, Any]]] = {}
@@ -124,4 +125,5 @@ def build(
         pending=tuple(waiting),
         batch_in_flight=batch_in_flight,
         namespaces=namespaces,
+        unavailable=unavailable,
     )

@@ -53,8 +53,10 @@ class Consolidator:
         self.ledger = ledger
         self.census = census
         self._provisioners = provisioners or (lambda: list_configured(ctx.kube, ctx.settings))
-        s = ctx.settings.lifecycle
-        self.settings = Settings(min_node_age_seconds=s.consolidation_min_node_age_seconds)
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(min_node_age_seconds=self.ctx.settings.lifecycle.consolidation_min_node_age_seconds)
 
     # --- loop ------------------------------------------------------------------------------------
 
@@ -107,6 +109,11 @@ class Consolidator:
         marked = set(getattr(state, "marked", dict)()) | set(self.ledger.held())
         # Reservations are capacity provisioning promised to pods it is binding right now.
         binding = bool(getattr(state, "reserved_nodes", frozenset)())
+        # Offerings EC2 refused lately (provisioning's ICE cache): a replacement must avoid them too.
+        refused = frozenset(
+            (k.instance_type, k.zone, k.capacity_type)
+            for k in list(getattr(self.ctx.provisioning, "unavailable", None) or ())
+        )
         view = snapshot.build(
             provisioners=provisioners,
             instance_types=self.ctx.cloud.get_instance_types(None),
@@ -119,6 +126,7 @@ class Consolidator:
             marked=marked,
             batch_in_flight=binding,
             namespaces=kube_namespaces.list_labels(kube),
+            unavailable=refused,
         )
         return view, {objects.name(n): n for n in nodes}, {objects.pod_key(p): p for p in assigned}
 
