@@ -86,10 +86,24 @@ def free_slots(view: ClusterView) -> dict[str, int]:
     return result
 
 
+def utilisation(node: NodeState) -> float:
+    """The larger of the node's cpu and memory requested / allocatable."""
+    alloc, used = node.node.allocatable, node.node.requested
+    return max(
+        used.cpu / alloc.cpu if alloc.cpu else 0.0, used.memory / alloc.memory if alloc.memory else 0.0
+    )
+
+
 def candidates(view: ClusterView, settings: Settings) -> list[NodeState]:
-    """Eligible nodes, cheapest to disrupt first (fewest pods to move, then the priciest node)."""
+    """Eligible nodes, most wasteful first: least utilised, then fewest pods to move, then priciest.
+
+    Karpenter orders by disruption cost (pods to evict) alone; karpy puts waste first because
+    multi-node consolidation tries prefixes of this order, and the least-used nodes are the ones
+    whose pods merge into a cheaper shape (benchmarks/consolidation.py: 3.7 % cheaper over a day
+    at the default budget). Every move is still simulated, so the order only steers the search.
+    """
     gated = {p.name: provisioner_blocker(p.name, view) for p in view.provisioners}
     eligible = [
         n for n in view.nodes if node_blocker(n, view, settings) is None and gated.get(n.provisioner) is None
     ]
-    return sorted(eligible, key=lambda n: (len(movable(n)), -n.price, n.name))
+    return sorted(eligible, key=lambda n: (round(utilisation(n), 2), len(movable(n)), -n.price, n.name))
