@@ -62,11 +62,12 @@ def node_blocker(node: NodeState, view: ClusterView, settings: Settings) -> str 
     return None
 
 
-def provisioner_blocker(name: str, view: ClusterView) -> str | None:
+def provisioner_blocker(name: str, view: ClusterView, settings: Settings) -> str | None:
     """A Provisioner with pods waiting, or capacity still coming up, is not in its final shape."""
     if view.batch_in_flight:
         return "a provisioning batch is in flight"
-    if any(not n.ready and not n.disrupting for n in view.nodes if n.karpy and n.provisioner == name):
+    own = [n for n in view.nodes if n.karpy and n.provisioner == name and not n.disrupting]
+    if any(not n.ready and n.age_seconds < settings.launch_grace_seconds for n in own):
         return "a node is still launching"
     for pod in view.pending:
         chosen = select_provisioner(pod, view.provisioners)
@@ -102,7 +103,7 @@ def candidates(view: ClusterView, settings: Settings) -> list[NodeState]:
     whose pods merge into a cheaper shape (benchmarks/consolidation.py: 3.7 % cheaper over a day
     at the default budget). Every move is still simulated, so the order only steers the search.
     """
-    gated = {p.name: provisioner_blocker(p.name, view) for p in view.provisioners}
+    gated = {p.name: provisioner_blocker(p.name, view, settings) for p in view.provisioners}
     eligible = [
         n for n in view.nodes if node_blocker(n, view, settings) is None and gated.get(n.provisioner) is None
     ]

@@ -70,6 +70,9 @@ class Settings:
     min_spot_to_spot_options: int = MIN_SPOT_TO_SPOT_OPTIONS
     #: Karpenter caps multi-node consolidation at 100 candidates.
     max_multi_node_candidates: int = 100
+    #: A not-Ready node younger than this is capacity still coming up (the lifecycle's registration
+    #: TTL); an older one is broken, which is the registration check's business, not a launch.
+    launch_grace_seconds: float = 900.0
 
 
 @dataclass(frozen=True)

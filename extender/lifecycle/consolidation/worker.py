@@ -13,6 +13,7 @@ unmarked, their slots released.
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -37,6 +38,8 @@ from extender.retry import LoopBackoff, call
 from extender.scheduling.solver import solve
 
 READY_POLL_SECONDS = 1.0
+#: The lower bound behind the gauge costs seconds for a large Provisioner: not on every pass.
+REPORT_INTERVAL_SECONDS = 60.0
 REASON = "consolidation"
 
 
@@ -53,6 +56,7 @@ class Consolidator:
         self.ledger = ledger
         self.census = census
         self._provisioners = provisioners or (lambda: list_configured(ctx.kube, ctx.settings))
+        self._reported_at: float | None = None
 
     @property
     def settings(self) -> Settings:
@@ -132,6 +136,10 @@ class Consolidator:
 
     def report(self, view: ClusterView) -> None:
         """Gauges: each consolidating Provisioner's $/h and the lower bound for its pods."""
+        now = time.monotonic()
+        if self._reported_at is not None and now - self._reported_at < REPORT_INTERVAL_SECONDS:
+            return
+        self._reported_at = now
         for prov in view.provisioners:
             if not prov.consolidation:
                 continue

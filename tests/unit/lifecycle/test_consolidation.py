@@ -250,6 +250,8 @@ def test_pending_pods_or_a_batch_in_flight_stop_consolidation() -> None:
     assert decide(view(busy, pending=(pod("waiting"),))) is None
     assert decide(view(busy, batch_in_flight=True)) is None
     assert decide(view(busy, node("new", "m5.large", [], ready=False, age=5.0))) is None
+    # a node NotReady for longer than a launch takes is broken, not launching
+    assert decide(view(busy, node("broken", "m5.large", [], ready=False, age=3600.0))) is not None
     # a pending pod no Provisioner of this cluster would take does not hold the others back
     gpu_only = Pod.from_manifest(
         {
