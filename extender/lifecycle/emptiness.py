@@ -82,15 +82,17 @@ def reconcile(
         ctx.unmark(node_name)
         ctx.log.info("Removed emptiness TTL from node %s", node_name)
     elif decision.action is Action.TERMINATE:
-        if admit is not None and not admit():
-            ctx.log.debug("Empty node %s waits for a disruption slot", node_name)
-            return BUDGET_POLL_SECONDS
         # Keep kube-scheduler off the node before the delete lands (the extender guard reads the
         # mark), then look again: a pod bound between our read and the mark wins over the TTL.
         ctx.mark(node_name, "empty")
         if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)):
             ctx.unmark(node_name)
             return 0.0
+        # The budget slot is taken last, so it is held only by a node that is really deleted.
+        if admit is not None and not admit():
+            ctx.unmark(node_name)
+            ctx.log.debug("Empty node %s waits for a disruption slot", node_name)
+            return BUDGET_POLL_SECONDS
         ctx.log.info(
             "Triggering termination after %s for empty node %s", objects.go_duration(ttl or 0), node_name
         )

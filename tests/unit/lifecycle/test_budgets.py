@@ -92,15 +92,30 @@ def test_deleting_nodes_use_up_the_budget() -> None:
     assert not worker.admit(prov, "n1", "empty")
 
 
-def test_due_empty_node_waits_for_a_slot_without_touching_the_node() -> None:
+def test_due_empty_node_waits_for_a_slot_and_is_not_deleted(monkeypatch: pytest.MonkeyPatch) -> None:
+    deleted: list[str] = []
+    monkeypatch.setattr(emptiness.nodepatch, "pods_on_node", lambda _kube, _node: [])
+    monkeypatch.setattr(emptiness.nodepatch, "delete_node", lambda _kube, name: deleted.append(name))
+    marks: dict[str, str] = {}
+
+    class Marks:
+        def mark_for_removal(self, node: str, reason: str) -> None:
+            marks[node] = reason
+
+        def unmark(self, node: str) -> None:
+            marks.pop(node, None)
+
     ctx = Context(
         settings=Settings(),
         kube=None,
-        cloud=None,
-        state=None,
+        cloud=None,  # type: ignore[arg-type]
+        state=Marks(),
         provisioning=None,
         recorder=None,  # type: ignore[arg-type]
     )
     ctx.clock = lambda: T0 + timedelta(seconds=60)
     due = node(annotations={labels.EMPTINESS_TIMESTAMP_ANNOTATION: stamp(T0)})
     assert emptiness.reconcile(ctx, due, [], 30, admit=lambda: False) == emptiness.BUDGET_POLL_SECONDS
+    assert deleted == [] and marks == {}
+    emptiness.reconcile(ctx, due, [], 30, admit=lambda: True)
+    assert deleted == ["n1"]
