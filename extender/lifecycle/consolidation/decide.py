@@ -93,7 +93,7 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
 
 def plan(view: ClusterView, settings: Settings = DEFAULTS, limit: int = 100) -> list[Action]:
     """Every action karpy would take one after another (each applied before the next is sought)."""
-    actions = []
+    actions: list[Action] = []
     while len(actions) < limit and (action := decide(view, settings)) is not None:
         actions.append(action)
         view = apply(view, action)

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from kubernetes import client
@@ -195,8 +196,8 @@ class Consolidator:
             prov = view.provisioner(name)
             budget = prov.disruption_budget if prov else "0"
             if not self.ledger.acquire(name, members, REASON, budget=budget, **self.census(name)):
-                for node in taken:
-                    self.ledger.release(node)
+                for held in taken:
+                    self.ledger.release(held)
                 return False
             taken += members
         return True
@@ -229,7 +230,7 @@ class Consolidator:
         message = f"Abandoning consolidation of {list(action.names)}, {why}; the node(s) keep serving"
         ctx.log.warning(message)
         for name in action.names:
-            call(lambda n=name: uncordon(ctx.kube, n), retry_on=errors.is_transient, doing=f"uncordon {name}")
+            call(partial(uncordon, ctx.kube, name), retry_on=errors.is_transient, doing=f"uncordon {name}")
             ctx.unmark(name)
             self.ledger.release(name)
             if name in nodes:
