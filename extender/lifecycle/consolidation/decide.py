@@ -64,13 +64,17 @@ class Action:
         return tuple(p for n in self.nodes for p in movable(n))
 
     def describe(self) -> str:
-        """Karpenter's voice, with the saving: the log line and the Event message."""
+        """Karpenter's voice, with the saving (the log line and the Event message), e.g.
+        "Consolidating 3 node(s) into 1 c6a.2xlarge, $0.612/h → $0.306/h [a b c]"."""
         prices = f"${self.price_before:.3f}/h → ${self.price_after:.3f}/h"
+        names = " ".join(self.names)
         if self.replacement is None:
             what = "empty " if self.method is Method.EMPTY else ""
-            return f"Consolidating {len(self.nodes)} {what}node(s) {list(self.names)} by deletion, {prices}"
-        target = f"1 {self.replacement.instance_type.name} ({self.replacement.capacity_type})"
-        return f"Consolidating {len(self.nodes)} node(s) {list(self.names)} into {target}, {prices}"
+            return f"Consolidating {len(self.nodes)} {what}node(s) by deletion, {prices} [{names}]"
+        target = self.replacement.instance_type.name
+        if self.replacement.capacity_type == wk.CAPACITY_TYPE_SPOT:
+            target += " (spot)"
+        return f"Consolidating {len(self.nodes)} node(s) into 1 {target}, {prices} [{names}]"
 
 
 def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:

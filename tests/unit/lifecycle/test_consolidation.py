@@ -140,8 +140,10 @@ def test_several_nodes_are_merged_into_one_cheaper_node() -> None:
     assert len(action.names) == 3 and action.replacement is not None
     assert action.price_after < action.price_before
     assert {p.key for p in action.replacement.pods} == {p.key for p in action.pods}
-    assert action.describe().startswith(f"Consolidating 3 node(s) {list(action.names)} into 1 ")
-    assert "$/h" not in action.describe() and "/h → $" in action.describe()
+    text = action.describe()
+    name = action.replacement.instance_type.name
+    assert text.startswith(f"Consolidating 3 node(s) into 1 {name}, ${action.price_before:.3f}/h → $")
+    assert text.endswith(f"/h [{' '.join(action.names)}]")
 
 
 def test_single_node_is_replaced_by_a_cheaper_one() -> None:
