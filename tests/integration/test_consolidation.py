@@ -35,6 +35,8 @@ pytestmark = pytest.mark.integration
 TYPES = ["c5.large", "c5.xlarge", "c5.2xlarge"]
 #: Launch + Ready on kwok, then the validation delay and a drain: generous, but bounded.
 SETTLE = 180
+#: No pod waits longer than a replacement's launch (seconds on kwok + moto).
+PENDING_LIMIT = 30
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +142,19 @@ def watches() -> Iterator[list[Watch]]:
         w.stop()
 
 
+def longest_pending(core: Any, namespace: str, app: str) -> int:
+    """Seconds the longest-waiting unbound pod of the app has existed (0 when all are bound)."""
+    now = time.time()
+    return max(
+        (
+            int(now - p.metadata.creation_timestamp.timestamp())
+            for p in live_pods(core, namespace, app)
+            if not p.spec.node_name
+        ),
+        default=0,
+    )
+
+
 def price_of(harness: Karpy, nodes: list[Any]) -> float:
     catalog = {t.name: t for t in harness.cloud.get_instance_types(None)}
     total = 0.0
@@ -189,6 +204,7 @@ def test_scale_down_consolidates_within_budget_and_pdb(
     )
     watches.append(Watch(lambda: available(core_v1, namespace, "web"), min))
     watches.append(Watch(lambda: sum(1 for n in nodes_of(core_v1, prov) if n.spec.unschedulable), max))
+    watches.append(Watch(lambda: longest_pending(core_v1, namespace, "web"), max))
     fast.settings.lifecycle.consolidation_min_node_age_seconds = 3.0
 
     def settled() -> Any:
@@ -199,7 +215,9 @@ def test_scale_down_consolidates_within_budget_and_pdb(
     # let a last drain finish, then check the steady state
     wait_for(lambda: available(core_v1, namespace, "web") == 3, 60, "3 web pods available")
     assert price_of(fast, nodes_of(core_v1, prov)) < price_before
-    min_available, max_cordoned = watches[0].stop(), watches[1].stop()
+    min_available, max_cordoned, pending = watches[0].stop(), watches[1].stop(), watches[2].stop()
+    # Pods displaced onto the remaining nodes wait for kube-scheduler only, never for a launch.
+    assert pending is not None and pending <= PENDING_LIMIT, f"a pod was pending {pending}s"
     assert min_available is not None and min_available >= 2, f"PDB minAvailable 2 violated: {min_available}"
     assert max_cordoned is not None and max_cordoned <= 1, f"{max_cordoned} nodes cordoned at once (budget 1)"
     assert any(m.startswith("Consolidating ") and "$" in m and "→" in m for m in messages(caplog)), messages(

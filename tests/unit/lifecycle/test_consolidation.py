@@ -176,6 +176,16 @@ def test_spot_to_spot_needs_fifteen_cheaper_spot_types() -> None:
     assert decide(narrow) is None
 
 
+def test_multi_node_spot_to_spot_needs_no_extra_flexibility() -> None:
+    """Karpenter's computeSpotToSpotConsolidation: 'For multi-node consolidation ... we don't have
+    any requirement to check the remaining instance type flexibility'."""
+    spot = provisioner(requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}, AMD64])
+    nodes = [node(f"s{i}", "m5.xlarge", pods(f"p{i}", 1), capacity_type="spot") for i in range(3)]
+    action = decide(view(*nodes, provisioners=(spot,)), Settings(min_spot_to_spot_options=1000))
+    assert action is not None and action.method is Method.MULTI and len(action.names) == 3
+    assert action.replacement is not None and action.replacement.capacity_type == "spot"
+
+
 def test_on_demand_may_be_replaced_by_spot() -> None:
     both = provisioner(
         requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot", "on-demand"]}]
