@@ -121,3 +121,36 @@ def test_no_slot_in_the_budget_means_no_action(api: dict[str, list[str]]) -> Non
     worker.census = lambda _p: {"total": 1, "deleting": set()}
     assert not worker.execute(action, {}, manifests(action), cluster, threading.Event())
     assert api["cordon"] == [] and marks.marks == {}
+
+
+# --- validation: a decision is acted on only if it comes out again after the delay ----------------
+
+
+def validating(views: list[Any], monkeypatch: pytest.MonkeyPatch) -> tuple[Consolidator, list[Any]]:
+    worker, _, _, _ = consolidator(Provisioning(["new"]))
+    worker.ctx.settings.lifecycle.consolidation_validation_seconds = 0.0
+    worker._provisioners = lambda: [provisioner(budget="100%")]
+    seen = iter(views)
+    monkeypatch.setattr(worker, "observe", lambda _p: (next(seen), {}, {}))
+    monkeypatch.setattr(worker, "report", lambda _v: None)
+    executed: list[Any] = []
+    monkeypatch.setattr(worker, "execute", lambda action, *_: executed.append(action) or True)
+    return worker, executed
+
+
+def test_decision_unchanged_after_the_delay_is_executed(monkeypatch: pytest.MonkeyPatch) -> None:
+    worker, executed = validating([replace_view(), replace_view()], monkeypatch)
+    assert worker.reconcile(threading.Event()) is not None
+    assert [a.names for a in executed] == [("big",)]
+
+
+def test_decision_changed_during_validation_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Karpenter: 'should not consolidate if the action becomes invalid during the validation delay'."""
+    busy = view(
+        node("big", "m5.4xlarge", pods("p", 1)),
+        provisioners=(provisioner(budget="100%"),),
+        pending=(pods("new", 1)[0],),
+    )
+    worker, executed = validating([replace_view(), busy], monkeypatch)
+    assert worker.reconcile(threading.Event()) is None
+    assert executed == []
