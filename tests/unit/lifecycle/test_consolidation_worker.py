@@ -154,3 +154,15 @@ def test_decision_changed_during_validation_is_dropped(monkeypatch: pytest.Monke
     worker, executed = validating([replace_view(), busy], monkeypatch)
     assert worker.reconcile(threading.Event()) is None
     assert executed == []
+
+
+def test_gauges_show_cost_and_lower_bound_per_provisioner() -> None:
+    from extender.lifecycle import metrics
+
+    worker, _, _, _ = consolidator(None)
+    cluster = replace_view()
+    worker.report(cluster)
+    cost = metrics.CLUSTER_COST.labels(provisioner="default")._value.get()
+    bound = metrics.LOWER_BOUND_COST.labels(provisioner="default")._value.get()
+    assert cost == cluster.nodes[0].price
+    assert 0 < bound < cost
