@@ -69,6 +69,12 @@ class LifecycleSettings:
     replacement_wait_seconds: float = 300.0
     #: A pod still terminating this long after its deletionTimestamp no longer holds the drain.
     stuck_pod_seconds: float = 60.0
+    #: How often consolidation looks for a cheaper shape (Provisioners with consolidation enabled).
+    consolidation_interval_seconds: float = 10.0
+    #: Karpenter's commandValidationDelay: a decision is recomputed after this long before acting.
+    consolidation_validation_seconds: float = 15.0
+    #: Nodes younger than this are never consolidated.
+    consolidation_min_node_age_seconds: float = 60.0
 
 
 @dataclass

@@ -26,6 +26,7 @@ NOT_READY_TAINT_KEY = "karpenter.sh/not-ready"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 EMPTINESS_TIMESTAMP_ANNOTATION = "karpenter.sh/emptiness-timestamp"
 DO_NOT_EVICT_ANNOTATION = "karpenter.sh/do-not-evict"
+DO_NOT_CONSOLIDATE_ANNOTATION = "karpenter.sh/do-not-consolidate"
 PROVISIONING_NAMESPACE_LABEL = "karpenter.sh/provisioning"
 # Set on every Node karpy creates; kwok in the local cluster manages exactly these nodes.
 MANAGED_BY_LABEL = "karpy.sh/managed"

@@ -55,6 +55,10 @@ class KubeletConfiguration:
     max_pods: int | None = None
 
 
+#: Karpenter's default disruption budget (NodePool `budgets: [{nodes: "10%"}]`).
+DEFAULT_DISRUPTION_BUDGET = "10%"
+
+
 @dataclass(frozen=True)
 class Provisioner:
     name: str
@@ -67,6 +71,11 @@ class Provisioner:
     #: Resource names `limits` sets, zeros included.
     limited: frozenset[str] = frozenset()
     weight: int = 0
+    #: `spec.consolidation.enabled`: delete or replace under-used nodes (exclusive with the empty TTL).
+    consolidation: bool = False
+    #: `spec.disruption.nodes`: how many of this Provisioner's nodes may be voluntarily disrupted
+    #: (emptiness, expiry, consolidation together) at once: "N" nodes or "N%" of its nodes.
+    disruption_budget: str = DEFAULT_DISRUPTION_BUDGET
     kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
     provider: AWSProvider = field(default_factory=AWSProvider)
     uid: str = ""

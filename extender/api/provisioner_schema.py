@@ -25,6 +25,7 @@ from marshmallow import (
 
 from extender.api import labels as wk
 from extender.api.provisioner import (
+    DEFAULT_DISRUPTION_BUDGET,
     OPERATORS,
     TAINT_EFFECTS,
     AWSProvider,
@@ -260,6 +261,24 @@ class LimitsSchema(_Base):
 
 
 _TTL = validate.Range(min=0, error="cannot be negative")
+_BUDGET = re.compile(r"^(0|[1-9][0-9]*)%?$")
+
+
+def _validate_budget(value: str) -> None:
+    if not _BUDGET.match(value) or (value.endswith("%") and int(value[:-1]) > 100):
+        raise ValidationError(
+            f'{_quote(value)} is not a node count ("3") or a percentage from 0% to 100% ("10%")'
+        )
+
+
+class ConsolidationSchema(_Base):
+    enabled = fields.Boolean(truthy={True}, falsy={False}, load_default=False)
+
+
+class DisruptionSchema(_Base):
+    """karpy's budget shape: `spec.disruption.nodes`, as one of Karpenter's NodePool budgets."""
+
+    nodes = fields.String(load_default=DEFAULT_DISRUPTION_BUDGET, validate=_validate_budget)
 
 
 class SpecSchema(_Base):
@@ -273,8 +292,19 @@ class SpecSchema(_Base):
     limits = fields.Nested(LimitsSchema, load_default=None)
     # Higher is tried first; modern Karpenter's range.
     weight = fields.Integer(strict=True, load_default=0, validate=validate.Range(min=0, max=100))
+    consolidation = fields.Nested(ConsolidationSchema, load_default=None)
+    disruption = fields.Nested(DisruptionSchema, load_default=None)
     kubeletConfiguration = fields.Nested(KubeletSchema, load_default=None)
     provider = fields.Nested(AWSProviderSchema, load_default=None)
+
+    @validates_schema
+    def check_consolidation(self, data: dict[str, Any], **_: Any) -> None:
+        # Karpenter v1alpha5: an empty TTL and consolidation both remove empty nodes; pick one.
+        if (data.get("consolidation") or {}).get("enabled") and data.get("ttlSecondsAfterEmpty") is not None:
+            raise ValidationError(
+                "consolidation.enabled and ttlSecondsAfterEmpty are mutually exclusive",
+                "consolidation.enabled",
+            )
 
     @validates_schema(pass_original=True, skip_on_field_errors=False)
     def check_requirement_keys(self, _data: dict[str, Any], original: Any, **_: Any) -> None:
@@ -334,6 +364,8 @@ class ProvisionerSchema(_Base):
             # Resources drops zeros, but a limit of 0 means "launch nothing", not "no limit".
             limited=frozenset(str(k) for k in raw_limits),
             weight=spec.get("weight", 0),
+            consolidation=bool((spec.get("consolidation") or {}).get("enabled")),
+            disruption_budget=(spec.get("disruption") or {}).get("nodes", DEFAULT_DISRUPTION_BUDGET),
             kubelet=spec.get("kubeletConfiguration") or KubeletConfiguration(),
             provider=spec.get("provider") or AWSProvider(),
         )

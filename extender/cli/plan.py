@@ -57,6 +57,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(e.g. kubectl get nodes,pods,namespaces -A -o yaml); pods go onto karpy's nodes "
         f"({' or '.join(KARPY_NODE_LABELS)}) first",
     )
+    parser.add_argument(
+        "--consolidate",
+        action="store_true",
+        help="print the consolidation actions karpy would take on --existing (taking none)",
+    )
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument("--sort-key", choices=SORT_KEYS, default="cpu")
     parser.set_defaults(func=run)
@@ -362,6 +367,13 @@ def run(args: argparse.Namespace) -> int:
         catalog = build_catalog(types, offerings=offerings, zones=zones, prices=prices)
     except (OSError, ValueError, CatalogError) as err:
         raise UsageError(str(err)) from err
+    if args.consolidate:
+        from extender.cli import consolidation
+
+        docs = list(_documents(args.existing)) if args.existing else []
+        return consolidation.run(
+            args, docs, provisioners=provisioners, catalog=catalog, daemonsets=daemonsets, pending=loaded.pods
+        )
     started = time.perf_counter()
     plan = solve(
         loaded.pods,

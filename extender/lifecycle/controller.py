@@ -18,6 +18,7 @@ from extender.cloud.types import CloudProvider, OfferingKey
 from extender.cluster.informer import start_informer
 from extender.cluster.nodes import list_karpy_nodes
 from extender.lifecycle import gc, metrics, recovery
+from extender.lifecycle.consolidation.worker import Consolidator
 from extender.lifecycle.context import Context, RemovalMarks, Replacements, utcnow
 from extender.lifecycle.events import Recorder
 from extender.lifecycle.interruption import InterruptionHandler, InterruptionPoller
@@ -135,6 +136,9 @@ def start_lifecycle(
         _thread(lifecycle.supervise, stop, name="lifecycle-supervisor"),
     ]
     threads += [_thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)]
+    # Consolidation (issue 12): shares the node worker's disruption budgets.
+    consolidator = Consolidator(ctx, lifecycle.nodes.ledger, lifecycle.nodes.census)
+    threads.append(_thread(consolidator.run, stop, name="lifecycle-consolidation"))
     if settings.aws.interruption_queue:
         handler = InterruptionHandler(ctx, lambda: list_karpy_nodes(ctx.kube))
         poller = InterruptionPoller(

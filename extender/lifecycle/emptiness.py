@@ -6,7 +6,7 @@ applies it. The node is requeued exactly at timestamp + TTL, so nothing polls.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
@@ -54,10 +54,21 @@ def decide(
     return Decision(Action.NONE, requeue_after=(due - now).total_seconds())
 
 
+#: How often a due empty node waiting for a slot of its disruption budget is looked at again.
+BUDGET_POLL_SECONDS = 2.0
+
+
 def reconcile(
-    ctx: Context, node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ttl: float | None
+    ctx: Context,
+    node: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    ttl: float | None,
+    *,
+    admit: Callable[[], bool] | None = None,
 ) -> float | None:
-    """Apply `decide`; returns seconds until the next emptiness check (None = none scheduled)."""
+    """Apply `decide`; returns seconds until the next emptiness check (None = none scheduled).
+
+    `admit` takes a slot of the Provisioner's disruption budget before the delete; False = wait."""
     node_name = objects.name(node)
     now = ctx.clock()
     decision = decide(node, pods, ttl, now)
@@ -77,6 +88,11 @@ def reconcile(
         if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)):
             ctx.unmark(node_name)
             return 0.0
+        # The budget slot is taken last, so it is held only by a node that is really deleted.
+        if admit is not None and not admit():
+            ctx.unmark(node_name)
+            ctx.log.debug("Empty node %s waits for a disruption slot", node_name)
+            return BUDGET_POLL_SECONDS
         ctx.log.info(
             "Triggering termination after %s for empty node %s", objects.go_duration(ttl or 0), node_name
         )

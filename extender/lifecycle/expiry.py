@@ -1,14 +1,16 @@
 """Expiry (`ttlSecondsUntilExpired`): replace a node once it is older than its TTL, a few at a time.
 
-A due node takes one of `max_disrupting` slots, is cordoned and marked for removal, capacity for its
-pods is requested from provisioning, and only when those replacement nodes are Ready (or the wait
-cap passes) is the node deleted — the termination finalizer then drains it. Oldest expiry first.
+A due node takes one of `max_disrupting` slots (cluster-wide, expiry only) and one of its
+Provisioner's disruption budget (budgets.py, shared with emptiness and consolidation), is cordoned
+and marked for removal, capacity for its pods is requested from provisioning, and only when those
+replacement nodes are Ready (or the wait cap passes) is the node deleted — the termination
+finalizer then drains it. Oldest expiry first.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -68,8 +70,10 @@ class Expiry:
         pods: Sequence[Mapping[str, Any]],
         deleting: set[str],
         due: Sequence[tuple[str, datetime]],
+        admit: Callable[[], bool] | None = None,
     ) -> float | None:
-        """`deleting` = karpy nodes already being terminated; `due` = (name, expiry) of every expired node."""
+        """`deleting` = karpy nodes already being terminated; `due` = (name, expiry) of every expired node;
+        `admit` takes a slot of the Provisioner's disruption budget (False = wait for one)."""
         node_name = objects.name(node)
         at = expires_at(node, ttl)
         now = ctx.clock()
@@ -87,6 +91,9 @@ class Expiry:
                         node_name,
                         sorted(deleting | set(self._active)),
                     )
+                    return WAIT_POLL_SECONDS
+                if admit is not None and not admit():
+                    ctx.log.debug("Expired node %s waits for its Provisioner's disruption budget", node_name)
                     return WAIT_POLL_SECONDS
                 disruption = self._active[node_name] = Disruption(started=now)
                 start = True

@@ -56,3 +56,21 @@ GC_NODES = Counter(
 IS_LEADER = Gauge(
     "leader_election_is_leader", "1 while this replica holds the leader Lease.", namespace=NAMESPACE
 )
+CONSOLIDATION_ACTIONS = Counter(
+    "consolidation_actions_performed",
+    "Consolidation actions by method (empty, multi-node, single-node) and outcome.",
+    ["method", "outcome"],
+    namespace=NAMESPACE,
+)
+CLUSTER_COST = Gauge(
+    "consolidation_cluster_cost_dollars_per_hour",
+    "$/h of a Provisioner's nodes as consolidation last saw them.",
+    ["provisioner"],
+    namespace=NAMESPACE,
+)
+LOWER_BOUND_COST = Gauge(
+    "consolidation_lower_bound_dollars_per_hour",
+    "Lower bound on the $/h of any set of new nodes that could hold a Provisioner's pods.",
+    ["provisioner"],
+    namespace=NAMESPACE,
+)

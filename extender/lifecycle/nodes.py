@@ -15,6 +15,7 @@ from extender.api import labels
 from extender.api.provisioner import Provisioner
 from extender.cluster import objects
 from extender.lifecycle import emptiness, nodepatch, readiness
+from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
 from extender.lifecycle.termination import Step, Terminator
@@ -32,11 +33,14 @@ class NodeWorker:
         provisioners: Callable[[str | None], Provisioner | None],
         *,
         queue: DelayQueue[str] | None = None,
+        ledger: DisruptionLedger | None = None,
     ) -> None:
         self.ctx = ctx
         self.provisioners = provisioners
         self.queue: DelayQueue[str] = queue or DelayQueue()
         self.expiry = Expiry()
+        #: The disruption budgets emptiness, expiry and consolidation share.
+        self.ledger = ledger or DisruptionLedger()
         self.terminator = Terminator()
         self._lock = threading.Lock()
         self._cache: dict[str, Mapping[str, Any]] = {}
@@ -74,6 +78,7 @@ class NodeWorker:
         node = nodepatch.get_node(ctx.kube, name)
         if node is None or not objects.is_karpy_node(node):
             self.expiry.finished(name)
+            self.ledger.release(name)
             ctx.unmark(name)
             return
         if objects.deleting(node):
@@ -95,12 +100,20 @@ class NodeWorker:
         expiry_ttl = prov.ttl_seconds_until_expired if prov else None
         delays.append(
             self.expiry.reconcile(
-                ctx, node, expiry_ttl, pods=pods, deleting=self._deleting(), due=self._expiry_due()
+                ctx,
+                node,
+                expiry_ttl,
+                pods=pods,
+                deleting=self._deleting(),
+                due=self._expiry_due(),
+                admit=lambda: self.admit(prov, name, "expired"),
             )
         )
         if not objects.deleting(node) and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None
-            delays.append(emptiness.reconcile(ctx, node, pods, empty_ttl))
+            delays.append(
+                emptiness.reconcile(ctx, node, pods, empty_ttl, admit=lambda: self.admit(prov, name, "empty"))
+            )
         pending = [d for d in delays if d is not None]
         if pending:
             self.queue.add(name, min(pending))
@@ -118,6 +131,20 @@ class NodeWorker:
                 self.queue.add_backoff(name)
             finally:
                 self.queue.done(name)
+
+    def admit(self, prov: Provisioner | None, node: str, reason: str) -> bool:
+        """Take a slot of the Provisioner's disruption budget for `node` (shared with consolidation)."""
+        if prov is None:
+            return True
+        return self.ledger.acquire(
+            prov.name, [node], reason, budget=prov.disruption_budget, **self.census(prov.name)
+        )
+
+    def census(self, provisioner: str) -> dict[str, Any]:
+        """The Provisioner's node count and its deleting nodes, as the budget counts them."""
+        with self._lock:
+            own = [obj for obj in self._cache.values() if objects.provisioner_name(obj) == provisioner]
+        return {"total": len(own), "deleting": {objects.name(o) for o in own if objects.deleting(o)}}
 
     def _deleting(self) -> set[str]:
         with self._lock:

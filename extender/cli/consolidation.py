@@ -1,0 +1,77 @@
+"""`karpy plan --existing FILE --consolidate`: the consolidation actions karpy would take on a
+cluster snapshot, one after another within the disruption budgets, printed and never taken.
+
+The snapshot is what `kubectl get nodes,pods,pdb,namespaces -A -o yaml` prints; node ages are
+measured from now. Pods in `--pods` count as pending (they hold their Provisioner's consolidation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
+from extender.cli.main import UsageError
+from extender.cluster import objects
+from extender.lifecycle.consolidation import snapshot
+from extender.lifecycle.consolidation.decide import Action, plan
+from extender.scheduling.instancetypes import InstanceType
+
+
+def run(
+    args: argparse.Namespace,
+    documents: Sequence[tuple[int, Any]],
+    *,
+    provisioners: Sequence[Provisioner],
+    catalog: Sequence[InstanceType],
+    daemonsets: Sequence[Pod],
+    pending: Sequence[Pod],
+) -> int:
+    if not args.existing:
+        raise UsageError("--consolidate needs --existing (the cluster to consolidate)")
+    kinds: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "Namespace": []}
+    for _, doc in documents:
+        kinds.setdefault(str(doc.get("kind")), []).append(doc)
+    view = snapshot.build(
+        provisioners=provisioners,
+        instance_types=catalog,
+        nodes=kinds["Node"],
+        assigned=kinds["Pod"],
+        pdbs=kinds["PodDisruptionBudget"],
+        daemonsets=daemonsets,
+        now=datetime.now(UTC),
+        namespaces={objects.name(n): dict(objects.node_labels(n)) for n in kinds["Namespace"]} or None,
+    )
+    actions = plan(dataclasses.replace(view, pending=tuple(pending)))
+    if args.output == "json":
+        print(json.dumps([_json(a) for a in actions], indent=2))
+    else:
+        for action in actions:
+            print(action.describe())
+        saving = sum(a.saving for a in actions)
+        print(f"{len(actions)} consolidation action(s), saving ${saving:.3f}/h (nothing was changed)")
+    return 0
+
+
+def _json(action: Action) -> dict[str, Any]:
+    new = action.replacement
+    return {
+        "method": action.method.value,
+        "nodes": list(action.names),
+        "replacement": None
+        if new is None
+        else {
+            "instanceType": new.instance_type.name,
+            "capacityType": new.capacity_type,
+            "zone": new.zone,
+            "options": [t.name for t in new.options],
+        },
+        "pods": [p.key for p in action.pods],
+        "priceBeforePerHour": round(action.price_before, 6),
+        "priceAfterPerHour": round(action.price_after, 6),
+    }

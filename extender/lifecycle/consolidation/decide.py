@@ -1,0 +1,250 @@
+"""Pure consolidation decisions: which nodes to delete, or replace by one cheaper node.
+
+Karpenter's methods, in its order: empty nodes (deleted together), multi-node (delete several
+nodes whose pods fit on the rest plus at most one cheaper new node; the largest such prefix of the
+candidates, found by binary search), single-node (delete one node, or replace it by one cheaper
+node). Every move is simulated with the provisioning solver (`solve` with the remaining nodes as
+`existing_nodes`), so a decision never counts on a placement provisioning would not make.
+Each action carries its $/h before and after; `plan` applies actions to the view one after the
+other, within every Provisioner's disruption budget, to list everything karpy would do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from extender.api import labels as wk
+from extender.api.pod import Pod
+from extender.api.resources import Resources
+from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
+from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.plan import ExistingNode, Plan, PlannedNode
+from extender.scheduling.solver import solve
+
+DEFAULTS = Settings()
+
+
+class Method(Enum):
+    EMPTY = "empty"
+    MULTI = "multi-node"
+    SINGLE = "single-node"
+
+
+@dataclass(frozen=True)
+class Action:
+    method: Method
+    nodes: tuple[NodeState, ...]
+    #: The one new node, or None for a deletion.
+    replacement: PlannedNode | None = None
+    #: Existing node -> pods the simulation moved onto it.
+    moved: dict[str, tuple[Pod, ...]] = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n.name for n in self.nodes)
+
+    @property
+    def price_before(self) -> float:
+        return sum(n.price for n in self.nodes)
+
+    @property
+    def price_after(self) -> float:
+        return self.replacement.price if self.replacement else 0.0
+
+    @property
+    def saving(self) -> float:
+        return self.price_before - self.price_after
+
+    @property
+    def pods(self) -> tuple[Pod, ...]:
+        return tuple(p for n in self.nodes for p in movable(n))
+
+    def describe(self) -> str:
+        """Karpenter's voice, with the saving (the log line and the Event message), e.g.
+        "Consolidating 3 node(s) into 1 c6a.2xlarge, $0.612/h → $0.306/h [a b c]"."""
+        prices = f"${self.price_before:.3f}/h → ${self.price_after:.3f}/h"
+        names = " ".join(self.names)
+        if self.replacement is None:
+            what = "empty " if self.method is Method.EMPTY else ""
+            return f"Consolidating {len(self.nodes)} {what}node(s) by deletion, {prices} [{names}]"
+        target = self.replacement.instance_type.name
+        if self.replacement.capacity_type == wk.CAPACITY_TYPE_SPOT:
+            target += " (spot)"
+        return f"Consolidating {len(self.nodes)} node(s) into 1 {target}, {prices} [{names}]"
+
+
+def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
+    """The first action Karpenter's method order finds, within the disruption budgets; None if none."""
+    pool = candidates(view, settings)
+    if not pool:
+        return None
+    slots = free_slots(view)
+    empty = _within_budget([n for n in pool if not movable(n)], slots)
+    if empty:
+        return Action(Method.EMPTY, tuple(empty))
+    busy = _within_budget(pool, slots)[: settings.max_multi_node_candidates]
+    if len(busy) >= 2 and (action := _multi_node(view, busy, settings)) is not None:
+        return action
+    for node in busy:
+        if (action := _simulate(view, (node,), Method.SINGLE, settings)) is not None:
+            return action
+    return None
+
+
+def plan(view: ClusterView, settings: Settings = DEFAULTS, limit: int = 100) -> list[Action]:
+    """Every action karpy would take one after another (each applied before the next is sought)."""
+    actions: list[Action] = []
+    while len(actions) < limit and (action := decide(view, settings)) is not None:
+        actions.append(action)
+        view = apply(view, action)
+    return actions
+
+
+def _within_budget(nodes: Sequence[NodeState], slots: dict[str, int]) -> list[NodeState]:
+    """The longest run of `nodes`, in order, that every Provisioner's free slots cover."""
+    left = dict(slots)
+    chosen = []
+    for node in nodes:
+        if left.get(node.provisioner, 0) > 0:
+            left[node.provisioner] -= 1
+            chosen.append(node)
+    return chosen
+
+
+def _multi_node(view: ClusterView, pool: Sequence[NodeState], settings: Settings) -> Action | None:
+    """Karpenter's firstNConsolidationOption: binary search for the largest valid prefix (>= 2)."""
+    lo, hi = 2, len(pool)
+    best = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        action = _simulate(view, tuple(pool[:mid]), Method.MULTI, settings)
+        if action is not None:
+            best, lo = action, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def simulate_removal(view: ClusterView, gone: Sequence[NodeState]) -> Plan:
+    """Where the pods of `gone` would go if those nodes disappeared (the solver, as provisioning
+    would plan them: existing karpy nodes first, then new nodes)."""
+    leaving = {n.name for n in gone}
+    existing = [n.node for n in view.nodes if n.name not in leaving]
+    return solve(
+        [p for n in gone for p in movable(n)],
+        view.provisioners,
+        view.instance_types,
+        daemonsets=view.daemonsets,
+        existing_nodes=existing,
+        unavailable=view.unavailable,
+        with_bound=False,
+        namespaces=view.namespaces,
+    )
+
+
+def _simulate(
+    view: ClusterView, nodes: tuple[NodeState, ...], method: Method, settings: Settings
+) -> Action | None:
+    result = simulate_removal(view, nodes)
+    if result.unschedulable or len(result.nodes) > 1:
+        return None
+    moved = {name: pods for name, pods in result.existing.items() if pods}
+    if not result.nodes:
+        return Action(method, nodes, None, moved)
+    replacement = _cheaper(result.nodes[0], nodes, settings)
+    if replacement is None:
+        return None
+    return Action(method, nodes, replacement, moved)
+
+
+def offering_price(it: InstanceType, capacity_type: str, zones: Sequence[str]) -> float | None:
+    prices = [
+        o.price for o in it.offerings if o.available and o.capacity_type == capacity_type and o.zone in zones
+    ]
+    return min(prices) if prices else None
+
+
+def _cheaper(new: PlannedNode, nodes: Sequence[NodeState], settings: Settings) -> PlannedNode | None:
+    """The replacement restricted to options cheaper than what it replaces; None if it saves nothing.
+
+    Spot-to-spot (every node spot, replacement spot) for a single node also needs at least
+    `min_spot_to_spot_options` cheaper spot types (Karpenter's computeSpotToSpotConsolidation), so
+    consolidation does not chase the cheapest, most interrupted pool; multi-node needs no more.
+    """
+    before = sum(n.price for n in nodes)
+    if new.price >= before:
+        return None
+    all_spot = all(n.capacity_type == wk.CAPACITY_TYPE_SPOT for n in nodes)
+    if not (all_spot and new.capacity_type == wk.CAPACITY_TYPE_SPOT):
+        return new
+    cheaper = tuple(
+        t
+        for t in new.options
+        if (price := offering_price(t, wk.CAPACITY_TYPE_SPOT, new.zones)) is not None and price < before
+    )
+    if len(nodes) == 1 and len(cheaper) < settings.min_spot_to_spot_options:
+        return None
+    return dataclasses.replace(new, options=cheaper, capacity_types=(wk.CAPACITY_TYPE_SPOT,))
+
+
+def apply(view: ClusterView, action: Action, replacement_name: str | None = None) -> ClusterView:
+    """The view after `action`: its nodes disrupting and emptied, moved pods on their new nodes,
+    the replacement a fresh (too young to consolidate) node."""
+    gone = set(action.names)
+    nodes = []
+    for state in view.nodes:
+        if state.name in gone:
+            nodes.append(
+                dataclasses.replace(
+                    state,
+                    disrupting=True,
+                    node=dataclasses.replace(
+                        state.node, pods=(), requested=Resources(), pod_count=0, schedulable=False
+                    ),
+                )
+            )
+        elif (arrived := action.moved.get(state.name)) is not None:
+            nodes.append(dataclasses.replace(state, node=_with_pods(state.node, arrived)))
+        else:
+            nodes.append(state)
+    if action.replacement is not None:
+        nodes.append(
+            replacement_state(
+                action.replacement, view.daemonsets, replacement_name or f"replacement-{len(nodes)}"
+            )
+        )
+    return dataclasses.replace(view, nodes=tuple(nodes))
+
+
+def _with_pods(node: ExistingNode, pods: Sequence[Pod]) -> ExistingNode:
+    requested = node.requested
+    for pod in pods:
+        requested = requested + pod.requests
+    return dataclasses.replace(
+        node, pods=(*node.pods, *pods), requested=requested, pod_count=node.pod_count + len(pods)
+    )
+
+
+def replacement_state(
+    planned: PlannedNode, daemonsets: Sequence[Pod], name: str, age_seconds: float = 0.0
+) -> NodeState:
+    """A launched PlannedNode as a NodeState (its daemons' requests counted, as they land on it)."""
+    it = planned.instance_type
+    base = ExistingNode(
+        name=name,
+        provisioner=planned.provisioner,
+        instance_type=it.name,
+        labels={**planned.node_labels(), wk.HOSTNAME: name},
+        taints=planned.taints,
+        allocatable=it.allocatable,
+        requested=Resources(),
+        pod_count=0,
+    )
+    node = _with_pods(base, [*daemonsets, *planned.pods])
+    return NodeState(
+        node=node, price=planned.price, capacity_type=planned.capacity_type, age_seconds=age_seconds
+    )

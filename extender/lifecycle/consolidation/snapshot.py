@@ -1,0 +1,129 @@
+"""API JSON -> ClusterView: the controller's worker and `karpy plan --consolidate` build the same view.
+
+Pure functions over API objects (Nodes, the pods bound to them, pending pods, PodDisruptionBudgets);
+what is cordoned, deleting, marked for removal or holding a disruption slot is `disrupting`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from extender.api import labels as wk
+from extender.api.affinity import LabelSelector
+from extender.api.pod import Pod, PodError
+from extender.api.provisioner import Provisioner, Requirement
+from extender.cluster import objects
+from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance
+from extender.provisioning import inventory
+from extender.scheduling.instancetypes import InstanceType
+
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def parse_pods(manifests: Iterable[Mapping[str, Any]]) -> list[Pod]:
+    result = []
+    for manifest in manifests:
+        try:
+            result.append(Pod.from_manifest(manifest))
+        except PodError:
+            continue  # a pod karpy cannot read is neither planned nor moved
+    return result
+
+
+def price(instance_types: Mapping[str, InstanceType], node_labels: Mapping[str, str]) -> float:
+    """$/h of the node's offering (type, zone, capacity type); 0 when the catalog does not know it."""
+    it = instance_types.get(node_labels.get(wk.INSTANCE_TYPE, ""))
+    if it is None:
+        return 0.0
+    zone = node_labels.get(wk.ZONE)
+    capacity = node_labels.get(wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ON_DEMAND)
+    prices = [o.price for o in it.offerings if o.capacity_type == capacity and o.zone in (zone, None)]
+    prices = prices or [o.price for o in it.offerings if o.capacity_type == capacity]
+    return min(prices, default=0.0)
+
+
+def pdb_allowance(pdb: Mapping[str, Any]) -> PdbAllowance | None:
+    """policy/v1 PodDisruptionBudget -> its current allowance; None for a null selector (covers nothing)."""
+    raw = (pdb.get("spec") or {}).get("selector")
+    if raw is None:
+        return None
+    exprs = tuple(
+        Requirement(str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in e.get("values") or ()))
+        for e in raw.get("matchExpressions") or ()
+        if e.get("operator") in SELECTOR_OPERATORS
+    )
+    selector = LabelSelector(
+        match_labels=tuple(sorted((str(k), str(v)) for k, v in (raw.get("matchLabels") or {}).items())),
+        match_expressions=exprs,
+    )
+    meta = objects.meta(pdb)
+    return PdbAllowance(
+        namespace=str(meta.get("namespace") or "default"),
+        selector=selector,
+        disruptions_allowed=int((pdb.get("status") or {}).get("disruptionsAllowed") or 0),
+        name=str(meta.get("name") or ""),
+    )
+
+
+def build(
+    *,
+    provisioners: Sequence[Provisioner],
+    instance_types: Sequence[InstanceType],
+    nodes: Iterable[Mapping[str, Any]],
+    assigned: Iterable[Mapping[str, Any]],
+    pending: Iterable[Mapping[str, Any]] = (),
+    pdbs: Iterable[Mapping[str, Any]] = (),
+    daemonsets: Sequence[Pod] = (),
+    now: datetime,
+    marked: Collection[str] = (),
+    batch_in_flight: bool = False,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    unavailable: frozenset[tuple[str, str, str]] = frozenset(),
+) -> ClusterView:
+    by_type = {t.name: t for t in instance_types}
+    on_node: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in assigned:
+        if (name := (pod.get("spec") or {}).get("nodeName")) and not objects.is_terminal(pod):
+            on_node.setdefault(name, []).append(pod)
+    states = []
+    for node in nodes:
+        name = objects.name(node)
+        pods = inventory.parse_pods(on_node.get(name, ()))
+        leaving = objects.deleting(node) or objects.is_cordoned(node) or name in marked
+        existing = inventory.existing_node(
+            node,
+            pods,
+            pod_count=len(on_node.get(name, ())),
+            schedulable=inventory.takes_pods(node, {}) and not leaving,
+        )
+        created = objects.created(node)
+        states.append(
+            NodeState(
+                node=existing,
+                price=price(by_type, existing.labels),
+                capacity_type=existing.labels.get(wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ON_DEMAND),
+                age_seconds=(now - created).total_seconds() if created else 0.0,
+                karpy=objects.is_karpy_node(node),
+                ready=objects.is_ready(node),
+                disrupting=leaving,
+                do_not_consolidate=objects.annotations(node).get(wk.DO_NOT_CONSOLIDATE_ANNOTATION) == "true",
+            )
+        )
+    waiting = [
+        p
+        for p in parse_pods(m for m in pending if not objects.deleting(m) and not objects.is_terminal(m))
+        if not p.is_daemonset
+    ]
+    return ClusterView(
+        provisioners=tuple(provisioners),
+        instance_types=tuple(instance_types),
+        nodes=tuple(states),
+        pdbs=tuple(a for pdb in pdbs if (a := pdb_allowance(pdb)) is not None),
+        daemonsets=tuple(daemonsets),
+        pending=tuple(waiting),
+        batch_in_flight=batch_in_flight,
+        namespaces=namespaces,
+        unavailable=unavailable,
+    )

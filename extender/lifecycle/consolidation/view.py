@@ -1,0 +1,94 @@
+"""The cluster as a consolidation decision sees it: plain, frozen data, no API objects, no clock.
+
+Built from the API by `snapshot.py` (controller and `karpy plan --consolidate`) and directly by the
+benchmark's simulated cluster and the unit tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from extender.api.affinity import LabelSelector
+from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.plan import ExistingNode
+
+#: Karpenter's commandValidationDelay: a decision is recomputed after this long before acting.
+VALIDATION_DELAY_SECONDS = 15.0
+#: Karpenter's MinInstanceTypesForSpotToSpotConsolidation.
+MIN_SPOT_TO_SPOT_OPTIONS = 15
+#: Nodes younger than this are left alone (they were launched for a reason moments ago).
+MIN_NODE_AGE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """One node: the solver's view plus what consolidation weighs (price, age, annotations)."""
+
+    node: ExistingNode
+    #: $/h of the node's offering (its instance type, zone and capacity type).
+    price: float
+    capacity_type: str
+    age_seconds: float
+    #: A karpy node (karpy may delete it); others only bring topology and capacity.
+    karpy: bool = True
+    ready: bool = True
+    #: Cordoned, deleting, marked for removal or holding a disruption slot: already on its way out.
+    disrupting: bool = False
+    do_not_consolidate: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def provisioner(self) -> str:
+        return self.node.provisioner
+
+
+@dataclass(frozen=True)
+class PdbAllowance:
+    """A PodDisruptionBudget as the API server computed it: how many evictions it allows now.
+    (policy/v1: an empty selector covers every pod of the namespace; a null one is never built.)"""
+
+    namespace: str
+    selector: LabelSelector
+    disruptions_allowed: int
+    name: str = ""
+
+    def covers(self, pod: Pod) -> bool:
+        return (
+            pod.namespace == self.namespace and not self.selector.empty and self.selector.matches(pod.labels)
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    min_node_age_seconds: float = MIN_NODE_AGE_SECONDS
+    min_spot_to_spot_options: int = MIN_SPOT_TO_SPOT_OPTIONS
+    #: Karpenter caps multi-node consolidation at 100 candidates.
+    max_multi_node_candidates: int = 100
+    #: A not-Ready node younger than this is capacity still coming up (the lifecycle's registration
+    #: TTL); an older one is broken, which is the registration check's business, not a launch.
+    launch_grace_seconds: float = 900.0
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    provisioners: tuple[Provisioner, ...]
+    instance_types: tuple[InstanceType, ...]
+    nodes: tuple[NodeState, ...]
+    pdbs: tuple[PdbAllowance, ...] = ()
+    daemonsets: tuple[Pod, ...] = ()
+    #: Pods not bound to any node (waiting for kube-scheduler or for karpy).
+    pending: tuple[Pod, ...] = ()
+    #: A provisioning batch is being planned, launched or bound.
+    batch_in_flight: bool = False
+    #: Namespace -> labels for namespaceSelector terms; None when unknown.
+    namespaces: Mapping[str, Mapping[str, str]] | None = None
+    unavailable: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
+
+    def provisioner(self, name: str) -> Provisioner | None:
+        return next((p for p in self.provisioners if p.name == name), None)

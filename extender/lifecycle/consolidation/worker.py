@@ -1,0 +1,247 @@
+"""The consolidation worker: decide, wait, re-decide, then replace (launch, wait Ready) and drain.
+
+One thread, acting only while leader. Each pass reads the cluster into a ClusterView and asks the
+pure `decide`; a decision is acted on only if the same decision comes out again after the
+validation delay (Karpenter's commandValidationDelay). The nodes take slots of their Provisioners'
+disruption budgets (the ledger emptiness and expiry use), are marked and cordoned, a replacement
+is launched through provisioning's `provision_replacements` and must be Ready before anything is
+drained; then the nodes are deleted and the termination finalizer drains them (PDB-aware
+eviction). A replacement that fails to launch or come up leaves the old nodes serving: uncordoned,
+unmarked, their slots released.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from kubernetes import client
+
+from extender.api.provisioner import Provisioner
+from extender.cluster import errors, objects
+from extender.cluster import namespaces as kube_namespaces
+from extender.cluster import nodes as kube_nodes
+from extender.cluster import pods as kube_pods
+from extender.cluster.cordon import cordon, uncordon
+from extender.cluster.provisioners import list_configured
+from extender.cluster.watch import list_objects
+from extender.lifecycle import metrics, nodepatch
+from extender.lifecycle.budgets import DisruptionLedger
+from extender.lifecycle.consolidation import snapshot
+from extender.lifecycle.consolidation.decide import Action, decide
+from extender.lifecycle.consolidation.view import ClusterView, Settings
+from extender.lifecycle.context import Context
+from extender.retry import LoopBackoff, call
+from extender.scheduling.solver import solve
+
+READY_POLL_SECONDS = 1.0
+#: The lower bound behind the gauge costs seconds for a large Provisioner: not on every pass.
+REPORT_INTERVAL_SECONDS = 60.0
+REASON = "consolidation"
+
+
+class Consolidator:
+    def __init__(
+        self,
+        ctx: Context,
+        ledger: DisruptionLedger,
+        census: Callable[[str], dict[str, Any]],
+        *,
+        provisioners: Callable[[], list[Provisioner]] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.ledger = ledger
+        self.census = census
+        self._provisioners = provisioners or (lambda: list_configured(ctx.kube, ctx.settings))
+        self._reported_at: float | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(min_node_age_seconds=self.ctx.settings.lifecycle.consolidation_min_node_age_seconds)
+
+    # --- loop ------------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        backoff = LoopBackoff()
+        while not stop.wait(self.ctx.settings.lifecycle.consolidation_interval_seconds):
+            if not self.ctx.is_leader():
+                continue
+            try:
+                self.reconcile(stop)
+                backoff.succeeded()
+            except Exception:
+                self.ctx.log.exception("Consolidating")
+                if backoff.wait_after_failure(stop):
+                    return
+
+    def reconcile(self, stop: threading.Event) -> Action | None:
+        """One pass; the action taken, or None."""
+        provisioners = self._provisioners()
+        if not any(p.consolidation for p in provisioners):
+            return None
+        view, _, _ = self.observe(provisioners)
+        self.report(view)
+        action = decide(view, self.settings)
+        if action is None:
+            return None
+        delay = self.ctx.settings.lifecycle.consolidation_validation_seconds
+        self.ctx.log.info("Validating consolidation of node(s) %s after %gs", list(action.names), delay)
+        if stop.wait(delay):
+            return None
+        view, nodes, pods = self.observe(self._provisioners())
+        again = decide(view, self.settings)
+        if again is None or not _same(action, again):
+            self.ctx.log.info("Abandoning consolidation attempt, the decision changed during validation")
+            return None
+        return again if self.execute(again, nodes, pods, view, stop) else None
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def observe(
+        self, provisioners: list[Provisioner]
+    ) -> tuple[ClusterView, dict[str, Mapping[str, Any]], dict[str, Mapping[str, Any]]]:
+        """The view, and the Node and Pod manifests by name / key (events and replacements need them)."""
+        kube, state = self.ctx.kube, self.ctx.state
+        nodes = kube_nodes.list_nodes(kube)
+        assigned = kube_pods.list_assigned(kube)
+        pending, _ = kube_pods.list_pending(kube)
+        pdbs, _ = list_objects(client.PolicyV1Api(kube).list_pod_disruption_budget_for_all_namespaces)
+        daemonsets = snapshot.parse_pods(kube_pods.daemonset_pods(kube))
+        marked = set(getattr(state, "marked", dict)()) | set(self.ledger.held())
+        # Reservations are capacity provisioning promised to pods it is binding right now.
+        binding = bool(getattr(state, "reserved_nodes", frozenset)())
+        # Offerings EC2 refused lately (provisioning's ICE cache): a replacement must avoid them too.
+        refused = frozenset(
+            (k.instance_type, k.zone, k.capacity_type)
+            for k in list(getattr(self.ctx.provisioning, "unavailable", None) or ())
+        )
+        view = snapshot.build(
+            provisioners=provisioners,
+            instance_types=self.ctx.cloud.get_instance_types(None),
+            nodes=nodes,
+            assigned=assigned,
+            pending=pending,
+            pdbs=pdbs,
+            daemonsets=daemonsets,
+            now=self.ctx.clock(),
+            marked=marked,
+            batch_in_flight=binding,
+            namespaces=kube_namespaces.list_labels(kube),
+            unavailable=refused,
+        )
+        return view, {objects.name(n): n for n in nodes}, {objects.pod_key(p): p for p in assigned}
+
+    def report(self, view: ClusterView) -> None:
+        """Gauges: each consolidating Provisioner's $/h and the lower bound for its pods."""
+        now = time.monotonic()
+        if self._reported_at is not None and now - self._reported_at < REPORT_INTERVAL_SECONDS:
+            return
+        self._reported_at = now
+        for prov in view.provisioners:
+            if not prov.consolidation:
+                continue
+            own = [n for n in view.nodes if n.karpy and n.provisioner == prov.name and not n.disrupting]
+            metrics.CLUSTER_COST.labels(provisioner=prov.name).set(sum(n.price for n in own))
+            pods = [p for n in own for p in n.node.pods if not p.is_daemonset]
+            bound = solve(pods, [prov], view.instance_types, daemonsets=view.daemonsets).lower_bound
+            metrics.LOWER_BOUND_COST.labels(provisioner=prov.name).set(bound)
+
+    # --- acting ----------------------------------------------------------------------------------
+
+    def execute(
+        self,
+        action: Action,
+        nodes: Mapping[str, Mapping[str, Any]],
+        pods: Mapping[str, Mapping[str, Any]],
+        view: ClusterView,
+        stop: threading.Event,
+    ) -> bool:
+        ctx = self.ctx
+        if not self._acquire(action, view):
+            ctx.log.info("Consolidation of %s waits for its disruption budget", list(action.names))
+            return False
+        message = action.describe()
+        ctx.log.info(message)
+        for name in action.names:
+            ctx.mark(name, REASON)
+            if cordon(ctx.kube, name):
+                ctx.log.info("Cordoned node %s", name)
+            if name in nodes:
+                ctx.recorder.node(nodes[name], "Consolidating", message)
+        if action.replacement is not None:
+            launched = self._launch(action, pods)
+            if not launched:
+                self._abandon(action, nodes, "launching the replacement failed")
+                return False
+            if not self._wait_ready(launched, stop):
+                self._abandon(action, nodes, f"replacement node(s) {launched} did not become Ready")
+                return False
+            ctx.log.info("Replacement node(s) %s Ready, draining %s", launched, list(action.names))
+        for name in action.names:
+            nodepatch.delete_node(ctx.kube, name)
+            metrics.NODES_TERMINATED.labels(reason=REASON).inc()
+        metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="done").inc()
+        return True
+
+    def _acquire(self, action: Action, view: ClusterView) -> bool:
+        by_provisioner: dict[str, list[str]] = defaultdict(list)
+        for node in action.nodes:
+            by_provisioner[node.provisioner].append(node.name)
+        taken: list[str] = []
+        for name, members in by_provisioner.items():
+            prov = view.provisioner(name)
+            budget = prov.disruption_budget if prov else "0"
+            if not self.ledger.acquire(name, members, REASON, budget=budget, **self.census(name)):
+                for held in taken:
+                    self.ledger.release(held)
+                return False
+            taken += members
+        return True
+
+    def _launch(self, action: Action, pods: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        assert action.replacement is not None
+        if self.ctx.provisioning is None:
+            return []
+        manifests = [pods[p.key] for p in action.replacement.pods if p.key in pods]
+        try:
+            return list(self.ctx.provisioning.provision_replacements(manifests))
+        except Exception as err:
+            self.ctx.log.error("Launching replacement for %s failed, %s", list(action.names), err)
+            return []
+
+    def _wait_ready(self, names: list[str], stop: threading.Event) -> bool:
+        waited = 0.0
+        while waited < self.ctx.settings.lifecycle.replacement_wait_seconds:
+            ready = [nodepatch.get_node(self.ctx.kube, n) for n in names]
+            if all(n is not None and objects.is_ready(n) for n in ready):
+                return True
+            if stop.wait(READY_POLL_SECONDS):
+                return False
+            waited += READY_POLL_SECONDS
+        return False
+
+    def _abandon(self, action: Action, nodes: Mapping[str, Mapping[str, Any]], why: str) -> None:
+        """Leave the old nodes serving: schedulable again, unmarked, their budget slots freed."""
+        ctx = self.ctx
+        message = f"Abandoning consolidation of {list(action.names)}, {why}; the node(s) keep serving"
+        ctx.log.warning(message)
+        for name in action.names:
+            call(partial(uncordon, ctx.kube, name), retry_on=errors.is_transient, doing=f"uncordon {name}")
+            ctx.unmark(name)
+            self.ledger.release(name)
+            if name in nodes:
+                ctx.recorder.node(nodes[name], "ConsolidationFailed", message, warning=True)
+        metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="abandoned").inc()
+
+
+def _same(first: Action, second: Action) -> bool:
+    """The decision survived validation: the same nodes, replaced by the same kind of node."""
+
+    def target(action: Action) -> str | None:
+        return action.replacement.instance_type.name if action.replacement else None
+
+    return set(first.names) == set(second.names) and target(first) == target(second)

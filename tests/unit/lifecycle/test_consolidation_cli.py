@@ -1,0 +1,108 @@
+"""`karpy plan --existing FILE --consolidate` prints the actions and takes none."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from extender.api import labels as wk
+from extender.cli.main import main
+from tests.unit.scheduling.builders import DATA, PRICES
+
+PROVISIONER = """
+kind: Provisioner
+metadata: {name: default}
+spec:
+  consolidation: {enabled: true}
+  disruption: {nodes: "100%"}
+  requirements:
+    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"""
+
+
+def node(name: str) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {
+                wk.PROVISIONER_NAME: "default",
+                wk.INSTANCE_TYPE: "m5.xlarge",
+                wk.ZONE: "us-west-2a",
+                wk.CAPACITY_TYPE: "on-demand",
+                wk.ARCH: "amd64",
+                wk.OS: "linux",
+                wk.HOSTNAME: name,
+            },
+        },
+        "status": {
+            "allocatable": {"cpu": "3920m", "memory": "14Gi", "pods": "58"},
+            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "58"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name: str, node_name: str, **annotations: str) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": annotations,
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
+        },
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def run(tmp_path, capsys, docs: list[dict[str, Any]], *extra: str):
+    (tmp_path / "existing.yaml").write_text(yaml.safe_dump_all(docs))
+    (tmp_path / "prov.yaml").write_text(PROVISIONER)
+    (tmp_path / "pods.yaml").write_text("")
+    args = [
+        "plan",
+        "--pods",
+        str(tmp_path / "pods.yaml"),
+        "--provisioner",
+        str(tmp_path / "prov.yaml"),
+        "--instance-types",
+        str(DATA / "instance-types.json"),
+        "--existing",
+        str(tmp_path / "existing.yaml"),
+        "--consolidate",
+        *extra,
+    ]
+    if PRICES.exists():
+        args += ["--prices", str(PRICES)]
+    return main(args), capsys.readouterr()
+
+
+def test_three_half_empty_nodes_are_consolidated_on_paper(tmp_path, capsys):
+    docs = [d for i in range(3) for d in (node(f"n{i}"), pod(f"p{i}", f"n{i}"))]
+    code, out = run(tmp_path, capsys, docs)
+    assert code == 0, out.err
+    lines = out.out.splitlines()
+    assert lines[0].startswith("Consolidating ") and "→" in lines[0]
+    assert lines[-1].endswith("(nothing was changed)")
+    code, out = run(tmp_path, capsys, docs, "-o", "json")
+    actions = json.loads(out.out)
+    assert sum(len(a["nodes"]) for a in actions) >= 2
+    assert all(a["priceAfterPerHour"] < a["priceBeforePerHour"] for a in actions)
+
+
+def test_do_not_evict_pods_keep_their_nodes_on_paper_too(tmp_path, capsys):
+    docs = [
+        d
+        for i in range(3)
+        for d in (node(f"n{i}"), pod(f"p{i}", f"n{i}", **{wk.DO_NOT_EVICT_ANNOTATION: "true"}))
+    ]
+    code, out = run(tmp_path, capsys, docs, "-o", "json")
+    assert code == 0 and json.loads(out.out) == []

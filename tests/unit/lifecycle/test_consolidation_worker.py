@@ -1,0 +1,168 @@
+"""The consolidation worker's acting half with fake API calls: budget slots, replacement before
+drain, and a failed launch leaving the old node serving."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from extender.lifecycle.budgets import DisruptionLedger
+from extender.lifecycle.consolidation import worker as worker_module
+from extender.lifecycle.consolidation.decide import decide
+from extender.lifecycle.consolidation.worker import Consolidator
+from extender.lifecycle.context import Context
+from extender.settings import Settings
+
+from .test_consolidation import node, pods, provisioner, view
+
+
+class Marks:
+    def __init__(self) -> None:
+        self.marks: dict[str, str] = {}
+
+    def mark_for_removal(self, node: str, reason: str) -> None:
+        self.marks[node] = reason
+
+    def unmark(self, node: str) -> None:
+        self.marks.pop(node, None)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def node(self, node: Any, reason: str, message: str, *, warning: bool = False) -> None:
+        self.events.append((reason, message))
+
+
+class Provisioning:
+    def __init__(self, names: list[str] | Exception) -> None:
+        self.names, self.calls = names, []
+
+    def provision_replacements(self, pods: Any) -> list[str]:
+        self.calls.append(list(pods))
+        if isinstance(self.names, Exception):
+            raise self.names
+        return self.names
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    calls: dict[str, list[str]] = {"cordon": [], "uncordon": [], "delete": [], "ready": []}
+    monkeypatch.setattr(worker_module, "cordon", lambda _kube, n: calls["cordon"].append(n) or True)
+    monkeypatch.setattr(worker_module, "uncordon", lambda _kube, n: calls["uncordon"].append(n) or True)
+    monkeypatch.setattr(worker_module.nodepatch, "delete_node", lambda _kube, n: calls["delete"].append(n))
+
+    def get_node(_kube: Any, name: str) -> dict[str, Any]:
+        calls["ready"].append(name)
+        return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+    monkeypatch.setattr(worker_module.nodepatch, "get_node", get_node)
+    return calls
+
+
+def consolidator(provisioning: Provisioning | None) -> tuple[Consolidator, Marks, Recorder, DisruptionLedger]:
+    marks, recorder, ledger = Marks(), Recorder(), DisruptionLedger()
+    settings = Settings()
+    settings.lifecycle.replacement_wait_seconds = 3.0
+    ctx = Context(
+        settings=settings,
+        kube=None,
+        cloud=None,  # type: ignore[arg-type]
+        state=marks,
+        provisioning=provisioning,  # type: ignore[arg-type]
+        recorder=recorder,  # type: ignore[arg-type]
+    )
+    census = lambda _p: {"total": 10, "deleting": set()}  # noqa: E731
+    return Consolidator(ctx, ledger, census, provisioners=lambda: []), marks, recorder, ledger
+
+
+def replace_view() -> Any:
+    return view(node("big", "m5.4xlarge", pods("p", 1)), provisioners=(provisioner(budget="100%"),))
+
+
+def manifests(action: Any) -> dict[str, Any]:
+    return {p.key: {"metadata": {"name": p.name, "namespace": p.namespace}} for p in action.pods}
+
+
+def test_replacement_is_ready_before_the_old_node_is_deleted(api: dict[str, list[str]]) -> None:
+    cluster = replace_view()
+    action = decide(cluster)
+    assert action is not None and action.replacement is not None
+    prov = Provisioning(["new-node"])
+    worker, marks, recorder, ledger = consolidator(prov)
+    assert worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    assert prov.calls and len(prov.calls[0]) == 1
+    assert api["cordon"] == ["big"] and api["ready"] == ["new-node"] and api["delete"] == ["big"]
+    assert marks.marks == {"big": "consolidation"} and ledger.held() == {"big": "consolidation"}
+    assert recorder.events[0][0] == "Consolidating" and "→" in recorder.events[0][1]
+
+
+@pytest.mark.parametrize("outcome", [[], RuntimeError("CreateFleet refused")], ids=["no-node", "error"])
+def test_failed_launch_leaves_the_old_node_serving(api: dict[str, list[str]], outcome: Any) -> None:
+    cluster = replace_view()
+    action = decide(cluster)
+    assert action is not None
+    worker, marks, recorder, ledger = consolidator(Provisioning(outcome))
+    assert not worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    assert api["cordon"] == ["big"] and api["uncordon"] == ["big"] and api["delete"] == []
+    assert marks.marks == {} and ledger.held() == {}
+    assert recorder.events[-1][0] == "ConsolidationFailed"
+
+
+def test_no_slot_in_the_budget_means_no_action(api: dict[str, list[str]]) -> None:
+    cluster = replace_view()
+    action = decide(cluster)
+    assert action is not None
+    worker, marks, _, ledger = consolidator(Provisioning(["new"]))
+    assert ledger.acquire("default", ["other"], "expired", budget="100%", total=1)
+    worker.census = lambda _p: {"total": 1, "deleting": set()}
+    assert not worker.execute(action, {}, manifests(action), cluster, threading.Event())
+    assert api["cordon"] == [] and marks.marks == {}
+
+
+# --- validation: a decision is acted on only if it comes out again after the delay ----------------
+
+
+def validating(views: list[Any], monkeypatch: pytest.MonkeyPatch) -> tuple[Consolidator, list[Any]]:
+    worker, _, _, _ = consolidator(Provisioning(["new"]))
+    worker.ctx.settings.lifecycle.consolidation_validation_seconds = 0.0
+    worker._provisioners = lambda: [provisioner(budget="100%")]
+    seen = iter(views)
+    monkeypatch.setattr(worker, "observe", lambda _p: (next(seen), {}, {}))
+    monkeypatch.setattr(worker, "report", lambda _v: None)
+    executed: list[Any] = []
+    monkeypatch.setattr(worker, "execute", lambda action, *_: executed.append(action) or True)
+    return worker, executed
+
+
+def test_decision_unchanged_after_the_delay_is_executed(monkeypatch: pytest.MonkeyPatch) -> None:
+    worker, executed = validating([replace_view(), replace_view()], monkeypatch)
+    assert worker.reconcile(threading.Event()) is not None
+    assert [a.names for a in executed] == [("big",)]
+
+
+def test_decision_changed_during_validation_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Karpenter: 'should not consolidate if the action becomes invalid during the validation delay'."""
+    busy = view(
+        node("big", "m5.4xlarge", pods("p", 1)),
+        provisioners=(provisioner(budget="100%"),),
+        pending=(pods("new", 1)[0],),
+    )
+    worker, executed = validating([replace_view(), busy], monkeypatch)
+    assert worker.reconcile(threading.Event()) is None
+    assert executed == []
+
+
+def test_gauges_show_cost_and_lower_bound_per_provisioner() -> None:
+    from extender.lifecycle import metrics
+
+    worker, _, _, _ = consolidator(None)
+    cluster = replace_view()
+    worker.report(cluster)
+    cost = metrics.CLUSTER_COST.labels(provisioner="default")._value.get()
+    bound = metrics.LOWER_BOUND_COST.labels(provisioner="default")._value.get()
+    assert cost == cluster.nodes[0].price
+    assert 0 < bound < cost
