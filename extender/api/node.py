@@ -3,7 +3,7 @@ and read), then passed around as this model.
 
 The solver's `ExistingNode` (the node with its bound pods and their requests) and ClusterState's
 `NodeInfo` (what the extender's guard needs) are views built from it in one place
-(extender/provisioning/inventory.py), not parsed from the JSON again.
+(extender/cluster/inventory.py), not parsed from the JSON again.
 """
 
 from __future__ import annotations

@@ -211,8 +211,7 @@ def load_existing(path: str) -> Existing:
     """Nodes (karpy's take pods unless cordoned or deleting), the non-terminal Pods bound to them,
     and Namespaces; other kinds and unbound pods are left out."""
     from extender.api.node import Node
-    from extender.cluster import objects
-    from extender.provisioning import inventory
+    from extender.cluster import inventory, objects
 
     nodes: list[Node] = []
     bound: dict[str, list[Mapping[str, Any]]] = {}

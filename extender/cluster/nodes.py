@@ -85,18 +85,21 @@ def instance_id(provider: str) -> str | None:
 
 
 def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
-    """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
-    with translated("listing karpy nodes"):
-        return list_objects(client.CoreV1Api(kube).list_node, label_selector=wk.PROVISIONER_NAME)[0]
+    """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name), as API JSON."""
+    return list_node_manifests(kube, karpy_only=True)
+
+
+def list_node_manifests(kube: client.ApiClient, *, karpy_only: bool = False) -> list[dict[str, Any]]:
+    """Every Node (or only karpy's) as API JSON, for the lifecycle code that patches and records on it."""
+    selector = {"label_selector": wk.PROVISIONER_NAME} if karpy_only else {}
+    with translated("listing karpy nodes" if karpy_only else "listing nodes"):
+        return list_objects(client.CoreV1Api(kube).list_node, **selector)[0]
 
 
 def list_nodes(kube: client.ApiClient, *, karpy_only: bool = False) -> list[Node]:
     """Every Node of the cluster (the solver counts their pods and topology domains), or only the
     ones a Provisioner launched."""
-    selector = {"label_selector": wk.PROVISIONER_NAME} if karpy_only else {}
-    with translated("listing nodes"):
-        items = list_objects(client.CoreV1Api(kube).list_node, **selector)[0]
-    return [Node.from_manifest(item) for item in items]
+    return [Node.from_manifest(item) for item in list_node_manifests(kube, karpy_only=karpy_only)]
 
 
 def read_node(kube: client.ApiClient, name: str) -> Node | None:

@@ -19,10 +19,11 @@ from kubernetes import client
 
 from extender.api.pod import Pod
 from extender.cluster import bind as kube_bind
+from extender.cluster import inventory
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster.errors import ClusterError
-from extender.provisioning import inventory, metrics
+from extender.provisioning import metrics
 from extender.provisioning.pools import Pools
 from extender.provisioning.report import NOT_BINDING_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot

@@ -30,8 +30,9 @@ from kubernetes import client
 
 from extender import retry
 from extender.cloud.types import CloudProvider, Instance
+from extender.cluster import inventory
 from extender.cluster.objects import pod_key
-from extender.provisioning import inventory, metrics
+from extender.provisioning import metrics
 from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
 from extender.provisioning.gather import Gatherer

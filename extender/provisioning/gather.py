@@ -20,6 +20,7 @@ from kubernetes import client
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudProvider
+from extender.cluster import inventory
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
@@ -27,7 +28,6 @@ from extender.cluster import provisioners as kube_provisioners
 from extender.cluster import volumes as kube_volumes
 from extender.cluster.errors import ClusterError
 from extender.cluster.objects import pod_key
-from extender.provisioning import inventory
 from extender.provisioning.report import INVALID_POD_REASON, UNMODELLED_REASON, Reporter
 from extender.scheduling.instancetypes import InstanceType
 from extender.settings import Settings

@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Collection, Sequence
 
 from extender.api.pod import Pod
+from extender.cluster.inventory import Inventory
 from extender.provisioning.gather import Context
-from extender.provisioning.inventory import Inventory
 from extender.scheduling.instancetypes import OfferingKey
 from extender.scheduling.plan import ExistingNode, Plan
 from extender.scheduling.solver import solve

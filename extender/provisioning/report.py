@@ -21,11 +21,10 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import Resources
-from extender.cluster import events
+from extender.cluster import events, inventory
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.errors import ClusterError
-from extender.provisioning import inventory
 from extender.provisioning.pools import Pools
 from extender.scheduling.plan import Plan
 

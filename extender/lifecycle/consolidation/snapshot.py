@@ -12,12 +12,12 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
+from extender.api.node import Node
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner, Requirement
-from extender.cluster import objects
+from extender.cluster import inventory, objects
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance
-from extender.provisioning import inventory
-from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.instancetypes import InstanceType, OfferingKey
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -80,7 +80,7 @@ def build(
     marked: Collection[str] = (),
     batch_in_flight: bool = False,
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
-    unavailable: frozenset[tuple[str, str, str]] = frozenset(),
+    unavailable: frozenset[OfferingKey] = frozenset(),
 ) -> ClusterView:
     by_type = {t.name: t for t in instance_types}
     on_node: dict[str, list[Mapping[str, Any]]] = {}
@@ -89,14 +89,15 @@ def build(
             on_node.setdefault(name, []).append(pod)
     states = []
     for node in nodes:
-        name = objects.name(node)
+        model = Node.from_manifest(node)
+        name = model.name
         pods = inventory.parse_pods(on_node.get(name, ()))
-        leaving = objects.deleting(node) or objects.is_cordoned(node) or name in marked
+        leaving = model.deleting or model.unschedulable or name in marked
         existing = inventory.existing_node(
-            node,
+            model,
             pods,
             pod_count=len(on_node.get(name, ())),
-            schedulable=inventory.takes_pods(node, {}) and not leaving,
+            schedulable=inventory.takes_pods(model, {}) and not leaving,
         )
         created = objects.created(node)
         states.append(
@@ -105,8 +106,8 @@ def build(
                 price=price(by_type, existing.labels),
                 capacity_type=existing.labels.get(wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ON_DEMAND),
                 age_seconds=(now - created).total_seconds() if created else 0.0,
-                karpy=objects.is_karpy_node(node),
-                ready=objects.is_ready(node),
+                karpy=model.is_karpy,
+                ready=model.ready,
                 disrupting=leaving,
                 do_not_consolidate=objects.annotations(node).get(wk.DO_NOT_CONSOLIDATE_ANNOTATION) == "true",
             )

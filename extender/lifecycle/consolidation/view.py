@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from extender.api.affinity import LabelSelector
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.plan import ExistingNode
 
 #: Karpenter's commandValidationDelay: a decision is recomputed after this long before acting.
@@ -88,7 +88,7 @@ class ClusterView:
     batch_in_flight: bool = False
     #: Namespace -> labels for namespaceSelector terms; None when unknown.
     namespaces: Mapping[str, Mapping[str, str]] | None = None
-    unavailable: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
+    unavailable: frozenset[OfferingKey] = field(default_factory=frozenset)
 
     def provisioner(self, name: str) -> Provisioner | None:
         return next((p for p in self.provisioners if p.name == name), None)

@@ -106,7 +106,7 @@ class Consolidator:
     ) -> tuple[ClusterView, dict[str, Mapping[str, Any]], dict[str, Mapping[str, Any]]]:
         """The view, and the Node and Pod manifests by name / key (events and replacements need them)."""
         kube, state = self.ctx.kube, self.ctx.state
-        nodes = kube_nodes.list_nodes(kube)
+        nodes = kube_nodes.list_node_manifests(kube)
         assigned = kube_pods.list_assigned(kube)
         pending, _ = kube_pods.list_pending(kube)
         pdbs, _ = list_objects(client.PolicyV1Api(kube).list_pod_disruption_budget_for_all_namespaces)
@@ -115,10 +115,7 @@ class Consolidator:
         # Reservations are capacity provisioning promised to pods it is binding right now.
         binding = bool(getattr(state, "reserved_nodes", frozenset)())
         # Offerings EC2 refused lately (provisioning's ICE cache): a replacement must avoid them too.
-        refused = frozenset(
-            (k.instance_type, k.zone, k.capacity_type)
-            for k in list(getattr(self.ctx.provisioning, "unavailable", None) or ())
-        )
+        refused = frozenset(getattr(self.ctx.provisioning, "unavailable", None) or ())
         view = snapshot.build(
             provisioners=provisioners,
             instance_types=self.ctx.cloud.get_instance_types(None),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from extender.api import labels as wk
 from extender.api.node import Node
-from extender.provisioning import inventory
+from extender.cluster import inventory
 
 
 def node(name: str, prov: str | None = "default", **extra: object) -> dict:
