@@ -30,6 +30,11 @@ class UnavailableOfferings:
             for key in keys:
                 self._keys[key] = True
 
+    def clear(self) -> None:
+        """Forget every refusal (capacity is known to be back)."""
+        with self._lock:
+            self._keys.clear()
+
     def current(self) -> frozenset[OfferingKey]:
         with self._lock:
             return frozenset(self._keys)
