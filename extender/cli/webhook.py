@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--default-provisioner", default="default", help="used when no Provisioner is known")
     p.add_argument("--provisioner-cache-seconds", type=float, default=5.0)
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--threads", type=int, default=128, help="request threads (slow clients hold one each)")
     p.set_defaults(func=run)
 
 
