@@ -9,6 +9,7 @@ taken; malformed and unknown ones are logged, counted and deleted so they never 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,7 @@ from extender.cluster.cordon import cordon
 from extender.heartbeat import no_tick
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
-from extender.loops import run_forever
+from extender.loops import is_expected, run_forever
 from extender.retry import LoopBackoff
 
 SPOT_INTERRUPTED = "spot_interrupted"
@@ -281,9 +282,16 @@ class InterruptionPoller:
             metrics.INTERRUPTION_LATENCY.observe(max((ctx.clock() - message.time).total_seconds(), 0.0))
         try:
             action = self.handler.handle(message)
-        except Exception:
-            ctx.log.exception(
-                "Handling %s message %s failed; it will be redelivered", message.kind, message.id
+        except Exception as err:
+            # API server or AWS trouble is retried by redelivery; anything else is a bug to look at.
+            expected = is_expected(err)
+            ctx.log.log(
+                logging.WARNING if expected else logging.ERROR,
+                "Failed handling %s message %s, it will be redelivered, %s",
+                message.kind,
+                message.id,
+                err,
+                exc_info=not expected,
             )
             return
         metrics.INTERRUPTION_ACTIONS.labels(action=action).inc()
