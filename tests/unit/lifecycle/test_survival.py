@@ -174,3 +174,37 @@ def test_parse_rejects_non_string_time_as_malformed() -> None:
             assert "time" in str(err)
         else:
             raise AssertionError(f"accepted {body[:60]}")
+
+
+def test_informer_relists_after_backoff_and_ticks_while_the_api_fails(monkeypatch) -> None:
+    from extender.cluster import informer
+
+    lists: list[int] = []
+
+    def failing_list(_fn: Any, **_selectors: Any) -> Any:
+        lists.append(1)
+        raise ApiException(status=503, reason="Service Unavailable")
+
+    monkeypatch.setattr(informer, "list_objects", failing_list)
+    ticks: list[int] = []
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=informer.run_list_watch,
+        args=(lambda **_: None,),
+        kwargs={
+            "on_list": lambda *_: None,
+            "on_event": lambda *_: None,
+            "stop": stop,
+            "name": "nodes",
+            "tick": lambda: ticks.append(1),
+            "backoff": LoopBackoff(rand=lambda: 0.0),
+        },
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert _wait_for(lambda: len(lists) >= 3 and len(ticks) >= 3)
+        assert thread.is_alive()
+    finally:
+        stop.set()
+        thread.join(5)
