@@ -26,9 +26,11 @@ import os
 import ssl
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from flask import Flask
+from gunicorn import util as gunicorn_util
 from gunicorn.http.errors import NoMoreData
 from gunicorn.workers.gthread import ThreadWorker
 
@@ -53,15 +55,19 @@ class _DeadlineSocket:
     def __init__(self, sock: Any, deadline: float) -> None:
         self.sock = sock
         self.deadline = deadline
+        #: The client ran out of time: its connection is closed without lingering.
+        self.expired = False
 
     def recv(self, size: int) -> bytes:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
+            self.expired = True
             raise NoMoreData(b"")
         self.sock.settimeout(remaining)
         try:
             return self.sock.recv(size)
         except TimeoutError as err:
+            self.expired = True
             raise NoMoreData(b"") from err
 
     def __getattr__(self, name: str) -> Any:
@@ -91,9 +97,18 @@ def ssl_context(_config: Any, default_factory: Callable[[], ssl.SSLContext]) -> 
 
 
 class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]
-    """gthread worker whose request reads end `request_read_seconds` after the request began."""
+    """gthread worker whose request reads end `request_read_seconds` after the request began, and
+    whose connection closes never block its main loop.
+
+    gunicorn closes a finished connection "gracefully" on the worker's main thread: FIN, then up to
+    2 s reading until the peer closes. A client that never closes stalls accept and dispatch for
+    every connection that long, so 8 of them froze the extender for 16 s. Here a connection whose
+    client ran out of time is closed at once, and any other graceful close lingers on a small pool
+    of its own instead of the main thread.
+    """
 
     request_read_seconds: float = REQUEST_READ_SECONDS
+    _closer: ThreadPoolExecutor | None = None
 
     def handle(self, conn: Any) -> Any:
         deadline = time.monotonic() + self.request_read_seconds
@@ -108,7 +123,19 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]
             raw = unreader.sock.sock if isinstance(unreader.sock, _DeadlineSocket) else unreader.sock
             unreader.sock = _DeadlineSocket(raw, deadline)
 
+        def close(graceful: bool = False) -> None:
+            reader = getattr(getattr(getattr(conn, "parser", None), "unreader", None), "sock", None)
+            linger = getattr(gunicorn_util, "close_graceful", None)
+            if not graceful or linger is None or getattr(reader, "expired", False):
+                gunicorn_util.close(conn.sock)
+                return
+            if self._closer is None:
+                self._closer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="close")
+            conn.sock.setblocking(True)
+            self._closer.submit(linger, conn.sock)
+
         conn.init = bounded_init
+        conn.close = close
         return super().handle(conn)
 
 

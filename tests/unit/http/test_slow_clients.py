@@ -142,3 +142,28 @@ def test_metrics_port_serves_only_metrics(server: tuple[int, int]) -> None:
     reply = requests.post(f"{base}/filter", data=json.dumps({"Pod": POD, "NodeNames": ["n1"]}), timeout=5)
     assert reply.status_code == 404 and reply.headers["Content-Type"] == "application/json"
     assert requests.get(f"{base}/healthz", timeout=5).status_code == 404
+
+
+def test_cutting_off_stalled_clients_never_freezes_kept_alive_callers(server: tuple[int, int]) -> None:
+    """kube-scheduler keeps its connection alive. When the read deadline cut the stalled clients off,
+    gunicorn closed each one gracefully on its main loop (lingering up to 2 s for a peer that never
+    closes), so requests on live connections hung for 8 x 2 s. Failed before: a request hung > 8 s."""
+    port, _ = server
+    limit = ExtenderSettings().request_read_seconds
+    conns = _stall(port, 8)
+    slowest = 0.0
+    try:
+        with requests.Session() as http:
+            started = time.monotonic()
+            while time.monotonic() - started < limit + 2:  # across the moment they are cut off
+                t0 = time.perf_counter()
+                reply = http.post(
+                    f"http://127.0.0.1:{port}/filter", json={"Pod": POD, "NodeNames": ["n1"]}, timeout=10
+                )
+                assert reply.status_code == 200
+                slowest = max(slowest, time.perf_counter() - t0)
+    finally:
+        for conn in conns:
+            conn.close()
+    print(f"slowest kept-alive answer across the cut-off: {slowest * 1000:.1f} ms")
+    assert slowest < 2 * ANSWER_SECONDS
