@@ -22,6 +22,7 @@ import copy
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -71,6 +72,7 @@ class Account:
     foreign: str
     karpy: boto3.session.Session
     strict_ssm: Any  # an SSM client of a user holding the policy exactly as written
+    admin: boto3.session.Session  # stands in for EventBridge: it sends the interruption messages
 
     def client(self, service: str) -> Any:
         return self.karpy.client(service, endpoint_url=self.seed.endpoint_url)
@@ -98,12 +100,17 @@ def account(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Account]:
             InstanceType="m5.large",
             SubnetId=seed.subnet_ids[0],
         )["Instances"][0]["InstanceId"]
-        # Enforcement starts after the next 8 requests: the 4 IAM calls per user below.
-        requests.post(f"{seed.endpoint_url}/moto-api/reset-auth", data=b"8", timeout=10).raise_for_status()
+        # Enforcement starts after the next 12 requests: the 4 IAM calls per user below.
+        requests.post(f"{seed.endpoint_url}/moto-api/reset-auth", data=b"12", timeout=10).raise_for_status()
         iam = seed.client("iam")
         karpy = _user(iam, "karpy", policy_for(seed, moto_resources=True), seed.region)
         strict = _user(iam, "karpy-strict", policy_for(seed, moto_resources=False), seed.region)
-        yield Account(seed, foreign, karpy, strict.client("ssm", endpoint_url=seed.endpoint_url))
+        everything = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+        }
+        admin = _user(iam, "admin", everything, seed.region)
+        yield Account(seed, foreign, karpy, strict.client("ssm", endpoint_url=seed.endpoint_url), admin)
     finally:
         server.stop()
 
@@ -152,14 +159,30 @@ def test_karpy_launches_lists_and_terminates_its_own_instances(account: Account)
     assert state["Instances"][0]["State"]["Name"] in ("shutting-down", "terminated")
 
 
-def test_karpy_drains_the_interruption_queue(account: Account) -> None:
-    # The test's own sends go through karpy's user too: SendMessage is not in the policy.
+def test_karpy_receives_and_deletes_interruption_messages(account: Account) -> None:
     sqs = account.client("sqs")
-    assert _error_code(lambda: sqs.send_message(QueueUrl=account.seed.queue_url, MessageBody="{}")) in DENIED
+    queue = account.seed.queue_url
+    assert _error_code(lambda: sqs.send_message(QueueUrl=queue, MessageBody="{}")) in DENIED
+    warning = {
+        "version": "0",
+        "id": "iam-proof",
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2",
+        "time": "2026-12-03T14:00:00Z",
+        "detail": {"instance-id": account.foreign, "instance-action": "terminate"},
+    }
+    admin_sqs = account.admin.client("sqs", endpoint_url=account.seed.endpoint_url)
+    admin_sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(warning))
     _, settings = _provider(account)
-    ctx = mock.Mock(settings=settings, is_leader=lambda: True)
-    poller = InterruptionPoller(ctx, sqs, account.seed.queue_url, mock.Mock())
-    assert poller.poll_once(wait_seconds=0) == 0  # ReceiveMessage is allowed (an empty queue)
+    ctx = mock.Mock(settings=settings, is_leader=lambda: True, clock=lambda: datetime.now(UTC))
+    handler = mock.Mock()
+    handler.handle.return_value = "ignored"
+    poller = InterruptionPoller(ctx, sqs, queue, handler)
+    assert poller.poll_once(wait_seconds=1) == 1  # ReceiveMessage allowed
+    (message,), _ = handler.handle.call_args
+    assert message.instance_ids == (account.foreign,)
+    left = admin_sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]
+    assert (left["ApproximateNumberOfMessages"], left["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
 
 
 def test_the_ownership_tag_cannot_be_put_on_an_instance_karpy_does_not_own(account: Account) -> None:
