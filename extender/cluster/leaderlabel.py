@@ -18,7 +18,7 @@ from kubernetes import client
 
 from extender.cluster.client import call_json
 from extender.cluster.errors import NotFound, translated
-from extender.retry import API, LoopBackoff
+from extender.retry import LoopBackoff
 
 LEADER_LABEL = "karpy.sh/leader"
 MERGE_PATCH = "application/merge-patch+json"
@@ -33,7 +33,7 @@ class LeaderLabel:
 
     def __init__(self, kube: Any, namespace: str, pod: str, *, backoff: LoopBackoff | None = None) -> None:
         self.kube, self.namespace, self.pod = kube, namespace, pod
-        self._backoff = backoff or LoopBackoff(policy=API)
+        self._backoff = backoff or LoopBackoff()
         self._patching = threading.Lock()  # one patch at a time, always of the latest wish
         self._state = threading.Lock()
         self._wish: bool | None = None

@@ -15,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from extender.api import labels
 from extender.cluster import leaderlabel
 from extender.lifecycle import nodepatch
+from extender.retry import LoopBackoff
 
 from .builders import node
 
@@ -96,7 +97,9 @@ def test_leader_label_patch_is_retried_until_it_lands(monkeypatch: pytest.Monkey
     monkeypatch.setattr(
         leaderlabel.client, "CoreV1Api", lambda _kube: type("Api", (), {"patch_namespaced_pod": None})()
     )
-    label = leaderlabel.LeaderLabel(None, "karpy", "karpy-controller-0")
+    label = leaderlabel.LeaderLabel(
+        None, "karpy", "karpy-controller-0", backoff=LoopBackoff(rand=lambda: 0.0)
+    )
     assert label.set(True) is False
     deadline = time.monotonic() + 10
     retrying = [t for t in threading.enumerate() if t.name == "leader-label-retry"]
