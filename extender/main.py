@@ -20,7 +20,9 @@ from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
 from extender.cluster.leaderlabel import LeaderLabel
-from extender.http.app import create_app
+from extender.heartbeat import Heartbeats
+from extender.http import limits
+from extender.http.app import by_port, create_app, create_metrics_app
 from extender.provisioning.controller import ProvisioningController
 from extender.serve import serve
 from extender.settings import Settings
@@ -54,7 +56,9 @@ def _leader_label(kube: client.ApiClient, settings: Settings) -> dict[str, Calla
     return {"on_started": started, "on_stopped": stopped}
 
 
-def start(settings: Settings, stop: threading.Event) -> tuple[ClusterState, ProvisioningController]:
+def start(
+    settings: Settings, stop: threading.Event, heartbeats: Heartbeats | None = None
+) -> tuple[ClusterState, ProvisioningController]:
     """Build and start every worker thread; returns what the extender app needs."""
     kube = kube_client.load(settings)
     version = None if settings.aws.kubernetes_version else _server_version(kube)
@@ -81,39 +85,57 @@ def start(settings: Settings, stop: threading.Event) -> tuple[ClusterState, Prov
         provisioning=provisioning,
         is_leader=is_leader,
         stop=stop,
+        heartbeats=heartbeats,
     )
     return state, provisioning
 
 
-def run(settings: Settings, *, threads: int = 8) -> None:
+def _port(bind: str) -> str:
+    return bind.rsplit(":", 1)[-1]
+
+
+#: Request threads of the extender. A connection a slow client stalls holds one for up to
+#: request_read_seconds; with this many, 64 stalled connections still leave kube-scheduler and the
+#: kubelet's probes threads to spare (tests/unit/http/test_slow_clients.py measures it).
+THREADS = 128
+
+
+def separate_metrics(settings: Settings) -> bool:
+    ext = settings.extender
+    return bool(ext.metrics_bind) and ext.metrics_bind != ext.bind
+
+
+def wsgi_app(settings: Settings, extender: Flask) -> Any:
+    """The extender app, with the metrics port routed to an app that serves only /metrics."""
+    if not separate_metrics(settings):
+        return extender
+    return by_port(extender, {_port(settings.extender.metrics_bind): create_metrics_app(settings)})
+
+
+def gunicorn_options(settings: Settings, *, threads: int = THREADS) -> dict[str, Any]:
+    ext = settings.extender
+    options = limits.options(
+        bind=[ext.bind, *([ext.metrics_bind] if separate_metrics(settings) else [])],
+        threads=threads,
+        request_read_seconds=ext.request_read_seconds,
+        name="karpy-controller",
+    )
+    # One worker: the extender guard must read the memory the provisioning threads write. gthread's
+    # main loop beats for the worker: no silent-worker kill during a long batch.
+    options.update(workers=1, timeout=0, loglevel=settings.log_level.lower())
+    return options
+
+
+def run(settings: Settings, *, threads: int = THREADS) -> None:
     """Serve until SIGTERM/SIGINT; gunicorn's master forwards it to the one worker."""
     stop = threading.Event()
 
-    def factory() -> Flask:
-        state, provisioning = start(settings, stop)
-        return create_app(settings, state, provisioning.enqueue)
+    def factory() -> Any:
+        heartbeats = Heartbeats()
+        state, provisioning = start(settings, stop, heartbeats)
+        return wsgi_app(settings, create_app(settings, state, provisioning.enqueue, heartbeats=heartbeats))
 
     def worker_exit(_server: Any, _worker: Any) -> None:
         stop.set()
 
-    binds = [settings.extender.bind]
-    if settings.extender.metrics_bind and settings.extender.metrics_bind != settings.extender.bind:
-        binds.append(settings.extender.metrics_bind)
-    serve(
-        factory,
-        {
-            "bind": binds,
-            # One worker: the extender guard must read the memory the provisioning threads write.
-            "workers": 1,
-            "worker_class": "gthread",
-            "threads": threads,
-            "worker_exit": worker_exit,
-            "graceful_timeout": 10,
-            "timeout": 0,
-            "accesslog": None,
-            # gunicorn's control socket defaults to one path per user: a second controller (or the
-            # webhook) on the same host would take it over.
-            "control_socket_disable": True,
-            "loglevel": settings.log_level.lower(),
-        },
-    )
+    serve(factory, {**gunicorn_options(settings, threads=threads), "worker_exit": worker_exit})

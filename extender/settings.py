@@ -45,7 +45,15 @@ class BatchingSettings:
 @dataclass
 class ExtenderSettings:
     bind: str = "127.0.0.1:8088"
+    #: Serves only /metrics (so scraping it never reaches /filter); "" or the same as `bind` = none.
     metrics_bind: str = "127.0.0.1:8089"
+    #: Request bodies above this are refused (413). With nodeCacheCapable (karpy's manifests) a
+    #: /filter body is the pod plus node names, ~150 KB at 5,000 nodes; without it kube-scheduler
+    #: sends every Node object (~5 KB each), so raise this for large clusters in that mode.
+    max_body_bytes: int = 16 * 1024 * 1024
+    #: Seconds a client has, from its first byte, to send a whole request (kube-scheduler's
+    #: extender httpTimeout is 5s by default; it sends a request in milliseconds).
+    request_read_seconds: float = 5.0
 
 
 @dataclass

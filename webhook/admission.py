@@ -14,6 +14,10 @@ from typing import Any
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
+#: Deepest JSON nesting accepted. Real objects stay under ~20 levels (a pod's affinity terms are
+#: the deepest); the handlers recurse (deepcopy, JSON Patch diff), so a body near Python's recursion
+#: limit would fail inside them with a RecursionError and a traceback thousands of lines long.
+MAX_DEPTH = 100
 
 
 class BadReview(ValueError):
@@ -76,6 +80,8 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise BadReview(f"body is not JSON: {err}") from err
     if not isinstance(review, dict):
         raise BadReview(f"expected a JSON object, got {type(review).__name__}")
+    if depth(review) > MAX_DEPTH:
+        raise BadReview(f"body is nested deeper than {MAX_DEPTH} levels")
     if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
         raise BadReview(f"expected apiVersion {API_VERSION} kind {KIND}")
     request = review.get("request")
@@ -96,6 +102,25 @@ def parse_review(body: bytes) -> AdmissionRequest:
         old_object=request.get("oldObject"),
         dry_run=request.get("dryRun") is True,
     )
+
+
+def depth(value: Any) -> int:
+    """Nesting depth of decoded JSON, without recursion (a scalar is 0, `{}` and `[]` are 1)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def build_response(uid: str, verdict: Verdict) -> dict[str, Any]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from flask import Flask, Response, jsonify
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from flask import Flask
 
 from extender.api.provisioner import Provisioner
+from extender.http.limits import bound
 from webhook import health, routes
 from webhook.config import WebhookConfig
 from webhook.metrics import WebhookMetrics
@@ -27,7 +27,6 @@ def create_app(
     """Build the app; `provisioners` replaces the API-server listing (tests, `karpy plan`-style tools)."""
     config = config or WebhookConfig()
     app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
     metrics = WebhookMetrics()
     if provisioners is None:
         provisioners = _no_provisioners
@@ -41,19 +40,6 @@ def create_app(
     app.extensions[EXTENSION] = AppState(config=config, metrics=metrics, provisioners=provisioners)
     app.register_blueprint(routes.bp)
     app.register_blueprint(health.bp)
-    register_error_handlers(app, max_body_bytes=config.max_body_bytes)
+    # The issue that introduced the cap asked for 400 on oversized AdmissionReviews.
+    bound(app, max_body_bytes=config.max_body_bytes, too_large_status=400)
     return app
-
-
-def register_error_handlers(app: Flask, *, max_body_bytes: int) -> None:
-    """Errors outside the handlers still answer JSON {code, message}, never an HTML page."""
-
-    @app.errorhandler(RequestEntityTooLarge)
-    def too_large(_err: RequestEntityTooLarge) -> tuple[Response, int]:
-        # The issue asks for 400 on oversized bodies; the message says why.
-        return jsonify(code=400, message=f"request body larger than {max_body_bytes} bytes"), 400
-
-    @app.errorhandler(HTTPException)
-    def http_error(err: HTTPException) -> tuple[Response, int]:
-        code = err.code or 400
-        return jsonify(code=code, message=err.description or err.name), code

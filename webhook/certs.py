@@ -2,6 +2,7 @@
 
 With several replicas every one must serve a certificate from the same CA, so the pair can be
 shared through a Secret (first replica creates it, the others read it), as Karpenter's webhook does.
+Rotation before expiry, without a restart: webhook/rotation.py.
 """
 
 from __future__ import annotations
@@ -71,12 +72,15 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def generate(hosts: Sequence[str], *, days: int = 3650, now: datetime.datetime | None = None) -> ServingCert:
-    """A fresh CA and a serving certificate signed by it whose SANs are `hosts` (DNS names or IPs)."""
+def generate(hosts: Sequence[str], *, days: float = 365, now: datetime.datetime | None = None) -> ServingCert:
+    """A fresh CA and a serving certificate signed by it whose SANs are `hosts` (DNS names or IPs).
+    One year by default: webhook/rotation.py replaces the pair at 2/3 of its life."""
     if not hosts:
         raise ValueError("a serving certificate needs at least one host")
     now = now or datetime.datetime.now(datetime.UTC)
-    start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=days)
+    validity = datetime.timedelta(days=days)
+    # Backdated for clock skew between replicas and the API server, by at most a tenth of its life.
+    start, end = now - min(datetime.timedelta(minutes=5), validity / 10), now + validity
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (
         x509.CertificateBuilder()
@@ -116,36 +120,19 @@ def generate(hosts: Sequence[str], *, days: int = 3650, now: datetime.datetime |
 
 def shared_via_secret(core: Any, *, namespace: str, name: str, hosts: Sequence[str]) -> ServingCert:
     """Read the pair from Secret namespace/name, creating it if absent (a racing replica's copy wins)."""
-    from kubernetes.client.exceptions import ApiException
+    from webhook.rotation import Conflict, SecretStore
 
-    def read() -> ServingCert:
-        secret = core.read_namespaced_secret(name, namespace)
-        data = secret.data or {}
-        return ServingCert(*(base64.b64decode(data[k]) for k in (CA_KEY, CERT_KEY, KEY_KEY)))
-
+    store = SecretStore(core, namespace=namespace, name=name)
+    pair = store.read()
+    if pair is not None:
+        return pair
     try:
-        return read()
-    except ApiException as err:
-        if err.status != 404:
+        return store.create(generate(hosts))
+    except Conflict:
+        pair = store.read()
+        if pair is None:
             raise
-    fresh = generate(hosts)
-    body = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "kubernetes.io/tls",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": {
-            k: base64.b64encode(v).decode()
-            for k, v in ((CA_KEY, fresh.ca_pem), (CERT_KEY, fresh.cert_pem), (KEY_KEY, fresh.key_pem))
-        },
-    }
-    try:
-        core.create_namespaced_secret(namespace, body)
-    except ApiException as err:
-        if err.status != 409:
-            raise
-        return read()
-    return fresh
+        return pair
 
 
 def ca_bundle_patch(webhook_count: int, ca_pem: bytes) -> list[dict[str, Any]]:

@@ -1,32 +1,31 @@
-"""gunicorn settings for the webhook (used by `karpy webhook`, which runs gunicorn in-process)."""
+"""gunicorn settings for the webhook (used by `karpy webhook`, which runs gunicorn in-process).
+
+The shared bounds (read deadline, header limits, TLS handshake timeout) are extender/http/limits.py's.
+"""
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from extender.http import limits
+
+#: The API server sends an AdmissionReview in milliseconds; its own webhook timeout is <= 30s.
+REQUEST_READ_SECONDS = 10.0
 
 
 def options(
-    *, bind: str, certfile: str = "", keyfile: str = "", workers: int = 1, threads: int = 8
+    *, bind: str, certfile: str = "", keyfile: str = "", workers: int = 1, threads: int = 128
 ) -> dict[str, Any]:
-    opts: dict[str, Any] = {
-        "bind": [bind],
+    opts = limits.options(
+        bind=[bind],
         # Threads, not processes: admission is short CPU work, and the Provisioner cache is per process.
-        "worker_class": "gthread",
-        "workers": workers,
-        "threads": threads,
-        # The API server calls with ?timeout=<=30s and keeps connections alive between calls.
-        "timeout": 30,
-        "graceful_timeout": 10,
-        "keepalive": 30,
-        "accesslog": None,
-        "errorlog": "-",
-        "loglevel": "info",
-        "proc_name": "karpy-webhook",
-    }
-    if os.path.isdir("/dev/shm"):
-        # Heartbeat files on tmpfs: a slow container disk must not get workers killed.
-        opts["worker_tmp_dir"] = "/dev/shm"
-    if certfile:
-        opts["certfile"], opts["keyfile"] = certfile, keyfile
+        threads=threads,
+        workers=workers,
+        request_read_seconds=REQUEST_READ_SECONDS,
+        certfile=certfile,
+        keyfile=keyfile,
+        name="karpy-webhook",
+    )
+    # The API server calls with ?timeout=<=30s and keeps connections alive between calls.
+    opts.update(timeout=30, loglevel="info")
     return opts

@@ -2,7 +2,13 @@
 
 Only on CREATE, only for pods that select no Provisioner themselves, and never for DaemonSet,
 static/mirror or already-bound pods or pods in excluded namespaces. The chosen name is the
-highest-weight Provisioner whose constraints the pod fits, or the default when none is known.
+highest-weight Provisioner whose constraints the pod fits, or the default when none exists.
+
+When the Provisioners cannot be listed (API server hiccup), the pod is admitted unchanged with a
+warning: the nodeSelector is immutable, so a guess would pin the pod for good (to `default`, which
+may not exist, or while a heavier Provisioner fits), whereas an unpinned pod loses nothing, since
+karpy's provisioning picks the Provisioner by the same rule when it plans the pod. Denying instead
+would stall every rollout in opted-in namespaces for the length of the hiccup.
 """
 
 from __future__ import annotations
@@ -21,6 +27,11 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SKIPPED_OWNERS = frozenset({"DaemonSet", "Node"})  # Node-owned = static pod's mirror
 
 Provisioners = Callable[[], Sequence[Provisioner] | None]
+
+UNKNOWN_WARNING = (
+    "karpy: provisioners could not be listed, admitted without a provisioner-name "
+    "(karpy chooses one when it provisions)"
+)
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -62,7 +73,8 @@ def skip_reason(pod: Mapping[str, Any], namespace: str, config: WebhookConfig) -
         return "pod is already bound"
     if MIRROR_ANNOTATION in _dict(metadata.get("annotations")):
         return "mirror pod"
-    if any(_dict(ref).get("kind") in SKIPPED_OWNERS for ref in _list(metadata.get("ownerReferences"))):
+    kinds = (_dict(ref).get("kind") for ref in _list(metadata.get("ownerReferences")))
+    if any(isinstance(kind, str) and kind in SKIPPED_OWNERS for kind in kinds):
         return "DaemonSet or static pod"
     if selects_provisioner(spec):
         return "pod already selects a provisioner"
@@ -72,7 +84,9 @@ def skip_reason(pod: Mapping[str, Any], namespace: str, config: WebhookConfig) -
 def choose(
     pod: Mapping[str, Any], namespace: str, known: Sequence[Provisioner] | None, default: str
 ) -> tuple[str | None, str]:
-    """(provisioner name or None, warning)."""
+    """(provisioner name or None, warning); `known` None means the list failed just now."""
+    if known is None:
+        return None, UNKNOWN_WARNING
     if not known:
         return default, ""
     metadata = dict(_dict(pod.get("metadata")))

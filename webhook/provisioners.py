@@ -1,7 +1,7 @@
 """The Provisioners the pod webhook chooses from: listed from the API server, cached briefly.
 
 Pod admission must never wait long or fail because of this list: a failed list is remembered for
-a short while and reported as None, which the pod handler answers with the default Provisioner.
+a short while and reported as None, which the pod handler answers by admitting the pod unchanged.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class ProvisionerSource:
         try:
             items = self._fetch()
         except Exception as err:  # any failure means "unknown", never a failed admission
-            log.warning("Listing provisioners failed, using the default: %s", err)
+            log.warning("Listing provisioners failed, admitting pods unchanged for now, %s", err)
             self._on_fetch("error")
             return None
         self._on_fetch("ok")

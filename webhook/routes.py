@@ -39,6 +39,13 @@ def _answer(handler: Handler, *, fail_open: bool) -> tuple[Response, int]:
     try:
         verdict = handler(review)
         result = _result(verdict)
+    except RecursionError:
+        # Not a bug to page anyone about: the object is absurdly deep. One line, no traceback.
+        log.warning("Admission request %s uid %s is nested too deeply to handle", request.path, review.uid)
+        verdict = Verdict(warnings=("karpy: object nested too deeply, admitted unchanged",))
+        if not fail_open:
+            verdict = Verdict.deny(400, "karpy: object nested too deeply")
+        result = "error"
     except Exception:
         log.exception("Admission handler failed for %s uid %s", request.path, review.uid)
         if fail_open:

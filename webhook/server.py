@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 
 class _Server(BaseApplication):  # type: ignore[misc]
-    def __init__(self, factory: Callable[[], Flask], options: Mapping[str, Any]) -> None:
+    def __init__(self, factory: Callable[[], Any], options: Mapping[str, Any]) -> None:
         self._factory = factory
         self._options = dict(options)
         super().__init__()
@@ -20,11 +19,11 @@ class _Server(BaseApplication):  # type: ignore[misc]
             if key in self.cfg.settings and value is not None:
                 self.cfg.set(key, value)
 
-    def load(self) -> Flask:
+    def load(self) -> Any:
         # Called in each worker, so per-process state (locks, caches, metrics) is created after the fork.
         return self._factory()
 
 
-def serve(factory: Callable[[], Flask], options: Mapping[str, Any]) -> None:
+def serve(factory: Callable[[], Any], options: Mapping[str, Any]) -> None:
     """Blocks until gunicorn exits (SIGTERM/SIGINT)."""
     _Server(factory, options).run()

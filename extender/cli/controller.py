@@ -45,12 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ssm-prefix", help="SSM path prefix of the EKS-optimized AMI parameters")
     p.add_argument("--price-file", help="on-demand/spot price JSON consulted before the estimate")
     p.add_argument("--bind", help="HOST:PORT of the extender (default 127.0.0.1:8088)")
-    p.add_argument("--metrics-bind", help="HOST:PORT also serving /metrics")
+    p.add_argument("--metrics-bind", help="HOST:PORT serving only /metrics")
     p.add_argument("--batch-idle-seconds", type=float)
     p.add_argument("--batch-max-seconds", type=float)
     p.add_argument("--batch-max-pods", type=int)
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--threads", type=int, default=8, help="extender request threads")
+    p.add_argument(
+        "--threads", type=int, default=128, help="extender request threads (slow clients hold one each)"
+    )
     p.set_defaults(func=run)
 
 

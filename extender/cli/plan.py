@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ PLAN_INSTANCE_PROFILE = "karpy-plan-launches-nothing"
 #: Nodes `--existing` counts as karpy's (karpy may place pods on them); any other node only brings
 #: its topology domains and pods.
 KARPY_NODE_LABELS = (wk.MANAGED_BY_LABEL, wk.PROVISIONER_NAME)
+#: Most pods one plan expands to (replicas included): 3x the 50,000 pods karpy is measured at.
+#: More is a typo (`replicas: 100000000`) that would otherwise expand for minutes and exhaust memory.
+MAX_PODS = 150_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,11 +86,28 @@ def _documents(path: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
             continue
         if not isinstance(doc, Mapping):
             raise UsageError(f"{path} document {index}: expected an object")
+        if (where := _not_finite(doc)) is not None:
+            raise UsageError(f"{path} document {index}: {where}: not a finite number")
         if doc.get("kind") == "List":
             for item in doc.get("items") or []:
                 yield index, item
         else:
             yield index, doc
+
+
+def _not_finite(doc: Any) -> str | None:
+    """The path of the first NaN or infinity in a YAML document (`.nan`, `.inf`), else None.
+    Such a quantity would compare False with everything and slip past every fit check."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path.lstrip(".") or "document"
+        if isinstance(value, Mapping):
+            stack.extend((v, f"{path}.{k}") for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+    return None
 
 
 def _name(doc: Mapping[str, Any]) -> str:
@@ -123,21 +144,30 @@ class Pods:
 
 def load_pods(path: str) -> Pods:
     result = Pods()
+    total = 0
     for _, doc in _documents(path):
         kind = doc.get("kind", "Pod")
         if kind == "Pod":
             manifests = [doc]
         elif kind in WORKLOAD_KINDS:
             spec = doc.get("spec") or {}
-            count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
-            if not isinstance(count, int) or count < 0:
-                raise UsageError(f"{kind} {_name(doc)} spec.replicas: must be a non-negative integer")
+            field_name = "parallelism" if kind == "Job" else "replicas"
+            count = spec.get(field_name, 1)
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise UsageError(f"{kind} {_name(doc)} spec.{field_name}: must be a non-negative integer")
+            if total + count > MAX_PODS:
+                raise UsageError(
+                    f"{kind} {_name(doc)} spec.{field_name}: {count} would plan more than {MAX_PODS} pods"
+                )
             manifests = [_from_template(doc, i) for i in range(count)]
         else:
             raise UsageError(
                 f"{path}: {kind} {_name(doc)}: unknown kind {kind!r}, expected Pod or one of "
                 f"{', '.join(WORKLOAD_KINDS)}"
             )
+        total += len(manifests)
+        if total > MAX_PODS:
+            raise UsageError(f"{path}: more than {MAX_PODS} pods to plan")
         for manifest in manifests:
             try:
                 result.pods.append(Pod.from_manifest(manifest))

@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cert-dir", default="", help="where --self-signed writes ca.crt/tls.crt/tls.key")
     p.add_argument("--cert-secret", default="", help="Secret in --namespace sharing the self-signed pair")
     p.add_argument(
+        "--cert-days",
+        type=float,
+        default=365.0,
+        help="validity of a self-signed pair; it is rotated at 2/3 of it (default %(default)s)",
+    )
+    p.add_argument(
+        "--cert-check-seconds",
+        type=float,
+        default=300.0,
+        help="how often the self-signed pair is checked for rotation (default %(default)s)",
+    )
+    p.add_argument(
         "--patch-mutating",
         action="append",
         default=[],
@@ -73,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--default-provisioner", default="default", help="used when no Provisioner is known")
     p.add_argument("--provisioner-cache-seconds", type=float, default=5.0)
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--threads", type=int, default=128, help="request threads (slow clients hold one each)")
     p.set_defaults(func=run)
 
 
@@ -103,31 +116,50 @@ def _tls(args: argparse.Namespace, settings: Settings) -> tuple[str, str]:
             if not Path(path).is_file():
                 raise UsageError(f"no such file: {path}")
         return args.tls_cert, args.tls_key
-    from webhook import certs
+    rotator = _rotator(args, settings)
+    rotator.ensure()
+    # gunicorn's master keeps this thread; workers load tls.pem for every new connection.
+    threading.Thread(
+        target=rotator.run,
+        args=(threading.Event(),),
+        kwargs={"check_seconds": args.cert_check_seconds},
+        name="cert-rotation",
+        daemon=True,
+    ).start()
+    return str(rotator.serving_pem), str(rotator.serving_pem)
 
+
+def _rotator(args: argparse.Namespace, settings: Settings) -> Any:
+    """The self-signed pair's keeper: in the --cert-secret Secret (shared) or in memory."""
+    from webhook import certs, rotation
+
+    if args.cert_days <= 0 or args.cert_check_seconds <= 0:
+        raise UsageError("--cert-days and --cert-check-seconds must be positive")
     hosts = [*certs.service_hosts(args.service, settings.namespace), *args.san]
-    needs_kube = bool(args.cert_secret or args.patch_mutating or args.patch_validating)
     kube: Any = None
-    if needs_kube:
+    if args.cert_secret or args.patch_mutating or args.patch_validating:
         from extender.cluster.client import load
 
         kube = load(settings)
+    store: rotation.Store = rotation.MemoryStore()
     if args.cert_secret:
         from kubernetes import client
 
-        pair = certs.shared_via_secret(
-            client.CoreV1Api(kube), namespace=settings.namespace, name=args.cert_secret, hosts=hosts
+        store = rotation.SecretStore(
+            client.CoreV1Api(kube), namespace=settings.namespace, name=args.cert_secret
         )
-    else:
-        pair = certs.generate(hosts)
-    directory = Path(args.cert_dir or tempfile.mkdtemp(prefix="karpy-webhook-"))
-    _ca, cert, key = pair.write(directory)
+    publish = None
     if args.patch_mutating or args.patch_validating:
-        certs.patch_ca_bundles(
-            kube, pair.ca_pem, mutating=args.patch_mutating, validating=args.patch_validating
-        )
-        log.info("Patched caBundle into %s", ", ".join([*args.patch_mutating, *args.patch_validating]))
-    return str(cert), str(key)
+        targets = ", ".join([*args.patch_mutating, *args.patch_validating])
+
+        def publish(ca_pem: bytes) -> None:
+            certs.patch_ca_bundles(
+                kube, ca_pem, mutating=args.patch_mutating, validating=args.patch_validating
+            )
+            log.info("Patched caBundle into %s", targets)
+
+    directory = Path(args.cert_dir or tempfile.mkdtemp(prefix="karpy-webhook-"))
+    return rotation.Rotator(store, hosts, directory, publish_ca=publish, days=args.cert_days)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,13 +12,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from extender.cluster.watch import Gone, list_objects, watch_objects
+from extender.heartbeat import no_tick
+from extender.retry import LoopBackoff
 
 log = logging.getLogger("karpy.informer")
 
 Handler = Callable[[str, Mapping[str, Any]], None]
 
 WATCH_SECONDS = 30
-RETRY_SECONDS = 1.0
 
 
 def run_list_watch(
@@ -29,32 +30,48 @@ def run_list_watch(
     stop: threading.Event,
     name: str,
     watch_seconds: float = WATCH_SECONDS,
+    tick: Callable[[], None] = no_tick,
+    backoff: LoopBackoff | None = None,
     **selectors: Any,
 ) -> None:
     """`on_list(items, resourceVersion)` after every (re)list, then `on_event(type, obj)` per watch
-    event (bookmarks included, so the receiver can track resourceVersion); returns once `stop` is set."""
+    event (bookmarks included, so the receiver can track resourceVersion); returns once `stop` is set.
+    `tick` is called after every list and every watch call (a heartbeat: both end within
+    `watch_seconds` plus a list's time); failed passes re-list after `backoff`."""
     version = ""
+    backoff = backoff or LoopBackoff()
     while not stop.is_set():
         try:
             items, version = list_objects(list_fn, **selectors)
             on_list(items, version)
+            backoff.succeeded()
+            tick()
             while not stop.is_set():
                 for kind, obj in watch_objects(list_fn, version, timeout_seconds=watch_seconds, **selectors):
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     on_event(kind, obj)
                     if stop.is_set():
                         return
+                tick()
         except Gone:
             log.debug("Watch of %s expired at resourceVersion %s, re-listing", name, version)
-        except Exception as err:  # connection reset, apiserver restart: relist after a pause
+        except Exception as err:  # connection reset, apiserver restart: relist after a backoff
             if stop.is_set():
                 return
-            log.warning("Watching %s failed, %s", name, err)
-            stop.wait(RETRY_SECONDS)
+            delay = backoff.failed()
+            log.warning("Watching %s failed, re-listing in %.1fs, %s", name, delay, err)
+            tick()
+            stop.wait(delay)
 
 
 def start_informer(
-    list_fn: Callable[..., Any], handler: Handler, stop: threading.Event, *, name: str, **selectors: Any
+    list_fn: Callable[..., Any],
+    handler: Handler,
+    stop: threading.Event,
+    *,
+    name: str,
+    tick: Callable[[], None] = no_tick,
+    **selectors: Any,
 ) -> threading.Thread:
     """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event."""
 
@@ -69,7 +86,14 @@ def start_informer(
     thread = threading.Thread(
         target=run_list_watch,
         args=(list_fn,),
-        kwargs={"on_list": on_list, "on_event": on_event, "stop": stop, "name": name, **selectors},
+        kwargs={
+            "on_list": on_list,
+            "on_event": on_event,
+            "stop": stop,
+            "name": name,
+            "tick": tick,
+            **selectors,
+        },
         name=f"informer-{name}",
         daemon=True,
     )

@@ -2,7 +2,9 @@
 
 Wire format is kube-scheduler's ExtenderArgs / ExtenderFilterResult / HostPriorityList (Go field
 names, no json tags, so keys are capitalised). Served by gunicorn in the controller process so
-the guard reads the same ClusterState the workers write.
+the guard reads the same ClusterState the workers write. `create_metrics_app` is what the metrics
+port serves (only /metrics); `by_port` routes each listener to its app. Every answer is JSON, bodies
+are capped and read before the app runs (extender/http/limits.py).
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from extender.heartbeat import Heartbeats
 from extender.http import guard
+from extender.http.limits import Environ, StartResponse, WSGIApp, bound
 from extender.provisioning import metrics
 from extender.settings import Settings
 from extender.state import ClusterState
@@ -27,8 +31,13 @@ log = logging.getLogger("karpy.extender")
 def _body() -> Any:
     try:
         return json.loads(request.get_data(cache=False))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
+
+
+def _bad_request(why: str) -> Response:
+    # A 200 with Error: kube-scheduler (ignorable) skips us instead of failing the pod.
+    return _json({"NodeNames": None, "Nodes": None, "FailedNodes": {}, "Error": f"karpy: bad request, {why}"})
 
 
 def _json(value: Any) -> Response:
@@ -36,10 +45,19 @@ def _json(value: Any) -> Response:
     return Response(json.dumps(value, separators=(",", ":")), mimetype="application/json")
 
 
+def _limited(app: Flask, settings: Settings) -> Flask:
+    return bound(app, max_body_bytes=settings.extender.max_body_bytes)
+
+
 def create_app(
-    settings: Settings, state: ClusterState, enqueue: Callable[[Sequence[dict[str, Any]]], None]
+    settings: Settings,
+    state: ClusterState,
+    enqueue: Callable[[Sequence[dict[str, Any]]], None],
+    *,
+    heartbeats: Heartbeats | None = None,
 ) -> Flask:
-    app = Flask("karpy-extender")
+    """`heartbeats`: the worker loops /healthz watches (extender/heartbeat.py); none by default."""
+    app = _limited(Flask("karpy-extender"), settings)
     app.config["KARPY_SETTINGS"] = settings
 
     @app.post("/filter")
@@ -47,10 +65,14 @@ def create_app(
         started = time.perf_counter()
         args = _body()
         if not isinstance(args, dict):
-            # A 200 with Error: kube-scheduler (ignorable) skips us instead of failing the pod.
-            return _json({"NodeNames": None, "Nodes": None, "FailedNodes": {}, "Error": "karpy: bad request"})
+            return _bad_request("body is not a JSON object")
         pod = args.get("Pod") or {}
-        names = guard.node_names(args)
+        try:
+            names = guard.node_names(args)
+        except guard.BadArgs as err:
+            return _bad_request(str(err))
+        if not isinstance(pod, dict):
+            return _bad_request("Pod is not an object")
         result = guard.filter_nodes(state, pod, names)
         if result.removal:
             metrics.EXTENDER_GUARDED.labels(reason="removal").inc(result.removal)
@@ -61,18 +83,25 @@ def create_app(
         if guard.fast_path(result, names, pod, enqueue):
             metrics.FAST_PATH.inc()
         metrics.EXTENDER.labels(verb="filter").observe(time.perf_counter() - started)
-        return _json(result.wire())
+        return _json(result.wire(guard.node_items(args)))
 
     @app.post("/prioritize")
     def prioritize() -> Response:
         started = time.perf_counter()
-        args = _body() or {}
-        scores = guard.prioritize(state, guard.node_names(args))
+        args = _body()
+        try:
+            names = guard.node_names(args if isinstance(args, dict) else {})
+        except guard.BadArgs:
+            names = []  # prioritize errors are ignored by kube-scheduler; no scores is the same
+        scores = guard.prioritize(state, names)
         metrics.EXTENDER.labels(verb="prioritize").observe(time.perf_counter() - started)
         return _json(scores)
 
     @app.get("/healthz")
-    def healthz() -> tuple[str, int]:
+    def healthz() -> tuple[Response | str, int]:
+        late = heartbeats.late() if heartbeats is not None else []
+        if late:
+            return _json({"status": "unhealthy", "late": [str(x) for x in late]}), 503
         return "ok", 200
 
     @app.get("/readyz")
@@ -81,6 +110,27 @@ def create_app(
 
     @app.get("/metrics")
     def metrics_() -> Response:
-        return Response(generate_latest(), mimetype=CONTENT_TYPE_LATEST)
+        return _metrics()
 
     return app
+
+
+def _metrics() -> Response:
+    return Response(generate_latest(), mimetype=CONTENT_TYPE_LATEST)
+
+
+def create_metrics_app(settings: Settings) -> Flask:
+    """What the metrics port serves: /metrics and nothing else (JSON 404 for the rest)."""
+    app = _limited(Flask("karpy-metrics"), settings)
+    app.get("/metrics")(_metrics)
+    return app
+
+
+def by_port(default: WSGIApp, apps: Mapping[str, WSGIApp]) -> WSGIApp:
+    """One gunicorn worker, several listeners: the app for the port the request arrived on
+    (gunicorn's SERVER_PORT is the listening socket's port, not the Host header's)."""
+
+    def dispatch(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        return apps.get(str(environ.get("SERVER_PORT", "")), default)(environ, start_response)
+
+    return dispatch

@@ -27,10 +27,16 @@ class FilterResult:
     #: The pod is karpy's to place (claimed by a batch): every node failed, no fast path.
     claimed: bool = False
 
-    def wire(self) -> dict[str, Any]:
-        """ExtenderFilterResult with nodeCacheCapable: every input name is kept or failed."""
+    def wire(self, items: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        """ExtenderFilterResult: every input node is kept or failed. With nodeCacheCapable the kept
+        nodes are `NodeNames`; without it kube-scheduler sent Node objects (`items`) and reads only
+        `Nodes`, so the kept ones are echoed there (a null `Nodes` would mean "no node fits")."""
+        nodes = None
+        if items is not None:
+            kept = set(self.node_names)
+            nodes = {"items": [item for item in items if _item_name(item) in kept]}
         return {
-            "Nodes": None,
+            "Nodes": nodes,
             "NodeNames": self.node_names,
             "FailedNodes": {},
             "FailedAndUnresolvableNodes": self.failed,
@@ -84,13 +90,40 @@ def prioritize(state: ClusterState, names: Sequence[str]) -> list[dict[str, Any]
     return [{"Host": name, "Score": 0 if name in marked else MAX_SCORE} for name in names]
 
 
+class BadArgs(ValueError):
+    """ExtenderArgs of the wrong shape; answered with a 200 whose Error says why."""
+
+
+def _item_name(item: Any) -> str:
+    meta = item.get("metadata") if isinstance(item, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def node_items(args: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """The Node objects kube-scheduler sent (nodeCacheCapable: false), or None when it sent names."""
+    if args.get("NodeNames") is not None:
+        return None
+    nodes = args.get("Nodes")
+    if not isinstance(nodes, Mapping):
+        return None
+    items = nodes.get("items") or []
+    return [item for item in items if isinstance(item, Mapping)] if isinstance(items, list) else None
+
+
 def node_names(args: Mapping[str, Any]) -> list[str]:
-    """NodeNames (nodeCacheCapable), else the names of Nodes.items."""
+    """NodeNames (nodeCacheCapable), else the names of Nodes.items; BadArgs for other shapes."""
     names = args.get("NodeNames")
     if names is not None:
-        return list(names)
-    items = (args.get("Nodes") or {}).get("items") or []
-    return [(n.get("metadata") or {}).get("name", "") for n in items]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadArgs("NodeNames is not a list of names")
+        return names
+    nodes = args.get("Nodes")
+    if nodes is None:
+        return []
+    if not isinstance(nodes, Mapping) or not isinstance(nodes.get("items") or [], list):
+        raise BadArgs("Nodes is not a NodeList")
+    return [_item_name(item) for item in nodes.get("items") or []]
 
 
 def fast_path(result: FilterResult, names: Sequence[str], pod: Mapping[str, Any], enqueue: Callable) -> bool:

@@ -7,6 +7,7 @@ warm, and a replica that becomes leader enqueues every node and recovers in-flig
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,7 @@ from extender.api import labels
 from extender.cloud.types import CloudProvider, OfferingKey
 from extender.cluster.informer import start_informer
 from extender.cluster.nodes import list_karpy_nodes
+from extender.heartbeat import Heartbeats, no_tick
 from extender.lifecycle import gc, metrics, recovery
 from extender.lifecycle.consolidation.worker import Consolidator
 from extender.lifecycle.context import Context, RemovalMarks, Replacements, utcnow
@@ -24,9 +26,23 @@ from extender.lifecycle.events import Recorder
 from extender.lifecycle.interruption import InterruptionHandler, InterruptionPoller
 from extender.lifecycle.nodes import NodeWorker
 from extender.lifecycle.provisioners import ProvisionerLookup
+from extender.lifecycle.workqueue import DelayQueue
+from extender.loops import run_forever
+from extender.retry import LoopBackoff
 from extender.settings import Settings
 
 NODE_WORKERS = 4
+SUPERVISE_SECONDS = 1.0
+#: Seconds within which each worker must complete a pass before /healthz reports the replica stuck:
+#: well above a pass's normal length (a GC pass lists every instance, a relist at 50,000 pods takes
+#: tens of seconds) plus the longest backoff (60 s), so only a hung or dead thread trips it.
+DEADLINES = {
+    "lifecycle-supervisor": 300.0,
+    "lifecycle-node-workers": 300.0,
+    "lifecycle-interruption": 300.0,
+    "informer-nodes": 300.0,
+    "informer-pods": 300.0,
+}
 
 
 def _thread(target: Callable[..., None], *args: Any, name: str) -> threading.Thread:
@@ -35,49 +51,77 @@ def _thread(target: Callable[..., None], *args: Any, name: str) -> threading.Thr
     return thread
 
 
+class _TickingQueue(DelayQueue[str]):
+    """The node workers' queue; every `get` (a worker back for more, idle or not) is a heartbeat."""
+
+    def __init__(self, tick: Callable[[], None]) -> None:
+        super().__init__()
+        self._tick = tick
+
+    def get(self, timeout: float | None = None) -> str | None:
+        self._tick()
+        return super().get(timeout)
+
+
 class Lifecycle:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        queue: DelayQueue[str] | None = None,
+    ) -> None:
         self.ctx = ctx
         lookup = ProvisionerLookup(ctx.kube, settings=ctx.settings)
-        self.nodes = NodeWorker(ctx, lookup.get)
+        self.nodes = NodeWorker(ctx, lookup.get, queue=queue)
+        self._monotonic = monotonic
         self._was_leader = False
+        self._last_resync = self._last_gc = monotonic()
+        self._doing = "supervising lifecycle"
         #: Nodes created at the last leadership start for instances of interrupted launches.
         self.recovered: list[str] = []
 
-    def supervise(self, stop: threading.Event) -> None:
-        """Leadership transitions, periodic resync and GC, on one slow loop."""
+    def supervise(
+        self, stop: threading.Event, *, tick: Callable[[], None] = no_tick, backoff: LoopBackoff | None = None
+    ) -> None:
+        """Leadership transitions, periodic resync and GC, one pass a second; survives any error
+        (a failed step is retried after backoff: a failed leadership start runs again in full)."""
+        run_forever(
+            self.supervise_once,
+            stop,
+            doing=lambda: self._doing,
+            tick=tick,
+            backoff=backoff,
+            logger=self.ctx.log,
+        )
+
+    def supervise_once(self) -> float:
         s = self.ctx.settings.lifecycle
-        last_resync = last_gc = 0.0
-        tick = 0.0
-        while not stop.is_set():
-            leader = self.ctx.is_leader()
-            metrics.IS_LEADER.set(1 if leader else 0)
-            if leader and not self._was_leader:
-                self._on_started_leading()
-                last_resync = tick
-            self._was_leader = leader
-            if leader and tick - last_resync >= s.resync_seconds:
-                self.nodes.enqueue_all()
-                last_resync = tick
-            if leader and tick - last_gc >= s.gc_interval_seconds:
-                self._collect()
-                last_gc = tick
-            stop.wait(1.0)
-            tick += 1.0
+        leader = self.ctx.is_leader()
+        metrics.IS_LEADER.set(1 if leader else 0)
+        if not leader:
+            self._was_leader = False
+            return SUPERVISE_SECONDS
+        if not self._was_leader:
+            self._on_started_leading()
+            self._was_leader = True
+            self._last_resync = self._monotonic()
+        if self._monotonic() - self._last_resync >= s.resync_seconds:
+            self.nodes.enqueue_all()
+            self._last_resync = self._monotonic()
+        if self._monotonic() - self._last_gc >= s.gc_interval_seconds:
+            self._doing = "collecting garbage"
+            gc.collect(self.ctx)
+            self._last_gc = self._monotonic()
+        self._doing = "supervising lifecycle"
+        return SUPERVISE_SECONDS
 
     def _on_started_leading(self) -> None:
-        try:
-            self.recovered = recovery.recover(self.ctx)
-        except Exception:
-            self.ctx.log.exception("Recovering in-flight launches")
+        self._doing = "recovering in-flight launches"
+        self.recovered = recovery.recover(self.ctx)
+        self._doing = "listing karpy nodes at leadership start"
         for node in list_karpy_nodes(self.ctx.kube):
             self.nodes.on_node("SYNC", node)
-
-    def _collect(self) -> None:
-        try:
-            gc.collect(self.ctx)
-        except Exception:
-            self.ctx.log.exception("Garbage collection")
 
 
 def _sqs_client(settings: Settings) -> Any:
@@ -99,8 +143,15 @@ def start_lifecycle(
     recorder: Recorder | None = None,
     sqs: Any = None,
     unavailable: Callable[[OfferingKey], None] | None = None,
+    heartbeats: Heartbeats | None = None,
 ) -> list[threading.Thread]:
-    """Start the lifecycle threads; they exit when `stop` is set."""
+    """Start the lifecycle threads; they exit when `stop` is set. Each registers in `heartbeats`
+    (read by the extender's /healthz) with its deadline from DEADLINES."""
+    beats = heartbeats or Heartbeats()
+
+    def tick(worker: str) -> Callable[[], None]:
+        return beats.register(worker, DEADLINES[worker])
+
     if unavailable is None:
         unavailable = getattr(provisioning, "mark_unavailable", None) or getattr(
             state, "mark_unavailable", None
@@ -116,7 +167,8 @@ def start_lifecycle(
         clock=clock,
         unavailable=unavailable,
     )
-    lifecycle = Lifecycle(ctx)
+    lifecycle = Lifecycle(ctx, queue=_TickingQueue(tick("lifecycle-node-workers")))
+    supervisor_tick = tick("lifecycle-supervisor")
     core = client.CoreV1Api(kube)
     threads = [
         start_informer(
@@ -124,6 +176,7 @@ def start_lifecycle(
             lifecycle.nodes.on_node,
             stop,
             name="nodes",
+            tick=tick("informer-nodes"),
             label_selector=labels.PROVISIONER_NAME,
         ),
         start_informer(
@@ -131,9 +184,10 @@ def start_lifecycle(
             lifecycle.nodes.on_pod,
             stop,
             name="pods",
+            tick=tick("informer-pods"),
             field_selector="spec.nodeName!=",
         ),
-        _thread(lifecycle.supervise, stop, name="lifecycle-supervisor"),
+        _thread(lambda: lifecycle.supervise(stop, tick=supervisor_tick), name="lifecycle-supervisor"),
     ]
     threads += [_thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)]
     # Consolidation (issue 12): shares the node worker's disruption budgets.
@@ -144,7 +198,8 @@ def start_lifecycle(
         poller = InterruptionPoller(
             ctx, sqs or _sqs_client(settings), settings.aws.interruption_queue, handler
         )
-        threads.append(_thread(poller.run, stop, name="lifecycle-interruption"))
+        poll_tick = tick("lifecycle-interruption")
+        threads.append(_thread(lambda: poller.run(stop, tick=poll_tick), name="lifecycle-interruption"))
 
     def close_on_stop() -> None:
         stop.wait()

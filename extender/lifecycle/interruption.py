@@ -9,6 +9,7 @@ taken; malformed and unknown ones are logged, counted and deleted so they never 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +21,11 @@ from extender.api import labels
 from extender.cloud.types import OfferingKey
 from extender.cluster import objects
 from extender.cluster.cordon import cordon
+from extender.heartbeat import no_tick
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
+from extender.loops import is_expected, run_forever
+from extender.retry import LoopBackoff
 
 SPOT_INTERRUPTED = "spot_interrupted"
 REBALANCE = "rebalance_recommendation"
@@ -30,6 +34,8 @@ INSTANCE_STOPPED = "instance_stopped"
 INSTANCE_TERMINATED = "instance_terminated"
 NO_OP = "no_op"
 MALFORMED = "malformed"
+#: A follower checks this often whether it has become the leader.
+FOLLOWER_POLL_SECONDS = 1.0
 
 DISRUPTIVE = frozenset({SPOT_INTERRUPTED, SCHEDULED_CHANGE, INSTANCE_STOPPED, INSTANCE_TERMINATED})
 EVENT_REASONS = {
@@ -60,9 +66,18 @@ class Message:
     detail_type: str = ""
 
 
+def _scalar(value: Any) -> str:
+    """A string or number field as text; anything else (lists, objects, null) as "". Never str() of
+    a container: a deeply nested one would recurse past Python's limit."""
+    return str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
+
+
 def parse(body: str) -> Message:
+    """Raises MalformedMessage for anything that is not a well-formed EventBridge envelope."""
     try:
         envelope = json.loads(body)
+    except RecursionError as err:
+        raise MalformedMessage("not JSON: nested too deeply") from err
     except ValueError as err:
         raise MalformedMessage(f"not JSON: {err}") from err
     if not isinstance(envelope, dict):
@@ -71,12 +86,15 @@ def parse(body: str) -> Message:
     detail = envelope.get("detail")
     if not isinstance(source, str) or not isinstance(detail_type, str) or not isinstance(detail, dict):
         raise MalformedMessage("missing source, detail-type or detail")
+    raw_time = envelope.get("time")
+    if raw_time is not None and not isinstance(raw_time, str):
+        raise MalformedMessage(f"bad time: expected an RFC 3339 string, got {type(raw_time).__name__}")
     try:
-        when = objects.parse_time(envelope.get("time"))
+        when = objects.parse_time(raw_time)
     except (ValueError, TypeError) as err:
         raise MalformedMessage(f"bad time: {err}") from err
-    base = {"time": when, "id": str(envelope.get("id", "")), "detail_type": detail_type}
-    if str(envelope.get("version", "0")) != "0":
+    base = {"time": when, "id": _scalar(envelope.get("id")), "detail_type": detail_type}
+    if _scalar(envelope.get("version", "0")) != "0":
         return Message(NO_OP, (), **base)
     if source == "aws.ec2":
         instance = detail.get("instance-id")
@@ -85,7 +103,7 @@ def parse(body: str) -> Message:
             "EC2 Instance Rebalance Recommendation": REBALANCE,
         }.get(detail_type)
         if detail_type == "EC2 Instance State-change Notification":
-            kind = _STOPPED_STATES.get(str(detail.get("state")), NO_OP)
+            kind = _STOPPED_STATES.get(_scalar(detail.get("state")), NO_OP)
         if kind is None:
             return Message(NO_OP, (), **base)
         if not isinstance(instance, str) or not instance.startswith("i-"):
@@ -98,9 +116,11 @@ def parse(body: str) -> Message:
         if not isinstance(entities, list):
             raise MalformedMessage("AWS Health Event without affectedEntities")
         ids = tuple(
-            str(e.get("entityValue"))
+            e["entityValue"]
             for e in entities
-            if isinstance(e, dict) and str(e.get("entityValue", "")).startswith("i-")
+            if isinstance(e, dict)
+            and isinstance(e.get("entityValue"), str)
+            and e["entityValue"].startswith("i-")
         )
         return Message(SCHEDULED_CHANGE, ids, **base)
     return Message(NO_OP, (), **base)
@@ -219,25 +239,40 @@ class InterruptionPoller:
                 list(pool.map(self._one, messages))
         return len(messages)
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
+    def run(
+        self, stop: threading.Event, *, tick: Callable[[], None] = no_tick, backoff: LoopBackoff | None = None
+    ) -> None:
+        """Poll while leading, until `stop`; a failed receive (queue missing, endpoint down) is retried
+        after backoff with the queue URL looked up again."""
+
+        def one_pass() -> float | None:
             if not self.ctx.is_leader():
-                stop.wait(1.0)
-                continue
+                return FOLLOWER_POLL_SECONDS
             try:
                 self.poll_once()
-            except Exception as err:  # queue missing or endpoint down: retry, Karpenter requeues after 10s
-                self.ctx.log.warning("Polling interruption queue %s failed: %s", self.queue, err)
+            except Exception:
                 self._url = None
-                stop.wait(10.0)
+                raise
+            return None
+
+        run_forever(
+            one_pass,
+            stop,
+            doing=f"polling interruption queue {self.queue}",
+            tick=tick,
+            backoff=backoff,
+            logger=self.ctx.log,
+        )
 
     def _one(self, sqs_message: Mapping[str, Any]) -> None:
+        """Never raises: a message that cannot be parsed is deleted, one whose action failed stays
+        for redelivery, and one bad message never holds up the rest of the batch."""
         ctx = self.ctx
         try:
             message = parse(str(sqs_message.get("Body", "")))
-        except MalformedMessage as err:
+        except Exception as err:  # MalformedMessage, or whatever else garbage may raise
             ctx.log.warning(
-                "Dropping malformed interruption message %s: %s", sqs_message.get("MessageId"), err
+                "Dropping malformed interruption message %s, %s", sqs_message.get("MessageId"), err
             )
             metrics.INTERRUPTION_RECEIVED.labels(message_type=MALFORMED).inc()
             self._delete(sqs_message)
@@ -247,14 +282,27 @@ class InterruptionPoller:
             metrics.INTERRUPTION_LATENCY.observe(max((ctx.clock() - message.time).total_seconds(), 0.0))
         try:
             action = self.handler.handle(message)
-        except Exception:
-            ctx.log.exception(
-                "Handling %s message %s failed; it will be redelivered", message.kind, message.id
+        except Exception as err:
+            # API server or AWS trouble is retried by redelivery; anything else is a bug to look at.
+            expected = is_expected(err)
+            ctx.log.log(
+                logging.WARNING if expected else logging.ERROR,
+                "Failed handling %s message %s, it will be redelivered, %s",
+                message.kind,
+                message.id,
+                err,
+                exc_info=not expected,
             )
             return
         metrics.INTERRUPTION_ACTIONS.labels(action=action).inc()
         self._delete(sqs_message)
 
     def _delete(self, sqs_message: Mapping[str, Any]) -> None:
-        self.sqs.delete_message(QueueUrl=self.queue_url(), ReceiptHandle=sqs_message["ReceiptHandle"])
+        try:
+            self.sqs.delete_message(QueueUrl=self.queue_url(), ReceiptHandle=sqs_message["ReceiptHandle"])
+        except Exception as err:  # it comes back after the visibility timeout and is handled again
+            self.ctx.log.warning(
+                "Failed deleting interruption message %s, %s", sqs_message.get("MessageId"), err
+            )
+            return
         metrics.INTERRUPTION_DELETED.inc()

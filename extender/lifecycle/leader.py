@@ -140,8 +140,10 @@ class LeaderElector:
                 )
                 leases.update(self.kube, lease, spec)
                 log.info("Released leader lease %s/%s", s.namespace, s.lease_name)
-        except Exception:  # shutdown must go on; the lease then simply expires
-            log.exception("Releasing leader lease")
+        except Exception as err:  # shutdown must go on; the lease then simply expires
+            log.warning(
+                "Failed to release leader lease %s/%s, it expires instead, %s", s.namespace, s.lease_name, err
+            )
 
     def run(self, stop: threading.Event) -> None:
         """Acquire/renew every retry_period until `stop`; release on the way out."""

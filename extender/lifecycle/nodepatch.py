@@ -1,20 +1,28 @@
 """Node reads and small patches the lifecycle needs (annotation, taint, finalizer, delete).
 
 List-valued fields (taints, finalizers) are changed with a JSON patch that first tests the old
-value, so a concurrent writer makes the patch fail (422) instead of being silently overwritten.
+value, so a concurrent writer makes the patch fail (422, or 409) instead of being silently
+overwritten. That is optimistic concurrency, not an error: the node is read again, the patch
+rebuilt from the fresh copy and sent again, quietly (DEBUG), with extender.retry's API backoff.
+Only a patch still failing after that reaches the caller.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from extender import retry
 from extender.cluster import objects
 from extender.cluster.client import call_json
+from extender.cluster.errors import Conflict, Invalid, NotFound, is_transient, translated
 from extender.cluster.watch import list_objects
+
+log = logging.getLogger("karpy.lifecycle")
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -41,31 +49,80 @@ def set_annotation(kube: Any, node: str, key: str, value: str | None) -> None:
     _ignore_404(lambda: _patch(kube, node, body, MERGE_PATCH))
 
 
+Patch = list[dict[str, Any]]
+
+
+def patch_fresh(
+    kube: Any, node: Mapping[str, Any], build: Callable[[Mapping[str, Any]], Patch | None]
+) -> bool:
+    """Send the JSON patch `build(node)`; when the node changed under it (409/422), read the node
+    again and send `build(fresh)`. `build` returns None when nothing is left to do. True when a
+    patch was applied; False when none was needed or the node is gone."""
+    name = objects.name(node)
+    current: list[Mapping[str, Any] | None] = [node]
+
+    def attempt() -> bool:
+        latest = current[0]
+        patch = build(latest) if latest is not None else None
+        if patch is None:
+            return False
+        try:
+            with translated(f"patching node {name}"):
+                _patch(kube, name, patch, JSON_PATCH)
+        except (Conflict, Invalid) as err:
+            log.debug("Node %s changed under a patch, reading it again, %s", name, err)
+            current[0] = get_node(kube, name)
+            raise
+        return True
+
+    def changed_or_transient(err: BaseException) -> bool:
+        return isinstance(err, Conflict | Invalid) or is_transient(err)
+
+    try:
+        return retry.call(attempt, retry_on=changed_or_transient, doing=f"patching node {name}")
+    except NotFound:
+        return False
+
+
+def _tested_replace(node: Mapping[str, Any], path: str, old: list[Any], new: list[Any]) -> Patch:
+    """Replace the list at `path` if it still is `old`. An absent list cannot be tested, so adding
+    one tests the node's resourceVersion instead (an `add` would overwrite a list added meanwhile)."""
+    if old:
+        return [{"op": "test", "path": path, "value": old}, {"op": "replace", "path": path, "value": new}]
+    version = objects.meta(node).get("resourceVersion")
+    guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+    return [*guard, {"op": "add", "path": path, "value": new}]
+
+
 def remove_taint(kube: Any, node: Mapping[str, Any], key: str) -> None:
-    old = objects.taints(node)
-    new = [t for t in old if t.get("key") != key]
-    if len(new) == len(old):
-        return
-    patch = [
-        {"op": "test", "path": "/spec/taints", "value": old},
-        {"op": "replace", "path": "/spec/taints", "value": new},
-    ]
-    _patch(kube, objects.name(node), patch, JSON_PATCH)
+    def build(fresh: Mapping[str, Any]) -> Patch | None:
+        old = objects.taints(fresh)
+        new = [t for t in old if t.get("key") != key]
+        return None if len(new) == len(old) else _tested_replace(fresh, "/spec/taints", old, new)
+
+    patch_fresh(kube, node, build)
 
 
 def ensure_finalizer(kube: Any, node: Mapping[str, Any], finalizer: str) -> bool:
     """Add `finalizer` if missing (nodes that registered themselves); True when a patch was sent."""
-    old = objects.finalizers(node)
-    if finalizer in old or objects.deleting(node):
-        return False
-    _patch_finalizers(kube, node, old, [*old, finalizer])
-    return True
+
+    def build(fresh: Mapping[str, Any]) -> Patch | None:
+        old = objects.finalizers(fresh)
+        if finalizer in old or objects.deleting(fresh):
+            return None
+        return _tested_replace(fresh, "/metadata/finalizers", old, [*old, finalizer])
+
+    return patch_fresh(kube, node, build)
 
 
 def remove_finalizer(kube: Any, node: Mapping[str, Any], finalizer: str) -> None:
-    old = objects.finalizers(node)
-    if finalizer in old:
-        _ignore_404(lambda: _patch_finalizers(kube, node, old, [f for f in old if f != finalizer]))
+    def build(fresh: Mapping[str, Any]) -> Patch | None:
+        old = objects.finalizers(fresh)
+        if finalizer not in old:
+            return None
+        return _tested_replace(fresh, "/metadata/finalizers", old, [f for f in old if f != finalizer])
+
+    patch_fresh(kube, node, build)
 
 
 def delete_node(kube: Any, node: str) -> None:
@@ -74,17 +131,6 @@ def delete_node(kube: Any, node: str) -> None:
 
 def _patch(kube: Any, node: str, body: Any, content_type: str) -> None:
     call_json(client.CoreV1Api(kube).patch_node, node, body, _content_type=content_type)
-
-
-def _patch_finalizers(kube: Any, node: Mapping[str, Any], old: list[str], new: list[str]) -> None:
-    if old:
-        patch = [
-            {"op": "test", "path": "/metadata/finalizers", "value": old},
-            {"op": "replace", "path": "/metadata/finalizers", "value": new},
-        ]
-    else:
-        patch = [{"op": "add", "path": "/metadata/finalizers", "value": new}]
-    _patch(kube, objects.name(node), patch, JSON_PATCH)
 
 
 def _ignore_404(fn: Callable[[], Any]) -> None:

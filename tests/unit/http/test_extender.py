@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from extender.api.resources import Resources
+from extender.heartbeat import Heartbeats
 from extender.http.app import create_app
 from extender.settings import Settings
 from extender.state import ClusterState, NodeInfo
@@ -119,3 +120,72 @@ def test_health_ready_and_metrics(harness) -> None:
     assert web.get("/readyz").status_code == 200
     web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]})
     assert b"karpy_extender_request_duration_seconds_bucket" in web.get("/metrics").data
+
+
+def test_node_objects_without_node_cache_are_answered_with_node_objects(harness) -> None:
+    """Found 4: with nodeCacheCapable false kube-scheduler reads only `Nodes`; karpy answered null
+    (= no node fits) before issue 13."""
+    web, state, _ = harness
+    state.mark_for_removal("n1", "empty")
+    n1 = {"metadata": {"name": "n1", "labels": {"a": "b"}}, "status": {}}
+    n2 = {"metadata": {"name": "n2", "labels": {"c": "d"}}, "status": {}}
+    body = web.post("/filter", json={"Pod": POD, "Nodes": {"items": [n1, n2]}}).get_json()
+    assert body["Nodes"] == {"items": [n2]}
+    assert body["FailedAndUnresolvableNodes"] == {"n1": "karpy: node empty"}
+    assert body["Error"] == ""
+
+
+def test_node_names_with_node_cache_leave_nodes_null(harness) -> None:
+    web, _, _ = harness
+    body = web.post("/filter", json={"Pod": POD, "Nodes": None, "NodeNames": ["n1"]}).get_json()
+    assert body["Nodes"] is None and body["NodeNames"] == ["n1"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"Pod": POD, "Nodes": ["n1"]},
+        {"Pod": POD, "NodeNames": "n1"},
+        {"Pod": POD, "NodeNames": [1, 2]},
+        {"Pod": POD, "Nodes": {"items": "x"}},
+        {"Pod": ["x"], "NodeNames": ["n1"]},
+        [1, 2, 3],
+    ],
+)
+def test_malformed_args_get_a_json_error_never_an_html_500(harness, args: Any) -> None:
+    """Found 8: these raised inside the view before issue 13 and Flask answered an HTML 500."""
+    web, _, _ = harness
+    reply = web.post("/filter", json=args)
+    assert reply.status_code == 200 and reply.get_json()["Error"].startswith("karpy: bad request")
+    reply = web.post("/prioritize", json=args)
+    assert reply.status_code == 200 and reply.is_json
+
+
+def test_unknown_paths_and_methods_answer_json(harness) -> None:
+    web, _, _ = harness
+    for reply in (web.get("/nope"), web.get("/filter")):
+        assert reply.status_code in (404, 405)
+        assert reply.is_json and reply.get_json()["code"] == reply.status_code
+
+
+def test_body_cap_refuses_oversized_requests_with_413(harness) -> None:
+    """Found 8: the extender had no body cap before issue 13."""
+    web, _, _ = harness
+    limit = Settings().extender.max_body_bytes
+    reply = web.post("/filter", data=b" " * (limit + 1), content_type="application/json")
+    assert reply.status_code == 413 and reply.get_json()["code"] == 413
+
+
+def test_healthz_turns_unhealthy_when_a_worker_misses_its_deadline() -> None:
+    """Found 1: /healthz said ok while the lifecycle supervisor was dead."""
+    now = [0.0]
+    beats = Heartbeats(clock=lambda: now[0])
+    tick = beats.register("lifecycle-supervisor", 300.0)
+    web = create_app(Settings(), ClusterState(), lambda _pods: None, heartbeats=beats).test_client()
+    assert web.get("/healthz").status_code == 200
+    now[0] = 301.0
+    reply = web.get("/healthz")
+    assert reply.status_code == 503
+    assert "lifecycle-supervisor" in reply.get_json()["late"][0]
+    tick()
+    assert web.get("/healthz").status_code == 200

@@ -30,7 +30,9 @@ def test_serving_cert_has_service_and_ip_sans_and_chains_to_ca(tmp_path: Path) -
     assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
     cert.verify_directly_issued_by(ca)
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
-    assert cert.not_valid_after_utc > datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=365)
+    # One year, rotated at 2/3 of it (webhook/rotation.py); it was 10 years, never rotated.
+    life = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
+    assert datetime.timedelta(days=364) < life <= datetime.timedelta(days=365)
 
     ca_path, cert_path, key_path = pair.write(tmp_path / "certs")
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600

@@ -64,6 +64,6 @@ def test_deployment_and_rbac() -> None:
     assert verbs == {
         ("provisioners", ("list",)),
         ("mutatingwebhookconfigurations", ("get", "patch")),
-        ("secrets", ("get",)),
+        ("secrets", ("get", "update")),  # update: certificate rotation (issue 13)
         ("secrets", ("create",)),
     }

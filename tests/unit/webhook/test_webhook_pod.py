@@ -43,12 +43,27 @@ FLEET = [
 ]
 
 
-def test_no_provisioner_known_means_default_added_as_whole_node_selector() -> None:
-    for known in (None, []):
-        verdict = run(pod_manifest(), known)
-        assert verdict.patch == [
-            {"op": "add", "path": "/spec/nodeSelector", "value": {"karpenter.sh/provisioner-name": "default"}}
-        ]
+def test_no_provisioner_existing_means_default_added_as_whole_node_selector() -> None:
+    verdict = run(pod_manifest(), [])
+    assert verdict.patch == [
+        {"op": "add", "path": "/spec/nodeSelector", "value": {"karpenter.sh/provisioner-name": "default"}}
+    ]
+
+
+def test_failed_provisioner_list_admits_unchanged_with_warning_never_pins_default() -> None:
+    """Found 7: a failed list (None) used to pin the pod to `default` for good (nodeSelector is
+    immutable); this failed before issue 13, which admits the pod unchanged instead."""
+    verdict = run(pod_manifest(), None)
+    assert verdict.allowed and not verdict.patch
+    assert verdict.warnings and "could not be listed" in verdict.warnings[0]
+
+
+@pytest.mark.parametrize("kind", [["DaemonSet"], {"k": "DaemonSet"}, 7, None])
+def test_non_string_owner_kind_is_not_an_error(kind: Any) -> None:
+    """Found 8: a list or object `ownerReferences[].kind` raised TypeError (unhashable) before issue 13."""
+    manifest = pod_manifest()
+    manifest["metadata"]["ownerReferences"] = [{"kind": kind, "name": "x", "apiVersion": "v1", "uid": "u"}]
+    assert run(manifest, FLEET).allowed
 
 
 def test_highest_weight_fitting_provisioner_wins() -> None:

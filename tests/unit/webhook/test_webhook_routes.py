@@ -153,3 +153,22 @@ def test_factory_builds_independent_apps() -> None:
         create_app(WebhookConfig(read_provisioners=False)),
     )
     assert first is not second and not first.testing
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def test_deeply_nested_provisioner_is_refused_in_one_log_line(client: FlaskClient, caplog: Any) -> None:
+    """Found 8: a Provisioner nested ~900 levels parsed, then failed with a RecursionError inside the
+    handler, logged as a traceback of thousands of lines per request (before issue 13)."""
+    spec = valid_spec()
+    spec["labels"] = {"deep": _deep(900)}
+    for path in ("/mutate/provisioner", "/validate/provisioner"):
+        caplog.clear()
+        status, answer = post(client, path, make_review(provisioner_manifest("default", **spec)))
+        assert status == 400 and "nested deeper" in answer["message"]
+        assert sum(len(r.getMessage().splitlines()) + len(r.exc_text or "") for r in caplog.records) < 10
