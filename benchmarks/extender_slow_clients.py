@@ -28,8 +28,8 @@ from tests.unit.http.test_slow_clients import _stall
 def serve(port: int, metrics_port: int, nodes: int) -> None:
     from extender.http.app import create_app
     from extender.main import gunicorn_options, wsgi_app
+    from extender.serve import serve as run
     from extender.settings import Settings
-    from webhook.server import serve as run
 
     settings = Settings(log_level="WARNING")
     settings.extender.bind = f"127.0.0.1:{port}"

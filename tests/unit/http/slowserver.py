@@ -10,9 +10,9 @@ import sys
 
 from extender.http.app import create_app
 from extender.main import gunicorn_options, wsgi_app
+from extender.serve import serve
 from extender.settings import Settings
 from extender.state import ClusterState
-from webhook.server import serve
 
 
 def main(port: str, metrics_port: str, mode: str = "bounded") -> None:
