@@ -39,11 +39,14 @@ def _server_version(kube: client.ApiClient) -> Callable[[], str]:
     return version
 
 
-def _leader_label(kube: client.ApiClient, settings: Settings) -> dict[str, Callable[[], None]]:
+Callback = Callable[[], None]
+
+
+def _leader_label(kube: client.ApiClient, settings: Settings) -> tuple[Callback | None, Callback | None]:
     """Elector callbacks that keep the leader's pod the extender Service's only endpoint."""
     s = settings.leader_election
     if not s.pod_name:
-        return {}
+        return None, None
     label = LeaderLabel(kube, s.namespace, s.pod_name)
     label.set(False)  # a restarted container keeps its pod's labels
 
@@ -53,7 +56,7 @@ def _leader_label(kube: client.ApiClient, settings: Settings) -> dict[str, Calla
     def stopped() -> None:
         label.set(False)
 
-    return {"on_started": started, "on_stopped": stopped}
+    return started, stopped
 
 
 def start(
@@ -68,7 +71,11 @@ def start(
     if settings.leader_election.enabled:
         from extender.lifecycle.leader import LeaderElector
 
-        elector = LeaderElector(kube=kube, settings=settings.leader_election, **_leader_label(kube, settings))
+        on_started, on_stopped = _leader_label(kube, settings)
+
+        elector = LeaderElector(
+            kube=kube, settings=settings.leader_election, on_started=on_started, on_stopped=on_stopped
+        )
         elector.start(stop)
         is_leader = elector.is_leader
     provisioning = ProvisioningController(

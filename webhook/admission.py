@@ -90,7 +90,8 @@ def parse_review(body: bytes) -> AdmissionRequest:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise BadReview("AdmissionReview request has no uid")
-    gvk = request.get("kind") if isinstance(request.get("kind"), dict) else {}
+    kind = request.get("kind")
+    gvk: dict[str, Any] = kind if isinstance(kind, dict) else {}
     return AdmissionRequest(
         uid=uid,
         kind=GroupVersionKind(_str(gvk.get("group")), _str(gvk.get("version")), _str(gvk.get("kind"))),

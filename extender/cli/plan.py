@@ -347,12 +347,12 @@ def render_table(
     rows = [("NODE", "PROVISIONER", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS", "OPTIONS")]
     known = {n.name: n for n in existing}
     for name, pods in plan.existing.items():
-        node = known.get(name)
-        labels = node.labels if node else {}
+        found = known.get(name)
+        labels = found.labels if found else {}
         rows.append(
             (
                 name,
-                node.provisioner if node else "",
+                found.provisioner if found else "",
                 labels.get(wk.INSTANCE_TYPE, "") or "-",
                 labels.get(wk.ZONE, "") or "-",
                 labels.get(wk.CAPACITY_TYPE, "") or "-",

@@ -47,7 +47,9 @@ def run_list_watch(
             backoff.succeeded()
             tick()
             while not stop.is_set():
-                for kind, obj in watch_objects(list_fn, version, timeout_seconds=watch_seconds, **selectors):
+                for kind, obj in watch_objects(
+                    list_fn, version, timeout_seconds=int(watch_seconds), **selectors
+                ):
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     on_event(kind, obj)
                     if stop.is_set():

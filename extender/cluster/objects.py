@@ -1,7 +1,7 @@
 """Pure predicates over Node and Pod API JSON (camelCase dicts), shared by provisioning and lifecycle."""
 
 # No `from __future__ import annotations` here: this module defines an `annotations()` helper.
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,7 +140,7 @@ def tolerates_unschedulable(pod: Obj) -> bool:
     return False
 
 
-def workload_pods(pods: list[Obj]) -> list[Obj]:
+def workload_pods(pods: Iterable[Obj]) -> list[Obj]:
     """The pods that make a node non-empty: live, and neither DaemonSet nor static."""
     return [p for p in pods if not is_terminal(p) and not is_node_bound_workload(p)]
 

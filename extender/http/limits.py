@@ -96,7 +96,7 @@ def ssl_context(_config: Any, default_factory: Callable[[], ssl.SSLContext]) -> 
     return context
 
 
-class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]
+class BoundedThreadWorker(ThreadWorker):
     """gthread worker whose request reads end `request_read_seconds` after the request began, and
     whose connection closes never block its main loop.
 

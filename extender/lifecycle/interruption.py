@@ -93,9 +93,13 @@ def parse(body: str) -> Message:
         when = objects.parse_time(raw_time)
     except (ValueError, TypeError) as err:
         raise MalformedMessage(f"bad time: {err}") from err
-    base = {"time": when, "id": _scalar(envelope.get("id")), "detail_type": detail_type}
+    envelope_id = _scalar(envelope.get("id"))
+
+    def message(kind: str, instance_ids: tuple[str, ...] = ()) -> Message:
+        return Message(kind, instance_ids, time=when, id=envelope_id, detail_type=detail_type)
+
     if _scalar(envelope.get("version", "0")) != "0":
-        return Message(NO_OP, (), **base)
+        return message(NO_OP)
     if source == "aws.ec2":
         instance = detail.get("instance-id")
         kind = {
@@ -105,13 +109,13 @@ def parse(body: str) -> Message:
         if detail_type == "EC2 Instance State-change Notification":
             kind = _STOPPED_STATES.get(_scalar(detail.get("state")), NO_OP)
         if kind is None:
-            return Message(NO_OP, (), **base)
+            return message(NO_OP)
         if not isinstance(instance, str) or not instance.startswith("i-"):
             raise MalformedMessage(f"{detail_type} without a valid instance-id")
-        return Message(kind, () if kind == NO_OP else (instance,), **base)
+        return message(kind, () if kind == NO_OP else (instance,))
     if source == "aws.health" and detail_type == "AWS Health Event":
         if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
-            return Message(NO_OP, (), **base)
+            return message(NO_OP)
         entities = detail.get("affectedEntities")
         if not isinstance(entities, list):
             raise MalformedMessage("AWS Health Event without affectedEntities")
@@ -122,8 +126,8 @@ def parse(body: str) -> Message:
             and isinstance(e.get("entityValue"), str)
             and e["entityValue"].startswith("i-")
         )
-        return Message(SCHEDULED_CHANGE, ids, **base)
-    return Message(NO_OP, (), **base)
+        return message(SCHEDULED_CHANGE, ids)
+    return message(NO_OP)
 
 
 def karpy_nodes_by_instance(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
