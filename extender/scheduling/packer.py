@@ -301,10 +301,9 @@ class Packer:
         key = (id(found), seed.request)
         if key not in self._rankings:
             rated = []
-            for c in found.candidates:
+            for c in self.cache.usable(found, seed.request):
                 count = fit_count(seed.request, c.entry.alloc)
-                if count:
-                    rated.append((c.offering.price / count, -c.offering.price, c))
+                rated.append((c.offering.price / count, -c.offering.price, c))
             rated.sort(key=lambda r: (r[0], r[1]))
             self._rankings[key] = [c for _, _, c in rated]
         ranked = self._rankings[key]
@@ -374,9 +373,12 @@ class Packer:
             if self.topology_cap(trial, pod_class, count) < count:
                 return False
             trial.add(pod_class, count)
-        joint, apart = price(trial), _cost(price(target)) + _cost(price(node))
+        alone = price(target), price(node)
+        joint, apart = price(trial), sum(_cost(c) for c in alone)
         if joint is None or joint.offering.price > apart + 1e-9:
             return False
+        if joint.estimated and not any(c is not None and c.estimated for c in alone):
+            return False  # an estimate may not undercut real prices
         assert target.view is not None
         name = target.view.provisioner.name
         if name in self.headroom:

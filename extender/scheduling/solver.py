@@ -506,7 +506,9 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
 
     A type's capacity is the largest allocatable any Provisioner gives it and its price the
     cheapest offering any of its pods' requirement sets allow, so every real node is within the
-    relaxation. Shapes are pooled by request vector (allowing the union of their types), which
+    relaxation. Types are those the packer may use for each class (`CandidateCache.usable`: priced
+    ones, estimated ones only for pods no priced type holds). Shapes are pooled by request vector
+    (allowing the union of their types), which
     only loosens the bound, so the knapsacks stay few.
 
     Hostname anti-affinity: the pods that carry a term and match its selector may not share a
@@ -529,14 +531,15 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
         request = pod_class.request + tuple(
             1.0 if g in pod_class.host.repels and g in pod_class.matches else 0.0 for g in groups
         )
+        usable = cache.usable(found, pod_class.request)
         total, names, rate = pooled.get(request, (0, set(), math.inf))
-        names.update(found.names)
+        names.update(c.entry.type.name for c in usable)
         rate = min(rate, cache.pod_rate(found, pod_class.request))
         pooled[request] = (total + count, names, rate)
-        if id(found) in seen:
+        if id(usable) in seen:
             continue
-        seen.add(id(found))
-        for c in found.candidates:
+        seen.add(id(usable))
+        for c in usable:
             capacity = tuple(max(0.0, a) for a in c.entry.alloc) + exclusive
             old_capacity, old_price = supplies.get(c.entry.type.name, (capacity, c.offering.price))
             supplies[c.entry.type.name] = (
