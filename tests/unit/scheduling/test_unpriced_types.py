@@ -52,3 +52,17 @@ def test_an_unpriced_type_is_chosen_when_no_priced_type_fits() -> None:
     assert not plan.unschedulable
     placed = {pod.key: node.options[0].name for node in plan.nodes for pod in node.pods}
     assert placed[big_pod.key] == "zz9.huge"
+
+
+def test_the_demo_walkthrough_plans_a_current_generation_node_priced_from_the_built_in_table() -> None:
+    """hack/demo: five 1-CPU `inflate` pods under a spot Provisioner (webhook defaults: amd64)."""
+    spot = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+    amd64 = {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+    pods = [make_pod(f"inflate-{i}", cpu="1") for i in range(5)]
+    plan = solve(pods, [make_provisioner(requirements=[spot, amd64])], list(catalog()))
+    (node,) = plan.nodes
+    chosen = node.options[0]
+    generation = int("".join(ch for ch in chosen.name.split(".")[0] if ch.isdigit()))
+    assert chosen.cpu == 8 and generation >= 5
+    (source,) = {o.price_source for o in chosen.offerings if o.capacity_type == node.capacity_type}
+    assert source == "spot unknown: on-demand built-in us-east-1 table 2026-07-20"
