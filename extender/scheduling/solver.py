@@ -10,15 +10,16 @@ Called by the provisioning worker and `karpy plan`.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from extender.api import labels as wk
 from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import lowerbound
+from extender.scheduling import improve, lowerbound
 from extender.scheduling.candidates import (
     Candidate,
     CandidateCache,
@@ -47,7 +48,7 @@ def _dims(pods: Sequence[Pod], daemonsets: Sequence[Pod]) -> tuple[str, ...]:
     return (CPU, MEMORY, PODS, *sorted(extended))
 
 
-def _shape_key(pod: Pod) -> tuple:
+def _shape_key(pod: Pod) -> tuple[Any, ...]:
     """Everything resolution and topology depend on; pods with equal keys are interchangeable."""
     return (
         pod.namespace,
@@ -67,7 +68,7 @@ def _shape_key(pod: Pod) -> tuple:
     )
 
 
-def _sort_key(name: str, classes: Sequence[PodClass]) -> object:
+def _sort_key(name: str, classes: Sequence[PodClass]) -> Callable[[PodClass], Any]:
     if name == "memory":
         return lambda c: (-c.request[1], -c.request[0])
     if name == "euclidean":
@@ -77,6 +78,13 @@ def _sort_key(name: str, classes: Sequence[PodClass]) -> object:
     if name == "cpu":
         return lambda c: (-c.request[0], -c.request[1])
     raise ValueError(f"unknown sort key {name!r}, expected one of {SORT_KEYS}")
+
+
+def _ordering(name: str) -> improve.Order:
+    def order(classes: Sequence[PodClass]) -> list[PodClass]:
+        return sorted(classes, key=_sort_key(name, classes))
+
+    return order
 
 
 def _unmodelled(pod: Pod, namespaces: NamespaceLabels | None) -> str:
@@ -100,6 +108,7 @@ def solve(
     max_options: int = 60,
     with_bound: bool = True,
     namespaces: NamespaceLabels | None = None,
+    search_budget: int | None = None,
 ) -> Plan:
     """Pack `pods`; `with_bound=False` skips the cost lower bound (most of a small batch's solve time),
     which only reports how far the plan may be from optimal.
@@ -109,6 +118,10 @@ def solve(
     A pod is solved in rounds: a pod dropped by a Provisioner's limits is tried on the next
     Provisioner, and a pod that cannot be placed is taken out so the topology of the others is
     recounted without it.
+
+    `search_budget`: repacks the local search (improve.py) may try after the greedy packing; None =
+    a budget that grows with the number of new nodes (`improve.default_budget`), 0 = none. A
+    count, not a time: the solver reads no clock.
     """
     dims = _dims(pods, daemonsets)
     views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
@@ -130,6 +143,7 @@ def solve(
         else:
             live.append(pod)
     context = _Context(views, CandidateCache(unavailable), dims, existing_nodes, namespaces, usage or {})
+    context.search_budget = search_budget
     skip: dict[str, set[str]] = {}
     avoid: dict[str, Requirements] = {}
     #: pod key -> the limits reason of the first Provisioner that dropped it.
@@ -260,6 +274,8 @@ class _Context:
     ) -> None:
         self.views, self.cache, self.dims = views, cache, dims
         self.existing, self.namespaces, self.usage = existing, namespaces, usage
+        #: Local-search repacks per round; None = improve.default_budget.
+        self.search_budget: int | None = None
 
     def round(
         self,
@@ -311,14 +327,14 @@ class _Context:
         for node in self.existing:
             for pod in node.pods:
                 repels[pod.key] = HostConstraints.of(pod, terms, self.namespaces, soft=False).repels
-        hosts: dict[tuple, tuple[HostConstraints, HostConstraints]] = {}
+        hosts: dict[tuple[Any, ...], tuple[HostConstraints, HostConstraints]] = {}
         for pod in live:
             if (key := _shape_key(pod)) not in hosts:
                 hosts[key] = (
                     HostConstraints.of(pod, terms, self.namespaces),
                     HostConstraints.of(pod, terms, self.namespaces, soft=False),
                 )
-        matched: dict[tuple, tuple[int, ...]] = {}
+        matched: dict[tuple[Any, ...], tuple[int, ...]] = {}
 
         def matching(pod: Pod) -> tuple[int, ...]:
             label_key = (pod.namespace, tuple(sorted(pod.labels.items())))
@@ -326,7 +342,7 @@ class _Context:
                 matched[label_key] = terms.matching(pod)
             return matched[label_key]
 
-        classes: dict[tuple, PodClass] = {}
+        classes: dict[tuple[Any, ...], PodClass] = {}
         for pod in live:
             shape = _shape_key(pod)
             extra = outcome.requirements.get(pod.key, Requirements())
@@ -369,7 +385,17 @@ class _Context:
             dropped.append(_Dropped(pod, reason, view_of.get(pod.key), topology=reason == UNMET_TOPOLOGY))
 
         packer.pack(ordered_classes, unplaced)
-        packer.merge_neighbours(lambda node: next(iter(_fitting(node, self.cache, 1)), None))
+
+        def cheapest(node: Node) -> Candidate | None:
+            return next(iter(_fitting(node, self.cache, 1)), None)
+
+        packer.merge_neighbours(cheapest)
+        budget = self.search_budget
+        if budget is None:
+            budget = improve.default_budget(len(packer.nodes))
+        if budget:
+            orders = [_ordering(name) for name in SORT_KEYS]
+            improve.improve(packer, orders, cheapest, budget)
         limited: list[Unschedulable] = []
         planned = _apply_limits(
             _materialize(packer.nodes, self.cache, max_options, self.dims), self.views, self.usage, limited
