@@ -26,6 +26,7 @@ from extender.scheduling.candidates import (
     OfferingKey,
     ProvisionerView,
     Vector,
+    fit_count,
     fits,
     gpu_kinds,
 )
@@ -586,8 +587,17 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
     # Cpu and memory only: with every type Pareto-efficient once prices drop, more dimensions
     # make the cover LP's basis enumeration far slower, and dropping one only loosens the bound.
     nodes = max((sum(s.count for s in shapes if s.request[dims + g]) for g in range(len(groups))), default=0)
+    # One shape's pods alone, in whole nodes: exact for a batch of one shape.
+    alone = (
+        lowerbound.shape_cover_bound(
+            s.count,
+            [(fit_count(s.request, supplies[n][0]), supplies[n][1]) for n in s.types if n in supplies],
+        )
+        for s in shapes
+    )
     return max(
         cover if math.isfinite(cover) else 0.0,
+        max((b for b in alone if math.isfinite(b)), default=0.0),
         lowerbound.pattern_bound(shapes, supplies),
         lowerbound.node_count_bound(demand[:2], nodes, [(c[:2], p) for c, p in resources]) if nodes else 0.0,
     )
