@@ -26,8 +26,11 @@ from extender.api.pod import Pod
 from extender.scheduling.candidates import Candidate
 from extender.scheduling.packer import TRIALS, Node, Packer, PodClass
 
-#: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together.
-POOL_SIZES = (2, 4, 8, 16)
+#: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together (1: split a
+#: node the greedy sized for everything that was left).
+POOL_SIZES = (1, 2, 4, 8, 16)
+#: Pools of at most this many nodes try every usable type per node; larger ones WIDE_TRIALS.
+SMALL_POOL = 2
 #: Repacks per node of the plan, and the most any batch gets.
 BUDGET_PER_NODE = 1
 MAX_BUDGET = 8
@@ -134,7 +137,8 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
             spent += 1
             best: tuple[float, list[Node]] | None = None
             options = [_single(packer, classes, price)]
-            trials = min(WIDE_TRIALS, max(_usable_count(packer, c) for c in classes))
+            usable = max(_usable_count(packer, c) for c in classes)
+            trials = usable if size <= SMALL_POOL else min(WIDE_TRIALS, usable)
             options += [_repack(packer, order(classes), trials) for order in orders]
             for option in options:
                 if option is None:
