@@ -29,8 +29,9 @@ from extender.scheduling.packer import TRIALS, Node, Packer, PodClass
 #: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together (1: split a
 #: node the greedy sized for everything that was left).
 POOL_SIZES = (1, 2, 4, 8, 16)
-#: Pools of at most this many nodes try every usable type per node; larger ones WIDE_TRIALS.
+#: Pools of at most this many nodes try SMALL_POOL_TRIALS types per node; larger ones WIDE_TRIALS.
 SMALL_POOL = 2
+SMALL_POOL_TRIALS = 5 * TRIALS
 #: Repacks per node of the plan, and the most any batch gets.
 BUDGET_PER_NODE = 1
 MAX_BUDGET = 8
@@ -116,6 +117,14 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
     """Repack pools of the worst movable nodes while the budget lasts; returns repacks kept."""
     kept = 0
     spent = 0
+    # Each node is priced once (a scan of its candidates); nodes are only replaced, never changed.
+    prices: dict[int, Candidate | None] = {}
+
+    def priced(node: Node) -> Candidate | None:
+        if id(node) not in prices:
+            prices[id(node)] = price(node)
+        return prices[id(node)]
+
     for size in POOL_SIZES:
         groups: dict[tuple[int, frozenset[str]], list[Node]] = {}
         for node in packer.nodes:
@@ -126,11 +135,11 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
                 continue
 
             def waste(node: Node) -> float:
-                found = price(node)
+                found = priced(node)
                 return (found.offering.price if found else 0.0) / max(_worth(node), EPS)
 
             pool_nodes = sorted(members, key=waste, reverse=True)[:size]
-            before = _cost(pool_nodes, price)
+            before = _cost(pool_nodes, priced)
             if before is None or before <= GOOD_ENOUGH * sum(_worth(n) for n in pool_nodes):
                 continue
             classes = _pool(pool_nodes)
@@ -138,7 +147,7 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
             best: tuple[float, list[Node]] | None = None
             options = [_single(packer, classes, price)]
             usable = max(_usable_count(packer, c) for c in classes)
-            trials = usable if size <= SMALL_POOL else min(WIDE_TRIALS, usable)
+            trials = min(SMALL_POOL_TRIALS if size <= SMALL_POOL else WIDE_TRIALS, usable)
             options += [_repack(packer, order(classes), trials) for order in orders]
             for option in options:
                 if option is None:
@@ -149,6 +158,8 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
             if best is not None:
                 chosen = {id(n) for n in pool_nodes}
                 packer.nodes = [n for n in packer.nodes if id(n) not in chosen] + best[1]
+                for node_id in chosen:
+                    del prices[node_id]  # the ids may be reused by new nodes
                 kept += 1
     return kept
 

@@ -433,8 +433,11 @@ def _fitting(node: Node, cache: CandidateCache, limit: int) -> list[Candidate]:
     """The node's candidates that hold its pods, cheapest first, at most `limit`."""
     assert node.view is not None and node.reqs is not None
     result = []
+    cpu, memory = node.used[0] - 1e-9, node.used[1] - 1e-9
     for candidate in cache.lookup(node.view, node.reqs, node.gpus).candidates:
-        if fits(node.used, candidate.entry.alloc):
+        alloc = candidate.entry.alloc
+        # cpu and memory first: they rule out most types without the general check.
+        if alloc[0] >= cpu and alloc[1] >= memory and fits(node.used, alloc):
             result.append(candidate)
             if len(result) == limit:
                 break
