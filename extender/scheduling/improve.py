@@ -5,8 +5,9 @@ are often filled poorly, or a large node was chosen where two smaller ones would
 pass pools the pods of a few nodes — the worst ones by price per worth (a pod is worth its class's
 cheapest $/pod on nodes of its own) — and packs them again with a wider search: every usable type
 is tried for each node (WIDE_TRIALS, not only the first few), under each pod order the solver
-knows, and the pool in one node of the cheapest type that holds it all. The cheapest alternative replaces the
-nodes when it costs less than they do, so the pass never makes a plan dearer.
+knows, and the pool in one node of the cheapest type that holds it all. The cheapest alternative
+with no more nodes than the pool replaces the nodes when it costs less than they do, so the pass
+never makes a plan dearer nor adds nodes.
 
 Hard rules stay intact because only rule-free pods move: a node takes part only if none of its
 pods carries or is counted by a kubernetes.io/hostname rule (anti-affinity, affinity, spread) or
@@ -26,9 +27,8 @@ from extender.api.pod import Pod
 from extender.scheduling.candidates import Candidate
 from extender.scheduling.packer import TRIALS, Node, Packer, PodClass
 
-#: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together (1: split a
-#: node the greedy sized for everything that was left).
-POOL_SIZES = (1, 2, 4, 8, 16)
+#: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together.
+POOL_SIZES = (2, 4, 8, 16)
 #: Pools of at most this many nodes try SMALL_POOL_TRIALS types per node; larger ones WIDE_TRIALS.
 SMALL_POOL = 2
 SMALL_POOL_TRIALS = 5 * TRIALS
@@ -151,6 +151,11 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
             options += [_repack(packer, order(classes), trials) for order in orders]
             for option in options:
                 if option is None:
+                    continue
+                # Never more nodes than the pool had: each node also costs what its list price does
+                # not show (DaemonSets, addresses, a launch that can fail), and Karpenter's answer of
+                # one 8-vCPU node for five 1-CPU pods stays the answer.
+                if len(option) > len(pool_nodes):
                     continue
                 cost = _cost(option, price)
                 if cost is not None and cost < before - EPS and (best is None or cost < best[0]):
