@@ -6,8 +6,9 @@ pass pools the pods of a few nodes — the worst ones by price per worth (a pod 
 cheapest $/pod on nodes of its own) — and packs them again with a wider search: every usable type
 is tried for each node (WIDE_TRIALS, not only the first few), under each pod order the solver
 knows, and the pool in one node of the cheapest type that holds it all. The cheapest alternative
-with no more nodes than the pool replaces the nodes when it costs less than they do, so the pass
-never makes a plan dearer nor adds nodes.
+replaces the nodes when it costs less than they do, so the pass never makes a plan dearer; one
+with more nodes than the pool only when each added node saves more than the cheapest of them
+costs (`_pays_for_its_nodes`).
 
 Hard rules stay intact because only rule-free pods move: a node takes part only if none of its
 pods carries or is counted by a kubernetes.io/hostname rule (anti-affinity, affinity, spread) or
@@ -27,8 +28,9 @@ from extender.api.pod import Pod
 from extender.scheduling.candidates import Candidate
 from extender.scheduling.packer import TRIALS, Node, Packer, PodClass
 
-#: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together.
-POOL_SIZES = (2, 4, 8, 16)
+#: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together (1: split a
+#: node the greedy sized for everything that was left).
+POOL_SIZES = (1, 2, 4, 8, 16)
 #: Pools of at most this many nodes try SMALL_POOL_TRIALS types per node; larger ones WIDE_TRIALS.
 SMALL_POOL = 2
 SMALL_POOL_TRIALS = 5 * TRIALS
@@ -150,15 +152,12 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
             trials = min(SMALL_POOL_TRIALS if size <= SMALL_POOL else WIDE_TRIALS, usable)
             options += [_repack(packer, order(classes), trials) for order in orders]
             for option in options:
-                if option is None:
+                cost = None if option is None else _cost(option, price)
+                if option is None or cost is None or cost >= before - EPS:
                     continue
-                # Never more nodes than the pool had: each node also costs what its list price does
-                # not show (DaemonSets, addresses, a launch that can fail), and Karpenter's answer of
-                # one 8-vCPU node for five 1-CPU pods stays the answer.
-                if len(option) > len(pool_nodes):
+                if not _pays_for_its_nodes(option, len(pool_nodes), before - cost, price):
                     continue
-                cost = _cost(option, price)
-                if cost is not None and cost < before - EPS and (best is None or cost < best[0]):
+                if best is None or cost < best[0]:
                     best = (cost, option)
             if best is not None:
                 chosen = {id(n) for n in pool_nodes}
@@ -167,6 +166,19 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
                     del prices[node_id]  # the ids may be reused by new nodes
                 kept += 1
     return kept
+
+
+def _pays_for_its_nodes(option: Sequence[Node], pool: int, saving: float, price: Price) -> bool:
+    """Whether a repack with more nodes than its pool saves more than the cheapest of its nodes
+    costs, for each node it adds. A node also costs what its list price does not show (DaemonSets,
+    addresses, a launch that can fail), so a split must save clearly: five 1-CPU pods keep
+    Karpenter's one 8-vCPU node rather than three small ones a few cents cheaper, while a node the
+    greedy sized for everything left is still split when that saves dollars."""
+    added = len(option) - pool
+    if added <= 0:
+        return True
+    smallest = min(_cost([node], price) or 0.0 for node in option)
+    return saving > added * smallest
 
 
 def _usable_count(packer: Packer, pod_class: PodClass) -> int:
