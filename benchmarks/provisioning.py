@@ -34,7 +34,8 @@ from typing import Any
 
 import requests
 
-PRICES = Path(__file__).resolve().parents[2] / "shared" / "data" / "ec2-on-demand-prices.json"
+# The built-in table shipped in the package (what the controller uses anyway without a price file).
+PRICES = Path(__file__).resolve().parents[1] / "extender" / "data" / "ec2-on-demand-prices.json"
 
 #: phase -> histogram of the controller (extender/provisioning/metrics.py).
 PHASES = {

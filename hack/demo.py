@@ -144,7 +144,7 @@ class Demo:
             "KARPY_AWS_ENDPOINT_URL": aws["endpoint_url"],
             "KARPY_AWS_SSM_PREFIX": aws["ssm_prefix"],
             "KARPY_AWS_INTERRUPTION_QUEUE": aws["queue_url"],
-            # moto has no Pricing API; prices come from --prices or karpy's documented estimate.
+            # moto has no Pricing API; prices come from --prices, else karpy's built-in us-east-1 table.
             "KARPY_AWS_PRICING_API": "false",
             "KARPY_AWS_PRICE_FILE": str(self.args.prices or ""),
             "KARPY_LEADER_ELECTION_NAMESPACE": "karpy",
@@ -396,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         "--ttl", type=int, default=30, help="the Provisioner's ttlSecondsAfterEmpty (default 30)"
     )
     parser.add_argument(
-        "--prices", help='{"onDemand": {...}, "spot": {...}} price file for karpy (default: estimate)'
+        "--prices",
+        help='{"onDemand": {...}, "spot": {...}} price file for karpy (default: its built-in table)',
     )
     parser.add_argument("--json-summary", help="also write the summary as JSON to this file")
     args = parser.parse_args(argv)

@@ -84,7 +84,7 @@ def render_summary(summary: Mapping[str, Any]) -> str:
     emptied = ", ".join(f"{s}s" for s in summary["empty_to_deleted_seconds"]) or "-"
     rows = [
         ("nodes launched", f"{summary['nodes_launched']} ({launched or 'none'})"),
-        ("$/h launched", f"${summary['price_per_hour_launched']:.4f}/h ({sources})"),
+        ("$/h launched", f"${summary['price_per_hour_launched']:.4f}/h (priced by: {sources})"),
     ]
     rows += [
         (

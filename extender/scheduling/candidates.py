@@ -25,6 +25,7 @@ from extender.api.provisioner import Provisioner
 from extender.api.resources import ACCELERATOR_RESOURCES, PODS, Resources
 from extender.scheduling.constraints import defined_keys, pod_terms, provisioner_requirements
 from extender.scheduling.instancetypes import InstanceType, Offering, OfferingKey
+from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
 
 Vector = tuple[float, ...]
@@ -57,6 +58,11 @@ class Candidate:
     entry: Entry
     offering: Offering
 
+    @property
+    def estimated(self) -> bool:
+        """Priced by the estimate: the type is in no price table (pricing.py)."""
+        return self.offering.price_source == ESTIMATE
+
 
 def fit_count(request: Vector, free: Vector) -> int:
     """How many pods of `request` fit in `free` (a large number when the request is all zeros)."""
@@ -71,7 +77,8 @@ def fit_count(request: Vector, free: Vector) -> int:
 
 @dataclass(frozen=True, eq=False)
 class CandidateSet:
-    """Compatible types, cheapest first; compared by identity (the cache hands out one per question)."""
+    """Compatible types, priced ones cheapest first and then estimated ones cheapest first; compared
+    by identity (the cache hands out one per question)."""
 
     candidates: tuple[Candidate, ...]
     names: frozenset[str]
@@ -152,6 +159,7 @@ class CandidateCache:
         self.unavailable = frozenset(unavailable)
         self._memo: dict[tuple[str, Requirements, frozenset[str]], CandidateSet] = {}
         self._rates: dict[tuple[int, Vector], float] = {}
+        self._usable: dict[tuple[int, Vector], tuple[Candidate, ...]] = {}
 
     def cheapest_offering(self, instance_type: InstanceType, reqs: Requirements) -> Offering | None:
         zones, capacity_types = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
@@ -188,20 +196,31 @@ class CandidateCache:
             offering = self.cheapest_offering(instance_type, reqs)
             if offering is not None:
                 candidates.append(Candidate(entry, offering))
-        candidates.sort(key=lambda c: (c.offering.price, c.entry.type.name))
+        # An estimate is a guess: a type with a known price always ranks before one without.
+        candidates.sort(key=lambda c: (c.estimated, c.offering.price, c.entry.type.name))
         found = CandidateSet(tuple(candidates), frozenset(c.entry.type.name for c in candidates))
         self._memo[key] = found
         return found
+
+    def usable(self, found: CandidateSet, request: Vector) -> tuple[Candidate, ...]:
+        """The set's types that hold one pod of `request`: the priced ones, or — only when no priced
+        type holds it — the estimated ones. So an estimate never makes a type look cheap enough to
+        win over a type with a real price."""
+        key = (id(found), request)
+        if (result := self._usable.get(key)) is None:
+            holding = [c for c in found.candidates if fit_count(request, c.entry.alloc)]
+            priced = tuple(c for c in holding if not c.estimated)
+            result = self._usable[key] = priced or tuple(holding)
+        return result
 
     def pod_rate(self, found: CandidateSet, request: Vector) -> float:
         """Cheapest $/h per pod when nodes of this set hold only pods of `request` (inf if none fits)."""
         key = (id(found), request)
         if (rate := self._rates.get(key)) is None:
-            rate = math.inf
-            for c in found.candidates:
-                count = fit_count(request, c.entry.alloc)
-                if count:
-                    rate = min(rate, c.offering.price / count)
+            rate = min(
+                (c.offering.price / fit_count(request, c.entry.alloc) for c in self.usable(found, request)),
+                default=math.inf,
+            )
             self._rates[key] = rate
         return rate
 

@@ -9,6 +9,9 @@
   the configuration LP (whole-pod patterns), found by cutting planes.
 - `node_count_bound`: the cover LP plus a per-node charge, for batches that need at least a known
   number of nodes (hostname anti-affinity groups).
+- `shape_cover_bound`: the exact cheapest set of nodes holding one shape's pods alone (a small
+  integer program, solved by dynamic programming over the pod count); every plan holds those pods
+  somewhere, so the largest over shapes is a bound, and for a batch of one shape it is the optimum.
 """
 
 from __future__ import annotations
@@ -402,3 +405,25 @@ def _knapsack(
     if search(0, list(capacity), 0.0):
         return best, best_counts, best
     return best, best_counts, max(best, _fractional(items, capacity))
+
+
+def shape_cover_bound(count: int, holds: Sequence[tuple[int, float]]) -> float:
+    """Cheapest $/h of nodes with room for `count` pods of one shape, a type holding k pods at a
+    price given as (k, price); inf when no type holds one.
+
+    Removing the other pods from any plan leaves nodes that still hold these, at the same cost, so
+    this bounds every plan from below. Types that hold fewer pods and cost no less than another are
+    dropped first; then best[c] = min over types of price + best[c - k], for c up to `count`.
+    """
+    if count <= 0:
+        return 0.0
+    useful: list[tuple[int, float]] = []
+    for k, price in sorted(((k, p) for k, p in holds if k > 0), key=lambda h: (-h[0], h[1])):
+        if not useful or price < useful[-1][1] - EPS:
+            useful.append((min(k, count), price))
+    if not useful:
+        return math.inf
+    best = [0.0] * (count + 1)
+    for c in range(1, count + 1):
+        best[c] = min(price + best[max(0, c - k)] for k, price in useful)
+    return best[count]

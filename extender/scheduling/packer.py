@@ -111,10 +111,17 @@ class _Trial:
 
 class Packer:
     def __init__(
-        self, cache: CandidateCache, min_request: Vector, headroom: dict[str, Resources] | None = None
+        self,
+        cache: CandidateCache,
+        min_request: Vector,
+        headroom: dict[str, Resources] | None = None,
+        *,
+        trials: int = TRIALS,
     ) -> None:
         self.cache = cache
         self.min_request = min_request
+        #: Instance types tried per new node (local search widens it, improve.py).
+        self.trials = trials
         self.nodes: list[Node] = []
         self.existing: list[Node] = []
         self.placed_by_term: Counter[int] = Counter()
@@ -190,6 +197,10 @@ class Packer:
             # Pods of one class ask for the same ports: one per node.
             cap = min(cap, 1)
         return max(cap, 0)
+
+    def merge_requirements(self, node: Node, class_reqs: Requirements) -> Requirements | None:
+        """The node's requirements with a class's added, or None when they conflict (memoised)."""
+        return self._merge(node, class_reqs)
 
     def _merge(self, node: Node, class_reqs: Requirements) -> Requirements | None:
         assert node.reqs is not None and node.view is not None
@@ -295,26 +306,25 @@ class Packer:
         return all(capacity.get(n) <= left.get(n) + 1e-9 for n in left.names())
 
     def _ranking(self, seed: PodClass, *, limited: bool = True) -> list[Candidate]:
-        """The seed's types by its own $/pod (larger first on ties), at most TRIALS, within limits."""
+        """The seed's types by its own $/pod (larger first on ties), at most `trials`, within limits."""
         assert seed.view is not None and seed.reqs is not None
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
         key = (id(found), seed.request)
         if key not in self._rankings:
             rated = []
-            for c in found.candidates:
+            for c in self.cache.usable(found, seed.request):
                 count = fit_count(seed.request, c.entry.alloc)
-                if count:
-                    rated.append((c.offering.price / count, -c.offering.price, c))
+                rated.append((c.offering.price / count, -c.offering.price, c))
             rated.sort(key=lambda r: (r[0], r[1]))
             self._rankings[key] = [c for _, _, c in rated]
         ranked = self._rankings[key]
         if not limited or seed.view.provisioner.name not in self.headroom:
-            return ranked[:TRIALS]
+            return ranked[: self.trials]
         result = []
         for candidate in ranked:
             if self._within_limits(seed, candidate):
                 result.append(candidate)
-                if len(result) == TRIALS:
+                if len(result) == self.trials:
                     break
         return result
 
@@ -374,9 +384,12 @@ class Packer:
             if self.topology_cap(trial, pod_class, count) < count:
                 return False
             trial.add(pod_class, count)
-        joint, apart = price(trial), _cost(price(target)) + _cost(price(node))
+        alone = price(target), price(node)
+        joint, apart = price(trial), sum(_cost(c) for c in alone)
         if joint is None or joint.offering.price > apart + 1e-9:
             return False
+        if joint.estimated and not any(c is not None and c.estimated for c in alone):
+            return False  # an estimate may not undercut real prices
         assert target.view is not None
         name = target.view.provisioner.name
         if name in self.headroom:

@@ -19,12 +19,13 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import lowerbound
+from extender.scheduling import improve, lowerbound
 from extender.scheduling.candidates import (
     Candidate,
     CandidateCache,
     ProvisionerView,
     Vector,
+    fit_count,
     fits,
     gpu_kinds,
 )
@@ -79,6 +80,13 @@ def _sort_key(name: str, classes: Sequence[PodClass]) -> Callable[[PodClass], An
     raise ValueError(f"unknown sort key {name!r}, expected one of {SORT_KEYS}")
 
 
+def _ordering(name: str) -> improve.Order:
+    def order(classes: Sequence[PodClass]) -> list[PodClass]:
+        return sorted(classes, key=_sort_key(name, classes))
+
+    return order
+
+
 def _unmodelled(pod: Pod, namespaces: NamespaceLabels | None) -> str:
     if pod.unmodelled:
         return "; ".join(pod.unmodelled)
@@ -100,6 +108,7 @@ def solve(
     max_options: int = 60,
     with_bound: bool = True,
     namespaces: NamespaceLabels | None = None,
+    search_budget: int | None = None,
 ) -> Plan:
     """Pack `pods`; `with_bound=False` skips the cost lower bound (most of a small batch's solve time),
     which only reports how far the plan may be from optimal.
@@ -109,6 +118,10 @@ def solve(
     A pod is solved in rounds: a pod dropped by a Provisioner's limits is tried on the next
     Provisioner, and a pod that cannot be placed is taken out so the topology of the others is
     recounted without it.
+
+    `search_budget`: repacks the local search (improve.py) may try after the greedy packing; None =
+    a budget that grows with the number of new nodes (`improve.default_budget`), 0 = none. A
+    count, not a time: the solver reads no clock.
     """
     dims = _dims(pods, daemonsets)
     views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
@@ -130,6 +143,7 @@ def solve(
         else:
             live.append(pod)
     context = _Context(views, CandidateCache(unavailable), dims, existing_nodes, namespaces, usage or {})
+    context.search_budget = search_budget
     skip: dict[str, set[str]] = {}
     avoid: dict[str, Requirements] = {}
     #: pod key -> the limits reason of the first Provisioner that dropped it.
@@ -260,6 +274,8 @@ class _Context:
     ) -> None:
         self.views, self.cache, self.dims = views, cache, dims
         self.existing, self.namespaces, self.usage = existing, namespaces, usage
+        #: Local-search repacks per round; None = improve.default_budget.
+        self.search_budget: int | None = None
 
     def round(
         self,
@@ -369,7 +385,17 @@ class _Context:
             dropped.append(_Dropped(pod, reason, view_of.get(pod.key), topology=reason == UNMET_TOPOLOGY))
 
         packer.pack(ordered_classes, unplaced)
-        packer.merge_neighbours(lambda node: next(iter(_fitting(node, self.cache, 1)), None))
+
+        def cheapest(node: Node) -> Candidate | None:
+            return next(iter(_fitting(node, self.cache, 1)), None)
+
+        packer.merge_neighbours(cheapest)
+        budget = self.search_budget
+        if budget is None:
+            budget = improve.default_budget(len(packer.nodes))
+        if budget:
+            orders = [_ordering(name) for name in SORT_KEYS]
+            improve.improve(packer, orders, cheapest, budget)
         limited: list[Unschedulable] = []
         planned = _apply_limits(
             _materialize(packer.nodes, self.cache, max_options, self.dims), self.views, self.usage, limited
@@ -406,8 +432,11 @@ def _fitting(node: Node, cache: CandidateCache, limit: int) -> list[Candidate]:
     """The node's candidates that hold its pods, cheapest first, at most `limit`."""
     assert node.view is not None and node.reqs is not None
     result = []
+    cpu, memory = node.used[0] - 1e-9, node.used[1] - 1e-9
     for candidate in cache.lookup(node.view, node.reqs, node.gpus).candidates:
-        if fits(node.used, candidate.entry.alloc):
+        alloc = candidate.entry.alloc
+        # cpu and memory first: they rule out most types without the general check.
+        if alloc[0] >= cpu and alloc[1] >= memory and fits(node.used, alloc):
             result.append(candidate)
             if len(result) == limit:
                 break
@@ -506,7 +535,9 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
 
     A type's capacity is the largest allocatable any Provisioner gives it and its price the
     cheapest offering any of its pods' requirement sets allow, so every real node is within the
-    relaxation. Shapes are pooled by request vector (allowing the union of their types), which
+    relaxation. Types are those the packer may use for each class (`CandidateCache.usable`: priced
+    ones, estimated ones only for pods no priced type holds). Shapes are pooled by request vector
+    (allowing the union of their types), which
     only loosens the bound, so the knapsacks stay few.
 
     Hostname anti-affinity: the pods that carry a term and match its selector may not share a
@@ -529,14 +560,15 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
         request = pod_class.request + tuple(
             1.0 if g in pod_class.host.repels and g in pod_class.matches else 0.0 for g in groups
         )
+        usable = cache.usable(found, pod_class.request)
         total, names, rate = pooled.get(request, (0, set(), math.inf))
-        names.update(found.names)
+        names.update(c.entry.type.name for c in usable)
         rate = min(rate, cache.pod_rate(found, pod_class.request))
         pooled[request] = (total + count, names, rate)
-        if id(found) in seen:
+        if id(usable) in seen:
             continue
-        seen.add(id(found))
-        for c in found.candidates:
+        seen.add(id(usable))
+        for c in usable:
             capacity = tuple(max(0.0, a) for a in c.entry.alloc) + exclusive
             old_capacity, old_price = supplies.get(c.entry.type.name, (capacity, c.offering.price))
             supplies[c.entry.type.name] = (
@@ -557,8 +589,17 @@ def _lower_bound(placed: Collection[str], classes: Sequence[PodClass], cache: Ca
     # Cpu and memory only: with every type Pareto-efficient once prices drop, more dimensions
     # make the cover LP's basis enumeration far slower, and dropping one only loosens the bound.
     nodes = max((sum(s.count for s in shapes if s.request[dims + g]) for g in range(len(groups))), default=0)
+    # One shape's pods alone, in whole nodes: exact for a batch of one shape.
+    alone = (
+        lowerbound.shape_cover_bound(
+            s.count,
+            [(fit_count(s.request, supplies[n][0]), supplies[n][1]) for n in s.types if n in supplies],
+        )
+        for s in shapes
+    )
     return max(
         cover if math.isfinite(cover) else 0.0,
+        max((b for b in alone if math.isfinite(b)), default=0.0),
         lowerbound.pattern_bound(shapes, supplies),
         lowerbound.node_count_bound(demand[:2], nodes, [(c[:2], p) for c, p in resources]) if nodes else 0.0,
     )

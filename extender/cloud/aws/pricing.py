@@ -2,8 +2,10 @@
 
 `PricingProvider.price_book()` is what the catalog asks for. Each table is fetched at most once
 per TTL and the last good table survives a failed refresh. The fallback chain per price is
-API -> price file (settings.aws.price_file) -> PriceBook's documented estimate; the book keeps
-where each price came from, and the catalog logs it.
+API -> price file (settings.aws.price_file) -> the built-in us-east-1 table -> the documented
+estimate (types in no table); spot history -> the on-demand price of the same chain. Spot history
+placeholders (moto's 0.00001, timestamps before EC2 Spot existed) count as no answer. The book
+keeps where each price came from, and the catalog logs it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cachetools import TLRUCache
 
 from extender.cloud.aws import errors
-from extender.scheduling.pricing import Price, PriceBook, Shape
+from extender.scheduling.pricing import PriceBook, built_in
 from extender.settings import AWSSettings
 
 log = logging.getLogger(__name__)
@@ -147,7 +149,7 @@ class PricingProvider:
         # The last non-empty table of each kind: a failed refresh keeps serving it.
         self._last_good: dict[str, Mapping[Any, float]] = {}
 
-    def price_book(self) -> LayeredPriceBook:
+    def price_book(self) -> PriceBook:
         return layered_book(self.live(), self._settings.price_file)
 
     def live(self) -> PriceTable:
@@ -184,36 +186,13 @@ class PricingProvider:
         return fetch_spot(self._ec2, self._clock())
 
 
-@dataclass(frozen=True)
-class LayeredPriceBook(PriceBook):
-    """PriceBook over several books, first known price wins; unknown everywhere -> the documented estimate.
-
-    Each Price keeps the source of the layer that answered, so one catalog can mix API, file and
-    estimated prices and still say which is which.
-    """
-
-    layers: tuple[PriceBook, ...] = ()
-
-    def on_demand_price(self, name: str, shape: Shape) -> Price:
-        for layer in self.layers:
-            if name in layer.on_demand:
-                return layer.on_demand_price(name, shape)
-        return PriceBook.on_demand_price(self, name, shape)
-
-    def spot_price(self, name: str, shape: Shape, zone: str = "") -> Price:
-        for layer in self.layers:
-            if (name, zone) in layer.spot_by_zone or name in layer.spot:
-                return layer.spot_price(name, shape, zone)
-        # The base class falls back to a fraction of self.on_demand_price: the layered on-demand price.
-        return PriceBook.spot_price(self, name, shape, zone)
-
-
-def layered_book(live: PriceTable, price_file: str) -> LayeredPriceBook:
-    """The fallback chain: live API tables, then the price file (if set and readable), then the estimate."""
-    layers = [PriceBook(on_demand=live.on_demand, spot_by_zone=live.spot, origin=live.source)]
+def layered_book(live: PriceTable, price_file: str) -> PriceBook:
+    """The fallback chain: live API tables, then the price file (if set and readable), then the
+    built-in table, then the estimate (extender.scheduling.pricing)."""
+    rest = built_in()
     if price_file:
         try:
-            layers.append(PriceBook.from_file(price_file))
+            rest = PriceBook.from_file(price_file)
         except (OSError, ValueError) as err:
             log.warning("Ignoring price file %s: %s", price_file, err)
-    return LayeredPriceBook(layers=tuple(layers))
+    return PriceBook(on_demand=live.on_demand, spot_by_zone=live.spot, origin=live.source, fallback=rest)

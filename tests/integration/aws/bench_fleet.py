@@ -2,7 +2,7 @@
 
 Run: `python -m tests.integration.aws.bench_fleet [--launches 50]` from the repo root. Starts its own
 moto server on loopback (hack.localcluster.awsseed), seeds it, then measures
-- the first catalog build (DescribeInstanceTypes + offerings + build_catalog with the shared prices),
+- the first catalog build (DescribeInstanceTypes + offerings + build_catalog with the built-in prices),
 - the CreateFleet call alone (time between botocore's before-call and after-call events),
 - AWSCloudProvider.create end to end (launch-id lookup, cached catalog/subnets/template, fleet, describe).
 """
@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from hack.localcluster import awsseed
-
-PRICES = Path(__file__).resolve().parents[4] / "shared" / "data" / "ec2-on-demand-prices.json"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -45,7 +43,7 @@ def main() -> None:
         seed = awsseed.seed(server.endpoint_url)
         settings = Settings(
             cluster_name=seed.cluster_name,
-            aws=seed.aws_settings(interruption_queue="", price_file=str(PRICES)),
+            aws=seed.aws_settings(interruption_queue=""),  # prices: the built-in table
         )
         provider = AWSCloudProvider(settings=settings)
         started = time.perf_counter()

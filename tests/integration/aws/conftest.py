@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +22,6 @@ from extender.scheduling.pricing import PriceBook
 from extender.settings import Settings
 
 pytestmark = pytest.mark.integration
-
-SHARED_PRICES = Path(__file__).resolve().parents[4] / "shared" / "data" / "ec2-on-demand-prices.json"
 
 
 class FrozenClock:
@@ -45,18 +42,15 @@ def settings(aws: Any) -> Settings:
     return Settings(
         cluster_name=aws.cluster_name,
         cluster_endpoint="https://127.0.0.1:6443",
-        aws=aws.aws_settings(
-            interruption_queue="", price_file=str(SHARED_PRICES), default_instance_profile="karpy-node"
-        ),
+        aws=aws.aws_settings(interruption_queue="", price_file="", default_instance_profile="karpy-node"),
     )
 
 
 @pytest.fixture(scope="session")
 def shared_catalog(settings: Settings) -> CatalogProvider:
     clients = make_clients(settings.aws)
-    return CatalogProvider(
-        clients.ec2, price_book=lambda: PriceBook.from_file(SHARED_PRICES), timer=FrozenClock()
-    )
+    # PriceBook(): the built-in table shipped in the package.
+    return CatalogProvider(clients.ec2, price_book=PriceBook, timer=FrozenClock())
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def test_catalog_offers_each_type_in_every_seeded_zone_for_both_capacity_types(
     }
     on_demand = next(o for o in m5.offerings if o.capacity_type == "on-demand")
     assert on_demand.price == pytest.approx(0.096)
-    assert on_demand.price_source == "on-demand ec2-on-demand-prices.json"
+    assert on_demand.price_source == "on-demand built-in us-east-1 table 2026-07-20"
     assert all(o.zone in aws.subnets for item in catalog.values() for o in item.offerings)
     # Karpenter's filters: no bare metal, no FPGA types.
     assert "m5.metal" not in catalog and "f1.2xlarge" not in catalog
@@ -71,12 +71,13 @@ def test_catalog_is_listed_once_per_ttl_and_refreshed_after_it_without_blocking(
     assert len(calls) == 2
     second = catalog.get(["us-west-2a", "us-west-2b"])
     assert second is not first and [item.name for item in second] == ["c5.large", "m5.large"]
-    # An unpriced book falls through to the documented estimate, and the offering says so.
-    assert {o.price_source for o in first[0].offerings} == {"estimate", "spot = 0.35 x estimate"}
+    # A book without tables falls through to the built-in table, and the offering says so.
+    built_in = "on-demand built-in us-east-1 table 2026-07-20"
+    assert {o.price_source for o in first[0].offerings} == {built_in, f"spot unknown: {built_in}"}
     # ... and the catalog log says which sources priced it.
     assert (
         "Discovered 2 instance type(s) in zones ['us-west-2a', 'us-west-2b']" in caplog.text
-        and "offering prices by source: {'estimate': 4, 'spot = 0.35 x estimate': 4}" in caplog.text
+        and f"offering prices by source: {{'{built_in}': 4, 'spot unknown: {built_in}': 4}}" in caplog.text
     )
 
 

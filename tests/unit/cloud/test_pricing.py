@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from extender.cloud.aws import pricing
-from extender.scheduling.pricing import PriceBook, Shape
+from extender.scheduling.pricing import Shape
 
 SHAPE = Shape(cpu=2, memory_gib=8)
 
@@ -85,14 +85,16 @@ def test_spot_placeholders_are_unknown(placeholder: dict) -> None:
     assert pricing.parse_spot_history([placeholder]) == {}
 
 
-def test_layered_book_takes_each_price_from_the_first_source_that_knows_it() -> None:
-    api = PriceBook(
-        on_demand={"m5.large": 0.096}, spot_by_zone={("m5.large", "us-west-2a"): 0.03}, origin="api"
+BUILT_IN = "built-in us-east-1 table 2026-07-20"
+
+
+def test_layered_book_takes_each_price_from_the_first_source_that_knows_it(tmp_path) -> None:
+    live = pricing.PriceTable(
+        source="api", on_demand={"m5.large": 0.096}, spot={("m5.large", "us-west-2a"): 0.03}
     )
-    file = PriceBook(
-        on_demand={"m5.large": 0.5, "c5.large": 0.085}, spot={"c5.large": 0.02}, origin="prices.json"
-    )
-    book = pricing.LayeredPriceBook(layers=(api, file))
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"onDemand": {"m5.large": 0.5, "c5.large": 0.09}, "spot": {"c5.large": 0.02}}))
+    book = pricing.layered_book(live, str(path))
 
     def answer(name: str, capacity_type: str, zone: str = "") -> tuple[float, str]:
         price = book.price(name, capacity_type, SHAPE, zone)
@@ -100,15 +102,27 @@ def test_layered_book_takes_each_price_from_the_first_source_that_knows_it() -> 
 
     assert answer("m5.large", "on-demand") == (0.096, "on-demand api")
     assert answer("m5.large", "spot", "us-west-2a") == (0.03, "spot api")
-    assert answer("m5.large", "spot", "us-west-2b") == (round(0.096 * 0.35, 5), "spot = 0.35 x on-demand api")
-    assert answer("c5.large", "on-demand") == (0.085, "on-demand prices.json")
+    # No spot price for this zone anywhere: the on-demand price of the first source that has one.
+    assert answer("m5.large", "spot", "us-west-2b") == (0.096, "spot unknown: on-demand api")
+    assert answer("c5.large", "on-demand") == (0.09, "on-demand prices.json")
     assert answer("c5.large", "spot", "us-west-2a") == (0.02, "spot prices.json")
+    # In neither the API answer nor the file: the built-in us-east-1 table, whatever the region.
+    assert answer("c5.2xlarge", "on-demand") == (0.34, f"on-demand {BUILT_IN}")
+    assert answer("c5.2xlarge", "spot") == (0.34, f"spot unknown: on-demand {BUILT_IN}")
     assert answer("z9.large", "on-demand")[1] == "estimate"
-    assert answer("z9.large", "spot")[1] == "spot = 0.35 x estimate"
+    assert answer("z9.large", "spot")[1] == "estimate"
 
 
-def test_layered_book_without_a_price_file_has_only_the_live_layer(tmp_path) -> None:
-    live = pricing.PriceTable(source="api", on_demand={"m5.large": 0.096})
-    assert len(pricing.layered_book(live, "").layers) == 1
-    missing = tmp_path / "none.json"
-    assert len(pricing.layered_book(live, str(missing)).layers) == 1
+def test_without_api_or_price_file_prices_come_from_the_built_in_table(tmp_path) -> None:
+    silent = pricing.PriceTable(source="api")
+    for price_file in ("", str(tmp_path / "missing.json")):
+        book = pricing.layered_book(silent, price_file)
+        assert [b.origin for b in book.chain()] == ["api", BUILT_IN]
+        assert book.price("c5.2xlarge", "on-demand", SHAPE).source == f"on-demand {BUILT_IN}"
+
+
+def test_placeholder_spot_history_leaves_the_on_demand_table_price() -> None:
+    moto_rows = [row("0.00001", datetime(2006, 1, 2, 15, 4, 5, tzinfo=UTC), instance_type="c5.2xlarge")]
+    live = pricing.PriceTable(source="api", spot=pricing.parse_spot_history(moto_rows))
+    price = pricing.layered_book(live, "").price("c5.2xlarge", "spot", SHAPE, "us-west-2a")
+    assert (price.value, price.source) == (0.34, f"spot unknown: on-demand {BUILT_IN}")

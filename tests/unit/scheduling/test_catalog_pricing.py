@@ -4,7 +4,7 @@ import pytest
 
 from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import MIB, eni_max_pods, kube_reserved_cpu
-from extender.scheduling.pricing import SPOT_FRACTION, PriceBook, Shape, estimate
+from extender.scheduling.pricing import ESTIMATE, Price, PriceBook, Shape, built_in, estimate
 from tests.unit.scheduling.builders import raw_types
 
 
@@ -41,14 +41,35 @@ def test_offerings_restrict_zones():
     assert {o.zone for o in types["m5.large"].offerings} == {"a"}
 
 
-def test_prices_record_their_source_and_spot_falls_back_to_a_fraction():
-    book = PriceBook.from_dict({"onDemand": {"m5.large": 0.096}}, origin="test.json")
+def test_prices_record_their_source_and_spot_falls_back_to_the_on_demand_price():
+    book = PriceBook.from_dict({"onDemand": {"m5.large": 0.5}}, origin="test.json")
     shape = Shape(cpu=2, memory_gib=8)
-    assert book.on_demand_price("m5.large", shape).source == "on-demand test.json"
-    spot = book.spot_price("m5.large", shape)
-    assert spot.value == pytest.approx(0.096 * SPOT_FRACTION) and "spot =" in spot.source
+    assert book.on_demand_price("m5.large", shape) == Price(0.5, "on-demand test.json")
+    # No spot price known: the on-demand price, not a guessed discount.
+    assert book.spot_price("m5.large", shape) == Price(0.5, "spot unknown: on-demand test.json")
     unknown = book.on_demand_price("zz9.large", shape)
-    assert unknown.source == "estimate" and unknown.value > 0
+    assert unknown.source == ESTIMATE and unknown.value > 0
+    assert book.spot_price("zz9.large", shape) == unknown
+
+
+def test_types_missing_from_a_price_file_take_the_built_in_table():
+    book = PriceBook.from_dict({"onDemand": {"m5.large": 0.5}}, origin="test.json")
+    c5 = book.on_demand_price("c5.2xlarge", Shape(cpu=8, memory_gib=16))
+    assert c5 == Price(0.34, "on-demand built-in us-east-1 table 2026-07-20")
+
+
+def test_the_default_book_prices_from_the_built_in_table_and_never_ranks_c1_cheapest():
+    types = by_name(build_catalog(raw_types(), offerings=None, zones=["z"], prices=PriceBook()))
+    eight = [t for t in types.values() if t.cpu == 8 and not t.gpus.names() and not t.burstable]
+    cheapest = min(eight, key=lambda t: t.offerings[0].price)
+    assert cheapest.offerings[0].price_source == "on-demand built-in us-east-1 table 2026-07-20"
+    assert not cheapest.name.startswith(("c1.", "m1.", "m2.", "m3.", "c3."))
+
+
+def test_built_in_table_is_the_shipped_snapshot():
+    table = built_in()
+    assert len(table.on_demand) > 1000 and table.fallback is None
+    assert table.on_demand["m5.large"] == 0.096
 
 
 def test_estimate_is_close_to_m5_and_never_zero():

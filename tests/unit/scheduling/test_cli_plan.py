@@ -5,7 +5,7 @@ import json
 import pytest
 
 from extender.cli.main import main
-from tests.unit.scheduling.builders import DATA, PRICES
+from tests.unit.scheduling.builders import DATA
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -23,9 +23,8 @@ spec:
 def run(tmp_path, capsys, pods_yaml, *extra):
     path = tmp_path / "pods.yaml"
     path.write_text(pods_yaml)
+    # No --prices: the built-in table prices the plan.
     args = ["plan", "--pods", str(path), "--instance-types", str(DATA / "instance-types.json"), *extra]
-    if PRICES.exists():
-        args += ["--prices", str(PRICES)]
     code = main(args)
     return code, capsys.readouterr()
 
