@@ -129,7 +129,9 @@ def _multi_node(view: ClusterView, pool: Sequence[NodeState], settings: Settings
     return best
 
 
-def simulate_removal(view: ClusterView, gone: Sequence[NodeState]) -> Plan:
+def simulate_removal(
+    view: ClusterView, gone: Sequence[NodeState], *, search_budget: int | None = None
+) -> Plan:
     """Where the pods of `gone` would go if those nodes disappeared (the solver, as provisioning
     would plan them: existing karpy nodes first, then new nodes)."""
     leaving = {n.name for n in gone}
@@ -143,6 +145,7 @@ def simulate_removal(view: ClusterView, gone: Sequence[NodeState]) -> Plan:
         unavailable=view.unavailable,
         with_bound=False,
         namespaces=view.namespaces,
+        search_budget=search_budget,
     )
 
 
@@ -150,6 +153,10 @@ def _simulate(
     view: ClusterView, nodes: tuple[NodeState, ...], method: Method, settings: Settings
 ) -> Action | None:
     result = simulate_removal(view, nodes)
+    if len(result.nodes) > 1:
+        # The local search found several smaller nodes cheaper; a replacement is one node
+        # (Karpenter's rule), so ask for the greedy's single-node packing instead.
+        result = simulate_removal(view, nodes, search_budget=0)
     if result.unschedulable or len(result.nodes) > 1:
         return None
     moved = {name: pods for name, pods in result.existing.items() if pods}

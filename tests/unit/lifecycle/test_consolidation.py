@@ -23,7 +23,7 @@ from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAll
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.plan import ExistingNode
 
-from ..scheduling.builders import catalog
+from ..scheduling.builders import spot_discounted_catalog as catalog
 
 ON_DEMAND = {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
 AMD64 = {"key": wk.ARCH, "operator": "In", "values": ["amd64"]}

@@ -9,7 +9,7 @@ import yaml
 
 from extender.api import labels as wk
 from extender.cli.main import main
-from tests.unit.scheduling.builders import DATA, PRICES
+from tests.unit.scheduling.builders import DATA
 
 PROVISIONER = """
 kind: Provisioner
@@ -80,8 +80,6 @@ def run(tmp_path, capsys, docs: list[dict[str, Any]], *extra: str):
         "--consolidate",
         *extra,
     ]
-    if PRICES.exists():
-        args += ["--prices", str(PRICES)]
     return main(args), capsys.readouterr()
 
 
