@@ -28,7 +28,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +210,19 @@ def main() -> None:
             print(f"extender port {port} is taken: kube-scheduler will race karpy's binds")
             port = free_port()
     log_path = Path(args.log or f"/tmp/karpy-bench-controller-{port}.log")
+    with running_controller(state, port, log_path):
+        time.sleep(5.0)  # let the catalog warm-up finish, as in a controller that has been running
+        print(f"controller log: {log_path}")
+        for size in (int(s) for s in re.split(r"[, ]+", args.sizes) if s):
+            print(run(api, size, f"http://127.0.0.1:{port}/metrics"), flush=True)
+
+
+@contextmanager
+def running_controller(
+    state: dict[str, Any], port: int, log_path: Path, ready_seconds: float = 60.0
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`karpy controller` (the real entry point) serving the extender on `port`, once /readyz says
+    so; stopped with SIGTERM (killed after 20 s) on exit."""
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             [str(Path(sys.executable).with_name("karpy")), "controller"],
@@ -216,20 +231,17 @@ def main() -> None:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + ready_seconds
         while True:
             try:
                 if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"karpy controller did not become ready; see {log_path}")
             time.sleep(0.2)
-        time.sleep(5.0)  # let the catalog warm-up finish, as in a controller that has been running
-        print(f"controller log: {log_path}")
-        for size in (int(s) for s in re.split(r"[, ]+", args.sizes) if s):
-            print(run(api, size, f"http://127.0.0.1:{port}/metrics"), flush=True)
+        yield process
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -22,11 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,7 +36,7 @@ from typing import Any
 
 import requests
 
-from benchmarks.provisioning import controller_env, percentile
+from benchmarks.provisioning import free_port, percentile, running_controller
 from benchmarks.provisioning import run as provision_batch
 
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
@@ -169,39 +167,13 @@ def tree_rss_mb(pid: int) -> float:
 
 @contextmanager
 def controller(state: dict[str, Any], log_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """`karpy controller` on the extender port kube-scheduler calls (or a free one)."""
+    """`karpy controller` on the extender port kube-scheduler calls (or a free one if it is taken)."""
     port = int(state["extender_port"])
     with socket.socket() as sock:
         if sock.connect_ex(("127.0.0.1", port)) == 0:
-            sock2 = socket.socket()
-            sock2.bind(("127.0.0.1", 0))
-            port = sock2.getsockname()[1]
-            sock2.close()
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("karpy")), "controller"],
-            env=controller_env(state, f"127.0.0.1:{port}"),
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + READY_DEADLINE
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"karpy controller did not become ready; see {log_path}")
-            time.sleep(0.2)
+            port = free_port()
+    with running_controller(state, port, log_path, READY_DEADLINE) as process:
         yield process, port
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def settle_rss(pid: int, seconds: float = 10.0) -> float:
@@ -340,23 +312,15 @@ def main() -> None:
                     flush=True,
                 )
             names = [f"scale-{i:05d}" for i in range(made)]
-            print(
-                describe_latency(
-                    f"extender with {made} node names, idle",
-                    extender_latency(port, names, args.requests),
-                    args.requests,
-                ),
-                flush=True,
-            )
+
+            def latency(situation: str) -> None:
+                measured = extender_latency(port, names, args.requests)
+                label = f"extender with {made} node names, {situation}"
+                print(describe_latency(label, measured, args.requests), flush=True)
+
+            latency("idle")
             with slow_connections(port, args.slow) as socks:
-                print(
-                    describe_latency(
-                        f"extender with {made} node names, {len(socks)} slow connections open",
-                        extender_latency(port, names, args.requests),
-                        args.requests,
-                    ),
-                    flush=True,
-                )
+                latency(f"{len(socks)} slow connections open")
             if args.batch:
                 print(provision_batch(api, args.batch, f"http://127.0.0.1:{port}/metrics"), flush=True)
             print(f"controller RSS at the end: {tree_rss_mb(process.pid):.0f} MB", flush=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 import socket
 import ssl
-import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +16,7 @@ import pytest
 from cryptography import x509
 from kubernetes.client.exceptions import ApiException
 
-from extender.cli.webhook import local_command
+from tests.unit.webhook.local import local_webhook
 from webhook.certs import ServingCert, generate
 from webhook.rotation import Conflict, MemoryStore, Rotator, SecretStore, live_cas, rotation_due
 
@@ -133,34 +132,15 @@ def _served_serial(port: int, ca: Path) -> int:
 
 def test_running_webhook_serves_the_rotated_certificate_without_a_restart(tmp_path: Path) -> None:
     """16 s validity checked every second: rotated at ~11 s, served from the next connection on."""
-    from tests.unit.webhook.test_webhook_cli import free_port
-
-    port = free_port()
-    extra = ["--cert-days=0.000185", "--cert-check-seconds=1", f"--kubeconfig={tmp_path / 'absent'}"]
-    proc = subprocess.Popen(
-        local_command(port=port, cert_dir=tmp_path, extra=extra),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                first = _served_serial(port, tmp_path / "ca.crt")
-                break
-            except (OSError, ssl.SSLError):
-                assert proc.poll() is None and time.monotonic() < deadline, "webhook did not come up"
-                time.sleep(0.2)
+    with local_webhook(tmp_path, ["--cert-days=0.000185", "--cert-check-seconds=1"], capture=True) as server:
+        first = _served_serial(server.port, tmp_path / "ca.crt")
         deadline = time.monotonic() + 30
         serial = first
         while serial == first and time.monotonic() < deadline:
             time.sleep(0.5)
-            serial = _served_serial(port, tmp_path / "ca.crt")  # the bundle on disk trusts both
+            serial = _served_serial(server.port, tmp_path / "ca.crt")  # the bundle on disk trusts both
         assert serial != first, "no rotation within 30 s"
-        assert proc.poll() is None  # same process: no restart
+        assert server.process.poll() is None  # same process: no restart
         assert len(x509.load_pem_x509_certificates((tmp_path / "ca.crt").read_bytes())) >= 2
-    finally:
-        proc.terminate()
-        out, _ = proc.communicate(timeout=15)
-    assert b"Rotated the webhook certificate" in out, out.decode()[-2000:]
+    out = server.output()
+    assert "Rotated the webhook certificate" in out, out[-2000:]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from extender.cli.webhook import local_command
+from tests.unit.webhook.local import local_webhook
 from tests.unit.webhook.reviews import make_review, provisioner_manifest, valid_spec
-from tests.unit.webhook.test_webhook_cli import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 ANSWER_SECONDS = 1.0
@@ -26,28 +24,8 @@ ANSWER_SECONDS = 1.0
 
 @pytest.fixture(scope="module")
 def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, ssl.SSLContext]]:
-    certs = tmp_path_factory.mktemp("certs")
-    port = free_port()
-    proc = subprocess.Popen(
-        local_command(port=port, cert_dir=certs, extra=[f"--kubeconfig={certs / 'absent'}"]),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
-                urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", context=context, timeout=2).read()
-                break
-            except (OSError, ssl.SSLError):
-                assert proc.poll() is None and time.monotonic() < deadline, "webhook did not come up"
-                time.sleep(0.2)
-        yield port, context
-    finally:
-        proc.terminate()
-        proc.wait(15)
+    with local_webhook(tmp_path_factory.mktemp("certs")) as server:
+        yield server.port, server.context()
 
 
 def _stall(port: int, context: ssl.SSLContext, count: int) -> list[socket.socket]:
