@@ -175,8 +175,11 @@ class BodyLimit:
         stream = environ.get("wsgi.input")
         chunked = "chunked" in str(environ.get("HTTP_TRANSFER_ENCODING", "")).lower()
         if stream is not None and (declared or chunked):
+            # Never past Content-Length (PEP 3333): a server that hands over the raw connection
+            # (werkzeug's) would block here on a kept-alive connection, or eat the next request.
+            size = self.max_body_bytes + 1 if chunked else declared
             try:
-                body = stream.read(self.max_body_bytes + 1)
+                body = stream.read(size)
             except (NoMoreData, OSError):
                 return _json(start_response, "408 Request Timeout", "request body not received in time")
             if len(body) > self.max_body_bytes:

@@ -289,7 +289,8 @@ def test_failed_replacement_launch_leaves_the_old_node_serving(
     try:
         fast.settings.lifecycle.consolidation_min_node_age_seconds = 3.0
         wait_for(
-            lambda: any("Abandoning consolidation" in m for m in messages(caplog)),
+            # Not the validation's "decision changed" abandonment: the failed launch's.
+            lambda: any("launching the replacement failed" in m for m in messages(caplog)),
             SETTLE,
             "abandoned replacement",
         )

@@ -63,8 +63,9 @@ def test_only_the_leaders_pod_is_selected_by_the_extender_service(
                 pod_name=name,
             )
             settings = Settings(leader_election=le)
+            on_started, on_stopped = _leader_label(kube, settings)
             electors[name] = LeaderElector(
-                kube=kube, settings=le, identity=name, **_leader_label(kube, settings)
+                kube=kube, settings=le, identity=name, on_started=on_started, on_stopped=on_stopped
             )
             if name == "replica-b":
                 assert "replica-b" not in selected(core_v1, namespace), "a restart clears the old label"

@@ -13,23 +13,13 @@ from typing import Any
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
 from extender.api.node import Node
-from extender.api.pod import Pod, PodError
+from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Requirement
 from extender.cluster import inventory, objects
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-
-def parse_pods(manifests: Iterable[Mapping[str, Any]]) -> list[Pod]:
-    result = []
-    for manifest in manifests:
-        try:
-            result.append(Pod.from_manifest(manifest))
-        except PodError:
-            continue  # a pod karpy cannot read is neither planned nor moved
-    return result
 
 
 def price(instance_types: Mapping[str, InstanceType], node_labels: Mapping[str, str]) -> float:
@@ -113,9 +103,7 @@ def build(
             )
         )
     waiting = [
-        p
-        for p in parse_pods(m for m in pending if not objects.deleting(m) and not objects.is_terminal(m))
-        if not p.is_daemonset
+        p for p in inventory.parse_pods(m for m in pending if not objects.deleting(m)) if not p.is_daemonset
     ]
     return ClusterView(
         provisioners=tuple(provisioners),

@@ -22,7 +22,7 @@ from typing import Any
 from kubernetes import client
 
 from extender.api.provisioner import Provisioner
-from extender.cluster import errors, objects
+from extender.cluster import errors, inventory, objects
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
@@ -110,7 +110,7 @@ class Consolidator:
         assigned = kube_pods.list_assigned(kube)
         pending, _ = kube_pods.list_pending(kube)
         pdbs, _ = list_objects(client.PolicyV1Api(kube).list_pod_disruption_budget_for_all_namespaces)
-        daemonsets = snapshot.parse_pods(kube_pods.daemonset_pods(kube))
+        daemonsets = inventory.parse_pods(kube_pods.daemonset_pods(kube))
         marked = set(getattr(state, "marked", dict)()) | set(self.ledger.held())
         # Reservations are capacity provisioning promised to pods it is binding right now.
         binding = bool(getattr(state, "reserved_nodes", frozenset)())

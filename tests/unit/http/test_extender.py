@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -189,3 +190,22 @@ def test_healthz_turns_unhealthy_when_a_worker_misses_its_deadline() -> None:
     assert "lifecycle-supervisor" in reply.get_json()["late"][0]
     tick()
     assert web.get("/healthz").status_code == 200
+
+
+def test_the_body_is_read_up_to_content_length_and_no_further() -> None:
+    """PEP 3333: an app must not read past CONTENT_LENGTH. The body cap used to read up to the cap,
+    which on werkzeug's server (the raw kept-alive connection as wsgi.input) blocked every /filter
+    until the client gave up, so kube-scheduler (ignorable) placed pods on nodes the guard refused."""
+    from extender.http.limits import BodyLimit
+
+    seen: list[bytes] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        seen.append(environ["wsgi.input"].read())
+        start_response("200 OK", [])
+        return [b""]
+
+    stream = io.BytesIO(b'{"a":1}POST /filter HTTP/1.1')  # the body, then the next request
+    environ = {"CONTENT_LENGTH": "7", "wsgi.input": stream, "REQUEST_METHOD": "POST"}
+    BodyLimit(app, max_body_bytes=1000)(environ, lambda *a: None)
+    assert seen == [b'{"a":1}'] and stream.tell() == 7
