@@ -36,8 +36,9 @@ from typing import Any
 
 import requests
 
+from hack.localcluster.karpyenv import controller_env
+
 # The built-in table shipped in the package (what the controller uses anyway without a price file).
-PRICES = Path(__file__).resolve().parents[1] / "extender" / "data" / "ec2-on-demand-prices.json"
 
 #: phase -> histogram of the controller (extender/provisioning/metrics.py).
 PHASES = {
@@ -49,32 +50,6 @@ PHASES = {
 }
 SHAPES = (("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "4Gi"))
 WAIT_SECONDS = 240
-
-
-def controller_env(state: dict[str, Any], bind: str) -> dict[str, str]:
-    """The environment of a `karpy controller` for the local cluster described by state.json."""
-    seed = state["aws"]
-    env = {
-        **os.environ,
-        # moto accepts any key; boto3 must find one, and never a real one.
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "KARPY_KUBECONFIG": state["kubeconfig"],
-        "KARPY_CLUSTER_NAME": state.get("cluster_name", seed["cluster_name"]),
-        "KARPY_CLUSTER_ENDPOINT": state["apiserver_url"],
-        "KARPY_AWS_REGION": seed["region"],
-        "KARPY_AWS_ENDPOINT_URL": seed["endpoint_url"],
-        "KARPY_AWS_SSM_PREFIX": seed["ssm_prefix"],
-        "KARPY_AWS_PRICING_API": "false",
-        "KARPY_AWS_PRICE_FILE": str(PRICES),
-        "KARPY_AWS_DEFAULT_INSTANCE_PROFILE": "karpy-node",
-        "KARPY_EXTENDER_BIND": bind,
-        "KARPY_EXTENDER_METRICS_BIND": bind,
-        "KARPY_LEADER_ELECTION_ENABLED": "false",
-    }
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        env.pop(name, None)
-    return env
 
 
 def free_port() -> int:

@@ -2,9 +2,9 @@
 provisioning controller and extender (`Karpy`; the `karpy` fixture is in conftest.py), Provisioner
 and pod builders, waits, and the environment of a `karpy controller` process.
 
-Test modules import helpers from here only, never from each other or from benchmarks. The price
-file (PRICES) and `controller_env` still come from benchmarks/provisioning.py until the price
-fixture moves into the repository (issue 15).
+Test modules import helpers from here (the lifecycle proofs' harness is lifecycle_harness.py), never
+from each other or from benchmarks. The price file (PRICES, the table shipped in the package) and
+`controller_env` come from hack/localcluster/karpyenv.py, which the benchmarks share.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.provisioning import PRICES, controller_env
 from extender.api import labels as wk
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.state import ClusterState
+from hack.localcluster.karpyenv import PRICES, controller_env
 from hack.localcluster.procs import free_port
 
 __all__ = [

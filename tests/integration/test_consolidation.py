@@ -18,7 +18,8 @@ from kubernetes import client
 
 from extender.api import labels as wk
 from extender.cluster.cordon import cordon, uncordon
-from tests.integration.test_lifecycle import (  # noqa: F401 (karpy is a fixture)
+from tests.integration.helpers import unique, wait_for
+from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
     available,
     deployment,
@@ -28,7 +29,6 @@ from tests.integration.test_lifecycle import (  # noqa: F401 (karpy is a fixture
     node_or_none,
     provisioner,
 )
-from tests.integration.test_provisioning import unique, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,239 @@
+"""The lifecycle proofs' harness, shared by test_lifecycle and test_consolidation: karpy's
+provisioning controller, extender and lifecycle workers in this process against the local cluster
+(the `karpy` fixture), and the helpers that read what the API server and EC2 say."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from werkzeug.serving import make_server
+
+from extender.api import labels as wk
+from extender.cloud.aws.provider import AWSCloudProvider
+from extender.cloud.metrics import decorate
+from extender.http.app import create_app
+from extender.lifecycle.controller import start_lifecycle
+from extender.lifecycle.events import Recorder
+from extender.provisioning.controller import ProvisioningController
+from extender.settings import (
+    BatchingSettings,
+    LeaderElectionSettings,
+    LifecycleSettings,
+    Settings,
+)
+from extender.state import ClusterState
+from tests.integration.helpers import (
+    PRICES,
+    pod_manifest,
+)
+from tests.integration.helpers import Karpy as ProvisioningKarpy
+from tests.integration.helpers import provisioner as create_provisioner
+
+GC_GRACE = 8.0
+
+
+class Extender:
+    """The in-process extender on the port kube-scheduler calls; `handed_over` lends that port to
+    a `karpy controller` process, so kube-scheduler consults the replica's own guard and claims."""
+
+    def __init__(self, port: int, app: Any) -> None:
+        self.port, self.app = port, app
+        self._start()
+
+    def _start(self) -> None:
+        self.server = make_server("127.0.0.1", self.port, self.app, threaded=True)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @contextlib.contextmanager
+    def handed_over(self) -> Iterator[int]:
+        self.stop()
+        try:
+            yield self.port
+        finally:
+            self._start()
+
+
+@dataclass
+class Karpy(ProvisioningKarpy):
+    """The provisioning module's harness plus the lifecycle's settings, event recorder and extender."""
+
+    settings: Settings
+    recorder: Recorder
+    extender: Extender
+
+
+def make_settings(cluster: Any) -> Settings:
+    seed = cluster.aws
+    return Settings(
+        cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
+        cluster_endpoint=cluster.apiserver_url,
+        kubeconfig=cluster.kubeconfig,
+        aws=seed.aws_settings(price_file=str(PRICES), default_instance_profile="karpy-node"),
+        batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
+        lifecycle=LifecycleSettings(
+            gc_grace_seconds=GC_GRACE,
+            gc_interval_seconds=2.0,
+            sqs_wait_seconds=1,
+            replacement_wait_seconds=60.0,
+        ),
+        leader_election=LeaderElectionSettings(
+            enabled=False,
+            namespace="kube-system",
+            lease_duration_seconds=4,
+            renew_deadline_seconds=3,
+            retry_period_seconds=0.5,
+        ),
+    )
+
+
+@pytest.fixture(scope="module")
+def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
+    with pytest.MonkeyPatch.context() as env:
+        # moto takes any credentials; never let boto3 look further for real ones.
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        yield from _karpy(cluster)
+
+
+def _karpy(cluster: Any) -> Iterator[Karpy]:
+    kube = cluster.api_client()
+    settings = make_settings(cluster)
+    raw_cloud = AWSCloudProvider(settings=settings)
+    cloud = decorate(raw_cloud)
+    state = ClusterState()
+    leading = threading.Event()
+    leading.set()
+    controller = ProvisioningController(
+        settings=settings, kube=kube, cloud=cloud, state=state, is_leader=leading.is_set
+    )
+    stop = threading.Event()
+    controller.start(stop)
+    recorder = Recorder(kube)
+    start_lifecycle(
+        settings=settings,
+        kube=kube,
+        cloud=cloud,
+        state=state,
+        provisioning=controller,
+        is_leader=leading.is_set,
+        stop=stop,
+        recorder=recorder,
+    )
+    extender = Extender(cluster.extender_port, create_app(settings, state, controller.enqueue))
+    try:
+        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender)
+    finally:
+        stop.set()
+        extender.stop()
+
+
+@pytest.fixture
+def lifecycle_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.DEBUG, logger="karpy.lifecycle")
+    caplog.set_level(logging.INFO, logger="karpy")
+    return caplog
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec: Any) -> None:
+    create_provisioner(kube, name, requirements, provider={"instanceProfile": "karpy-node"}, **spec)
+
+
+def deployment(
+    apps: Any,
+    namespace: str,
+    name: str,
+    prov: str,
+    replicas: int,
+    cpu: str = "1",
+    annotations: dict[str, str] | None = None,
+) -> None:
+    template = pod_manifest(name, cpu, selector={wk.PROVISIONER_NAME: prov})
+    template["metadata"] = {"labels": {"app": name}, "annotations": annotations or {}}
+    apps.create_namespaced_deployment(
+        namespace,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": template["metadata"], "spec": template["spec"]},
+            },
+        },
+    )
+
+
+def live_pods(core: Any, namespace: str, app: str) -> list[Any]:
+    return [
+        p
+        for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+        if p.metadata.deletion_timestamp is None
+    ]
+
+
+def available(core: Any, namespace: str, app: str) -> int:
+    return sum(
+        1
+        for p in live_pods(core, namespace, app)
+        if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+    )
+
+
+def node_or_none(core: Any, name: str) -> Any:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return core.read_node(name)
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def moved_off(core: Any, namespace: str, app: str, node: str) -> Any:
+    """A wait_for check: the app's 2 pods bound to nodes other than `node`, and both available."""
+
+    def check() -> Any:
+        pods = live_pods(core, namespace, app)
+        return (
+            len(pods) == 2
+            and all(p.spec.node_name and p.spec.node_name != node for p in pods)
+            and available(core, namespace, app) == 2
+            and pods
+        )
+
+    return check
+
+
+def instance_of(node: Any) -> str:
+    return node.spec.provider_id.rsplit("/", 1)[-1]
+
+
+def instance_state(karpy: Karpy, instance_id: str) -> str:
+    reservations = karpy.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return reservations[0]["Instances"][0]["State"]["Name"]
+
+
+def messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records]
+
+
+def ready_untainted(core: Any, name: str) -> bool:
+    node = node_or_none(core, name)
+    if node is None or any(t.key == wk.NOT_READY_TAINT_KEY for t in node.spec.taints or []):
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
