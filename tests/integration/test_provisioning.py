@@ -226,8 +226,9 @@ def test_thousand_mixed_pods_in_one_batch(karpy: Karpy, core_v1: Any, namespace:
         wait_for(all_bound(core_v1, namespace, 1000), 160, "1,000 pods bound")
     finally:
         batching.max_seconds, batching.idle_seconds = saved
-    first = batch_report(karpy, before, lambda r: r.pods > 0)
-    assert first.pods == 1000 and first.bound == 1000
+    # Pods parked by earlier tests come back with backoff in batches of their own (or in this one).
+    first = batch_report(karpy, before, lambda r: r.bound > 0)
+    assert first.pods >= 1000 and first.bound == 1000
     assert 0 < first.fleet_calls <= first.option_lists
 
 
