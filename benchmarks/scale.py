@@ -38,6 +38,7 @@ import requests
 
 from benchmarks.provisioning import free_port, percentile, running_controller
 from benchmarks.provisioning import run as provision_batch
+from hack.localcluster.karpyenv import install_provisioner_crd
 
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 CREATE_DEADLINE = 1800.0
@@ -277,6 +278,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     with local_cluster() as state:
         api = api_client(state)
+        install_provisioner_crd(api)
         core = client.CoreV1Api(api)
         made, took = create_all(lambda i: core.create_node(node(i)), range(args.nodes), deadline)
         print(f"created {made} nodes in {took:.0f} s ({made / max(took, 1e-9):.0f}/s)", flush=True)

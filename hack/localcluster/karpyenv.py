@@ -4,9 +4,12 @@ integration tests and the benchmarks that start the real entry point, so neither
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
+#: The Provisioner CRD karpy serves (karpenter.sh/v1alpha5).
+PROVISIONER_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "provisioners.karpenter.sh.yaml"
 #: The built-in on-demand table shipped in the package (what karpy uses without the Pricing API).
 PRICES = Path(__file__).resolve().parents[2] / "extender" / "data" / "ec2-on-demand-prices.json"
 
@@ -35,3 +38,32 @@ def controller_env(state: dict[str, Any], bind: str) -> dict[str, str]:
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
         env.pop(name, None)
     return env
+
+
+def install_provisioner_crd(api: Any) -> str:
+    """Create (or replace an older revision of) the Provisioner CRD and wait until it is
+    Established (at most 30 s); returns its name."""
+    import yaml
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    body = yaml.safe_load(PROVISIONER_CRD.read_text())
+    name = body["metadata"]["name"]
+    ext = client.ApiextensionsV1Api(api)
+    try:
+        ext.create_custom_resource_definition(body)
+    except ApiException as err:
+        if err.status != 409:
+            raise
+        # A reused cluster may hold an older revision of the CRD: replace it.
+        current = ext.read_custom_resource_definition(name)
+        body["metadata"]["resourceVersion"] = current.metadata.resource_version
+        ext.replace_custom_resource_definition(name, body)
+    deadline = time.monotonic() + 30
+    while True:
+        conditions = ext.read_custom_resource_definition(name).status.conditions or []
+        if any(c.type == "Established" and c.status == "True" for c in conditions):
+            return name
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"CRD {name} not Established after 30s")
+        time.sleep(0.2)

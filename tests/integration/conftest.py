@@ -37,10 +37,10 @@ from extender.settings import BatchingSettings, LeaderElectionSettings, Settings
 from extender.state import ClusterState
 from hack.localcluster import awsseed
 from hack.localcluster import cluster as localcluster
+from hack.localcluster.karpyenv import install_provisioner_crd
 from tests.integration.helpers import PRICES, Karpy
 
 STATE_ENV = "KARPY_CLUSTER_STATE"
-PROVISIONER_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "provisioners.karpenter.sh.yaml"
 
 
 @dataclass(frozen=True)
@@ -95,31 +95,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="session")
 def provisioner_crd(cluster: Cluster) -> str:
-    import yaml
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    body = yaml.safe_load(PROVISIONER_CRD.read_text())
-    name = body["metadata"]["name"]
     with cluster.api_client() as api:
-        ext = client.ApiextensionsV1Api(api)
-        try:
-            ext.create_custom_resource_definition(body)
-        except ApiException as err:
-            if err.status != 409:
-                raise
-            # A reused cluster may hold an older revision of the CRD: replace it.
-            current = ext.read_custom_resource_definition(name)
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
-            ext.replace_custom_resource_definition(name, body)
-        deadline = time.monotonic() + 30
-        while True:
-            conditions = ext.read_custom_resource_definition(name).status.conditions or []
-            if any(c.type == "Established" and c.status == "True" for c in conditions):
-                return name
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"CRD {name} not Established after 30s")
-            time.sleep(0.2)
+        return install_provisioner_crd(api)
 
 
 @pytest.fixture
