@@ -90,15 +90,20 @@ def pod(name: str, index: int, provisioner: str) -> dict[str, Any]:
 
 def watch_binds(api: Any, namespace: str, bound: dict[str, float], stop: threading.Event) -> None:
     from kubernetes import client, watch
+    from kubernetes.client.exceptions import ApiException
 
     core = client.CoreV1Api(api)
     while not stop.is_set():
-        for event in watch.Watch().stream(core.list_namespaced_pod, namespace, timeout_seconds=5):
-            obj = event["object"]
-            if obj.spec.node_name and obj.metadata.name not in bound:
-                bound[obj.metadata.name] = time.monotonic()
-            if stop.is_set():
-                return
+        try:
+            for event in watch.Watch().stream(core.list_namespaced_pod, namespace, timeout_seconds=5):
+                obj = event["object"]
+                if obj.spec.node_name and obj.metadata.name not in bound:
+                    bound[obj.metadata.name] = time.monotonic()
+                if stop.is_set():
+                    return
+        except ApiException:
+            # A loaded apiserver answers a watch with 504 "Too large resource version": watch again.
+            stop.wait(0.5)
 
 
 def run(api: Any, count: int, metrics_url: str) -> str:
