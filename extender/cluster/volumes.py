@@ -14,7 +14,7 @@ and VolumeZone plugins see it (Karpenter 0.5 resolved it the same way, `volumeto
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +41,31 @@ class Volumes:
 
     def topology(self, pod: Mapping[str, Any]) -> VolumeTopology:
         """Claim name -> ORed node terms, for the claims of `pod` that can be resolved."""
+        result: dict[str, RequiredTerms] = {}
+        for claim, pvc, template in self._claims(pod):
+            terms = self._claim(pvc, template)
+            if terms is not None:
+                result[claim] = terms
+        return result
+
+    def awaiting_provisioning(self, pod: Mapping[str, Any]) -> list[str]:
+        """Claims of `pod` a WaitForFirstConsumer class has yet to provision. kube-scheduler's
+        VolumeBinding PreBind names the chosen node on such a claim and waits for its volume before
+        binding; karpy's bind would skip that, so these pods are reported, not bound."""
+        waiting = []
+        for claim, pvc, template in self._claims(pod):
+            spec = ((pvc.get("spec") or {}) if pvc is not None else template) or {}
+            if not spec.get("volumeName") and self._delayed(spec.get("storageClassName")):
+                waiting.append(claim)
+        return waiting
+
+    def _claims(
+        self, pod: Mapping[str, Any]
+    ) -> Iterator[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+        """(claim name, its PersistentVolumeClaim if it exists, the ephemeral volume's claim
+        template) for each persistent and generic ephemeral volume of `pod`."""
         meta = pod.get("metadata") or {}
         namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-        result: dict[str, RequiredTerms] = {}
         for volume in (pod.get("spec") or {}).get("volumes") or ():
             if not isinstance(volume, Mapping):
                 continue
@@ -55,37 +77,11 @@ class Volumes:
                 template = (volume["ephemeral"].get("volumeClaimTemplate") or {}).get("spec") or {}
             else:
                 continue
-            terms = self._claim(namespace, claim, template)
-            if terms is not None:
-                result[claim] = terms
-        return result
+            yield claim, self.claims.get(f"{namespace}/{claim}"), template
 
-    def awaiting_provisioning(self, pod: Mapping[str, Any]) -> list[str]:
-        """Claims of `pod` a WaitForFirstConsumer class has yet to provision. kube-scheduler's
-        VolumeBinding PreBind names the chosen node on such a claim and waits for its volume before
-        binding; karpy's bind would skip that, so these pods are reported, not bound."""
-        meta = pod.get("metadata") or {}
-        namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-        waiting = []
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
-            if not isinstance(volume, Mapping):
-                continue
-            if isinstance(volume.get("persistentVolumeClaim"), Mapping):
-                claim = str(volume["persistentVolumeClaim"].get("claimName") or "")
-                spec = (self.claims.get(f"{namespace}/{claim}") or {}).get("spec") or {}
-            elif isinstance(volume.get("ephemeral"), Mapping):
-                claim = f"{name}-{volume.get('name') or ''}"
-                pvc = self.claims.get(f"{namespace}/{claim}")
-                template = (volume["ephemeral"].get("volumeClaimTemplate") or {}).get("spec") or {}
-                spec = (pvc or {}).get("spec") or template
-            else:
-                continue
-            if not spec.get("volumeName") and self._delayed(spec.get("storageClassName")):
-                waiting.append(claim)
-        return waiting
-
-    def _claim(self, namespace: str, claim: str, template: Mapping[str, Any] | None) -> RequiredTerms | None:
-        pvc = self.claims.get(f"{namespace}/{claim}")
+    def _claim(
+        self, pvc: Mapping[str, Any] | None, template: Mapping[str, Any] | None
+    ) -> RequiredTerms | None:
         spec = (pvc.get("spec") or {}) if pvc is not None else template
         if spec is None or (pvc is not None and not _usable(pvc)):
             return None
