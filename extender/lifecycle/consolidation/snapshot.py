@@ -71,25 +71,17 @@ def build(
     batch_in_flight: bool = False,
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     unavailable: frozenset[OfferingKey] = frozenset(),
+    cache: inventory.PodCache | None = None,
 ) -> ClusterView:
+    """`cache` keeps parsed bound pods from one pass to the next (the worker holds one)."""
     by_type = {t.name: t for t in instance_types}
-    on_node: dict[str, list[Mapping[str, Any]]] = {}
-    for pod in assigned:
-        if (name := (pod.get("spec") or {}).get("nodeName")) and not objects.is_terminal(pod):
-            on_node.setdefault(name, []).append(pod)
+    manifests = list(nodes)
+    models = [Node.from_manifest(n) for n in manifests]
+    # Marked and budget-holding nodes take no pods, as in provisioning's inventory.
+    built = inventory.build(models, assigned, dict.fromkeys(marked, "leaving"), cache=cache)
     states = []
-    for node in nodes:
-        model = Node.from_manifest(node)
-        name = model.name
-        pods = inventory.parse_pods(on_node.get(name, ()))
-        leaving = model.deleting or model.unschedulable or name in marked
-        existing = inventory.existing_node(
-            model,
-            pods,
-            pod_count=len(on_node.get(name, ())),
-            schedulable=inventory.takes_pods(model, {}) and not leaving,
-        )
-        created = objects.created(node)
+    for manifest, model, existing in zip(manifests, models, built.existing, strict=True):
+        created = objects.created(manifest)
         states.append(
             NodeState(
                 node=existing,
@@ -98,8 +90,9 @@ def build(
                 age_seconds=(now - created).total_seconds() if created else 0.0,
                 karpy=model.is_karpy,
                 ready=model.ready,
-                disrupting=leaving,
-                do_not_consolidate=objects.annotations(node).get(wk.DO_NOT_CONSOLIDATE_ANNOTATION) == "true",
+                disrupting=model.deleting or model.unschedulable or model.name in marked,
+                do_not_consolidate=objects.annotations(manifest).get(wk.DO_NOT_CONSOLIDATE_ANNOTATION)
+                == "true",
             )
         )
     waiting = [

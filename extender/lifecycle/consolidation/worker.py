@@ -58,6 +58,8 @@ class Consolidator:
         self.census = census
         self._provisioners = provisioners or (lambda: list_configured(ctx.kube, ctx.settings))
         self._reported_at: float | None = None
+        #: Bound pods parsed once per resourceVersion, not on every pass.
+        self._pods = inventory.PodCache()
 
     @property
     def settings(self) -> Settings:
@@ -129,6 +131,7 @@ class Consolidator:
             batch_in_flight=binding,
             namespaces=kube_namespaces.list_labels(kube),
             unavailable=refused,
+            cache=self._pods,
         )
         return view, {objects.name(n): n for n in nodes}, {objects.pod_key(p): p for p in assigned}
 
