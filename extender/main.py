@@ -121,10 +121,15 @@ def wsgi_app(settings: Settings, extender: Flask) -> Any:
 
 def gunicorn_options(settings: Settings, *, threads: int = THREADS) -> dict[str, Any]:
     ext = settings.extender
+    metrics_binds = (ext.metrics_bind,) if separate_metrics(settings) else ()
     options = limits.options(
-        bind=[ext.bind, *([ext.metrics_bind] if separate_metrics(settings) else [])],
+        bind=[ext.bind, *metrics_binds],
         threads=threads,
         request_read_seconds=ext.request_read_seconds,
+        certfile=ext.tls_cert_file,
+        keyfile=ext.tls_key_file,
+        # Prometheus and the kubelet's probes of the metrics port need no certificate.
+        plain_binds=metrics_binds,
         name="karpy-controller",
     )
     # One worker: the extender guard must read the memory the provisioning threads write. gthread's

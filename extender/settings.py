@@ -54,6 +54,11 @@ class ExtenderSettings:
     #: Seconds a client has, from its first byte, to send a whole request (kube-scheduler's
     #: extender httpTimeout is 5s by default; it sends a request in milliseconds).
     request_read_seconds: float = 5.0
+    #: PEM certificate and key: serve `bind` over HTTPS (kube-scheduler's `enableHTTPS` with the
+    #: issuing CA in `tlsConfig`). Both or neither; the metrics port stays plain HTTP. Files are
+    #: read for every new connection, so a rotated Secret is served without a restart.
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 from typing import Any
 
 from extender.cli.main import UsageError
@@ -27,6 +28,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "price_file": ("aws", "price_file"),
     "bind": ("extender", "bind"),
     "metrics_bind": ("extender", "metrics_bind"),
+    "tls_cert": ("extender", "tls_cert_file"),
+    "tls_key": ("extender", "tls_key_file"),
     "batch_idle_seconds": ("batching", "idle_seconds"),
     "batch_max_seconds": ("batching", "max_seconds"),
     "batch_max_pods": ("batching", "max_pods"),
@@ -46,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--price-file", help="on-demand/spot price JSON consulted before the estimate")
     p.add_argument("--bind", help="HOST:PORT of the extender (default 127.0.0.1:8088)")
     p.add_argument("--metrics-bind", help="HOST:PORT serving only /metrics")
+    p.add_argument("--tls-cert", help="PEM certificate: serve the extender over HTTPS (with --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
     p.add_argument("--batch-idle-seconds", type=float)
     p.add_argument("--batch-max-seconds", type=float)
     p.add_argument("--batch-max-pods", type=int)
@@ -67,7 +72,22 @@ def settings_from(args: argparse.Namespace, env: dict[str, str] | None = None) -
         raise UsageError("batching: need 0 < idle seconds <= max seconds")
     if settings.batching.max_pods < 1:
         raise UsageError("batching: max pods must be at least 1")
+    _check_tls(settings)
     return settings
+
+
+def _check_tls(settings: Settings) -> None:
+    """Both files or neither, and readable now: a typo must stop start-up, not every handshake."""
+    ext = settings.extender
+    if bool(ext.tls_cert_file) != bool(ext.tls_key_file):
+        raise UsageError("extender TLS: set both the certificate and the key file, or neither")
+    if not ext.tls_cert_file:
+        return
+    cert, key = ext.tls_cert_file, ext.tls_key_file
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as err:
+        raise UsageError(f"extender TLS: cannot load {cert} / {key}: {err}") from err
 
 
 def run(args: argparse.Namespace) -> int:

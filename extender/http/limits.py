@@ -108,11 +108,15 @@ class BoundedThreadWorker(ThreadWorker):
     """
 
     request_read_seconds: float = REQUEST_READ_SECONDS
+    #: Ports served without TLS when certificates are configured (the metrics listener).
+    plain_ports: frozenset[int] = frozenset()
     _closer: ThreadPoolExecutor | None = None
 
     def handle(self, conn: Any) -> Any:
         deadline = time.monotonic() + self.request_read_seconds
         plain_init = type(conn).init
+        if conn.cfg.is_ssl and _port(conn.server) in self.plain_ports:
+            conn.cfg = _PlainConfig(conn.cfg)
 
         def bounded_init() -> None:
             plain_init(conn)
@@ -139,9 +143,33 @@ class BoundedThreadWorker(ThreadWorker):
         return super().handle(conn)
 
 
-def bounded_worker(request_read_seconds: float) -> type[BoundedThreadWorker]:
-    """The worker class for gunicorn's `worker_class` with its read deadline."""
-    return type("BoundedThreadWorker", (BoundedThreadWorker,), {"request_read_seconds": request_read_seconds})
+class _PlainConfig:
+    """gunicorn's config as one plain listener sees it: TLS applies to every listener of a worker,
+    and gthread wraps a new connection only when `is_ssl`."""
+
+    is_ssl = False
+
+    def __init__(self, cfg: Any) -> None:
+        self._cfg = cfg
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cfg, name)
+
+
+def _port(address: Any) -> int | None:
+    return address[1] if isinstance(address, tuple) and len(address) >= 2 else None
+
+
+def bounded_worker(
+    request_read_seconds: float, plain_ports: frozenset[int] = frozenset()
+) -> type[BoundedThreadWorker]:
+    """The worker class for gunicorn's `worker_class` with its read deadline; `plain_ports` stay
+    plain HTTP when the others serve TLS."""
+    return type(
+        "BoundedThreadWorker",
+        (BoundedThreadWorker,),
+        {"request_read_seconds": request_read_seconds, "plain_ports": plain_ports},
+    )
 
 
 def _json(start_response: StartResponse, status: str, message: str) -> list[bytes]:
@@ -208,13 +236,16 @@ def options(
     request_read_seconds: float = REQUEST_READ_SECONDS,
     certfile: str = "",
     keyfile: str = "",
+    plain_binds: tuple[str, ...] = (),
     workers: int = 1,
     name: str,
 ) -> dict[str, Any]:
-    """gunicorn settings shared by the extender and the webhook."""
+    """gunicorn settings shared by the extender and the webhook; `plain_binds` (some of `bind`)
+    stay plain HTTP when `certfile` serves the rest over TLS."""
+    plain_ports = frozenset(int(b.rsplit(":", 1)[1]) for b in plain_binds)
     opts: dict[str, Any] = {
         "bind": bind,
-        "worker_class": bounded_worker(request_read_seconds),
+        "worker_class": bounded_worker(request_read_seconds, plain_ports),
         "workers": workers,
         "threads": threads,
         # Connections kept open (idle keep-alive ones included) beyond the threads; the worker

@@ -9,20 +9,16 @@ part of a request and stall (half in the headers, half in the body) stay open wh
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import requests
 
 from extender.settings import ExtenderSettings
+from tests.unit.http import slowserver
 
-ROOT = Path(__file__).resolve().parents[3]
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {"containers": []}}
 #: An answer slower than this while connections are stalled counts as starved.
 ANSWER_SECONDS = 1.0
@@ -37,31 +33,15 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[int, int]]:
     port, metrics_port = _free_port(), _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.unit.http.slowserver", str(port), str(metrics_port)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).ok:
-                    break
-            except requests.RequestException:
-                time.sleep(0.2)
-        else:
-            proc.kill()
-            raise AssertionError(f"server did not start: {proc.communicate()[1][-2000:]!r}")
-        yield port, metrics_port
-    finally:
-        proc.terminate()
+
+    def up() -> bool:
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).ok
+        except requests.RequestException:
+            return False
+
+    with slowserver.running([str(port), str(metrics_port)], up):
+        yield port, metrics_port
 
 
 def _stall(port: int, count: int) -> list[socket.socket]:
