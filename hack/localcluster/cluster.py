@@ -191,8 +191,12 @@ def up(
     cluster_name: str = "karpy",
     die_with_parent: bool = False,
     quiet: bool = False,
+    extender_tls: bool = False,
 ) -> dict[str, Any]:
-    """Start everything and return the state (also in state.json). Raises ComponentError."""
+    """Start everything and return the state (also in state.json). Raises ComponentError.
+
+    `extender_tls`: kube-scheduler calls the extender over HTTPS, trusting the cluster CA; karpy
+    serves it with the apiserver's serving certificate (SAN 127.0.0.1), recorded as `extender_tls`."""
     folder = folder or run_dir()
     say = (lambda _msg: None) if quiet else (lambda msg: print(msg, flush=True))
     previous = load_state(folder)
@@ -221,7 +225,7 @@ def up(
         "apiserver_url": apiserver_url,
         "kubeconfig": str(folder / "kubeconfig"),
         "extender_port": extender_port,
-        "extender_url": f"http://{LOOPBACK}:{extender_port}/",
+        "extender_url": f"{'https' if extender_tls else 'http'}://{LOOPBACK}:{extender_port}/",
         "managed_label": f"{MANAGED_LABEL}=true",
         "binaries": binaries,
         "ports": ports,
@@ -265,6 +269,12 @@ def _start_all(
         "admin_cert": str(certs.client_cert("admin")),
         "admin_key": str(certs.client_key("admin")),
     }
+    if state["extender_url"].startswith("https"):
+        state["extender_tls"] = {
+            "cert": str(certs.serving_cert),
+            "key": str(certs.serving_key),
+            "ca": str(certs.ca_cert),
+        }
     url = state["apiserver_url"]
     kubeconfigs = {
         who: pki.write_kubeconfig(folder / f"{who}.kubeconfig", server=url, pki=certs, who=who)
@@ -352,7 +362,10 @@ def _start_all(
     say("starting kube-scheduler")
     scheduler_config = folder / "scheduler-config.yaml"
     scheduler_config.write_text(
-        yaml.safe_dump(_scheduler_config(kubeconfigs["scheduler"], state["extender_port"]), sort_keys=False)
+        yaml.safe_dump(
+            _scheduler_config(kubeconfigs["scheduler"], state["extender_url"], state.get("extender_tls")),
+            sort_keys=False,
+        )
     )
     sched = str(kubeconfigs["scheduler"])
     starter.start(
@@ -395,25 +408,27 @@ def _start_all(
     )
 
 
-def _scheduler_config(kubeconfig: Path, extender_port: int) -> dict[str, Any]:
+def _scheduler_config(kubeconfig: Path, extender_url: str, tls: dict[str, str] | None) -> dict[str, Any]:
+    extender: dict[str, Any] = {
+        "urlPrefix": extender_url,
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": 1,
+        "enableHTTPS": tls is not None,
+        "nodeCacheCapable": True,
+        "ignorable": True,
+        "httpTimeout": "1s",
+    }
+    if tls is not None:
+        # Without a CA kube-scheduler skips verification altogether (insecure): always give one.
+        extender["tlsConfig"] = {"caFile": tls["ca"]}
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig)},
         "leaderElection": {"leaderElect": False},
         "profiles": [{"schedulerName": "default-scheduler"}],
-        "extenders": [
-            {
-                "urlPrefix": f"http://{LOOPBACK}:{extender_port}/",
-                "filterVerb": "filter",
-                "prioritizeVerb": "prioritize",
-                "weight": 1,
-                "enableHTTPS": False,
-                "nodeCacheCapable": True,
-                "ignorable": True,
-                "httpTimeout": "1s",
-            }
-        ],
+        "extenders": [extender],
     }
 
 
@@ -477,10 +492,13 @@ def status(folder: Path | None = None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cluster", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("up", "down", "status"))
+    parser.add_argument(
+        "--extender-tls", action="store_true", help="up: kube-scheduler calls the extender over HTTPS"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "up":
-            up()
+            up(extender_tls=args.extender_tls)
         elif args.command == "down":
             down()
         else:

@@ -35,6 +35,8 @@ def controller_env(state: dict[str, Any], bind: str) -> dict[str, str]:
         "KARPY_EXTENDER_METRICS_BIND": bind,
         "KARPY_LEADER_ELECTION_ENABLED": "false",
     }
+    if tls := state.get("extender_tls"):
+        env["KARPY_EXTENDER_TLS_CERT_FILE"], env["KARPY_EXTENDER_TLS_KEY_FILE"] = tls["cert"], tls["key"]
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
         env.pop(name, None)
     return env
