@@ -381,6 +381,41 @@ def test_chart_values_land_in_the_objects(helm: str) -> None:
     ]
 
 
+def test_extender_tls_values_reach_the_controller_and_kube_scheduler(helm: str) -> None:
+    ca = "LS0tLS1CRUdJTi1leGFtcGxl"
+    tls = f"controller.extenderTLS.secretName=karpy-extender-tls,controller.extenderTLS.caBundle={ca}"
+    objects = {key(d): d for d in render(helm, "--set", f"clusterName=prod,{tls}")}
+    pod = objects[("Deployment", NAMESPACE, "karpy-controller")]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert env["KARPY_EXTENDER_TLS_CERT_FILE"] == f"{mounts['extender-tls']}/tls.crt"
+    assert env["KARPY_EXTENDER_TLS_KEY_FILE"] == f"{mounts['extender-tls']}/tls.key"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["extender-tls"]["secret"]["secretName"] == "karpy-extender-tls"
+    # The kubelet's probes speak TLS to the extender port (and skip verification, as kubelets do).
+    assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert container["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    scheduler = yaml.safe_load(
+        objects[("ConfigMap", NAMESPACE, "karpy-scheduler-config")]["data"]["scheduler-config.yaml"]
+    )
+    (extender,) = scheduler["extenders"]
+    assert extender["urlPrefix"].startswith("https://karpy-extender.karpy.svc:")
+    assert extender["enableHTTPS"] is True
+    assert extender["tlsConfig"] == {"caData": ca}
+
+
+def test_extender_tls_without_a_ca_is_refused(helm: str) -> None:
+    result = subprocess.run(
+        [helm, "template", "karpy", str(CHART), "--set", "clusterName=p,controller.extenderTLS.secretName=s"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "caBundle is required" in result.stderr
+
+
 def test_the_chart_requires_a_cluster_name(helm: str) -> None:
     result = subprocess.run(
         [helm, "template", "karpy", str(CHART)], capture_output=True, text=True, timeout=120
