@@ -63,6 +63,14 @@ class Action:
     def pods(self) -> tuple[Pod, ...]:
         return tuple(p for n in self.nodes for p in movable(n))
 
+    def same_as(self, other: Action) -> bool:
+        """The decision survived validation: the same nodes, replaced by the same kind of node."""
+
+        def target(action: Action) -> str | None:
+            return action.replacement.instance_type.name if action.replacement else None
+
+        return set(self.names) == set(other.names) and target(self) == target(other)
+
     def describe(self) -> str:
         """Karpenter's voice, with the saving (the log line and the Event message), e.g.
         "Consolidating 3 node(s) into 1 c6a.2xlarge, $0.612/h → $0.306/h [a b c]"."""
