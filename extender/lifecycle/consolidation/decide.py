@@ -97,7 +97,8 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     busy = _within_budget(pool, slots)[: settings.max_multi_node_candidates]
     if len(busy) >= 2 and (action := _multi_node(view, busy, settings)) is not None:
         return action
-    for node in busy:
+    # Single-node tries every candidate with a slot left, not only the first budget-many.
+    for node in (n for n in pool if slots.get(n.provisioner, 0) > 0):
         if (action := _simulate(view, (node,), Method.SINGLE, settings)) is not None:
             return action
     return None

@@ -313,3 +313,19 @@ def test_plan_applies_actions_in_turn_until_the_cluster_is_consolidated() -> Non
     for a in actions:
         final = consolidation.apply(final, a)
     assert decide(final) is None
+
+
+def test_single_node_looks_past_candidates_it_cannot_consolidate_within_a_budget_of_one() -> None:
+    """Karpenter SingleNodeConsolidation.ComputeCommands (pkg/controllers/disruption/
+    singlenodeconsolidation.go): every candidate whose NodePool has a slot left is tried in turn,
+    not only the first budget-many (that cap is multi-node's)."""
+    alone = decide(view(node("n", "m5.4xlarge", pods("p", 1, cpu="1500m"))))
+    assert alone is not None and alone.replacement is not None
+    snug = node("snug", alone.replacement.instance_type.name, pods("s", 1, cpu="1500m"))
+    crowded = node("crowded", "m5.4xlarge", pods("c", 5, cpu="3"))
+    cluster = view(snug, crowded, provisioners=(provisioner(budget="1"),))
+    assert [n.name for n in candidates(cluster, Settings())] == ["snug", "crowded"]
+    action = decide(cluster)
+    assert action is not None and action.method is Method.SINGLE
+    assert action.names == ("crowded",) and action.replacement is not None
+    assert action.saving > 0
