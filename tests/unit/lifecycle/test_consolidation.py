@@ -329,3 +329,24 @@ def test_single_node_looks_past_candidates_it_cannot_consolidate_within_a_budget
     assert action is not None and action.method is Method.SINGLE
     assert action.names == ("crowded",) and action.replacement is not None
     assert action.saving > 0
+
+
+def test_a_replacement_is_the_greedy_one_node_packing_found_in_one_solve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The local search would split these pods over two cheaper nodes; a replacement is one node,
+    so the solver is asked once, for the greedy packing, not once more after a split."""
+    calls: list[int | None] = []
+    solve = consolidation.solve
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls.append(kw.get("search_budget"))
+        return solve(*args, **kw)
+
+    big = node("big", "m5.8xlarge", [pod("a", "500m"), pod("b", "500m"), pod("c", "3")])
+    split = consolidation.simulate_removal(view(big), (big,))
+    assert len(split.nodes) == 2
+    monkeypatch.setattr(consolidation, "solve", counted)
+    action = decide(view(big))
+    assert action is not None and action.replacement is not None
+    assert action.replacement.price < big.price and len(calls) == 1
