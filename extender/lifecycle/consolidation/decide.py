@@ -97,8 +97,11 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     busy = _within_budget(pool, slots)[: settings.max_multi_node_candidates]
     if len(busy) >= 2 and (action := _multi_node(view, busy, settings)) is not None:
         return action
-    # Single-node tries every candidate with a slot left, not only the first budget-many.
-    for node in (n for n in pool if slots.get(n.provisioner, 0) > 0):
+    # Single-node tries only the budget-many least-used candidates. Karpenter's tries every one
+    # with a slot left; here that replaced snug nodes by snugger ones for cents, each launch holding
+    # the worker, a slot and the Provisioner (a node is launching) while merges waited:
+    # benchmarks.consolidation at the default budget, +19.7 % over the bound instead of +13.0 %.
+    for node in busy:
         if (action := _simulate(view, (node,), Method.SINGLE, settings)) is not None:
             return action
     return None

@@ -315,22 +315,6 @@ def test_plan_applies_actions_in_turn_until_the_cluster_is_consolidated() -> Non
     assert decide(final) is None
 
 
-def test_single_node_looks_past_candidates_it_cannot_consolidate_within_a_budget_of_one() -> None:
-    """Karpenter SingleNodeConsolidation.ComputeCommands (pkg/controllers/disruption/
-    singlenodeconsolidation.go): every candidate whose NodePool has a slot left is tried in turn,
-    not only the first budget-many (that cap is multi-node's)."""
-    alone = decide(view(node("n", "m5.4xlarge", pods("p", 1, cpu="1500m"))))
-    assert alone is not None and alone.replacement is not None
-    snug = node("snug", alone.replacement.instance_type.name, pods("s", 1, cpu="1500m"))
-    crowded = node("crowded", "m5.4xlarge", pods("c", 5, cpu="3"))
-    cluster = view(snug, crowded, provisioners=(provisioner(budget="1"),))
-    assert [n.name for n in candidates(cluster, Settings())] == ["snug", "crowded"]
-    action = decide(cluster)
-    assert action is not None and action.method is Method.SINGLE
-    assert action.names == ("crowded",) and action.replacement is not None
-    assert action.saving > 0
-
-
 def test_a_replacement_is_the_greedy_one_node_packing_found_in_one_solve(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -350,3 +334,18 @@ def test_a_replacement_is_the_greedy_one_node_packing_found_in_one_solve(
     action = decide(view(big))
     assert action is not None and action.replacement is not None
     assert action.replacement.price < big.price and len(calls) == 1
+
+
+def test_single_node_tries_only_the_budget_many_least_used_candidates() -> None:
+    """A deliberate departure from Karpenter's SingleNodeConsolidation (which tries every candidate
+    with a slot left): a well-used node is not replaced for a small saving while the budget is
+    spent on the least-used ones (see decide.decide)."""
+    alone = decide(view(node("n", "m5.4xlarge", pods("p", 1, cpu="1500m"))))
+    assert alone is not None and alone.replacement is not None
+    snug = node("snug", alone.replacement.instance_type.name, pods("s", 1, cpu="1500m"))
+    crowded = node("crowded", "m5.4xlarge", pods("c", 5, cpu="3"))
+    assert decide(view(crowded)) is not None  # alone, the crowded node would be replaced
+    cluster = view(snug, crowded, provisioners=(provisioner(budget="1"),))
+    assert [n.name for n in candidates(cluster, Settings())] == ["snug", "crowded"]
+    assert decide(cluster) is None
+    assert decide(view(snug, crowded, provisioners=(provisioner(budget="2"),))) is not None
