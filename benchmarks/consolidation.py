@@ -1,11 +1,20 @@
 """A day of diurnal load on a diverse workload, simulated with a fake clock: what each scale-down
 policy costs, and how far it stays from the cheapest shape that could hold the pods.
 
-Policies: `emptiness` (only empty nodes are removed, karpy without consolidation), `karpy`
-(consolidation: `extender.lifecycle.consolidation.decide.plan` every step, within the default
-10 % disruption budget), `ca` (Cluster-Autoscaler-style: a node under 50 % of its cpu and memory
-for 10 minutes is removed when its pods fit on the other nodes, one at a time; empty nodes at once).
-Scale-up is the same for all: pending pods are planned with the solver onto existing nodes first.
+Policies: `emptiness` (only empty nodes are removed, karpy without consolidation: each after its
+TTL, within the Provisioner's disruption budget), `karpy` (consolidation: the worker's pass, the
+product's `extender.lifecycle.consolidation.decide.decide`, every `consolidation_interval_seconds`,
+confirmed after the validation delay, within the default 10 % disruption budget), `ca`
+(Cluster-Autoscaler-style: a node under 50 % of its cpu and memory for 10 minutes is removed when
+its pods fit on the other nodes, one at a time; empty nodes at once).
+
+Time runs inside each step as the controller's does (`LifecycleSettings` defaults): a pass every
+10 s; a decision is re-made 15 s later and acted on only if unchanged; a replacement is launched
+and the worker waits `--launch-seconds` for it to be Ready before the old nodes are deleted; a
+deleted node is paid for, and holds its budget slot, `DRAIN_SECONDS` until it is gone; a node
+still launching (scale-up or replacement) holds consolidation back, as `provisioner_blocker` does.
+Load changes at step boundaries: ReplicaSets scale down by Kubernetes' own victim ranking
+(`scale_down_victims`), and pending pods are planned with the solver onto existing nodes first.
 
 Reported per policy: node-hours, $ over the day, and $·h above the lower bound (the solver's LP
 bound for all running pods on fresh nodes, integrated over the day). Pure: no API, no clock.
@@ -21,20 +30,23 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, load_provisioner
+from extender.lifecycle import budgets
 from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.eligibility import utilisation
-from extender.lifecycle.consolidation.view import ClusterView, NodeState
+from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.pricing import PriceBook
 from extender.scheduling.solver import solve
+from extender.settings import LifecycleSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPES = ROOT / "tests" / "data" / "instance-types.json"
@@ -52,10 +64,14 @@ WORKLOAD = (
 )
 CA_THRESHOLD = 0.5
 CA_DELAY_SECONDS = 600.0
-#: A removed node is paid for this long after the decision (drain and terminate), whatever the policy;
-#: emptiness adds its TTL (Karpenter's walkthrough: 30 s).
-REMOVAL_SECONDS = 60.0
+LIFECYCLE = LifecycleSettings()
+SETTINGS = Settings(min_node_age_seconds=LIFECYCLE.consolidation_min_node_age_seconds)
+#: From the delete to the instance gone (drain, terminate): the node is paid for and holds its
+#: budget slot this long, whatever the policy; emptiness adds its TTL (Karpenter's walkthrough: 30 s).
+DRAIN_SECONDS = 60.0
 EMPTY_TTL_SECONDS = 30.0
+#: An assumption, not a measurement: CreateFleet to node Ready on EC2 (`--launch-seconds`).
+LAUNCH_SECONDS = 90.0
 
 
 def catalog() -> list[InstanceType]:
@@ -102,6 +118,29 @@ def make_pod(app: str, cpu: str, memory: str, index: int) -> Pod:
     )
 
 
+def scale_down_victims(
+    running: Iterable[tuple[str, Pod]], count: int, now: float, born: dict[str, tuple[float, str]]
+) -> list[tuple[str, Pod]]:
+    """The `count` (node, pod) pairs a ReplicaSet deletes when scaled down.
+
+    Kubernetes pkg/controller/replicaset `getPodsToDelete` sorts by controller.ActivePodsWithRanks
+    (pkg/controller/controller_utils.go) and takes the first: unassigned before assigned, Pending <
+    Unknown < Running, not Ready before Ready, lower pod-deletion-cost, then more colocated pods of
+    the same controller on the pod's node first (the rank), then the more recently Ready, then more
+    restarts, then the newer; with LogarithmicScaleDown (default since 1.22, GA 1.31) times compare
+    as floor(log2(age in ns)) and ties go by UID. Every pod here is bound, Running and Ready, with
+    no deletion cost or restarts, and Ready when created: rank, log-scaled age, UID."""
+    pairs = list(running)
+    colocated = Counter(node for node, _ in pairs)
+
+    def order(pair: tuple[str, Pod]) -> tuple[int, int, str]:
+        created, uid = born[pair[1].key]
+        age_ns = (now - created) * 1e9
+        return (-colocated[pair[0]], int(math.log2(age_ns)) if age_ns > 0 else -1, uid)
+
+    return sorted(pairs, key=order)[:count]
+
+
 @dataclass
 class Result:
     policy: str
@@ -116,32 +155,101 @@ class Result:
         return self.dollars - self.bound_dollars
 
 
-class Cluster:
-    """Nodes (NodeState) with their pods; new nodes come from the solver as provisioning plans them."""
+@dataclass
+class Life:
+    """When a node was launched, is Ready, and leaves (paid for until then)."""
 
-    def __init__(self, types: list[InstanceType], prov: Provisioner) -> None:
-        self.types, self.prov = types, prov
+    born: float
+    ready_at: float
+    leave_at: float | None = None
+
+
+class Cluster:
+    """Nodes (NodeState) with their pods on a fake clock; new nodes come from the solver as
+    provisioning plans them, and cost money from launch until they are gone."""
+
+    def __init__(
+        self, types: list[InstanceType], prov: Provisioner, result: Result, rng: random.Random
+    ) -> None:
+        self.types, self.prov, self.result, self.rng = types, prov, result, rng
         self.nodes: dict[str, NodeState] = {}
+        self.life: dict[str, Life] = {}
+        #: pod key -> (created, uid), for the ReplicaSet's scale-down ranking.
+        self.born: dict[str, tuple[float, str]] = {}
         self.counter = 0
+        self.clock = 0.0
         self.low_since: dict[str, float] = {}
+        #: The consolidation worker is busy (validating, waiting for a replacement) until then.
+        self.worker_free_at = 0.0
+
+    # --- time ------------------------------------------------------------------------------------
+
+    def advance(self, until: float) -> None:
+        """Run the clock to `until`: pay for every node, let nodes become Ready and leave on time."""
+        while True:
+            due = [t for life in self.life.values() for t in (life.ready_at, life.leave_at) if t is not None]
+            due = [t for t in due if self.clock < t <= until]
+            at = min(due, default=until)
+            self._charge(at)
+            for name, life in list(self.life.items()):
+                if life.leave_at is not None and life.leave_at <= at:
+                    del self.nodes[name], self.life[name]
+                    self.low_since.pop(name, None)
+            if at >= until:
+                return
+
+    def _charge(self, until: float) -> None:
+        hours = (until - self.clock) / 3600
+        for n in self.nodes.values():
+            self.result.node_hours += hours
+            self.result.dollars += n.price * hours
+        self.clock = until
+
+    def next_change(self) -> float | None:
+        """When the view next changes by itself: a node becomes Ready, leaves, or comes of age."""
+        times = [t for life in self.life.values() for t in (life.ready_at, life.leave_at) if t is not None]
+        times += [life.born + SETTINGS.min_node_age_seconds for life in self.life.values()]
+        return min((t for t in times if t > self.clock), default=None)
+
+    # --- views -----------------------------------------------------------------------------------
 
     def view(self) -> ClusterView:
-        return ClusterView(
-            provisioners=(self.prov,), instance_types=tuple(self.types), nodes=tuple(self.nodes.values())
-        )
-
-    def pods(self) -> list[Pod]:
-        return [p for n in self.nodes.values() for p in n.node.pods]
-
-    def tick(self, seconds: float) -> None:
-        self.nodes = {
-            k: dataclasses.replace(n, age_seconds=n.age_seconds + seconds)
+        nodes = tuple(
+            dataclasses.replace(
+                n, age_seconds=self.clock - self.life[k].born, ready=self.clock >= self.life[k].ready_at
+            )
             for k, n in self.nodes.items()
-            if not n.disrupting
+        )
+        return ClusterView(provisioners=(self.prov,), instance_types=tuple(self.types), nodes=nodes)
+
+    def adopt(self, view: ClusterView, ready_at: float) -> None:
+        """Take the view after an action or a provisioning plan; a new node gets a fresh name and
+        is Ready at `ready_at`."""
+        nodes = {}
+        for n in view.nodes:
+            if n.name not in self.life:
+                self.counter += 1
+                n = dataclasses.replace(n, node=dataclasses.replace(n.node, name=f"node-{self.counter}"))
+                self.life[n.name] = Life(born=self.clock, ready_at=ready_at)
+            nodes[n.name] = n
+        self.nodes = nodes
+
+    def disrupting(self) -> list[str]:
+        return [k for k, n in self.nodes.items() if n.disrupting]
+
+    def remove(self, names: Iterable[str], leave_at: float) -> None:
+        """The nodes take no more pods and are gone at `leave_at` (paid for until then)."""
+        names = set(names)
+        for name in names:
+            self.life[name].leave_at = leave_at
+        self.nodes = {
+            k: dataclasses.replace(n, disrupting=True) if k in names else n for k, n in self.nodes.items()
         }
 
-    def scale(self, wanted: dict[str, int], make: Callable[[str, int], Pod], rng: random.Random) -> list[Pod]:
-        """Remove surplus pods (random victims, as a ReplicaSet picks); return the pods to create."""
+    # --- load ------------------------------------------------------------------------------------
+
+    def scale(self, wanted: dict[str, int], shapes: dict[str, tuple[str, str]]) -> list[Pod]:
+        """Delete surplus pods as each ReplicaSet picks them; return the pods to create."""
         by_app: dict[str, list[tuple[str, Pod]]] = {}
         for name, n in self.nodes.items():
             for p in n.node.pods:
@@ -150,23 +258,27 @@ class Cluster:
         for app, count in wanted.items():
             running = by_app.get(app, [])
             if len(running) > count:
-                for name, victim in rng.sample(running, len(running) - count):
-                    self._remove(name, victim)
+                for name, victim in scale_down_victims(running, len(running) - count, self.clock, self.born):
+                    self._remove_pod(name, victim)
             else:
                 taken = {p.name for _, p in running}
                 fresh = (i for i in range(10_000) if f"{app}-{i}" not in taken)
-                pending += [make(app, next(fresh)) for _ in range(count - len(running))]
+                for _ in range(count - len(running)):
+                    pod = make_pod(app, *shapes[app], next(fresh))
+                    self.born[pod.key] = (self.clock, f"{self.rng.getrandbits(64):016x}")
+                    pending.append(pod)
         return pending
 
-    def _remove(self, name: str, pod: Pod) -> None:
+    def _remove_pod(self, name: str, pod: Pod) -> None:
         n = self.nodes[name]
         pods = tuple(p for p in n.node.pods if p.key != pod.key)
         node = dataclasses.replace(
             n.node, pods=pods, requested=n.node.requested - pod.requests, pod_count=len(pods)
         )
         self.nodes[name] = dataclasses.replace(n, node=node)
+        del self.born[pod.key]
 
-    def provision(self, pending: list[Pod]) -> None:
+    def provision(self, pending: list[Pod], launch: float) -> None:
         if not pending:
             return
         plan = solve(
@@ -182,41 +294,72 @@ class Cluster:
             view = consolidation.apply(
                 view, consolidation.Action(consolidation.Method.SINGLE, (), None, {name: placed})
             )
-        self.nodes = {n.name: n for n in view.nodes}
-        for planned in plan.nodes:
-            self.counter += 1
-            state = consolidation.replacement_state(planned, (), f"node-{self.counter}")
-            self.nodes[state.name] = state
+        for i, planned in enumerate(plan.nodes):
+            state = consolidation.replacement_state(planned, (), f"launching-{i}")
+            view = dataclasses.replace(view, nodes=(*view.nodes, state))
+        self.adopt(view, ready_at=self.clock + launch)
 
-    def adopt(self, view: ClusterView) -> None:
-        """Take the view after consolidation actions; a replacement gets a fresh name."""
-        nodes = {}
-        for n in view.nodes:
-            if n.name.startswith("replacement-"):
-                self.counter += 1
-                n = dataclasses.replace(n, node=dataclasses.replace(n.node, name=f"node-{self.counter}"))
-            nodes[n.name] = n
-        self.nodes = nodes
-
-    def remove(self, names: set[str]) -> None:
-        """The nodes leave: paid for until drained (`REMOVAL_SECONDS`), then gone at the next tick."""
-        self.nodes = {
-            k: dataclasses.replace(n, disrupting=True) if k in names else n for k, n in self.nodes.items()
-        }
-
-    def charge(self, step: float, result: Result, extra: float = 0.0) -> None:
-        """Node-hours and $ of one step: live nodes the whole step, leaving ones until drained."""
-        for n in self.nodes.values():
-            hours = min(step, REMOVAL_SECONDS + extra) / 3600 if n.disrupting else step / 3600
-            result.node_hours += hours
-            result.dollars += n.price * hours
+    def execute(self, action: consolidation.Action, launch: float) -> None:
+        """The worker acts: a replacement launches now and the old nodes are deleted once it is
+        Ready; evicted pods come back as new pods (their ReplicaSet recreates them)."""
+        wait = launch if action.replacement is not None else 0.0
+        self.adopt(consolidation.apply(self.view(), action), ready_at=self.clock + launch)
+        self.remove(action.names, leave_at=self.clock + wait + DRAIN_SECONDS)
+        for pod in action.pods:
+            self.born[pod.key] = (self.clock + wait, f"{self.rng.getrandbits(64):016x}")
+        self.worker_free_at = self.clock + wait
 
 
-def ca_scale_down(cluster: Cluster, now: float) -> int:
+def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
+    """The consolidation worker's passes until `end`: decide, wait the validation delay, decide
+    again, act if the same (worker.Consolidator.reconcile, on the simulated cluster)."""
+    interval = LIFECYCLE.consolidation_interval_seconds
+    validation = LIFECYCLE.consolidation_validation_seconds
+    actions = 0
+    t = max(cluster.clock, cluster.worker_free_at) + interval
+    while t < end:
+        cluster.advance(t)
+        first = consolidation.decide(cluster.view(), SETTINGS)
+        if first is None:
+            # Nothing changes until a node is Ready, leaves or comes of age: skip the idle passes.
+            change = cluster.next_change()
+            if change is None:
+                break
+            t += max(1, math.ceil((change - t) / interval)) * interval
+            continue
+        if t + validation >= end:
+            break  # the load changes at the step boundary: this decision would not survive
+        cluster.advance(t + validation)
+        again = consolidation.decide(cluster.view(), SETTINGS)
+        if again is not None and first.same_as(again):
+            cluster.execute(again, launch)
+            actions += 1
+        t = max(cluster.clock, cluster.worker_free_at) + interval
+    return actions
+
+
+def emptiness_step(cluster: Cluster, end: float) -> int:
+    """Empty nodes go after the TTL, each as a slot of the disruption budget frees (emptiness.py)."""
+    t, removed = cluster.clock + EMPTY_TTL_SECONDS, 0
+    while t < end:
+        cluster.advance(t)
+        empty = [k for k, n in cluster.nodes.items() if not n.node.pods and not n.disrupting]
+        if not empty:
+            break
+        free = budgets.free(cluster.prov.disruption_budget, len(cluster.nodes), len(cluster.disrupting()))
+        cluster.remove(empty[:free], leave_at=t + DRAIN_SECONDS)
+        removed += len(empty[:free])
+        leaving = [cluster.life[k].leave_at or end for k in cluster.disrupting()]
+        t = min(leaving, default=end)
+    return removed
+
+
+def ca_step(cluster: Cluster) -> int:
     """Cluster Autoscaler's rule: empty nodes go; one node under the threshold for the delay goes
     if its pods fit on the other nodes (no new node)."""
+    now = cluster.clock
     empty = {name for name, n in cluster.nodes.items() if not n.node.pods and not n.disrupting}
-    cluster.remove(empty)
+    cluster.remove(empty, leave_at=now + DRAIN_SECONDS)
     removed = len(empty)
     for name, n in cluster.nodes.items():
         if n.disrupting:
@@ -228,7 +371,7 @@ def ca_scale_down(cluster: Cluster, now: float) -> int:
     due = sorted(
         (since, name)
         for name, since in cluster.low_since.items()
-        if name in cluster.nodes and now - since >= CA_DELAY_SECONDS
+        if name in cluster.nodes and not cluster.nodes[name].disrupting and now - since >= CA_DELAY_SECONDS
     )
     for _, name in due:
         others = [n.node for k, n in cluster.nodes.items() if k != name and not n.disrupting]
@@ -241,12 +384,9 @@ def ca_scale_down(cluster: Cluster, now: float) -> int:
         )
         if plan.unschedulable or plan.nodes:
             continue
-        view = cluster.view()
         gone = cluster.nodes[name]
-        view = consolidation.apply(
-            view, consolidation.Action(consolidation.Method.SINGLE, (gone,), None, dict(plan.existing))
-        )
-        cluster.adopt(view)
+        action = consolidation.Action(consolidation.Method.SINGLE, (gone,), None, dict(plan.existing))
+        cluster.execute(action, launch=0.0)
         cluster.low_since.pop(name, None)
         return removed + 1
     return removed
@@ -290,37 +430,30 @@ def simulate(
     seed: int,
     types: list[InstanceType],
     bound: Curve,
+    launch: float = LAUNCH_SECONDS,
 ) -> Result:
     """`policy`: emptiness, ca, or karpy[@budget] (consolidation under that disruption budget)."""
     policy, _, budget = policy.partition("@")
     budget = budget or "10%"
     started = time.perf_counter()
-    rng = random.Random(seed)
     prov = provisioner(consolidate=policy == "karpy", budget=budget)
-    cluster = Cluster(types, prov)
-    shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in WORKLOAD}
     result = Result(policy if policy != "karpy" else f"karpy@{budget}")
+    cluster = Cluster(types, prov, result, random.Random(seed))
+    shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in WORKLOAD}
     now = 0.0
     while now < hours * 3600:
         hour = now / 3600
-        pending = cluster.scale(wanted_at(hour), lambda app, i: make_pod(app, *shapes[app], i), rng)
-        cluster.provision(pending)
+        cluster.advance(now)
+        cluster.provision(cluster.scale(wanted_at(hour), shapes), launch)
         if policy == "emptiness":
-            empty = {k for k, n in cluster.nodes.items() if not n.node.pods}
-            result.actions += len(empty)
-            cluster.remove(empty)
+            result.actions += emptiness_step(cluster, now + step)
         elif policy == "karpy":
-            view = cluster.view()
-            for action in consolidation.plan(view):
-                view = consolidation.apply(view, action)
-                result.actions += 1
-            cluster.adopt(view)
+            result.actions += karpy_step(cluster, now + step, launch)
         elif policy == "ca":
-            result.actions += ca_scale_down(cluster, now)
-        cluster.charge(step, result, EMPTY_TTL_SECONDS if policy == "emptiness" else 0.0)
+            result.actions += ca_step(cluster)
         result.bound_dollars += interpolate(bound, hour) * step / 3600
-        cluster.tick(step)
         now += step
+    cluster.advance(now)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -332,13 +465,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--bound-minutes", type=float, default=30.0, help="lower-bound sampling interval")
     parser.add_argument("--policies", default="emptiness,karpy,karpy@50%,karpy@100%,ca")
+    parser.add_argument("--launch-seconds", type=float, default=LAUNCH_SECONDS, help="CreateFleet to Ready")
     args = parser.parse_args()
     types = catalog()
     started = time.perf_counter()
     curve = bound_curve(args.hours, args.bound_minutes / 60, types)
     print(f"lower bound sampled every {args.bound_minutes:g} min in {time.perf_counter() - started:.0f}s")
     results = [
-        simulate(p, hours=args.hours, step=args.step_minutes * 60, seed=args.seed, types=types, bound=curve)
+        simulate(
+            p,
+            hours=args.hours,
+            step=args.step_minutes * 60,
+            seed=args.seed,
+            types=types,
+            bound=curve,
+            launch=args.launch_seconds,
+        )
         for p in args.policies.split(",")
     ]
     steps = [i * args.step_minutes / 60 for i in range(int(args.hours * 60 / args.step_minutes))]

@@ -3,7 +3,8 @@
 Karpenter's methods, in its order: empty nodes (deleted together), multi-node (delete several
 nodes whose pods fit on the rest plus at most one cheaper new node; the largest such prefix of the
 candidates, found by binary search), single-node (delete one node, or replace it by one cheaper
-node). Every move is simulated with the provisioning solver (`solve` with the remaining nodes as
+node). Then what Karpenter's order leaves when the budget is small: deletions further down the
+candidates, and merges of the next least-used nodes. Every move is simulated with the provisioning solver (`solve` with the remaining nodes as
 `existing_nodes`), so a decision never counts on a placement provisioning would not make.
 Each action carries its $/h before and after; `plan` applies actions to the view one after the
 other, within every Provisioner's disruption budget, to list everything karpy would do.
@@ -63,6 +64,14 @@ class Action:
     def pods(self) -> tuple[Pod, ...]:
         return tuple(p for n in self.nodes for p in movable(n))
 
+    def same_as(self, other: Action) -> bool:
+        """The decision survived validation: the same nodes, replaced by the same kind of node."""
+
+        def target(action: Action) -> str | None:
+            return action.replacement.instance_type.name if action.replacement else None
+
+        return set(self.names) == set(other.names) and target(self) == target(other)
+
     def describe(self) -> str:
         """Karpenter's voice, with the saving (the log line and the Event message), e.g.
         "Consolidating 3 node(s) into 1 c6a.2xlarge, $0.612/h → $0.306/h [a b c]"."""
@@ -89,8 +98,24 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     busy = _within_budget(pool, slots)[: settings.max_multi_node_candidates]
     if len(busy) >= 2 and (action := _multi_node(view, busy, settings)) is not None:
         return action
+    # Single-node replaces only the budget-many least-used candidates. Karpenter's tries every one
+    # with a slot left; here that replaced snug nodes by snugger ones for cents, each launch holding
+    # the worker, a slot and the Provisioner (a node is launching) while merges waited:
+    # benchmarks.consolidation at the default budget, +19.7 % over the bound instead of +13.0 %.
     for node in busy:
         if (action := _simulate(view, (node,), Method.SINGLE, settings)) is not None:
+            return action
+    # Past them, what costs no launch: a node whose pods fit on the rest (Karpenter's single-node
+    # would find it too), then merges of the next least-used nodes (+13.0 % -> +11.4 % above).
+    chosen = {n.name for n in busy}
+    for node in (n for n in pool if n.name not in chosen and slots.get(n.provisioner, 0) > 0):
+        if (action := _simulate(view, (node,), Method.SINGLE, settings, replace=False)) is not None:
+            return action
+    for start in range(1, settings.merge_windows + 1):
+        window = _within_budget(pool[start:], slots)[: settings.max_multi_node_candidates]
+        if len(window) < 2 or len(window) < len(busy):
+            break
+        if (action := _multi_node(view, window, settings)) is not None:
             return action
     return None
 
@@ -150,14 +175,20 @@ def simulate_removal(
 
 
 def _simulate(
-    view: ClusterView, nodes: tuple[NodeState, ...], method: Method, settings: Settings
+    view: ClusterView,
+    nodes: tuple[NodeState, ...],
+    method: Method,
+    settings: Settings,
+    *,
+    replace: bool = True,
 ) -> Action | None:
-    result = simulate_removal(view, nodes)
-    if len(result.nodes) > 1:
-        # The local search found several smaller nodes cheaper; a replacement is one node
-        # (Karpenter's rule), so ask for the greedy's single-node packing instead.
-        result = simulate_removal(view, nodes, search_budget=0)
-    if result.unschedulable or len(result.nodes) > 1:
+    """The action removing `nodes`, or None; `replace=False`: a deletion or nothing."""
+    # A replacement is one node (Karpenter's rule). The local search can only split the greedy's
+    # one node (priced already at the cheapest type that holds it) or find no node where the greedy
+    # found none: ask for the greedy alone, in one solve (benchmarks.consolidation, 12 h: 1029
+    # simulations, the same outcome in all, 109 fewer second solves).
+    result = simulate_removal(view, nodes, search_budget=0)
+    if result.unschedulable or len(result.nodes) > (1 if replace else 0):
         return None
     moved = {name: pods for name, pods in result.existing.items() if pods}
     if not result.nodes:

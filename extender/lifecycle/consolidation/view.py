@@ -70,6 +70,9 @@ class Settings:
     min_spot_to_spot_options: int = MIN_SPOT_TO_SPOT_OPTIONS
     #: Karpenter caps multi-node consolidation at 100 candidates.
     max_multi_node_candidates: int = 100
+    #: When the least-used candidates merge into nothing cheaper, multi-node tries the same number
+    #: of candidates this many more times, each starting one node further down the order.
+    merge_windows: int = 5
     #: A not-Ready node younger than this is capacity still coming up (the lifecycle's registration
     #: TTL); an older one is broken, which is the registration check's business, not a launch.
     launch_grace_seconds: float = 900.0

@@ -96,7 +96,7 @@ class Consolidator:
             return None
         view, nodes, pods = self.observe(self._provisioners())
         again = decide(view, self.settings)
-        if again is None or not _same(action, again):
+        if again is None or not action.same_as(again):
             self.ctx.log.info("Abandoning consolidation attempt, the decision changed during validation")
             return None
         return again if self.execute(again, nodes, pods, view, stop) else None
@@ -236,12 +236,3 @@ class Consolidator:
             if name in nodes:
                 ctx.recorder.node(nodes[name], "ConsolidationFailed", message, warning=True)
         metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="abandoned").inc()
-
-
-def _same(first: Action, second: Action) -> bool:
-    """The decision survived validation: the same nodes, replaced by the same kind of node."""
-
-    def target(action: Action) -> str | None:
-        return action.replacement.instance_type.name if action.replacement else None
-
-    return set(first.names) == set(second.names) and target(first) == target(second)

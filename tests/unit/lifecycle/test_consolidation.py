@@ -14,7 +14,7 @@ import pytest
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
 from extender.api.pod import Pod
-from extender.api.provisioner import Provisioner, load_provisioner
+from extender.api.provisioner import Provisioner, Taint, load_provisioner
 from extender.api.resources import Resources
 from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.decide import Method, decide, plan
@@ -313,3 +313,96 @@ def test_plan_applies_actions_in_turn_until_the_cluster_is_consolidated() -> Non
     for a in actions:
         final = consolidation.apply(final, a)
     assert decide(final) is None
+
+
+def test_a_replacement_is_the_greedy_one_node_packing_found_in_one_solve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The local search would split these pods over two cheaper nodes; a replacement is one node,
+    so the solver is asked once, for the greedy packing, not once more after a split."""
+    calls: list[int | None] = []
+    solve = consolidation.solve
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls.append(kw.get("search_budget"))
+        return solve(*args, **kw)
+
+    big = node("big", "m5.8xlarge", [pod("a", "500m"), pod("b", "500m"), pod("c", "3")])
+    split = consolidation.simulate_removal(view(big), (big,))
+    assert len(split.nodes) == 2
+    monkeypatch.setattr(consolidation, "solve", counted)
+    action = decide(view(big))
+    assert action is not None and action.replacement is not None
+    assert action.replacement.price < big.price and len(calls) == 1
+
+
+def test_single_node_tries_only_the_budget_many_least_used_candidates() -> None:
+    """A deliberate departure from Karpenter's SingleNodeConsolidation (which tries every candidate
+    with a slot left): a well-used node is not replaced for a small saving while the budget is
+    spent on the least-used ones (see decide.decide)."""
+    alone = decide(view(node("n", "m5.4xlarge", pods("p", 1, cpu="1500m"))))
+    assert alone is not None and alone.replacement is not None
+    snug = node("snug", alone.replacement.instance_type.name, pods("s", 1, cpu="1500m"))
+    crowded = node("crowded", "m5.4xlarge", pods("c", 5, cpu="3"))
+    assert decide(view(crowded)) is not None  # alone, the crowded node would be replaced
+    cluster = view(snug, crowded, provisioners=(provisioner(budget="1"),))
+    assert [n.name for n in candidates(cluster, Settings())] == ["snug", "crowded"]
+    assert decide(cluster) is None
+    assert decide(view(snug, crowded, provisioners=(provisioner(budget="2"),))) is not None
+
+
+def pinned(name: str) -> Pod:
+    """A pod that only an m5.xlarge tainted `pin` takes, never beside another pinned pod."""
+    return Pod.from_manifest(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "labels": {"app": "pin"},
+                "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
+            },
+            "spec": {
+                "nodeSelector": {wk.INSTANCE_TYPE: "m5.xlarge"},
+                "tolerations": [{"key": "pin", "operator": "Exists"}],
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"app": "pin"}}, "topologyKey": wk.HOSTNAME}
+                        ]
+                    }
+                },
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "256Mi"}}}],
+            },
+        }
+    )
+
+
+def tainted(state: NodeState) -> NodeState:
+    return dataclasses.replace(
+        state, node=dataclasses.replace(state.node, taints=(Taint("pin", "NoSchedule"),))
+    )
+
+
+def test_past_the_least_used_a_node_whose_pods_fit_on_the_rest_is_deleted() -> None:
+    """Within a budget of one the least-used node has no move; a busier node whose pods fit on the
+    others is deleted (Karpenter's single-node finds it too), though not replaced (see decide)."""
+    stuck = tainted(node("stuck", "m5.xlarge", [pinned("a")]))
+    dest = node("dest", "m5.2xlarge", pods("d", 2), do_not_consolidate=True)
+    full = node("full", "m5.large", pods("f", 1, cpu="1900m"))
+    cluster = view(stuck, full, dest, provisioners=(provisioner(budget="1"),))
+    assert [n.name for n in candidates(cluster, Settings())] == ["stuck", "full"]
+    action = decide(cluster)
+    assert action is not None and action.names == ("full",) and action.replacement is None
+    assert [p.key for p in action.moved["dest"]] == ["default/f-0"]
+
+
+def test_when_the_least_used_nodes_merge_into_nothing_cheaper_the_next_ones_are_tried() -> None:
+    stuck = [tainted(node(f"stuck{i}", "m5.xlarge", [pinned(f"a{i}")])) for i in range(2)]
+    busy = [node(f"busy{i}", "m5.xlarge", pods(f"b{i}", 1, cpu="3")) for i in range(2)]
+    cluster = view(*stuck, *busy, provisioners=(provisioner(budget="2"),))
+    assert [n.name for n in candidates(cluster, Settings())] == ["stuck0", "stuck1", "busy0", "busy1"]
+    action = decide(cluster)
+    assert action is not None and action.method is Method.MULTI
+    assert sorted(action.names) == ["busy0", "busy1"] and action.replacement is not None
+    assert action.saving > 0
+    assert decide(cluster, Settings(merge_windows=0)) is None
