@@ -4,8 +4,9 @@ Karpenter's methods, in its order: empty nodes (deleted together), multi-node (d
 nodes whose pods fit on the rest plus at most one cheaper new node; the largest such prefix of the
 candidates, found by binary search), single-node (delete one node, or replace it by one cheaper
 node). Then what Karpenter's order leaves when the budget is small: deletions further down the
-candidates, and merges of the next least-used nodes. Every move is simulated with the provisioning solver (`solve` with the remaining nodes as
-`existing_nodes`), so a decision never counts on a placement provisioning would not make.
+candidates, and merges of the next least-used nodes. Every move is simulated with the provisioning
+solver (`solve` with the remaining nodes as `existing_nodes`), so a decision never counts on a
+placement provisioning would not make.
 Each action carries its $/h before and after; `plan` applies actions to the view one after the
 other, within every Provisioner's disruption budget, to list everything karpy would do.
 """
