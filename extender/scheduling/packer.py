@@ -10,15 +10,17 @@ every type that holds the final contents, cheapest first, which shrinks partly f
 Last, neighbouring nodes are merged when one node holding both is no dearer.
 
 First-fit fills a node with the seed class first, so cpu-heavy and memory-heavy pods end on nodes
-sized for each alone. A `mixed` pass adds balanced trials: types ranked by the price of the whole
+sized for each alone. A pass with a `match` adds balanced trials: types ranked by the price of the whole
 pending mix in their proportions, filled a few pods at a time with the class that best matches
-the room left; the solver runs both passes and keeps the cheaper plan. While every trial of a
-node would fill the same way again (counts set by the room, not by the pods left; no hostname
-rules), the chosen node is repeated without the trials: large batches are mostly such runs.
+the room left; the solver runs first-fit alone and with each match and keeps the cheapest plan.
+While every trial of a node would fill the same way again (counts set by the room, not by the
+pods left; no hostname rules), the chosen node is repeated without the trials: large batches are
+mostly such runs.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +43,8 @@ MIX_TRIALS = 4
 MERGE_WINDOW = 4
 NO_ROOM = "no instance type has room for the pod's requests"
 _Merged = Requirements | None
+#: How well a pod's request suits a node's room: (request, capacity, used) -> higher is better.
+Match = Callable[[Vector, Vector, Vector], float]
 UNMET_TOPOLOGY = "pod (anti-)affinity, topology spread on kubernetes.io/hostname or host ports cannot be met"
 LIMITS = "limits exceeded"
 
@@ -140,6 +144,23 @@ class _Trial:
         for pod_class, count in old.entries:
             node.add(pod_class, count)
         return _Trial(self.candidate, node, self.value, self.needs)
+
+
+def alignment(request: Vector, capacity: Vector, used: Vector) -> float:
+    """Cosine of the angle between a pod's request and the node's room, both as shares of the
+    node: 1 when the pod uses the resources in the proportions the node has them left."""
+    dot = size = room = 0.0
+    for r, c, u in zip(request, capacity, used, strict=True):
+        if c > 0:
+            a, b = r / c, (c - u) / c
+            dot, size, room = dot + a * b, size + a * a, room + b * b
+    return dot / math.sqrt(size * room) if size > 0 and room > 0 else 0.0
+
+
+def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
+    """Dot product of a pod's request and the node's room, both as shares of the node: like
+    `alignment`, but larger pods first among those that suit the room."""
+    return sum(r * (c - u) / (c * c) for r, c, u in zip(request, capacity, used, strict=True) if c > 0)
 
 
 def _ruled(pod_class: PodClass) -> bool:
@@ -284,9 +305,13 @@ class Packer:
 
     # New nodes: one at a time, each the best of a few trial fills.
     def pack(
-        self, classes: Sequence[PodClass], unschedulable: Callable[[Pod, str], None], *, mixed: bool = False
+        self,
+        classes: Sequence[PodClass],
+        unschedulable: Callable[[Pod, str], None],
+        *,
+        match: Match | None = None,
     ) -> None:
-        """Place the classes' pending pods on new nodes; `mixed` adds the balanced trials."""
+        """Place the classes' pending pods on new nodes; `match` adds balanced trials filled by it."""
         active = [c for c in classes if c.left]
         for pod_class in active:
             if pod_class.view is None or pod_class.reqs is None:
@@ -296,7 +321,7 @@ class Packer:
             else:
                 found = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
                 pod_class.rate = self.cache.pod_rate(found, pod_class.request)
-        self._greedy(active, unschedulable, mixed=mixed)
+        self._greedy(active, unschedulable, match)
 
     def state(self, active: Sequence[PodClass]) -> State:
         """What packing, merging and local search change, to pack the same classes again."""
@@ -315,7 +340,7 @@ class Packer:
         self.headroom, self.relaxed = dict(state.headroom), list(state.relaxed)
 
     def _greedy(
-        self, active: list[PodClass], unschedulable: Callable[[Pod, str], None], *, mixed: bool
+        self, active: list[PodClass], unschedulable: Callable[[Pod, str], None], match: Match | None
     ) -> None:
         last: tuple[PodClass, list[_Trial]] | None = None
         while active := [c for c in active if c.left]:
@@ -330,8 +355,8 @@ class Packer:
                 ranking = self._ranking(seed)
                 trials = [self._trial(c, seed, active) for c in ranking]
                 best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
-                if best is not None and mixed:
-                    mixes = [self._balanced(c, seed, active) for c in self._mix_ranking(seed, active)]
+                if best is not None and match is not None:
+                    mixes = [self._balanced(c, seed, active, match) for c in self._mix_ranking(seed, active)]
                     trials = [t for t in [*trials, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
             assert seed.view is not None
@@ -463,10 +488,16 @@ class Packer:
         rated.sort(key=lambda r: (r[0], r[1]))
         return [c for _, _, c in rated[:MIX_TRIALS]]
 
-    def _balanced(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
+    def _balanced(
+        self,
+        candidate: Candidate,
+        seed: PodClass,
+        active: Sequence[PodClass],
+        match: Match,
+    ) -> _Trial:
         """Fill an empty node of `candidate`'s type with the seed and the pending classes, at each step
-        adding half of what fits of the class whose request best matches the room left (the largest
-        dot product of request and room, both as shares of the node): unlike first-fit, cpu-heavy
+        adding half of what fits of the class whose request best `match`es the room left
+        (`alignment`, `overlap`): unlike first-fit, cpu-heavy
         and memory-heavy pods share a node whose proportions suit them together."""
         name = candidate.entry.type.name
         capacity = candidate.entry.alloc
@@ -493,11 +524,7 @@ class Packer:
                     trial.needs = None
                 if count <= 0:
                     continue
-                fit = sum(
-                    r * (c - u) / (c * c)
-                    for r, c, u in zip(pod_class.request, capacity, node.used, strict=True)
-                    if c > 0
-                )
+                fit = match(pod_class.request, capacity, node.used)
                 if best is None or fit > best[0]:
                     best = (fit, pod_class, count, merged)
             if best is None:

@@ -32,7 +32,16 @@ from extender.scheduling.candidates import (
 )
 from extender.scheduling.domains import DomainPlanner
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
-from extender.scheduling.packer import LIMITS, UNMET_TOPOLOGY, Node, Packer, PodClass, State
+from extender.scheduling.packer import (
+    LIMITS,
+    UNMET_TOPOLOGY,
+    Node,
+    Packer,
+    PodClass,
+    State,
+    alignment,
+    overlap,
+)
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements
@@ -390,14 +399,14 @@ class _Context:
         def cheapest(node: Node) -> Candidate | None:
             return next(iter(fitting(node, 1)), None)
 
-        # Two greedy passes, first-fit trials alone and with balanced ones, each merged and
-        # searched; the better plan is kept, so the balanced trials never make a plan dearer.
+        # Greedy passes, first-fit trials alone and with balanced ones by each match, each merged
+        # and searched; the best plan is kept, so the balanced trials never make a plan dearer.
         start = packer.state(ordered_classes)
         passes: list[tuple[State, list[tuple[Pod, str]]]] = []
-        for mixed in (False, True) if _mixes(ordered_classes) else (False,):
+        for match in (None, alignment, overlap) if _mixes(ordered_classes) else (None,):
             packer.restore(start)
             left_out: list[tuple[Pod, str]] = []
-            packer.pack(ordered_classes, _collect(left_out), mixed=mixed)
+            packer.pack(ordered_classes, _collect(left_out), match=match)
             packer.merge_neighbours(cheapest)
             budget = self.search_budget
             if budget is None:
@@ -464,9 +473,19 @@ def _collect(out: list[tuple[Pod, str]]) -> Callable[[Pod, str], None]:
     return lambda pod, reason: out.append((pod, reason))
 
 
+#: Batches with more pods left for new nodes get the first-fit pass only: a balanced pass costs
+#: about as much as the first-fit one again per match, and large batches of many shapes already
+#: fill first-fit nodes well (5,000 pods of 20 shapes: no balanced pass is cheaper), so this keeps
+#: them within the speed target.
+MIX_PODS = 2000
+
+
 def _mixes(classes: Sequence[PodClass]) -> bool:
-    """Whether two classes with pods left could share a new node (else the balanced trials add nothing)."""
+    """Whether balanced passes are worth running: two classes with pods left could share a new
+    node (else they add nothing), and the batch is within MIX_PODS."""
     pending = [c for c in classes if c.left and c.view is not None]
+    if sum(c.left for c in pending) > MIX_PODS:
+        return False
     return any(a.view is b.view and a.gpus == b.gpus for a, b in itertools.pairwise(pending))
 
 
