@@ -101,11 +101,15 @@ def _undominated(
     return kept
 
 
-def _knapsack(pool: Pool, entry: tuple[str, Vector, float, frozenset[int]], duals: np.ndarray) -> list[int]:
+def _knapsack(
+    pool: Pool, entry: tuple[str, Vector, float, frozenset[int]], duals: np.ndarray
+) -> tuple[list[int], float]:
+    """The type's best pattern at these duals, and an upper bound on any pattern's worth (HiGHS's
+    dual bound, so the Farley ratio stays valid whatever gap the MIP closed)."""
     _, alloc, _, may = entry
     index = [i for i in sorted(may) if duals[i] > EPS]
     if not index:
-        return [0] * len(pool.shapes)
+        return [0] * len(pool.shapes), 0.0
     matrix = np.array([[pool.shapes[i][d] for i in index] for d in range(len(alloc))])
     upper = np.array([pool.counts[i] for i in index], dtype=float)
     found = milp(
@@ -115,11 +119,12 @@ def _knapsack(pool: Pool, entry: tuple[str, Vector, float, frozenset[int]], dual
         bounds=Bounds(0, upper),
         options={"mip_rel_gap": 1e-9},
     )
+    if found.x is None:
+        raise RuntimeError(f"knapsack for {entry[0]} not solved: {found.message}")
     pattern = [0] * len(pool.shapes)
-    if found.x is not None:
-        for i, v in zip(index, found.x, strict=True):
-            pattern[i] = round(v)
-    return pattern
+    for i, v in zip(index, found.x, strict=True):
+        pattern[i] = round(v)
+    return pattern, max(-float(found.mip_dual_bound), -float(found.fun))
 
 
 def solve_pool(pool: Pool, rounds: int = ROUNDS) -> Result:
@@ -141,9 +146,9 @@ def solve_pool(pool: Pool, rounds: int = ROUNDS) -> Result:
         duals = -master.ineqlin.marginals
         ratio, added = 1.0, 0
         for entry in pool.types:
-            pattern = _knapsack(pool, entry, duals)
+            pattern, upper = _knapsack(pool, entry, duals)
             worth = float(np.dot(duals, pattern))
-            ratio = max(ratio, worth / entry[2])
+            ratio = max(ratio, upper / entry[2])
             if worth > entry[2] * (1 + 1e-7):
                 columns.append((pattern, entry[2]))
                 added += 1
