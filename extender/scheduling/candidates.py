@@ -222,16 +222,20 @@ class CandidateCache:
         estimated types apart, as `usable` keeps them) is computed once and filtered per request."""
         if (memo := self._frontier.get(id(found))) is None:
             kept: list[Candidate] = []
+            top: dict[bool, Vector] = {}
             for c in sorted(
                 found.candidates, key=lambda c: (c.estimated, c.offering.price, c.entry.type.name)
             ):
                 alloc = c.entry.alloc
-                if not any(
+                most = top.get(c.estimated, tuple(-math.inf for _ in alloc))
+                # More of some resource than every cheaper type: nothing beats it, no scan needed.
+                if any(a > m for a, m in zip(alloc, most, strict=True)) or not any(
                     k.estimated == c.estimated
                     and all(a >= b for a, b in zip(k.entry.alloc, alloc, strict=True))
                     for k in kept
                 ):
                     kept.append(c)
+                    top[c.estimated] = tuple(max(a, m) for a, m in zip(alloc, most, strict=True))
             memo = self._frontier[id(found)] = (found, tuple(kept))
         holding = [c for c in memo[1] if fit_count(request, c.entry.alloc)]
         return tuple(c for c in holding if not c.estimated) or tuple(holding)

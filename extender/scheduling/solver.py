@@ -473,18 +473,22 @@ def _collect(out: list[tuple[Pod, str]]) -> Callable[[Pod, str], None]:
     return lambda pod, reason: out.append((pod, reason))
 
 
-#: Batches with more pods left for new nodes get the first-fit pass only: a balanced pass costs
-#: about as much as the first-fit one again per match, and large batches of many shapes already
-#: fill first-fit nodes well (5,000 pods of 20 shapes: no balanced pass is cheaper), so this keeps
-#: them within the speed target.
-MIX_PODS = 2000
+#: Balanced passes run while pods left for new nodes x classes is at most this: a balanced fill
+#: looks at every class every few pods, so its work grows with both, where first-fit's grows with
+#: the pods. Past it (5,000 pods of 20 shapes; 1,000 pods of hundreds of topology classes) the
+#: first-fit pass alone keeps the batch fast; large batches of many shapes fill first-fit nodes
+#: well anyway (5,000 pods of 20 shapes: no balanced pass was cheaper).
+MIX_WORK = 40_000
+#: Nor with more classes than this (a balanced fill rescans them all every few pods): batches of
+#: many distinct pods (hundreds of label and topology variants) keep first-fit's speed.
+MIX_CLASSES = 24
 
 
 def _mixes(classes: Sequence[PodClass]) -> bool:
     """Whether balanced passes are worth running: two classes with pods left could share a new
-    node (else they add nothing), and the batch is within MIX_PODS."""
+    node (else they add nothing), within MIX_CLASSES and MIX_WORK."""
     pending = [c for c in classes if c.left and c.view is not None]
-    if sum(c.left for c in pending) > MIX_PODS:
+    if len(pending) > MIX_CLASSES or sum(c.left for c in pending) * len(pending) > MIX_WORK:
         return False
     return any(a.view is b.view and a.gpus == b.gpus for a, b in itertools.pairwise(pending))
 
