@@ -36,8 +36,9 @@ from extender.scheduling.topology import HostConstraints
 #: Instance types tried for each new node; the ranking by the seed class's own $/pod puts the
 #: winner among the first few, and each trial costs a pass over the pending classes.
 TRIALS = 6
-#: Types tried per new node with a balanced fill (`_balanced`, in the solver's second greedy pass),
-#: ranked by what the pending pods cost bought in the type's proportions.
+#: Types tried per new node with a balanced fill (`_balanced`, in the solver's balanced passes),
+#: ranked by what the pending pods cost bought in the type's proportions; the solver also runs
+#: passes with twice as many (which type wins early shifts what is left, so neither always wins).
 MIX_TRIALS = 4
 #: How many earlier nodes a node is offered to when merging.
 MERGE_WINDOW = 4
@@ -195,6 +196,7 @@ class Packer:
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
         self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
         self._rankings: dict[tuple[int, Vector], list[Candidate]] = {}
+        self._mix_trials = MIX_TRIALS
 
     def add_existing(
         self,
@@ -310,8 +312,10 @@ class Packer:
         unschedulable: Callable[[Pod, str], None],
         *,
         match: Match | None = None,
+        mix_trials: int = MIX_TRIALS,
     ) -> None:
-        """Place the classes' pending pods on new nodes; `match` adds balanced trials filled by it."""
+        """Place the classes' pending pods on new nodes; `match` adds `mix_trials` balanced trials
+        per node, filled by it."""
         active = [c for c in classes if c.left]
         for pod_class in active:
             if pod_class.view is None or pod_class.reqs is None:
@@ -321,6 +325,7 @@ class Packer:
             else:
                 found = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
                 pod_class.rate = self.cache.pod_rate(found, pod_class.request)
+        self._mix_trials = mix_trials
         self._greedy(active, unschedulable, match)
 
     def state(self, active: Sequence[PodClass]) -> State:
@@ -471,7 +476,8 @@ class Packer:
 
     def _mix_ranking(self, seed: PodClass, active: Sequence[PodClass]) -> list[Candidate]:
         """The seed's usable types by the price of the pending pods' total request bought in whole
-        multiples of the type (per unit of that total), cheapest first, at most MIX_TRIALS, within limits.
+        multiples of the type (per unit of that total), cheapest first, at most `mix_trials` (pack),
+        within limits.
         """
         assert seed.view is not None and seed.reqs is not None
         total = [0.0] * len(seed.request)
@@ -486,7 +492,7 @@ class Packer:
             if share > 0 and self._within_limits(seed, c):
                 rated.append((c.offering.price / share, c.entry.type.name, c))
         rated.sort(key=lambda r: (r[0], r[1]))
-        return [c for _, _, c in rated[:MIX_TRIALS]]
+        return [c for _, _, c in rated[: self._mix_trials]]
 
     def _balanced(
         self,

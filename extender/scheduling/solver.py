@@ -34,7 +34,9 @@ from extender.scheduling.domains import DomainPlanner
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.packer import (
     LIMITS,
+    MIX_TRIALS,
     UNMET_TOPOLOGY,
+    Match,
     Node,
     Packer,
     PodClass,
@@ -130,8 +132,9 @@ def solve(
     recounted without it.
 
     `search_budget`: repacks the local search (improve.py) may try after the greedy packing; None =
-    a budget that grows with the number of new nodes (`improve.default_budget`), 0 = none. A
-    count, not a time: the solver reads no clock.
+    a budget that grows with the number of new nodes (`improve.default_budget`), 0 = none, and no
+    balanced greedy passes either (the first-fit plan alone). A count, not a time: the solver
+    reads no clock.
     """
     dims = _dims(pods, daemonsets)
     views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
@@ -403,10 +406,13 @@ class _Context:
         # and searched; the best plan is kept, so the balanced trials never make a plan dearer.
         start = packer.state(ordered_classes)
         passes: list[tuple[State, list[tuple[Pod, str]]]] = []
-        for match in (None, alignment, overlap) if _mixes(ordered_classes) else (None,):
+        variants: list[tuple[Match | None, int]] = [(None, 0)]
+        if self.search_budget != 0 and _mixes(ordered_classes):
+            variants += [(m, n) for n in (MIX_TRIALS, 2 * MIX_TRIALS) for m in (alignment, overlap)]
+        for match, mix_trials in variants:
             packer.restore(start)
             left_out: list[tuple[Pod, str]] = []
-            packer.pack(ordered_classes, _collect(left_out), match=match)
+            packer.pack(ordered_classes, _collect(left_out), match=match, mix_trials=mix_trials)
             packer.merge_neighbours(cheapest)
             budget = self.search_budget
             if budget is None:

