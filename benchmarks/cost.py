@@ -13,7 +13,13 @@ of 20 options) and Cluster-Autoscaler node groups of m5.large / m5.xlarge ("-" w
 cannot run every pod). Prints the worst ratio, not only the mean, and the load average, since
 timings on a shared machine move with it. Asserts nothing.
 
-Run: .venv/bin/python -m benchmarks.cost [--quick]  (--quick: families only)
+`--exact` adds `CG`: the configuration LP's optimum over whole-pod node patterns, by column
+generation with HiGHS (benchmarks/configlp.py; valid at every round by Farley's argument), so the
+ratio is plan / max(LP, own, CG); and `MIP`: the integer plan over the generated patterns, a real
+plan that brackets the optimum from above (plan / MIP near 1 means the plan is near-optimal and
+any gap is the bound's). Slow: seconds to a minute per workload.
+
+Run: .venv/bin/python -m benchmarks.cost [--quick] [--exact]  (--quick: families only)
 """
 
 from __future__ import annotations
@@ -63,14 +69,22 @@ def _group_price(outcome: Outcome) -> str:
 
 
 def measure(
-    workload: Workload, catalog: Sequence[InstanceType], by_name: dict[str, InstanceType]
+    workload: Workload, catalog: Sequence[InstanceType], by_name: dict[str, InstanceType], exact: bool = False
 ) -> dict[str, Any]:
     started = time.perf_counter()
     plan = solve(list(workload.pods), [provisioner(workload.capacity_types)], catalog)
     elapsed = time.perf_counter() - started
     lp = lp_bound(workload.pods, catalog, workload.capacity_types)
-    bound = max(lp, plan.lower_bound)
+    configuration = None
+    if exact:
+        from benchmarks.configlp import configuration_lp  # scipy (dev extra): only for --exact
+
+        configuration = configuration_lp(workload.pods, catalog, workload.capacity_types)
+    cg = configuration.bound if configuration else 0.0
+    bound = max(lp, plan.lower_bound, cg)
     return {
+        "cg": cg,
+        "mip": configuration.integer if configuration else None,
         "name": workload.name,
         "pods": len(workload.pods),
         "nodes": len(plan.nodes),
@@ -93,13 +107,14 @@ HEADER = (
 
 
 def row(r: dict[str, Any]) -> str:
-    bound = max(r["lp"], r["own"])
+    bound = max(r["lp"], r["own"], r["cg"])
     karpenter = r["karpenter"]
     return (
         f"{r['name']:<18} {r['pods']:>5} {r['nodes']:>5} {r['plan']:>9.3f} {r['lp']:>8.3f} {r['own']:>8.3f}"
         f" {r['ratio']:>6.3f} {r['seconds']:>6.2f} {karpenter.price:>8.3f} {karpenter.price / bound:>6.3f}"
         f" {_group_price(r['m5.large']):>8} {_group_price(r['m5.xlarge']):>8}"
         + (f"  ({r['unscheduled']} unscheduled)" if r["unscheduled"] else "")
+        + (f"  CG {r['cg']:.3f} MIP {r['mip']:.3f} plan/MIP {r['plan'] / r['mip']:.3f}" if r["mip"] else "")
     )
 
 
@@ -107,7 +122,7 @@ def summary(label: str, results: Sequence[dict[str, Any]]) -> str:
     ratios = [r["ratio"] for r in results]
     worst = max(results, key=lambda r: r["ratio"])
     over = sum(1 for x in ratios if x > TARGET_RATIO)
-    karpenter = [r["karpenter"].price / max(r["lp"], r["own"]) for r in results]
+    karpenter = [r["karpenter"].price / max(r["lp"], r["own"], r["cg"]) for r in results]
     return (
         f"{label}: worst {worst['ratio']:.3f} ({worst['name']}), mean {statistics.mean(ratios):.3f},"
         f" {over}/{len(ratios)} above {TARGET_RATIO}; Karpenter-0.5 FFD worst {max(karpenter):.3f},"
@@ -118,6 +133,7 @@ def summary(label: str, results: Sequence[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="karpy plan cost against lower bounds and baselines")
     parser.add_argument("--quick", action="store_true", help="families only, no random mixes")
+    parser.add_argument("--exact", action="store_true", help="add the configuration LP bound (HiGHS)")
     args = parser.parse_args(argv)
     catalog = build_catalog(moto_types(), offerings=None, zones=ZONES, prices=PriceBook())
     by_name = {t.name: t for t in catalog}
@@ -125,12 +141,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"catalog: {len(catalog)} types from moto, {estimated} of them in no price table (estimated)")
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cpus)")
     print(HEADER)
-    fam = [measure(w, catalog, by_name) for w in families()]
+    fam = [measure(w, catalog, by_name, args.exact) for w in families()]
     for r in fam:
         print(row(r))
     print(summary("families", fam))
     if not args.quick:
-        mixes = [measure(w, catalog, by_name) for w in random_mixes()]
+        mixes = [measure(w, catalog, by_name, args.exact) for w in random_mixes()]
         for r in sorted(mixes, key=lambda r: -r["ratio"])[:10]:
             print(row(r))
         print(summary("50 random mixes (10 worst shown)", mixes))

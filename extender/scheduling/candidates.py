@@ -160,6 +160,7 @@ class CandidateCache:
         self._memo: dict[tuple[str, Requirements, frozenset[str]], CandidateSet] = {}
         self._rates: dict[tuple[int, Vector], float] = {}
         self._usable: dict[tuple[int, Vector], tuple[Candidate, ...]] = {}
+        self._frontier: dict[int, tuple[CandidateSet, tuple[Candidate, ...]]] = {}
 
     def cheapest_offering(self, instance_type: InstanceType, reqs: Requirements) -> Offering | None:
         zones, capacity_types = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
@@ -212,6 +213,32 @@ class CandidateCache:
             priced = tuple(c for c in holding if not c.estimated)
             result = self._usable[key] = priced or tuple(holding)
         return result
+
+    def frontier(self, found: CandidateSet, request: Vector) -> tuple[Candidate, ...]:
+        """`usable` less the types another one beats on every resource at no higher price: only these
+        can be the cheapest way to buy some mix of resources. Cheapest first.
+
+        A type that beats one holding the pod holds it too, so the set's frontier (priced and
+        estimated types apart, as `usable` keeps them) is computed once and filtered per request."""
+        if (memo := self._frontier.get(id(found))) is None:
+            kept: list[Candidate] = []
+            top: dict[bool, Vector] = {}
+            for c in sorted(
+                found.candidates, key=lambda c: (c.estimated, c.offering.price, c.entry.type.name)
+            ):
+                alloc = c.entry.alloc
+                most = top.get(c.estimated, tuple(-math.inf for _ in alloc))
+                # More of some resource than every cheaper type: nothing beats it, no scan needed.
+                if any(a > m for a, m in zip(alloc, most, strict=True)) or not any(
+                    k.estimated == c.estimated
+                    and all(a >= b for a, b in zip(k.entry.alloc, alloc, strict=True))
+                    for k in kept
+                ):
+                    kept.append(c)
+                    top[c.estimated] = tuple(max(a, m) for a, m in zip(alloc, most, strict=True))
+            memo = self._frontier[id(found)] = (found, tuple(kept))
+        holding = [c for c in memo[1] if fit_count(request, c.entry.alloc)]
+        return tuple(c for c in holding if not c.estimated) or tuple(holding)
 
     def pod_rate(self, found: CandidateSet, request: Vector) -> float:
         """Cheapest $/h per pod when nodes of this set hold only pods of `request` (inf if none fits)."""

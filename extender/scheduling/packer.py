@@ -8,10 +8,19 @@ and the type whose fill is worth most per dollar wins, where a pod is worth the 
 its class could get on nodes of its own (`CandidateCache.pod_rate`). The solver later offers
 every type that holds the final contents, cheapest first, which shrinks partly filled nodes.
 Last, neighbouring nodes are merged when one node holding both is no dearer.
+
+First-fit fills a node with the seed class first, so cpu-heavy and memory-heavy pods end on nodes
+sized for each alone. A pass with a `match` adds balanced trials: types ranked by the price of the whole
+pending mix in their proportions, filled a few pods at a time with the class that best matches
+the room left; the solver runs first-fit alone and with each match and keeps the cheapest plan.
+While every trial of a node would fill the same way again (counts set by the room, not by the
+pods left; no hostname rules), the chosen node is repeated without the trials: large batches are
+mostly such runs.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,10 +36,16 @@ from extender.scheduling.topology import HostConstraints
 #: Instance types tried for each new node; the ranking by the seed class's own $/pod puts the
 #: winner among the first few, and each trial costs a pass over the pending classes.
 TRIALS = 6
+#: Types tried per new node with a balanced fill (`_balanced`, in the solver's balanced passes),
+#: ranked by what the pending pods cost bought in the type's proportions; the solver also runs
+#: passes with twice as many (which type wins early shifts what is left, so neither always wins).
+MIX_TRIALS = 4
 #: How many earlier nodes a node is offered to when merging.
 MERGE_WINDOW = 4
 NO_ROOM = "no instance type has room for the pod's requests"
 _Merged = Requirements | None
+#: How well a pod's request suits a node's room: (request, capacity, used) -> higher is better.
+Match = Callable[[Vector, Vector, Vector], float]
 UNMET_TOPOLOGY = "pod (anti-)affinity, topology spread on kubernetes.io/hostname or host ports cannot be met"
 LIMITS = "limits exceeded"
 
@@ -102,11 +117,59 @@ class _Trial:
     candidate: Candidate
     node: Node
     value: float
+    #: class id -> (class, the fewest pods it must have left for the same fill); None when a pod
+    #: of a class considered carries a hostname rule or host ports (others' placement counts).
+    needs: dict[int, tuple[PodClass, int]] | None = field(default_factory=dict)
 
     @property
     def score(self) -> tuple[float, float]:
         # Worth per dollar first; on a tie the fuller node, so fewer nodes carry the same pods.
         return (self.value / self.candidate.offering.price, self.value)
+
+    def again(self) -> bool:
+        """Whether filling the same type from the pending pods would give the same node: every
+        count was set by the room, not by how many pods were left, and still is."""
+        return self.needs is not None and all(c.left >= n for c, n in self.needs.values())
+
+    def need(self, pod_class: PodClass, left: int) -> None:
+        """Record that the fill holds only while `pod_class` has at least `left` pods pending."""
+        if self.needs is not None:
+            old = self.needs.get(id(pod_class), (pod_class, 0))[1]
+            self.needs[id(pod_class)] = (pod_class, max(old, left))
+
+    def replay(self) -> _Trial:
+        """The same fill on a new node."""
+        old = self.node
+        node = Node(capacity=old.capacity, used=tuple(0.0 for _ in old.used), view=old.view, reqs=old.reqs)
+        node.gpus = old.gpus
+        for pod_class, count in old.entries:
+            node.add(pod_class, count)
+        return _Trial(self.candidate, node, self.value, self.needs)
+
+
+def alignment(request: Vector, capacity: Vector, used: Vector) -> float:
+    """Cosine of the angle between a pod's request and the node's room, both as shares of the
+    node: 1 when the pod uses the resources in the proportions the node has them left."""
+    dot = size = room = 0.0
+    for r, c, u in zip(request, capacity, used, strict=True):
+        if c > 0:
+            a, b = r / c, (c - u) / c
+            dot, size, room = dot + a * b, size + a * a, room + b * b
+    return dot / math.sqrt(size * room) if size > 0 and room > 0 else 0.0
+
+
+def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
+    """Dot product of a pod's request and the node's room, both as shares of the node: like
+    `alignment`, but larger pods first among those that suit the room."""
+    return sum(r * (c - u) / (c * c) for r, c, u in zip(request, capacity, used, strict=True) if c > 0)
+
+
+def _ruled(pod_class: PodClass) -> bool:
+    """Whether the class's placement depends on other pods' (hostname rules, host ports)."""
+    host = pod_class.host
+    return bool(
+        pod_class.matches or pod_class.ports or host.anti or host.affinity or host.spread or host.repels
+    )
 
 
 class Packer:
@@ -133,6 +196,7 @@ class Packer:
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
         self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
         self._rankings: dict[tuple[int, Vector], list[Candidate]] = {}
+        self._mix_trials = MIX_TRIALS
 
     def add_existing(
         self,
@@ -242,7 +306,16 @@ class Packer:
                 self._commit(node, pod_class, count)
 
     # New nodes: one at a time, each the best of a few trial fills.
-    def pack(self, classes: Sequence[PodClass], unschedulable: Callable[[Pod, str], None]) -> None:
+    def pack(
+        self,
+        classes: Sequence[PodClass],
+        unschedulable: Callable[[Pod, str], None],
+        *,
+        match: Match | None = None,
+        mix_trials: int = MIX_TRIALS,
+    ) -> None:
+        """Place the classes' pending pods on new nodes; `match` adds `mix_trials` balanced trials
+        per node, filled by it."""
         active = [c for c in classes if c.left]
         for pod_class in active:
             if pod_class.view is None or pod_class.reqs is None:
@@ -252,11 +325,50 @@ class Packer:
             else:
                 found = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
                 pod_class.rate = self.cache.pod_rate(found, pod_class.request)
+        self._mix_trials = mix_trials
+        self._greedy(active, unschedulable, match)
+
+    def state(self, active: Sequence[PodClass]) -> State:
+        """What packing, merging and local search change, to pack the same classes again."""
+        return State(
+            [(c, c.next, c.host) for c in active],
+            list(self.nodes),
+            Counter(self.placed_by_term),
+            dict(self.headroom),
+            list(self.relaxed),
+        )
+
+    def restore(self, state: State) -> None:
+        for pod_class, next_pod, host in state.classes:
+            pod_class.next, pod_class.host = next_pod, host
+        self.nodes, self.placed_by_term = list(state.nodes), Counter(state.placed_by_term)
+        self.headroom, self.relaxed = dict(state.headroom), list(state.relaxed)
+
+    def _greedy(
+        self, active: list[PodClass], unschedulable: Callable[[Pod, str], None], match: Match | None
+    ) -> None:
+        last: tuple[PodClass, list[_Trial]] | None = None
         while active := [c for c in active if c.left]:
             seed = active[0]
-            ranking = self._ranking(seed)
-            trials = [self._trial(c, seed, active) for c in ranking]
-            best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
+            best: _Trial | None
+            if last is not None and last[0] is seed and all(t.again() for t in last[1]):
+                # Every trial would fill its node as before: repeat the choice without the trials
+                # (the balanced trials' types are not ranked again for the smaller remainder).
+                trials = last[1]
+                best = max(trials, key=lambda t: t.score).replay()
+            else:
+                ranking = self._ranking(seed)
+                trials = [self._trial(c, seed, active) for c in ranking]
+                best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
+                if best is not None and match is not None:
+                    mixes = [self._balanced(c, seed, active, match) for c in self._mix_ranking(seed, active)]
+                    trials = [t for t in [*trials, *mixes] if t.node.entries]
+                    best = max(trials, key=lambda t: t.score)
+            assert seed.view is not None
+            if best is not None and seed.view.provisioner.name not in self.headroom:
+                last = (seed, [t for t in trials if t.node.entries])
+            else:
+                last = None
             if best is None:
                 if seed.host.soft:
                     # Preferences were treated as required; the pods cannot have them all: drop them.
@@ -280,7 +392,6 @@ class Packer:
             for pod_class, count in node.entries:
                 self._commit(node, pod_class, count)
             self.nodes.append(node)
-            assert seed.view is not None
             name = seed.view.provisioner.name
             if name in self.headroom:
                 node.charged = self._charge(name, best.candidate)
@@ -338,7 +449,7 @@ class Packer:
             reqs=seed.reqs,
             gpus=seed.gpus,
         )
-        value = 0.0
+        trial = _Trial(candidate, node, 0.0)
         for pod_class in active:
             if pod_class.view is not seed.view or pod_class.gpus != seed.gpus:
                 continue
@@ -348,15 +459,93 @@ class Packer:
                 continue
             if merged is not node.reqs and name not in self._allowed_names(node, merged):
                 continue
-            count = min(self.topology_cap(node, pod_class, pod_class.left), node.room(pod_class.request))
+            room = node.room(pod_class.request)
+            count = min(self.topology_cap(node, pod_class, pod_class.left), room)
+            if _ruled(pod_class):
+                trial.needs = None
             if count <= 0:
                 continue
+            # Cut by the room, the same count is found while more than that is left.
+            trial.need(pod_class, count + 1 if count == room < pod_class.left else 1 << 62)
             node.reqs = merged
             node.add(pod_class, count)
-            value += count * pod_class.rate
+            trial.value += count * pod_class.rate
             if not node.room(self.min_request):
                 break
-        return _Trial(candidate, node, value)
+        return trial
+
+    def _mix_ranking(self, seed: PodClass, active: Sequence[PodClass]) -> list[Candidate]:
+        """The seed's usable types by the price of the pending pods' total request bought in whole
+        multiples of the type (per unit of that total), cheapest first, at most `mix_trials` (pack),
+        within limits.
+        """
+        assert seed.view is not None and seed.reqs is not None
+        total = [0.0] * len(seed.request)
+        for pod_class in active:
+            if pod_class.view is seed.view and pod_class.gpus == seed.gpus:
+                for d, r in enumerate(pod_class.request):
+                    total[d] += pod_class.left * r
+        found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
+        rated = []
+        for c in self.cache.frontier(found, seed.request):
+            share = min((a / t for a, t in zip(c.entry.alloc, total, strict=True) if t > 0), default=0.0)
+            if share > 0 and self._within_limits(seed, c):
+                rated.append((c.offering.price / share, c.entry.type.name, c))
+        rated.sort(key=lambda r: (r[0], r[1]))
+        return [c for _, _, c in rated[: self._mix_trials]]
+
+    def _balanced(
+        self,
+        candidate: Candidate,
+        seed: PodClass,
+        active: Sequence[PodClass],
+        match: Match,
+    ) -> _Trial:
+        """Fill an empty node of `candidate`'s type with the seed and the pending classes, at each step
+        adding half of what fits of the class whose request best `match`es the room left
+        (`alignment`, `overlap`): unlike first-fit, cpu-heavy
+        and memory-heavy pods share a node whose proportions suit them together."""
+        name = candidate.entry.type.name
+        capacity = candidate.entry.alloc
+        node = Node(capacity=capacity, used=tuple(0.0 for _ in seed.request), view=seed.view, reqs=seed.reqs)
+        node.gpus = seed.gpus
+        taken: dict[int, int] = {}
+        pending = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+        trial = _Trial(candidate, node, 0.0)
+        while True:
+            best: tuple[float, PodClass, int, Requirements] | None = None
+            for pod_class in pending:
+                assert pod_class.reqs is not None
+                want = pod_class.left - taken.get(id(pod_class), 0)
+                if want <= 0:
+                    continue
+                merged = self._merge(node, pod_class.reqs)
+                if merged is None or (
+                    merged is not node.reqs and name not in self._allowed_names(node, merged)
+                ):
+                    continue
+                room = node.room(pod_class.request)
+                count = min(self.topology_cap(node, pod_class, want), room)
+                if _ruled(pod_class):
+                    trial.needs = None
+                if count <= 0:
+                    continue
+                fit = match(pod_class.request, capacity, node.used)
+                if best is None or fit > best[0]:
+                    best = (fit, pod_class, count, merged)
+            if best is None:
+                break
+            _, pod_class, count, merged = best
+            before = taken.get(id(pod_class), 0)
+            room = node.room(pod_class.request)
+            # Cut by the room, the same count is found while more than that is left.
+            trial.need(pod_class, before + count + 1 if count == room else 1 << 62)
+            count = max(1, count // 2)
+            node.reqs = merged
+            node.add(pod_class, count)
+            taken[id(pod_class)] = before + count
+            trial.value += count * pod_class.rate
+        return trial
 
     def merge_neighbours(self, price: Callable[[Node], Candidate | None]) -> None:
         """Fold a node into one of the few before it when one node holding both costs no more."""
@@ -405,6 +594,17 @@ class Packer:
         target.spread_caps = trial.spread_caps
         target.pods.extend(node.pods)
         return True
+
+
+@dataclass
+class State:
+    """A packer's new nodes and what placing pods changed (see `Packer.state`)."""
+
+    classes: list[tuple[PodClass, int, HostConstraints]]
+    nodes: list[Node]
+    placed_by_term: Counter[int]
+    headroom: dict[str, Resources]
+    relaxed: list[str]
 
 
 def _cost(candidate: Candidate | None) -> float:

@@ -9,6 +9,7 @@ Called by the provisioning worker and `karpy plan`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,18 @@ from extender.scheduling.candidates import (
 )
 from extender.scheduling.domains import DomainPlanner
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
-from extender.scheduling.packer import LIMITS, UNMET_TOPOLOGY, Node, Packer, PodClass
+from extender.scheduling.packer import (
+    LIMITS,
+    MIX_TRIALS,
+    UNMET_TOPOLOGY,
+    Match,
+    Node,
+    Packer,
+    PodClass,
+    State,
+    alignment,
+    overlap,
+)
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements
@@ -120,8 +132,9 @@ def solve(
     recounted without it.
 
     `search_budget`: repacks the local search (improve.py) may try after the greedy packing; None =
-    a budget that grows with the number of new nodes (`improve.default_budget`), 0 = none. A
-    count, not a time: the solver reads no clock.
+    a budget that grows with the number of new nodes (`improve.default_budget`), 0 = none, and no
+    balanced greedy passes either (the first-fit plan alone). A count, not a time: the solver
+    reads no clock.
     """
     dims = _dims(pods, daemonsets)
     views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
@@ -384,21 +397,40 @@ class _Context:
         def unplaced(pod: Pod, reason: str) -> None:
             dropped.append(_Dropped(pod, reason, view_of.get(pod.key), topology=reason == UNMET_TOPOLOGY))
 
-        packer.pack(ordered_classes, unplaced)
+        fitting = _Fitting(self.cache)
 
         def cheapest(node: Node) -> Candidate | None:
-            return next(iter(_fitting(node, self.cache, 1)), None)
+            return next(iter(fitting(node, 1)), None)
 
-        packer.merge_neighbours(cheapest)
-        budget = self.search_budget
-        if budget is None:
-            budget = improve.default_budget(len(packer.nodes))
-        if budget:
-            orders = [_ordering(name) for name in SORT_KEYS]
-            improve.improve(packer, orders, cheapest, budget)
+        # Greedy passes, first-fit trials alone and with balanced ones by each match, each merged
+        # and searched; the best plan is kept, so the balanced trials never make a plan dearer.
+        start = packer.state(ordered_classes)
+        passes: list[tuple[State, list[tuple[Pod, str]]]] = []
+        variants: list[tuple[Match | None, int]] = [(None, 0)]
+        if self.search_budget != 0 and _mixes(ordered_classes):
+            variants += [(m, n) for n in (MIX_TRIALS, 2 * MIX_TRIALS) for m in (alignment, overlap)]
+        for match, mix_trials in variants:
+            packer.restore(start)
+            left_out: list[tuple[Pod, str]] = []
+            packer.pack(ordered_classes, _collect(left_out), match=match, mix_trials=mix_trials)
+            packer.merge_neighbours(cheapest)
+            budget = self.search_budget
+            if budget is None:
+                budget = improve.default_budget(len(packer.nodes))
+            if budget:
+                orders = [_ordering(name) for name in SORT_KEYS]
+                improve.improve(packer, orders, cheapest, budget)
+            passes.append((packer.state(ordered_classes), left_out))
+        chosen = passes[0]
+        for other in passes[1:]:
+            if _better(other[0].nodes, len(other[1]), chosen[0].nodes, len(chosen[1]), cheapest):
+                chosen = other
+        packer.restore(chosen[0])
+        for pod, reason in chosen[1]:
+            unplaced(pod, reason)
         limited: list[Unschedulable] = []
         planned = _apply_limits(
-            _materialize(packer.nodes, self.cache, max_options, self.dims), self.views, self.usage, limited
+            _materialize(packer.nodes, fitting, max_options, self.dims), self.views, self.usage, limited
         )
         for item in limited:
             dropped.append(_Dropped(item.pod, item.reason, view_of.get(item.pod.key)))
@@ -428,6 +460,66 @@ class _Context:
         return result
 
 
+class _Fitting:
+    """`_fitting`, memoised per round: nodes of one pattern (the packer repeats them) ask the same.
+    Keyed by identity of the view and requirements, which the round's nodes keep alive."""
+
+    def __init__(self, cache: CandidateCache) -> None:
+        self.cache = cache
+        self._memo: dict[tuple[int, int, frozenset[str], Vector, int], list[Candidate]] = {}
+
+    def __call__(self, node: Node, limit: int) -> list[Candidate]:
+        key = (id(node.view), id(node.reqs), node.gpus, node.used, limit)
+        if (found := self._memo.get(key)) is None:
+            found = self._memo[key] = _fitting(node, self.cache, limit)
+        return found
+
+
+def _collect(out: list[tuple[Pod, str]]) -> Callable[[Pod, str], None]:
+    return lambda pod, reason: out.append((pod, reason))
+
+
+#: Balanced passes run while pods left for new nodes x classes is at most this: a balanced fill
+#: looks at every class every few pods, so its work grows with both, where first-fit's grows with
+#: the pods. Past it (5,000 pods of 20 shapes; 1,000 pods of hundreds of topology classes) the
+#: first-fit pass alone keeps the batch fast; large batches of many shapes fill first-fit nodes
+#: well anyway (5,000 pods of 20 shapes: no balanced pass was cheaper).
+MIX_WORK = 40_000
+#: Nor with more classes than this (a balanced fill rescans them all every few pods): batches of
+#: many distinct pods (hundreds of label and topology variants) keep first-fit's speed.
+MIX_CLASSES = 24
+
+
+def _mixes(classes: Sequence[PodClass]) -> bool:
+    """Whether balanced passes are worth running: two classes with pods left could share a new
+    node (else they add nothing), within MIX_CLASSES and MIX_WORK."""
+    pending = [c for c in classes if c.left and c.view is not None]
+    if len(pending) > MIX_CLASSES or sum(c.left for c in pending) * len(pending) > MIX_WORK:
+        return False
+    return any(a.view is b.view and a.gpus == b.gpus for a, b in itertools.pairwise(pending))
+
+
+def _better(
+    nodes: Sequence[Node],
+    left_out: int,
+    other: Sequence[Node],
+    other_left_out: int,
+    price: Callable[[Node], Candidate | None],
+) -> bool:
+    """Whether `nodes` beat `other`: fewer pods left out, else cheaper, with more nodes only when
+    each added node saves more than the cheapest of them costs (as improve.py's repacks)."""
+    if left_out != other_left_out:
+        return left_out < other_left_out
+    prices = [_price(price(n)) for n in nodes]
+    saving = sum(_price(price(n)) for n in other) - sum(prices)
+    added = len(nodes) - len(other)
+    return saving > 1e-9 and (added <= 0 or saving > added * min(prices))
+
+
+def _price(candidate: Candidate | None) -> float:
+    return candidate.offering.price if candidate else 0.0
+
+
 def _fitting(node: Node, cache: CandidateCache, limit: int) -> list[Candidate]:
     """The node's candidates that hold its pods, cheapest first, at most `limit`."""
     assert node.view is not None and node.reqs is not None
@@ -444,18 +536,24 @@ def _fitting(node: Node, cache: CandidateCache, limit: int) -> list[Candidate]:
 
 
 def _materialize(
-    nodes: Sequence[Node], cache: CandidateCache, max_options: int, dims: Sequence[str]
+    nodes: Sequence[Node], fitting: _Fitting, max_options: int, dims: Sequence[str]
 ) -> list[PlannedNode]:
     result = []
+    # Zones and capacity types per (requirements, options): the same for every node of a pattern.
+    offers: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
     for node in nodes:
         assert node.view is not None and node.reqs is not None
-        options = _fitting(node, cache, max_options)
+        options = fitting(node, max_options)
         cheapest = options[0]
-        offered = [o for c in options for o in c.entry.type.offerings if o.available]
-        zones = sorted({o.zone for o in offered if node.reqs.allows(wk.ZONE, o.zone)})
-        capacity_types = sorted(
-            {o.capacity_type for o in offered if node.reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
-        )
+        if (found := offers.get((id(node.reqs), id(options)))) is None:
+            offered = [o for c in options for o in c.entry.type.offerings if o.available]
+            found = offers[(id(node.reqs), id(options))] = (
+                sorted({o.zone for o in offered if node.reqs.allows(wk.ZONE, o.zone)}),
+                sorted(
+                    {o.capacity_type for o in offered if node.reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
+                ),
+            )
+        zones, capacity_types = found
         provisioner = node.view.provisioner
         labels = {**provisioner.labels, wk.PROVISIONER_NAME: provisioner.name, **node.reqs.single_values()}
         result.append(
