@@ -1,17 +1,18 @@
 """List-then-watch loops delivering API JSON to callbacks, re-listing on 410 Gone or errors.
 
 One loop for every watcher in karpy: provisioning's pending-pod watcher and the lifecycle's
-Node and bound-Pod informers. Built on extender.cluster.watch (list_objects / watch_objects).
+Node informer and the bound-pod index. Built on extender.cluster.watch (stream_objects /
+watch_objects).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from extender.cluster.watch import Gone, list_objects, watch_objects
+from extender.cluster.watch import Gone, stream_objects, watch_objects
 from extender.heartbeat import no_tick
 from extender.retry import LoopBackoff
 
@@ -25,7 +26,7 @@ WATCH_SECONDS = 30
 def run_list_watch(
     list_fn: Callable[..., Any],
     *,
-    on_list: Callable[[list[dict[str, Any]], str], None],
+    on_list: Callable[[Iterable[dict[str, Any]], str], None],
     on_event: Callable[[str, dict[str, Any]], None],
     stop: threading.Event,
     name: str,
@@ -34,7 +35,8 @@ def run_list_watch(
     backoff: LoopBackoff | None = None,
     **selectors: Any,
 ) -> None:
-    """`on_list(items, resourceVersion)` after every (re)list, then `on_event(type, obj)` per watch
+    """`on_list(items, resourceVersion)` at every (re)list (the items stream in page by page as
+    `on_list` consumes them), then `on_event(type, obj)` per watch
     event (bookmarks included, so the receiver can track resourceVersion); returns once `stop` is set.
     `tick` is called after every list and every watch call (a heartbeat: both end within
     `watch_seconds` plus a list's time); failed passes re-list after `backoff`."""
@@ -42,7 +44,7 @@ def run_list_watch(
     backoff = backoff or LoopBackoff()
     while not stop.is_set():
         try:
-            items, version = list_objects(list_fn, **selectors)
+            items, version = stream_objects(list_fn, **selectors)
             on_list(items, version)
             backoff.succeeded()
             tick()
@@ -77,7 +79,7 @@ def start_informer(
 ) -> threading.Thread:
     """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event."""
 
-    def on_list(items: list[dict[str, Any]], _version: str) -> None:
+    def on_list(items: Iterable[dict[str, Any]], _version: str) -> None:
         for obj in items:
             handler("SYNC", obj)
 

@@ -185,7 +185,7 @@ def test_informer_relists_after_backoff_and_ticks_while_the_api_fails(monkeypatc
         lists.append(1)
         raise ApiException(status=503, reason="Service Unavailable")
 
-    monkeypatch.setattr(informer, "list_objects", failing_list)
+    monkeypatch.setattr(informer, "stream_objects", failing_list)
     ticks: list[int] = []
     stop = threading.Event()
     thread = threading.Thread(
