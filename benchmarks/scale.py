@@ -6,6 +6,9 @@ Measures what issue 13 asks of a 5,000-node cluster, each figure printed, none a
   every step of bound pods, and the growth per 10,000 pods, so 150,000 pods can be extrapolated;
 - time to plan and launch a 2,000-pod batch (pending -> bound p50/p95/max, the controller's phase
   split from its own histograms), with every bound pod of the cluster in its inventory;
+- watch lag while pods are created: for the k-th pod created in a step, the time from its create
+  call returning to the controller's bound-pod index counting k pods of the step (the gauge
+  `karpy_cluster_bound_pods`, polled every 50 ms, so lags are exact to about that);
 - extender `/filter` and `/prioritize` p50/p99 with all node names in the request, first on an idle
   extender, then while `--slow` connections trickle a request one byte per second.
 
@@ -127,8 +130,9 @@ def bound_pod(index: int, nodes: int) -> dict[str, Any]:
     }
 
 
-def create_all(fn: Any, items: range, deadline: float) -> tuple[int, float]:
-    """Create with 16 threads; returns (created, seconds). Stops at the deadline."""
+def create_all(fn: Any, items: range, deadline: float, done: list[float] | None = None) -> tuple[int, float]:
+    """Create with 16 threads; returns (created, seconds). Stops at the deadline. `done` gets the
+    monotonic time each create call returned."""
     started = time.monotonic()
     created = 0
 
@@ -136,11 +140,78 @@ def create_all(fn: Any, items: range, deadline: float) -> tuple[int, float]:
         if time.monotonic() > deadline:
             return 0
         fn(i)
+        if done is not None:
+            done.append(time.monotonic())
         return 1
 
     with ThreadPoolExecutor(16) as pool:
         created = sum(pool.map(one, items))
     return created, time.monotonic() - started
+
+
+INDEX_GAUGE = "karpy_cluster_bound_pods"
+
+
+def indexed_pods(metrics_url: str) -> float | None:
+    """The controller's bound-pod index size, from /metrics."""
+    try:
+        text = requests.get(metrics_url, timeout=REQUEST_TIMEOUT).text
+    except requests.RequestException:
+        return None
+    for line in text.splitlines():
+        if line.startswith(INDEX_GAUGE + " "):
+            return float(line.split()[1])
+    return None
+
+
+class LagProbe:
+    """Polls the index gauge every 50 ms while pods are created: (time, count) samples."""
+
+    def __init__(self, metrics_url: str) -> None:
+        self.url = metrics_url
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            count = indexed_pods(self.url)
+            if count is not None:
+                self.samples.append((time.monotonic(), count))
+
+    def __enter__(self) -> LagProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=REQUEST_TIMEOUT + 1)
+
+    def lags(self, baseline: float, created: list[float], settle: float = 30.0) -> list[float]:
+        """Per pod k (in order of its create returning): when the gauge first reached baseline + k,
+        minus that time; pods the gauge never reached within `settle` s of the last create are
+        left out (reported as the count missing)."""
+        end = (created[-1] if created else time.monotonic()) + settle
+        while time.monotonic() < end and (not self.samples or self.samples[-1][1] < baseline + len(created)):
+            time.sleep(0.05)
+        result, i = [], 0
+        for k, at in enumerate(sorted(created), start=1):
+            while i < len(self.samples) and self.samples[i][1] < baseline + k:
+                i += 1
+            if i == len(self.samples):
+                break
+            result.append(max(self.samples[i][0] - at, 0.0))
+        return result
+
+
+def describe_lag(lags: list[float], created: int) -> str:
+    if not lags:
+        return "watch lag: not measured (the index gauge did not move)"
+    missing = f", {created - len(lags)} never counted" if len(lags) < created else ""
+    return (
+        f"watch lag p50 {percentile(lags, 0.5):.2f}s p95 {percentile(lags, 0.95):.2f}s "
+        f"max {max(lags):.2f}s{missing}"
+    )
 
 
 def tree_rss_mb(pid: int) -> float:
@@ -287,20 +358,27 @@ def main() -> None:
             print(f"controller log: {log_path}", flush=True)
             baseline = settle_rss(process.pid)
             print(f"controller RSS with {made} nodes and 0 bound pods: {baseline:.0f} MB", flush=True)
+            metrics_url = f"http://127.0.0.1:{port}/metrics"
             created, previous = 0, baseline
             while created < args.pods and time.monotonic() < deadline:
                 upto = min(created + args.step, args.pods)
-                made_pods, took = create_all(
-                    lambda i: core.create_namespaced_pod("default", bound_pod(i, made)),
-                    range(created, upto),
-                    deadline,
-                )
+                before = indexed_pods(metrics_url) or 0.0
+                returned: list[float] = []
+                with LagProbe(metrics_url) as probe:
+                    made_pods, took = create_all(
+                        lambda i: core.create_namespaced_pod("default", bound_pod(i, made)),
+                        range(created, upto),
+                        deadline,
+                        returned,
+                    )
+                    lags = probe.lags(before, returned)
                 created += made_pods
                 rss = settle_rss(process.pid)
                 rate = made_pods / max(took, 1e-9)
                 print(
                     f"{created:>6} bound pods (+{made_pods} in {took:.0f} s, {rate:.0f}/s):"
-                    f" controller RSS {rss:.0f} MB (+{rss - previous:.0f} MB)",
+                    f" controller RSS {rss:.0f} MB (+{rss - previous:.0f} MB);"
+                    f" {describe_lag(lags, made_pods)}",
                     flush=True,
                 )
                 previous = rss
