@@ -84,7 +84,6 @@ def start(
     provisioning = ProvisioningController(
         settings=settings, kube=kube, cloud=cloud, state=state, is_leader=is_leader, bound=bound
     )
-    provisioning.start(stop)
     from extender.lifecycle.controller import DEADLINES, start_lifecycle
 
     start_lifecycle(
@@ -98,8 +97,10 @@ def start(
         heartbeats=heartbeats,
         bound_pods=bound,
     )
+    # Started once the lifecycle listens, and before the first batch reads it.
     beats = heartbeats or Heartbeats()
     bound.start(kube, stop, tick=beats.register("informer-pods", DEADLINES["informer-pods"]))
+    provisioning.start(stop)
     return state, provisioning
 
 
