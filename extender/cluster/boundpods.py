@@ -43,7 +43,7 @@ T = TypeVar("T")
 Handler = Callable[[str, Mapping[str, Any]], None]
 
 #: Annotations of a bound pod karpy reads (consolidation's eligibility); the rest are dropped.
-KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, "kubernetes.io/config.mirror"})
+KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, objects.MIRROR_POD_ANNOTATION})
 #: How long a batch waits for the first listing of a started watch before it gives up (parked).
 SYNC_WAIT_SECONDS = 120.0
 #: Seconds the server keeps one watch open; reconnects continue from the last resourceVersion.
