@@ -302,7 +302,8 @@ def extender_latency(port: int, names: list[str], count: int) -> dict[str, Any]:
     body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
     result: dict[str, Any] = {}
     with requests.Session() as http:
-        for verb in ("filter", "prioritize"):
+        # /healthz is the control: no work at all, so its tail is the machine's, not the extender's.
+        for verb in ("filter", "prioritize", "healthz"):
             samples, failures = [], 0
             phase_end = time.monotonic() + PHASE_SECONDS
             for _ in range(count):
@@ -311,12 +312,15 @@ def extender_latency(port: int, names: list[str], count: int) -> dict[str, Any]:
                     break
                 started = time.perf_counter()
                 try:
-                    reply = http.post(
-                        f"http://127.0.0.1:{port}/{verb}",
-                        data=body,
-                        timeout=REQUEST_TIMEOUT,
-                        headers={"Content-Type": "application/json"},
-                    )
+                    if verb == "healthz":
+                        reply = http.get(f"http://127.0.0.1:{port}/healthz", timeout=REQUEST_TIMEOUT)
+                    else:
+                        reply = http.post(
+                            f"http://127.0.0.1:{port}/{verb}",
+                            data=body,
+                            timeout=REQUEST_TIMEOUT,
+                            headers={"Content-Type": "application/json"},
+                        )
                     ok = reply.status_code == 200
                 except requests.RequestException:
                     ok = False
@@ -344,6 +348,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument("--slow", type=int, default=64)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--latency-runs", type=int, default=1, help="latency phases, each idle then slow")
     args = parser.parse_args()
     deadline = time.monotonic() + CREATE_DEADLINE
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
@@ -360,6 +365,8 @@ def main() -> None:
             print(f"controller RSS with {made} nodes and 0 bound pods: {baseline:.0f} MB", flush=True)
             metrics_url = f"http://127.0.0.1:{port}/metrics"
             created, previous = 0, baseline
+            steps: list[float] = []
+            first_step = 0
             while created < args.pods and time.monotonic() < deadline:
                 upto = min(created + args.step, args.pods)
                 before = indexed_pods(metrics_url) or 0.0
@@ -382,6 +389,8 @@ def main() -> None:
                     flush=True,
                 )
                 previous = rss
+                steps.append(rss)
+                first_step = first_step or created
                 if made_pods < upto - (created - made_pods):
                     break
             if created:
@@ -391,6 +400,15 @@ def main() -> None:
                     f"{baseline + per_10k * 15:.0f} MB",
                     flush=True,
                 )
+                if len(steps) > 1:
+                    # The first step also pays one-off growth (allocator arenas, first watch events).
+                    marginal = (steps[-1] - steps[0]) / (created - first_step) * 10000
+                    at_150k = steps[-1] + marginal * (150000 - created) / 10000
+                    print(
+                        f"RSS per 10,000 bound pods after the first step: {marginal:.1f} MB; "
+                        f"extrapolated at 150,000 pods: {at_150k:.0f} MB",
+                        flush=True,
+                    )
             names = [f"scale-{i:05d}" for i in range(made)]
 
             def latency(situation: str) -> None:
@@ -398,9 +416,10 @@ def main() -> None:
                 label = f"extender with {made} node names, {situation}"
                 print(describe_latency(label, measured, args.requests), flush=True)
 
-            latency("idle")
-            with slow_connections(port, args.slow) as socks:
-                latency(f"{len(socks)} slow connections open")
+            for _ in range(args.latency_runs):
+                latency("idle")
+                with slow_connections(port, args.slow) as socks:
+                    latency(f"{len(socks)} slow connections open")
             if args.batch:
                 print(provision_batch(api, args.batch, f"http://127.0.0.1:{port}/metrics"), flush=True)
             print(f"controller RSS at the end: {tree_rss_mb(process.pid):.0f} MB", flush=True)
