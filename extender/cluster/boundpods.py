@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -32,10 +31,8 @@ from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.cluster import inventory, objects
 from extender.cluster import pods as kube_pods
-from extender.cluster.errors import ClusterError
-from extender.cluster.informer import run_list_watch
+from extender.cluster.informer import WatchedIndex
 from extender.cluster.inventory import Bound, NodePods
-from extender.heartbeat import no_tick
 
 log = logging.getLogger("karpy.informer")
 
@@ -44,10 +41,6 @@ Handler = Callable[[str, Mapping[str, Any]], None]
 
 #: Annotations of a bound pod karpy reads (consolidation's eligibility); the rest are dropped.
 KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, objects.MIRROR_POD_ANNOTATION})
-#: How long a batch waits for the first listing of a started watch before it gives up (parked).
-SYNC_WAIT_SECONDS = 120.0
-#: Seconds the server keeps one watch open; reconnects continue from the last resourceVersion.
-WATCH_SECONDS = 60
 #: Interned values beyond the live pods' before the table is rebuilt from the live pods only.
 INTERN_SLACK = 10_000
 
@@ -181,15 +174,16 @@ def _parse(manifest: Mapping[str, Any]) -> tuple[str, str, Pod | None] | None:
     return objects.pod_key(manifest), node, inventory.parse_or_none(manifest)
 
 
-class BoundPods:
+class BoundPods(WatchedIndex):
+    name = "bound pods"
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         self._state = _State()
         self._listeners: list[Handler] = []
-        self._watching = False
-        self.synced = threading.Event()
-        self.relists = 0
-        self.resource_version = ""
+
+    def list_function(self, kube: client.ApiClient) -> tuple[Callable[..., Any], dict[str, Any]]:
+        return client.CoreV1Api(kube).list_pod_for_all_namespaces, {"field_selector": kube_pods.ASSIGNED}
 
     def subscribe(self, handler: Handler) -> None:
         """`handler(event, pod manifest)` for every listed pod ("SYNC") and watch event."""
@@ -245,30 +239,6 @@ class BoundPods:
             except Exception:  # a listener's fault must not stop the index
                 log.exception("Handling %s of pod %s", kind, objects.pod_key(manifest))
 
-    def run(
-        self, kube: client.ApiClient, stop: threading.Event, *, tick: Callable[[], None] = no_tick
-    ) -> None:
-        run_list_watch(
-            client.CoreV1Api(kube).list_pod_for_all_namespaces,
-            on_list=self.replace,
-            on_event=self.apply,
-            stop=stop,
-            name="bound pods",
-            watch_seconds=WATCH_SECONDS,
-            tick=tick,
-            field_selector=kube_pods.ASSIGNED,
-        )
-
-    def start(
-        self, kube: client.ApiClient, stop: threading.Event, *, tick: Callable[[], None] = no_tick
-    ) -> threading.Thread:
-        self._watching = True
-        thread = threading.Thread(
-            target=self.run, args=(kube, stop), kwargs={"tick": tick}, name="informer-pods", daemon=True
-        )
-        thread.start()
-        return thread
-
     # --- the read side ----------------------------------------------------------------------------
 
     def snapshot(self) -> Bound:
@@ -278,10 +248,7 @@ class BoundPods:
     def current(self, list_now: Callable[[], Iterable[Mapping[str, Any]]]) -> Bound:
         """The index as the watch keeps it (waiting for its first listing), or, without a running
         watch, refreshed from `list_now()` first."""
-        if not self._watching:
-            self.replace(list_now(), "")
-        elif not self.synced.wait(SYNC_WAIT_SECONDS):
-            raise ClusterError("bound pods are not listed yet")
+        self.wait_synced(list_now)
         return self.snapshot()
 
 

@@ -12,9 +12,9 @@ those nodes as existing capacity instead of being launched for again.
 Shared state and who guards it:
 - `_lock` (the batch lock): one batch, one replacement launch or one adoption at a time; it guards
   the pipeline, so two of them never plan against the same cluster.
-- `bound` (the bound-pod index): its own lock; its watch runs from `start` when the controller
-  created it, else its creator (the controller process, which shares it with the lifecycle)
-  starts it.
+- `nodes` and `bound` (the node and bound-pod indexes): their own locks. The node index's watch
+  runs from `start`; so does the bound-pod index's when the controller created it, else its
+  creator (the controller process, which shares it with the lifecycle) starts it.
 - `_fast_path` under `_fast_lock`: keys the extender enqueued, read and cleared by each batch.
 - `parked` (`parking.Parked`), `unavailable` (`offerings.UnavailableOfferings`), the reporter's and
   the binder's TTL caches: each guards itself, since launch and bind threads write them.
@@ -35,6 +35,7 @@ from extender import retry
 from extender.cloud.types import CloudProvider, Instance
 from extender.cluster import inventory
 from extender.cluster.boundpods import BoundPods
+from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
 from extender.provisioning import metrics
 from extender.provisioning.batcher import Batcher
@@ -88,15 +89,28 @@ class ProvisioningController:
         self._fast_lock = threading.Lock()
         self._owns_bound = bound is None
         self.bound = bound or BoundPods()
+        self.nodes = NodeIndex()
         reporter = Reporter(kube, self.pools, clock)
         self.pipeline = Pipeline(
             gather=Gatherer(
-                kube=kube, settings=settings, cloud=cloud, state=state, reporter=reporter, bound=self.bound
+                kube=kube,
+                settings=settings,
+                cloud=cloud,
+                state=state,
+                reporter=reporter,
+                bound=self.bound,
+                nodes=self.nodes,
             ),
             launch=Launcher(
                 cloud=cloud, is_leader=is_leader, unavailable=self.unavailable, reporter=reporter, clock=clock
             ),
-            register=Registrar(kube=kube, region=settings.aws.region, reporter=reporter, clock=clock),
+            register=Registrar(
+                kube=kube,
+                region=settings.aws.region,
+                reporter=reporter,
+                clock=clock,
+                created=self.nodes.assume,
+            ),
             bind=Binder(
                 kube=kube,
                 state=state,
@@ -142,7 +156,7 @@ class ProvisioningController:
         warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
-        threads = [self.watcher.start(stop), loop, warm]
+        threads = [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
         if self._owns_bound:
             threads.append(self.bound.start(self.kube, stop))
         return threads
