@@ -248,6 +248,17 @@ def controller(state: dict[str, Any], log_path: Path) -> Iterator[tuple[subproce
         yield process, port
 
 
+def wait_for_catalog(log_path: Path, seconds: float = 180.0) -> bool:
+    """Whether the controller's catalog warm-up finished (it logs "Discovered N instance type(s)")
+    within `seconds`: the catalog is part of the idle footprint, not of the pods'."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if "Discovered" in log_path.read_text(errors="replace"):
+            return True
+        time.sleep(1.0)
+    return False
+
+
 def settle_rss(pid: int, seconds: float = 10.0) -> float:
     """RSS once the controller has digested what it was sent (stable for 2 s, at most `seconds`)."""
     last, deadline = -1.0, time.monotonic() + seconds
@@ -361,6 +372,8 @@ def main() -> None:
         log_path = Path(tempfile.gettempdir()) / f"karpy-scale-controller-{os.getpid()}.log"
         with controller(state, log_path) as (process, port):
             print(f"controller log: {log_path}", flush=True)
+            if not wait_for_catalog(log_path):
+                print("the catalog warm-up did not finish: the idle figure lacks it", flush=True)
             baseline = settle_rss(process.pid)
             print(f"controller RSS with {made} nodes and 0 bound pods: {baseline:.0f} MB", flush=True)
             metrics_url = f"http://127.0.0.1:{port}/metrics"
