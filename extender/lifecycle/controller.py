@@ -188,7 +188,7 @@ def start_lifecycle(
     ]
     threads += [_thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)]
     # A pod bound, finished or deleted may leave its node empty: the node worker looks again.
-    pods = bound_pods or BoundPods()
+    pods = bound_pods if bound_pods is not None else BoundPods()
     pods.subscribe(lifecycle.nodes.on_pod)
     if bound_pods is None:
         threads.append(pods.start(kube, stop, tick=tick("informer-pods")))

@@ -88,7 +88,7 @@ class ProvisioningController:
         self._fast_path: set[str] = set()
         self._fast_lock = threading.Lock()
         self._owns_bound = bound is None
-        self.bound = bound or BoundPods()
+        self.bound = bound if bound is not None else BoundPods()
         self.nodes = NodeIndex()
         reporter = Reporter(kube, self.pools, clock)
         self.pipeline = Pipeline(

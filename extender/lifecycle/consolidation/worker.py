@@ -61,7 +61,7 @@ class Consolidator:
         self._provisioners = provisioners or (lambda: list_configured(ctx.kube, ctx.settings))
         self._reported_at: float | None = None
         #: Every bound pod, kept by the index's watch (shared with provisioning in the controller).
-        self.bound = bound or BoundPods()
+        self.bound = bound if bound is not None else BoundPods()
 
     @property
     def settings(self) -> Settings:
