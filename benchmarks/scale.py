@@ -346,7 +346,11 @@ def describe_latency(label: str, result: dict[str, Any], count: int) -> str:
         f"/{verb} p50 {p50:.1f} ms p99 {p99:.1f} ms ({failed}/{count} failed)"
         for verb, (p50, p99, failed) in result.items()
     ]
-    return f"{label}: " + "; ".join(parts) + f" (a failure: no answer within {REQUEST_TIMEOUT:.0f} s)"
+    return (
+        f"{label}: "
+        + "; ".join(parts)
+        + f" (a failure: not 200, or no answer within {REQUEST_TIMEOUT:.0f} s)"
+    )
 
 
 def main() -> None:
