@@ -6,6 +6,9 @@ Measures what issue 13 asks of a 5,000-node cluster, each figure printed, none a
   every step of bound pods, and the growth per 10,000 pods, so 150,000 pods can be extrapolated;
 - time to plan and launch a 2,000-pod batch (pending -> bound p50/p95/max, the controller's phase
   split from its own histograms), with every bound pod of the cluster in its inventory;
+- watch lag while pods are created: for the k-th pod created in a step, the time from its create
+  call returning to the controller's bound-pod index counting k pods of the step (the gauge
+  `karpy_cluster_bound_pods`, polled every 50 ms, so lags are exact to about that);
 - extender `/filter` and `/prioritize` p50/p99 with all node names in the request, first on an idle
   extender, then while `--slow` connections trickle a request one byte per second.
 
@@ -127,8 +130,9 @@ def bound_pod(index: int, nodes: int) -> dict[str, Any]:
     }
 
 
-def create_all(fn: Any, items: range, deadline: float) -> tuple[int, float]:
-    """Create with 16 threads; returns (created, seconds). Stops at the deadline."""
+def create_all(fn: Any, items: range, deadline: float, done: list[float] | None = None) -> tuple[int, float]:
+    """Create with 16 threads; returns (created, seconds). Stops at the deadline. `done` gets the
+    monotonic time each create call returned."""
     started = time.monotonic()
     created = 0
 
@@ -136,11 +140,78 @@ def create_all(fn: Any, items: range, deadline: float) -> tuple[int, float]:
         if time.monotonic() > deadline:
             return 0
         fn(i)
+        if done is not None:
+            done.append(time.monotonic())
         return 1
 
     with ThreadPoolExecutor(16) as pool:
         created = sum(pool.map(one, items))
     return created, time.monotonic() - started
+
+
+INDEX_GAUGE = "karpy_cluster_bound_pods"
+
+
+def indexed_pods(metrics_url: str) -> float | None:
+    """The controller's bound-pod index size, from /metrics."""
+    try:
+        text = requests.get(metrics_url, timeout=REQUEST_TIMEOUT).text
+    except requests.RequestException:
+        return None
+    for line in text.splitlines():
+        if line.startswith(INDEX_GAUGE + " "):
+            return float(line.split()[1])
+    return None
+
+
+class LagProbe:
+    """Polls the index gauge every 50 ms while pods are created: (time, count) samples."""
+
+    def __init__(self, metrics_url: str) -> None:
+        self.url = metrics_url
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            count = indexed_pods(self.url)
+            if count is not None:
+                self.samples.append((time.monotonic(), count))
+
+    def __enter__(self) -> LagProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=REQUEST_TIMEOUT + 1)
+
+    def lags(self, baseline: float, created: list[float], settle: float = 30.0) -> list[float]:
+        """Per pod k (in order of its create returning): when the gauge first reached baseline + k,
+        minus that time; pods the gauge never reached within `settle` s of the last create are
+        left out (reported as the count missing)."""
+        end = (created[-1] if created else time.monotonic()) + settle
+        while time.monotonic() < end and (not self.samples or self.samples[-1][1] < baseline + len(created)):
+            time.sleep(0.05)
+        result, i = [], 0
+        for k, at in enumerate(sorted(created), start=1):
+            while i < len(self.samples) and self.samples[i][1] < baseline + k:
+                i += 1
+            if i == len(self.samples):
+                break
+            result.append(max(self.samples[i][0] - at, 0.0))
+        return result
+
+
+def describe_lag(lags: list[float], created: int) -> str:
+    if not lags:
+        return "watch lag: not measured (the index gauge did not move)"
+    missing = f", {created - len(lags)} never counted" if len(lags) < created else ""
+    return (
+        f"watch lag p50 {percentile(lags, 0.5):.2f}s p95 {percentile(lags, 0.95):.2f}s "
+        f"max {max(lags):.2f}s{missing}"
+    )
 
 
 def tree_rss_mb(pid: int) -> float:
@@ -175,6 +246,17 @@ def controller(state: dict[str, Any], log_path: Path) -> Iterator[tuple[subproce
             port = free_port()
     with running_controller(state, port, log_path, READY_DEADLINE) as process:
         yield process, port
+
+
+def wait_for_catalog(log_path: Path, seconds: float = 180.0) -> bool:
+    """Whether the controller's catalog warm-up finished (it logs "Discovered N instance type(s)")
+    within `seconds`: the catalog is part of the idle footprint, not of the pods'."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if "Discovered" in log_path.read_text(errors="replace"):
+            return True
+        time.sleep(1.0)
+    return False
 
 
 def settle_rss(pid: int, seconds: float = 10.0) -> float:
@@ -231,7 +313,8 @@ def extender_latency(port: int, names: list[str], count: int) -> dict[str, Any]:
     body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
     result: dict[str, Any] = {}
     with requests.Session() as http:
-        for verb in ("filter", "prioritize"):
+        # /healthz is the control: no work at all, so its tail is the machine's, not the extender's.
+        for verb in ("filter", "prioritize", "healthz"):
             samples, failures = [], 0
             phase_end = time.monotonic() + PHASE_SECONDS
             for _ in range(count):
@@ -240,12 +323,15 @@ def extender_latency(port: int, names: list[str], count: int) -> dict[str, Any]:
                     break
                 started = time.perf_counter()
                 try:
-                    reply = http.post(
-                        f"http://127.0.0.1:{port}/{verb}",
-                        data=body,
-                        timeout=REQUEST_TIMEOUT,
-                        headers={"Content-Type": "application/json"},
-                    )
+                    if verb == "healthz":
+                        reply = http.get(f"http://127.0.0.1:{port}/healthz", timeout=REQUEST_TIMEOUT)
+                    else:
+                        reply = http.post(
+                            f"http://127.0.0.1:{port}/{verb}",
+                            data=body,
+                            timeout=REQUEST_TIMEOUT,
+                            headers={"Content-Type": "application/json"},
+                        )
                     ok = reply.status_code == 200
                 except requests.RequestException:
                     ok = False
@@ -260,7 +346,11 @@ def describe_latency(label: str, result: dict[str, Any], count: int) -> str:
         f"/{verb} p50 {p50:.1f} ms p99 {p99:.1f} ms ({failed}/{count} failed)"
         for verb, (p50, p99, failed) in result.items()
     ]
-    return f"{label}: " + "; ".join(parts) + f" (a failure: no answer within {REQUEST_TIMEOUT:.0f} s)"
+    return (
+        f"{label}: "
+        + "; ".join(parts)
+        + f" (a failure: not 200, or no answer within {REQUEST_TIMEOUT:.0f} s)"
+    )
 
 
 def main() -> None:
@@ -273,6 +363,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument("--slow", type=int, default=64)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--latency-runs", type=int, default=1, help="latency phases, each idle then slow")
     args = parser.parse_args()
     deadline = time.monotonic() + CREATE_DEADLINE
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
@@ -285,25 +376,38 @@ def main() -> None:
         log_path = Path(tempfile.gettempdir()) / f"karpy-scale-controller-{os.getpid()}.log"
         with controller(state, log_path) as (process, port):
             print(f"controller log: {log_path}", flush=True)
+            if not wait_for_catalog(log_path):
+                print("the catalog warm-up did not finish: the idle figure lacks it", flush=True)
             baseline = settle_rss(process.pid)
             print(f"controller RSS with {made} nodes and 0 bound pods: {baseline:.0f} MB", flush=True)
+            metrics_url = f"http://127.0.0.1:{port}/metrics"
             created, previous = 0, baseline
+            steps: list[float] = []
+            first_step = 0
             while created < args.pods and time.monotonic() < deadline:
                 upto = min(created + args.step, args.pods)
-                made_pods, took = create_all(
-                    lambda i: core.create_namespaced_pod("default", bound_pod(i, made)),
-                    range(created, upto),
-                    deadline,
-                )
+                before = indexed_pods(metrics_url) or 0.0
+                returned: list[float] = []
+                with LagProbe(metrics_url) as probe:
+                    made_pods, took = create_all(
+                        lambda i: core.create_namespaced_pod("default", bound_pod(i, made)),
+                        range(created, upto),
+                        deadline,
+                        returned,
+                    )
+                    lags = probe.lags(before, returned)
                 created += made_pods
                 rss = settle_rss(process.pid)
                 rate = made_pods / max(took, 1e-9)
                 print(
                     f"{created:>6} bound pods (+{made_pods} in {took:.0f} s, {rate:.0f}/s):"
-                    f" controller RSS {rss:.0f} MB (+{rss - previous:.0f} MB)",
+                    f" controller RSS {rss:.0f} MB (+{rss - previous:.0f} MB);"
+                    f" {describe_lag(lags, made_pods)}",
                     flush=True,
                 )
                 previous = rss
+                steps.append(rss)
+                first_step = first_step or created
                 if made_pods < upto - (created - made_pods):
                     break
             if created:
@@ -313,6 +417,15 @@ def main() -> None:
                     f"{baseline + per_10k * 15:.0f} MB",
                     flush=True,
                 )
+                if len(steps) > 1:
+                    # The first step also pays one-off growth (allocator arenas, first watch events).
+                    marginal = (steps[-1] - steps[0]) / (created - first_step) * 10000
+                    at_150k = steps[-1] + marginal * (150000 - created) / 10000
+                    print(
+                        f"RSS per 10,000 bound pods after the first step: {marginal:.1f} MB; "
+                        f"extrapolated at 150,000 pods: {at_150k:.0f} MB",
+                        flush=True,
+                    )
             names = [f"scale-{i:05d}" for i in range(made)]
 
             def latency(situation: str) -> None:
@@ -320,9 +433,10 @@ def main() -> None:
                 label = f"extender with {made} node names, {situation}"
                 print(describe_latency(label, measured, args.requests), flush=True)
 
-            latency("idle")
-            with slow_connections(port, args.slow) as socks:
-                latency(f"{len(socks)} slow connections open")
+            for _ in range(args.latency_runs):
+                latency("idle")
+                with slow_connections(port, args.slow) as socks:
+                    latency(f"{len(socks)} slow connections open")
             if args.batch:
                 print(provision_batch(api, args.batch, f"http://127.0.0.1:{port}/metrics"), flush=True)
             print(f"controller RSS at the end: {tree_rss_mb(process.pid):.0f} MB", flush=True)

@@ -19,6 +19,7 @@ from kubernetes import client
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
+from extender.cluster.boundpods import BoundPods
 from extender.cluster.leaderlabel import LeaderLabel
 from extender.heartbeat import Heartbeats
 from extender.http import limits
@@ -78,11 +79,12 @@ def start(
         )
         elector.start(stop)
         is_leader = elector.is_leader
+    # One watch of every bound pod for provisioning, the node worker and consolidation.
+    bound = BoundPods()
     provisioning = ProvisioningController(
-        settings=settings, kube=kube, cloud=cloud, state=state, is_leader=is_leader
+        settings=settings, kube=kube, cloud=cloud, state=state, is_leader=is_leader, bound=bound
     )
-    provisioning.start(stop)
-    from extender.lifecycle.controller import start_lifecycle
+    from extender.lifecycle.controller import DEADLINES, start_lifecycle
 
     start_lifecycle(
         settings=settings,
@@ -93,7 +95,12 @@ def start(
         is_leader=is_leader,
         stop=stop,
         heartbeats=heartbeats,
+        bound_pods=bound,
     )
+    # Started once the lifecycle listens, and before the first batch reads it.
+    beats = heartbeats or Heartbeats()
+    bound.start(kube, stop, tick=beats.register("informer-pods", DEADLINES["informer-pods"]))
+    provisioning.start(stop)
     return state, provisioning
 
 

@@ -67,8 +67,10 @@ class PreferredTerm:
     requirements: tuple[Requirement, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pod:
+    """Slotted: the bound-pod index holds one per pod of the cluster (extender/cluster/boundpods.py)."""
+
     namespace: str
     name: str
     uid: str = ""

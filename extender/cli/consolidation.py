@@ -17,7 +17,7 @@ from typing import Any
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cli.main import UsageError
-from extender.cluster import objects
+from extender.cluster import boundpods, objects
 from extender.lifecycle.consolidation import snapshot
 from extender.lifecycle.consolidation.decide import Action, plan
 from extender.scheduling.instancetypes import InstanceType
@@ -41,7 +41,7 @@ def run(
         provisioners=provisioners,
         instance_types=catalog,
         nodes=kinds["Node"],
-        assigned=kinds["Pod"],
+        bound=boundpods.group(kinds["Pod"]),
         pdbs=kinds["PodDisruptionBudget"],
         daemonsets=daemonsets,
         now=datetime.now(UTC),

@@ -262,9 +262,7 @@ def load_existing(path: str) -> Existing:
         on_node = bound.get(node.name, [])
         takes_pods = is_karpy_node(node.labels) and not node.unschedulable and not node.deleting
         result.nodes.append(
-            inventory.existing_node(
-                node, inventory.parse_pods(on_node), pod_count=len(on_node), schedulable=takes_pods
-            )
+            inventory.existing_node(node, inventory.node_pods(on_node), schedulable=takes_pods)
         )
     return result
 

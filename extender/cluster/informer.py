@@ -1,17 +1,19 @@
 """List-then-watch loops delivering API JSON to callbacks, re-listing on 410 Gone or errors.
 
-One loop for every watcher in karpy: provisioning's pending-pod watcher and the lifecycle's
-Node and bound-Pod informers. Built on extender.cluster.watch (list_objects / watch_objects).
+One loop for every watcher in karpy: provisioning's pending-pod watcher, the lifecycle's Node
+informer, and the in-memory indexes a batch plans against (`WatchedIndex`: every bound pod, every
+node). Built on extender.cluster.watch (stream_objects / watch_objects).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from extender.cluster.watch import Gone, list_objects, watch_objects
+from extender.cluster.errors import ClusterError
+from extender.cluster.watch import Gone, stream_objects, watch_objects
 from extender.heartbeat import no_tick
 from extender.retry import LoopBackoff
 
@@ -20,12 +22,16 @@ log = logging.getLogger("karpy.informer")
 Handler = Callable[[str, Mapping[str, Any]], None]
 
 WATCH_SECONDS = 30
+#: Seconds an index's watch keeps one watch open; reconnects continue from the last resourceVersion.
+INDEX_WATCH_SECONDS = 60
+#: How long a reader waits for the first listing of a started index before it gives up.
+SYNC_WAIT_SECONDS = 120.0
 
 
 def run_list_watch(
     list_fn: Callable[..., Any],
     *,
-    on_list: Callable[[list[dict[str, Any]], str], None],
+    on_list: Callable[[Iterable[dict[str, Any]], str], None],
     on_event: Callable[[str, dict[str, Any]], None],
     stop: threading.Event,
     name: str,
@@ -34,7 +40,8 @@ def run_list_watch(
     backoff: LoopBackoff | None = None,
     **selectors: Any,
 ) -> None:
-    """`on_list(items, resourceVersion)` after every (re)list, then `on_event(type, obj)` per watch
+    """`on_list(items, resourceVersion)` at every (re)list (the items stream in page by page as
+    `on_list` consumes them), then `on_event(type, obj)` per watch
     event (bookmarks included, so the receiver can track resourceVersion); returns once `stop` is set.
     `tick` is called after every list and every watch call (a heartbeat: both end within
     `watch_seconds` plus a list's time); failed passes re-list after `backoff`."""
@@ -42,7 +49,7 @@ def run_list_watch(
     backoff = backoff or LoopBackoff()
     while not stop.is_set():
         try:
-            items, version = list_objects(list_fn, **selectors)
+            items, version = stream_objects(list_fn, **selectors)
             on_list(items, version)
             backoff.succeeded()
             tick()
@@ -77,7 +84,7 @@ def start_informer(
 ) -> threading.Thread:
     """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event."""
 
-    def on_list(items: list[dict[str, Any]], _version: str) -> None:
+    def on_list(items: Iterable[dict[str, Any]], _version: str) -> None:
         for obj in items:
             handler("SYNC", obj)
 
@@ -101,3 +108,63 @@ def start_informer(
     )
     thread.start()
     return thread
+
+
+class WatchedIndex:
+    """An in-memory index kept by one list-then-watch: the watch thread writes through `replace`
+    (a whole listing, streamed) and `apply` (one event); readers call `wait_synced` first, which
+    waits for the first listing of a started watch or, without one (unit tests, one-shot use),
+    refreshes the index from a full listing itself. Subclasses guard their data with `_lock`."""
+
+    #: What the index holds, for logs and errors ("bound pods", "nodes").
+    name = "objects"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watching = False
+        self.synced = threading.Event()
+        self.relists = 0
+        self.resource_version = ""
+
+    def list_function(self, kube: Any) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The list endpoint and its selectors."""
+        raise NotImplementedError
+
+    def replace(self, items: Iterable[Mapping[str, Any]], resource_version: str) -> None:
+        raise NotImplementedError
+
+    def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def run(self, kube: Any, stop: threading.Event, *, tick: Callable[[], None] = no_tick) -> None:
+        list_fn, selectors = self.list_function(kube)
+        run_list_watch(
+            list_fn,
+            on_list=self.replace,
+            on_event=self.apply,
+            stop=stop,
+            name=self.name,
+            watch_seconds=INDEX_WATCH_SECONDS,
+            tick=tick,
+            **selectors,
+        )
+
+    def start(
+        self, kube: Any, stop: threading.Event, *, tick: Callable[[], None] = no_tick
+    ) -> threading.Thread:
+        self._watching = True
+        thread = threading.Thread(
+            target=self.run,
+            args=(kube, stop),
+            kwargs={"tick": tick},
+            name=f"informer-{self.name.replace(' ', '-')}",
+            daemon=True,
+        )
+        thread.start()
+        return thread
+
+    def wait_synced(self, list_now: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        if not self._watching:
+            self.replace(list_now(), "")
+        elif not self.synced.wait(SYNC_WAIT_SECONDS):
+            raise ClusterError(f"{self.name} are not listed yet")

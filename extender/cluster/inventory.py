@@ -3,9 +3,9 @@
 topology domains and pods), per-Provisioner usage for limits (karpy's nodes only), and the
 NodeInfo cache of ClusterState (karpy's nodes).
 
-Pure functions over Node models (parsed by the cluster adapter) and the pods bound to them as API
-JSON; `parse_pod` is the one place provisioning parses a pod (bound pods here, pending and
-DaemonSet pods in `gather`).
+Pure functions over Node models (parsed by the cluster adapter) and the pods bound to them
+(`Bound`, the bound-pod index's snapshot, extender/cluster/boundpods.py); `parse_pod` is the one
+place provisioning parses a pod (bound pods in the index, pending and DaemonSet pods in `gather`).
 """
 
 from __future__ import annotations
@@ -71,41 +71,35 @@ def parse_or_none(manifest: Mapping[str, Any]) -> Pod | None:
         return None
 
 
-class PodCache:
-    """Bound pods parsed once per (uid, resourceVersion): every batch lists every bound pod, and
-    most have not changed since the last. Not thread-safe (the batch lock serializes its users)."""
+@dataclass(frozen=True)
+class NodePods:
+    """The live pods bound to one node."""
 
-    def __init__(self) -> None:
-        self._pods: dict[str, tuple[str, Pod | None]] = {}
-        self._seen: set[str] = set()
-
-    def parse(self, manifest: Mapping[str, Any]) -> Pod | None:
-        meta = objects.meta(manifest)
-        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
-        if not uid or not version:
-            return parse_or_none(manifest)
-        self._seen.add(uid)
-        cached = self._pods.get(uid)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        pod = parse_or_none(manifest)
-        self._pods[uid] = (version, pod)
-        return pod
-
-    def prune(self) -> None:
-        """Forget the pods not seen since the last prune (deleted, or finished)."""
-        self._pods = {uid: entry for uid, entry in self._pods.items() if uid in self._seen}
-        self._seen = set()
+    pods: tuple[Pod, ...] = ()
+    #: Every live pod, those karpy cannot parse included (they still take a pod slot).
+    count: int = 0
+    requested: Resources = field(default_factory=Resources)
 
 
-def parse_pods(manifests: Iterable[Mapping[str, Any]], cache: PodCache | None = None) -> list[Pod]:
+@dataclass(frozen=True)
+class Bound:
+    """Every live pod bound to a node: node -> its pods, and the keys of all of them (the bound-pod
+    index's snapshot, extender/cluster/boundpods.py)."""
+
+    by_node: Mapping[str, NodePods] = field(default_factory=dict)
+    keys: frozenset[str] = frozenset()
+
+    def on(self, node: str) -> NodePods:
+        return self.by_node.get(node) or NodePods()
+
+
+def parse_pods(manifests: Iterable[Mapping[str, Any]]) -> list[Pod]:
     """The live (non-terminal) pods of a node as the solver counts them; a pod karpy cannot parse
     still runs, but brings no requests or labels it could read."""
-    parse = cache.parse if cache is not None else parse_or_none
     return [
         pod
         for manifest in manifests
-        if not objects.is_terminal(manifest) and (pod := parse(manifest)) is not None
+        if not objects.is_terminal(manifest) and (pod := parse_or_none(manifest)) is not None
     ]
 
 
@@ -133,9 +127,7 @@ def takes_pods(node: Node, marked: Mapping[str, str]) -> bool:
     return node.is_karpy and node.name not in marked and not node.deleting and not node.unschedulable
 
 
-def existing_node(
-    node: Node, pods: Sequence[Pod], *, pod_count: int | None = None, schedulable: bool
-) -> ExistingNode:
+def existing_node(node: Node, pods: NodePods, *, schedulable: bool) -> ExistingNode:
     """The solver's view of one Node with `pods` bound to it (a karpy node's start-up taints left out)."""
     return ExistingNode(
         name=node.name,
@@ -144,38 +136,32 @@ def existing_node(
         labels=dict(node.labels),
         taints=tuple(t for t in node.taints if not (node.is_karpy and ephemeral(t))),
         allocatable=node.allocatable,
-        requested=pod_requests(pods),
-        pod_count=len(pods) if pod_count is None else pod_count,
-        pods=tuple(pods),
+        requested=pods.requested,
+        pod_count=pods.count,
+        pods=pods.pods,
         schedulable=schedulable,
     )
 
 
+def node_pods(manifests: Sequence[Mapping[str, Any]]) -> NodePods:
+    """One node's pods from API JSON (read right before binding, or from a file)."""
+    live = [m for m in manifests if not objects.is_terminal(m)]
+    pods = tuple(parse_pods(live))
+    return NodePods(pods, len(live), pod_requests(pods))
+
+
 def build(
     nodes: Iterable[Node],
-    assigned: Iterable[Mapping[str, Any]],
+    bound: Bound,
     marked: Mapping[str, str],
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
-    cache: PodCache | None = None,
 ) -> Inventory:
-    """`nodes`: every Node of the cluster; `assigned`: every pod bound to a node (API JSON);
-    `cache` keeps the parsed pods from one call to the next."""
+    """`nodes`: every Node of the cluster; `bound`: the pods bound to them (pods of nodes not
+    among `nodes` are left out)."""
     nodes = list(nodes)
-    pods_by_node: dict[str, list[Mapping[str, Any]]] = {}
-    for pod in assigned:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node:
-            pods_by_node.setdefault(node, []).append(pod)
-    result = Inventory(
-        usage=usage(nodes),
-        assigned=frozenset(objects.pod_key(p) for bound in pods_by_node.values() for p in bound),
-        namespaces=namespaces,
-    )
+    result = Inventory(usage=usage(nodes), assigned=bound.keys, namespaces=namespaces)
     for node in nodes:
-        on_node = pods_by_node.get(node.name, ())
-        pods = parse_pods(on_node, cache)
-        live = sum(1 for p in on_node if not objects.is_terminal(p))
-        solver_node = existing_node(node, pods, pod_count=live, schedulable=takes_pods(node, marked))
+        solver_node = existing_node(node, bound.on(node.name), schedulable=takes_pods(node, marked))
         result.existing.append(solver_node)
         if node.is_karpy:
             result.nodes.append(
@@ -188,6 +174,4 @@ def build(
                     ready=node.ready,
                 )
             )
-    if cache is not None:
-        cache.prune()
     return result

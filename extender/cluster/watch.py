@@ -26,16 +26,31 @@ class Gone(ClusterError):
         super().__init__(message, status=GONE, reason="Expired")
 
 
+PAGE = 500
+
+
+def stream_objects(func: Callable[..., Any], **kwargs: Any) -> tuple[Iterator[dict[str, Any]], str]:
+    """Every item (following `continue`) and the list's resourceVersion to watch from (every page
+    of a paginated list is of the first page's resourceVersion). Only the first page is read now;
+    the others as the items are consumed, so a large listing never exists as JSON all at once."""
+    first = call_json(func, limit=PAGE, _continue=None, **kwargs)
+
+    def items() -> Iterator[dict[str, Any]]:
+        page = first
+        while True:
+            yield from page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return
+            page = call_json(func, limit=PAGE, _continue=token, **kwargs)
+
+    return items(), (first.get("metadata") or {}).get("resourceVersion", "")
+
+
 def list_objects(func: Callable[..., Any], **kwargs: Any) -> tuple[list[dict[str, Any]], str]:
     """Every item (following `continue`) and the list's resourceVersion to watch from."""
-    items: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        page = call_json(func, limit=500, _continue=token or None, **kwargs)
-        items.extend(page.get("items") or [])
-        token = (page.get("metadata") or {}).get("continue") or ""
-        if not token:
-            return items, (page.get("metadata") or {}).get("resourceVersion", "")
+    items, version = stream_objects(func, **kwargs)
+    return list(items), version
 
 
 def watch_objects(

@@ -62,25 +62,26 @@ def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[st
         return result
     marked = state.marked()
     reserving = state.reserved_nodes()
+    # Only the few marked or reserved nodes need a look; the thousands of others pass as they are.
+    watched = marked.keys() | reserving
     requests: Resources | None = None
-    for name in names:
+    for name in watched.intersection(names) if watched else ():
         reason = marked.get(name)
         if reason is not None:
             result.failed[name] = f"karpy: node {reason}"
             result.removal += 1
             continue
-        if name in reserving:
-            count, reserved = state.reservation(name)
-            if count:
-                if requests is None:
-                    requests = _requests(pod) or Resources()
-                info = state.node(name)
-                room = info.allocatable - info.requested - reserved if info else None
-                if room is None or not requests.fits_in(room):
-                    result.failed[name] = f"karpy: capacity reserved for {count} pod(s) being bound"
-                    result.reserved += 1
-                    continue
-        result.node_names.append(name)
+        count, reserved = state.reservation(name)
+        if count:
+            if requests is None:
+                requests = _requests(pod) or Resources()
+            info = state.node(name)
+            room = info.allocatable - info.requested - reserved if info else None
+            if room is None or not requests.fits_in(room):
+                result.failed[name] = f"karpy: capacity reserved for {count} pod(s) being bound"
+                result.reserved += 1
+    failed = result.failed
+    result.node_names = [name for name in names if name not in failed] if failed else list(names)
     return result
 
 
@@ -115,7 +116,7 @@ def node_names(args: Mapping[str, Any]) -> list[str]:
     """NodeNames (nodeCacheCapable), else the names of Nodes.items; BadArgs for other shapes."""
     names = args.get("NodeNames")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise BadArgs("NodeNames is not a list of names")
         return names
     nodes = args.get("Nodes")

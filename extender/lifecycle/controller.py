@@ -16,6 +16,7 @@ from kubernetes import client
 
 from extender.api import labels
 from extender.cloud.types import CloudProvider, OfferingKey
+from extender.cluster.boundpods import BoundPods
 from extender.cluster.informer import start_informer
 from extender.cluster.nodes import list_karpy_nodes
 from extender.heartbeat import Heartbeats, no_tick
@@ -144,9 +145,13 @@ def start_lifecycle(
     sqs: Any = None,
     unavailable: Callable[[OfferingKey], None] | None = None,
     heartbeats: Heartbeats | None = None,
+    bound_pods: BoundPods | None = None,
 ) -> list[threading.Thread]:
     """Start the lifecycle threads; they exit when `stop` is set. Each registers in `heartbeats`
-    (read by the extender's /healthz) with its deadline from DEADLINES."""
+    (read by the extender's /healthz) with its deadline from DEADLINES.
+
+    `bound_pods`: the bound-pod index shared with provisioning, whose creator starts its watch;
+    without it the lifecycle keeps (and watches) one of its own."""
     beats = heartbeats or Heartbeats()
 
     def tick(worker: str) -> Callable[[], None]:
@@ -179,19 +184,16 @@ def start_lifecycle(
             tick=tick("informer-nodes"),
             label_selector=labels.PROVISIONER_NAME,
         ),
-        start_informer(
-            core.list_pod_for_all_namespaces,
-            lifecycle.nodes.on_pod,
-            stop,
-            name="pods",
-            tick=tick("informer-pods"),
-            field_selector="spec.nodeName!=",
-        ),
         _thread(lambda: lifecycle.supervise(stop, tick=supervisor_tick), name="lifecycle-supervisor"),
     ]
     threads += [_thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)]
+    # A pod bound, finished or deleted may leave its node empty: the node worker looks again.
+    pods = bound_pods if bound_pods is not None else BoundPods()
+    pods.subscribe(lifecycle.nodes.on_pod)
+    if bound_pods is None:
+        threads.append(pods.start(kube, stop, tick=tick("informer-pods")))
     # Consolidation (issue 12): shares the node worker's disruption budgets.
-    consolidator = Consolidator(ctx, lifecycle.nodes.ledger, lifecycle.nodes.census)
+    consolidator = Consolidator(ctx, lifecycle.nodes.ledger, lifecycle.nodes.census, bound=pods)
     threads.append(_thread(consolidator.run, stop, name="lifecycle-consolidation"))
     if settings.aws.interruption_queue:
         handler = InterruptionHandler(ctx, lambda: list_karpy_nodes(ctx.kube))

@@ -37,7 +37,8 @@ class NodeWorker:
     ) -> None:
         self.ctx = ctx
         self.provisioners = provisioners
-        self.queue: DelayQueue[str] = queue or DelayQueue()
+        # `is None`: an empty queue is falsy (it has a length), and the one handed in must be kept.
+        self.queue: DelayQueue[str] = queue if queue is not None else DelayQueue()
         self.expiry = Expiry()
         #: The disruption budgets emptiness, expiry and consolidation share.
         self.ledger = ledger or DisruptionLedger()

@@ -50,6 +50,7 @@ class Binder:
         clock: Callable[[], float],
         requeue: Callable[[Iterable[str]], object],
         park: Callable[[Iterable[str]], None],
+        assume: Callable[[Pod, str], None] = lambda _pod, _node: None,
     ) -> None:
         self.kube = kube
         self.state = state
@@ -58,6 +59,8 @@ class Binder:
         self.clock = clock
         self.requeue = requeue
         self.park = park
+        #: Told of every bind, so the bound-pod index counts the pod before its watch event arrives.
+        self.assume = assume
         #: pod key -> times the re-check before binding refused it.
         self._refused: TTLCache[str, int] = TTLCache(maxsize=10_000, ttl=REFUSED_TTL_SECONDS, timer=clock)
         self._lock = threading.Lock()
@@ -104,6 +107,7 @@ class Binder:
             except ClusterError as err:  # the pod stays pending and returns in the next batch
                 log.error("Failed to bind %s to %s, %s", pod.key, node, err)
                 return False
+            self.assume(pod, node)
             on_bound(pod, node)
             return True
 
@@ -135,9 +139,7 @@ class Binder:
             snapshot.forget(node, pods)
             why = marked.get(node) or ("deleting" if current.deleting else "cordoned")
             return [], [(p, f"node {node} takes no more pods ({why})") for p in pods]
-        live = inventory.existing_node(
-            current, inventory.parse_pods(on_node), pod_count=len(on_node), schedulable=True
-        )
+        live = inventory.existing_node(current, inventory.node_pods(on_node), schedulable=True)
         return snapshot.admit(live, pods)
 
     def _refuse(self, pod: Pod, node: str, reason: str) -> None:

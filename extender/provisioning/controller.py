@@ -11,7 +11,10 @@ those nodes as existing capacity instead of being launched for again.
 
 Shared state and who guards it:
 - `_lock` (the batch lock): one batch, one replacement launch or one adoption at a time; it guards
-  the pipeline (and its bound-pod cache), so two of them never plan against the same cluster.
+  the pipeline, so two of them never plan against the same cluster.
+- `nodes` and `bound` (the node and bound-pod indexes): their own locks. The node index's watch
+  runs from `start`; so does the bound-pod index's when the controller created it, else its
+  creator (the controller process, which shares it with the lifecycle) starts it.
 - `_fast_path` under `_fast_lock`: keys the extender enqueued, read and cleared by each batch.
 - `parked` (`parking.Parked`), `unavailable` (`offerings.UnavailableOfferings`), the reporter's and
   the binder's TTL caches: each guards itself, since launch and bind threads write them.
@@ -31,6 +34,8 @@ from kubernetes import client
 from extender import retry
 from extender.cloud.types import CloudProvider, Instance
 from extender.cluster import inventory
+from extender.cluster.boundpods import BoundPods
+from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
 from extender.provisioning import metrics
 from extender.provisioning.batcher import Batcher
@@ -65,6 +70,7 @@ class ProvisioningController:
         state: ClusterState,
         is_leader: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
+        bound: BoundPods | None = None,
     ) -> None:
         self.settings = settings
         self.kube = kube
@@ -81,13 +87,30 @@ class ProvisioningController:
         self._lock = threading.Lock()
         self._fast_path: set[str] = set()
         self._fast_lock = threading.Lock()
+        self._owns_bound = bound is None
+        self.bound = bound if bound is not None else BoundPods()
+        self.nodes = NodeIndex()
         reporter = Reporter(kube, self.pools, clock)
         self.pipeline = Pipeline(
-            gather=Gatherer(kube=kube, settings=settings, cloud=cloud, state=state, reporter=reporter),
+            gather=Gatherer(
+                kube=kube,
+                settings=settings,
+                cloud=cloud,
+                state=state,
+                reporter=reporter,
+                bound=self.bound,
+                nodes=self.nodes,
+            ),
             launch=Launcher(
                 cloud=cloud, is_leader=is_leader, unavailable=self.unavailable, reporter=reporter, clock=clock
             ),
-            register=Registrar(kube=kube, region=settings.aws.region, reporter=reporter, clock=clock),
+            register=Registrar(
+                kube=kube,
+                region=settings.aws.region,
+                reporter=reporter,
+                clock=clock,
+                created=self.nodes.assume,
+            ),
             bind=Binder(
                 kube=kube,
                 state=state,
@@ -96,6 +119,7 @@ class ProvisioningController:
                 clock=clock,
                 requeue=self._requeue,
                 park=self.parked.park,
+                assume=self.bound.assume,
             ),
             report=reporter,
             unavailable=self.unavailable,
@@ -132,7 +156,10 @@ class ProvisioningController:
         warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
-        return [self.watcher.start(stop), loop, warm]
+        threads = [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
+        if self._owns_bound:
+            threads.append(self.bound.start(self.kube, stop))
+        return threads
 
     def _warm_catalog(self) -> None:
         try:

@@ -5,7 +5,10 @@ not be bound twice) and parsed into api models here; a pod karpy cannot read is 
 out. Provisioners, the catalog, DaemonSet overhead, every node with its bound pods, and the
 namespaces' labels complete the picture.
 
-Called only under the controller's batch lock, which also guards the bound-pod cache.
+Nodes and bound pods come from their indexes (extender/cluster/nodeindex.py, boundpods.py), each
+kept by its watch.
+
+Called only under the controller's batch lock.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster import volumes as kube_volumes
+from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import ClusterError
+from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
 from extender.provisioning.report import INVALID_POD_REASON, UNMODELLED_REASON, Reporter
 from extender.scheduling.instancetypes import InstanceType
@@ -54,13 +59,16 @@ class Gatherer:
         cloud: CloudProvider,
         state: ClusterState,
         reporter: Reporter,
+        bound: BoundPods,
+        nodes: NodeIndex,
     ) -> None:
         self.kube = kube
         self.settings = settings
         self.cloud = cloud
         self.state = state
         self.reporter = reporter
-        self._pod_cache = inventory.PodCache()
+        self.bound = bound
+        self.nodes = nodes
 
     def pending(self, keys: Collection[str]) -> list[Pod]:
         """The batch's pods still pending now, parsed; unreadable ones get an InvalidPod Event."""
@@ -109,12 +117,10 @@ class Gatherer:
         return Context({p.name: p for p in provisioners}, catalog, daemonsets)
 
     def inventory(self) -> inventory.Inventory:
-        """Every node and every bound pod (one list each), and the namespaces' labels."""
-        nodes = kube_nodes.list_nodes(self.kube)
-        assigned = kube_pods.list_assigned(self.kube)
-        result = inventory.build(
-            nodes, assigned, self.state.marked(), self._namespaces(), cache=self._pod_cache
-        )
+        """Every node and every bound pod (from their indexes), and the namespaces' labels."""
+        nodes = self.nodes.current(lambda: kube_nodes.list_node_manifests(self.kube))
+        bound = self.bound.current(lambda: kube_pods.list_assigned(self.kube))
+        result = inventory.build(nodes, bound, self.state.marked(), self._namespaces())
         self.state.set_nodes(result.nodes)
         return result
 

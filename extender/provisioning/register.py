@@ -6,7 +6,8 @@ without one. `launcher` builds the Node objects; this step writes them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kubernetes import client
 
@@ -24,12 +25,20 @@ log = logging.getLogger("karpy.controller.provisioning")
 
 class Registrar:
     def __init__(
-        self, *, kube: client.ApiClient, region: str, reporter: Reporter, clock: Callable[[], float]
+        self,
+        *,
+        kube: client.ApiClient,
+        region: str,
+        reporter: Reporter,
+        clock: Callable[[], float],
+        created: Callable[[Mapping[str, Any]], None] = lambda _manifest: None,
     ) -> None:
         self.kube = kube
         self.region = region
         self.reporter = reporter
         self.clock = clock
+        #: Told of every Node karpy creates, so the node index counts it before its watch event.
+        self.created = created
 
     def register(
         self, instance: Instance, planned: PlannedNode, provisioner: Provisioner, report: BatchReport
@@ -39,6 +48,7 @@ class Registrar:
         manifest = launcher.node_for(instance, planned, provisioner, region=self.region)
         name: str = manifest["metadata"]["name"]
         kube_nodes.create_node(self.kube, manifest)
+        self.created(manifest)
         created = self.clock() - t0
         metrics.NODE_CREATE.labels(provisioner=provisioner.name).observe(created)
         report.add("node_create", created)
@@ -79,6 +89,7 @@ class Registrar:
                 continue
             manifest = launcher.adopted_node(instance, itype, prov, region=self.region)
             kube_nodes.create_node(self.kube, manifest)
+            self.created(manifest)
             adopted.append(manifest["metadata"]["name"])
             log.info(
                 "Adopted instance %s of an interrupted launch as node %s",

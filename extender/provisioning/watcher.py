@@ -7,7 +7,7 @@ none), so detection follows Karpenter: watch unbound pods, pick the provisionabl
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubernetes import client
@@ -67,7 +67,7 @@ class PodWatcher:
         with self._lock:
             return dict(self._pending)
 
-    def replace(self, items: list[dict[str, Any]], resource_version: str) -> None:
+    def replace(self, items: Iterable[dict[str, Any]], resource_version: str) -> None:
         """A fresh listing: it is the whole pending set, so pods missing from it are gone."""
         self.resource_version = resource_version
         fresh = {pod_key(p): p for p in items if is_provisionable(p)}

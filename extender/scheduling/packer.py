@@ -204,11 +204,14 @@ class Packer:
         dims: Sequence[str],
         matching: Callable[[Pod], tuple[int, ...]],
         repels: Callable[[Pod], tuple[int, ...]],
+        *,
+        count_pods: bool = True,
     ) -> None:
-        """Count the node's pods for hostname-level rules; a schedulable node also takes pods."""
+        """Count the node's pods for hostname-level rules (`count_pods`: any term is in play); a
+        schedulable node also takes pods."""
         counts: Counter[int] = Counter()
         anti: set[int] = set()
-        for pod in node.pods:
+        for pod in node.pods if count_pods else ():
             counts.update(matching(pod))
             anti.update(repels(pod))
         self.placed_by_term.update(counts)

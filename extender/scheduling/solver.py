@@ -338,7 +338,8 @@ class _Context:
         # Existing pods' required hostname anti-affinity first, so batch pods see what repels them.
         repels: dict[str, tuple[int, ...]] = {}
         for node in self.existing:
-            for pod in node.pods:
+            # A pod without inter-pod rules or a spread has no hostname term (most running pods).
+            for pod in (p for p in node.pods if p.pod_anti_affinity or p.pod_affinity or p.topology_spread):
                 repels[pod.key] = HostConstraints.of(pod, terms, self.namespaces, soft=False).repels
         hosts: dict[Hashable, tuple[HostConstraints, HostConstraints]] = {}
         for pod in live:
@@ -348,11 +349,17 @@ class _Context:
                     HostConstraints.of(pod, terms, self.namespaces, soft=False),
                 )
         matched: dict[Hashable, tuple[int, ...]] = {}
+        # Running pods of one owner share one labels object (the bound-pod index interns them):
+        # by identity first, which also keeps each labels object alive while its id is a key.
+        same_labels: dict[tuple[str, int], tuple[Mapping[str, str], tuple[int, ...]]] = {}
 
         def matching(pod: Pod) -> tuple[int, ...]:
+            if (known := same_labels.get((pod.namespace, id(pod.labels)))) is not None:
+                return known[1]
             label_key = (pod.namespace, tuple(sorted(pod.labels.items())))
             if label_key not in matched:
                 matched[label_key] = terms.matching(pod)
+            same_labels[(pod.namespace, id(pod.labels))] = (pod.labels, matched[label_key])
             return matched[label_key]
 
         classes: dict[Hashable, PodClass] = {}
@@ -387,7 +394,10 @@ class _Context:
         )
         packer = Packer(self.cache, min_request, self._headroom())
         for node in self.existing:
-            packer.add_existing(node, self.dims, matching, lambda p: repels.get(p.key, ()))
+            # Without a hostname term in play no running pod counts for one: skip the pods.
+            packer.add_existing(
+                node, self.dims, matching, lambda p: repels.get(p.key, ()), count_pods=bool(terms.ids)
+            )
         if packer.existing:
             for pod_class in ordered_classes:
                 packer.fill_existing(pod_class)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.cluster import inventory
+from extender.cluster.boundpods import group
 
 
 def node(name: str, prov: str | None = "default", **extra: object) -> dict:
@@ -41,7 +42,7 @@ def test_in_flight_node_offers_its_room_without_its_start_up_taints() -> None:
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
         {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"},
     ]
-    inv = inventory.build(models(starting), [pod("1", name="a"), pod("500m", name="b")], marked={})
+    inv = inventory.build(models(starting), group([pod("1", name="a"), pod("500m", name="b")]), marked={})
     (existing,) = inv.existing
     assert existing.taints == () and existing.pod_count == 2 and existing.schedulable
     assert existing.requested.cpu == 1.5 and existing.allocatable.cpu == 3.9
@@ -54,7 +55,7 @@ def test_marked_cordoned_and_deleting_nodes_count_for_limits_and_topology_but_ta
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     inv = inventory.build(
         models(node("n1"), node("n2", unschedulable=True), deleting),
-        [pod("1", on="n2", app="web")],
+        group([pod("1", on="n2", app="web")]),
         marked={"n1": "empty"},
     )
     assert [(n.name, n.schedulable) for n in inv.existing] == [("n1", False), ("n2", False), ("n3", False)]
@@ -69,7 +70,7 @@ def test_other_nodes_bring_pods_and_taints_but_no_usage_and_no_cache_entry() -> 
         {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
     ]
-    inv = inventory.build(models(theirs, node("n1")), [pod("2", on="ng-1", app="db")], marked={})
+    inv = inventory.build(models(theirs, node("n1")), group([pod("2", on="ng-1", app="db")]), marked={})
     other = next(n for n in inv.existing if n.name == "ng-1")
     assert not other.schedulable and other.provisioner == ""
     # Start-up taints are dropped only from karpy's nodes.
@@ -86,7 +87,7 @@ def test_other_nodes_bring_pods_and_taints_but_no_usage_and_no_cache_entry() -> 
 def test_terminal_and_unparseable_bound_pods() -> None:
     bad = pod("1x", name="bad")
     done = pod("1", name="done", phase="Succeeded")
-    inv = inventory.build(models(node("n1")), [pod("1", name="ok"), bad, done], marked={})
+    inv = inventory.build(models(node("n1")), group([pod("1", name="ok"), bad, done]), marked={})
     (existing,) = inv.existing
     # A pod karpy cannot read still takes a pod slot; a finished one takes nothing.
     assert [p.key for p in existing.pods] == ["ns/ok"] and existing.pod_count == 2
@@ -96,7 +97,7 @@ def test_terminal_and_unparseable_bound_pods() -> None:
 def test_inventory_names_the_pods_bound_to_any_node_and_keeps_namespaces() -> None:
     inv = inventory.build(
         models(node("n1"), node("x", prov=None)),
-        [pod("1", on="n1", name="bound"), pod("1", on="x", name="p"), pod("1", on="gone", name="q")],
+        group([pod("1", on="n1", name="bound"), pod("1", on="x", name="p"), pod("1", on="gone", name="q")]),
         marked={},
         namespaces={"ns": {"team": "a"}},
     )
@@ -109,18 +110,3 @@ def test_usage_counts_karpy_nodes_only() -> None:
         "default": inventory.usage(models(node("n1")))["default"],
         "other": inventory.usage(models(node("n1")))["default"],
     }
-
-
-def test_pod_cache_parses_a_pod_once_per_resource_version_and_forgets_deleted_ones() -> None:
-    cache = inventory.PodCache()
-    a = pod("1", name="a")
-    a["metadata"].update(uid="u-a", resourceVersion="1")
-    first = inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0]
-    again = inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0]
-    assert again is first
-    a["metadata"]["resourceVersion"] = "2"
-    a["metadata"]["labels"] = {"app": "new"}
-    changed = inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0]
-    assert changed is not first and changed.labels == {"app": "new"}
-    inventory.build(models(node("n1")), [], marked={}, cache=cache)
-    assert inventory.build(models(node("n1")), [a], marked={}, cache=cache).existing[0].pods[0] is not changed

@@ -62,7 +62,7 @@ def build(
     provisioners: Sequence[Provisioner],
     instance_types: Sequence[InstanceType],
     nodes: Iterable[Mapping[str, Any]],
-    assigned: Iterable[Mapping[str, Any]],
+    bound: inventory.Bound,
     pending: Iterable[Mapping[str, Any]] = (),
     pdbs: Iterable[Mapping[str, Any]] = (),
     daemonsets: Sequence[Pod] = (),
@@ -71,14 +71,14 @@ def build(
     batch_in_flight: bool = False,
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     unavailable: frozenset[OfferingKey] = frozenset(),
-    cache: inventory.PodCache | None = None,
 ) -> ClusterView:
-    """`cache` keeps parsed bound pods from one pass to the next (the worker holds one)."""
+    """`bound`: the pods bound to `nodes` (the bound-pod index's snapshot, or
+    `boundpods.group(manifests)`)."""
     by_type = {t.name: t for t in instance_types}
     manifests = list(nodes)
     models = [Node.from_manifest(n) for n in manifests]
     # Marked and budget-holding nodes take no pods, as in provisioning's inventory.
-    built = inventory.build(models, assigned, dict.fromkeys(marked, "leaving"), cache=cache)
+    built = inventory.build(models, bound, dict.fromkeys(marked, "leaving"))
     states = []
     for manifest, model, existing in zip(manifests, models, built.existing, strict=True):
         created = objects.created(manifest)

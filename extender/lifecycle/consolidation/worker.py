@@ -26,6 +26,7 @@ from extender.cluster import errors, inventory, objects
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
+from extender.cluster.boundpods import BoundPods
 from extender.cluster.cordon import cordon, uncordon
 from extender.cluster.provisioners import list_configured
 from extender.cluster.watch import list_objects
@@ -52,14 +53,15 @@ class Consolidator:
         census: Callable[[str], dict[str, Any]],
         *,
         provisioners: Callable[[], list[Provisioner]] | None = None,
+        bound: BoundPods | None = None,
     ) -> None:
         self.ctx = ctx
         self.ledger = ledger
         self.census = census
         self._provisioners = provisioners or (lambda: list_configured(ctx.kube, ctx.settings))
         self._reported_at: float | None = None
-        #: Bound pods parsed once per resourceVersion, not on every pass.
-        self._pods = inventory.PodCache()
+        #: Every bound pod, kept by the index's watch (shared with provisioning in the controller).
+        self.bound = bound if bound is not None else BoundPods()
 
     @property
     def settings(self) -> Settings:
@@ -85,7 +87,7 @@ class Consolidator:
         provisioners = self._provisioners()
         if not any(p.consolidation for p in provisioners):
             return None
-        view, _, _ = self.observe(provisioners)
+        view, _ = self.observe(provisioners)
         self.report(view)
         action = decide(view, self.settings)
         if action is None:
@@ -94,22 +96,20 @@ class Consolidator:
         self.ctx.log.info("Validating consolidation of node(s) %s after %gs", list(action.names), delay)
         if stop.wait(delay):
             return None
-        view, nodes, pods = self.observe(self._provisioners())
+        view, nodes = self.observe(self._provisioners())
         again = decide(view, self.settings)
         if again is None or not action.same_as(again):
             self.ctx.log.info("Abandoning consolidation attempt, the decision changed during validation")
             return None
-        return again if self.execute(again, nodes, pods, view, stop) else None
+        return again if self.execute(again, nodes, self._pods_of(again), view, stop) else None
 
     # --- reading ---------------------------------------------------------------------------------
 
-    def observe(
-        self, provisioners: list[Provisioner]
-    ) -> tuple[ClusterView, dict[str, Mapping[str, Any]], dict[str, Mapping[str, Any]]]:
-        """The view, and the Node and Pod manifests by name / key (events and replacements need them)."""
+    def observe(self, provisioners: list[Provisioner]) -> tuple[ClusterView, dict[str, Mapping[str, Any]]]:
+        """The view, and the Node manifests by name (events need them)."""
         kube, state = self.ctx.kube, self.ctx.state
         nodes = kube_nodes.list_node_manifests(kube)
-        assigned = kube_pods.list_assigned(kube)
+        bound = self.bound.current(lambda: kube_pods.list_assigned(kube))
         pending, _ = kube_pods.list_pending(kube)
         pdbs, _ = list_objects(client.PolicyV1Api(kube).list_pod_disruption_budget_for_all_namespaces)
         daemonsets = inventory.parse_pods(kube_pods.daemonset_pods(kube))
@@ -122,7 +122,7 @@ class Consolidator:
             provisioners=provisioners,
             instance_types=self.ctx.cloud.get_instance_types(None),
             nodes=nodes,
-            assigned=assigned,
+            bound=bound,
             pending=pending,
             pdbs=pdbs,
             daemonsets=daemonsets,
@@ -131,9 +131,17 @@ class Consolidator:
             batch_in_flight=binding,
             namespaces=kube_namespaces.list_labels(kube),
             unavailable=refused,
-            cache=self._pods,
         )
-        return view, {objects.name(n): n for n in nodes}, {objects.pod_key(p): p for p in assigned}
+        return view, {objects.name(n): n for n in nodes}
+
+    def _pods_of(self, action: Action) -> dict[str, Mapping[str, Any]]:
+        """The manifests of the pods on the nodes to replace, by key (their replacement is launched
+        for them), read now."""
+        return {
+            objects.pod_key(p): p
+            for name in action.names
+            for p in kube_pods.list_on_node(self.ctx.kube, name)
+        }
 
     def report(self, view: ClusterView) -> None:
         """Gauges: each consolidating Provisioner's $/h and the lower bound for its pods."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from extender.api import labels as wk
+from extender.cluster.boundpods import group
 from extender.lifecycle.consolidation import snapshot
 
 from ..scheduling.builders import catalog
@@ -23,7 +24,9 @@ def test_nodes_carry_price_age_and_what_makes_them_leave() -> None:
     cordoned["spec"] = {"unschedulable": True}
     protected = node("k")
     protected["metadata"]["annotations"] = {wk.DO_NOT_CONSOLIDATE_ANNOTATION: "true"}
-    view = build(nodes=[node("a"), cordoned, protected, node("m")], assigned=[pod("p", "a")], marked={"m"})
+    view = build(
+        nodes=[node("a"), cordoned, protected, node("m")], bound=group([pod("p", "a")]), marked={"m"}
+    )
     by = {n.name: n for n in view.nodes}
     m5 = next(t for t in catalog() if t.name == "m5.xlarge")
     assert by["a"].price == min(o.price for o in m5.offerings if o.capacity_type == "on-demand")
@@ -42,7 +45,7 @@ def test_pdbs_become_allowances_and_pending_pods_are_kept() -> None:
     }
     null_selector = {"metadata": {"name": "none", "namespace": "default"}, "spec": {}, "status": {}}
     waiting = pod("w", "")
-    view = build(nodes=[], assigned=[], pdbs=[pdb, null_selector], pending=[waiting])
+    view = build(nodes=[], bound=group([]), pdbs=[pdb, null_selector], pending=[waiting])
     (allowance,) = view.pdbs
     assert allowance.name == "web" and allowance.disruptions_allowed == 0
     assert [p.key for p in view.pending] == ["default/w"]

@@ -131,8 +131,9 @@ def validating(views: list[Any], monkeypatch: pytest.MonkeyPatch) -> tuple[Conso
     worker.ctx.settings.lifecycle.consolidation_validation_seconds = 0.0
     worker._provisioners = lambda: [provisioner(budget="100%")]
     seen = iter(views)
-    monkeypatch.setattr(worker, "observe", lambda _p: (next(seen), {}, {}))
+    monkeypatch.setattr(worker, "observe", lambda _p: (next(seen), {}))
     monkeypatch.setattr(worker, "report", lambda _v: None)
+    monkeypatch.setattr(worker, "_pods_of", lambda _action: {})
     executed: list[Any] = []
     monkeypatch.setattr(worker, "execute", lambda action, *_: executed.append(action) or True)
     return worker, executed

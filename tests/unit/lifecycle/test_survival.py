@@ -95,6 +95,22 @@ def test_supervisor_ticks_its_heartbeat_while_failing(monkeypatch) -> None:
         thread.join(5)
 
 
+def test_idle_node_workers_tick_their_heartbeat() -> None:
+    """The node workers' queue ticks on every get; an empty queue handed in must be the one they
+    use (an empty DelayQueue is falsy, and `queue or DelayQueue()` dropped it: /healthz then said
+    the idle workers were stuck 300 s after every start, seen in benchmarks.scale)."""
+    ticks: list[int] = []
+    lifecycle = controller.Lifecycle(_ctx(), queue=controller._TickingQueue(lambda: ticks.append(1)))
+    stop = threading.Event()
+    thread = threading.Thread(target=lifecycle.nodes.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert _wait_for(lambda: len(ticks) >= 2)
+    finally:
+        stop.set()
+        thread.join(5)
+
+
 def test_heartbeats_report_a_worker_late_past_its_deadline_until_it_ticks() -> None:
     now = [100.0]
     beats = Heartbeats(clock=lambda: now[0])
@@ -185,7 +201,7 @@ def test_informer_relists_after_backoff_and_ticks_while_the_api_fails(monkeypatc
         lists.append(1)
         raise ApiException(status=503, reason="Service Unavailable")
 
-    monkeypatch.setattr(informer, "list_objects", failing_list)
+    monkeypatch.setattr(informer, "stream_objects", failing_list)
     ticks: list[int] = []
     stop = threading.Event()
     thread = threading.Thread(

@@ -43,6 +43,7 @@ class FakeCluster:
         m.setattr(kube_pods, "list_on_node", self.list_on_node)
         m.setattr(kube_pods, "daemonset_pods", lambda _: [])
         m.setattr(kube_nodes, "list_nodes", self.list_nodes)
+        m.setattr(kube_nodes, "list_node_manifests", lambda _, **_kw: list(self.nodes.values()))
         m.setattr(kube_nodes, "read_node", self.read_node)
         m.setattr(kube_nodes, "create_node", self.create_node)
         m.setattr(kube_volumes, "load", lambda _: self.volumes)

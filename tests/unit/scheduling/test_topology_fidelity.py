@@ -81,6 +81,18 @@ def test_hostname_anti_affinity_against_running_pod_on_karpy_node_with_room():
     assert plain.existing == {"n0": (make_pod("plain"),)}
 
 
+def test_running_pods_hostname_anti_affinity_keeps_rule_free_pods_off_its_node():
+    """InterPodAffinity symmetry on kubernetes.io/hostname, when only the running pod has a rule:
+    the packer counts running pods for hostname terms only when a term is in play, and this term
+    comes from the running pod alone."""
+    carrier = make_pod("r", labels={"app": "db"}, affinity=anti(wk.HOSTNAME, labels=APP))
+    node = existing("n0", ZONES[0], [carrier, make_pod("other", labels={"app": "cache"})])
+    plan = solve([make_pod("new", labels=APP)], [make_provisioner()], catalog(), existing_nodes=[node])
+    assert not plan.existing and len(plan.nodes) == 1
+    plain = solve([make_pod("plain")], [make_provisioner()], catalog(), existing_nodes=[node])
+    assert plain.existing == {"n0": (make_pod("plain"),)}
+
+
 def test_zone_spread_counts_running_pods():
     """PodTopologySpread: 3 matching pods already in zone a -> new pods go to b and c first."""
     running = [existing("n0", ZONES[0], [make_pod(f"r{i}", labels=APP) for i in range(3)], schedulable=False)]
