@@ -33,6 +33,7 @@ def main() -> int:
     parser.add_argument("--ec2-rate", type=float, default=0.10)
     parser.add_argument("--sqs-rate", type=float, default=0.05)
     parser.add_argument("--deadline", type=float, default=540.0, help="seconds the run may take")
+    parser.add_argument("--no-leader-kill", action="store_true", help="a control run without failover")
     parser.add_argument("--seed", type=int, default=13, help="fault sequence seed")
     args = parser.parse_args()
     config = chaos.Config(
@@ -42,6 +43,7 @@ def main() -> int:
         sqs_rate=args.sqs_rate,
         deadline_seconds=args.deadline,
         seed=args.seed,
+        kill_leader=not args.no_leader_kill,
     )
     started = time.monotonic()
     state_file = os.environ.get("KARPY_CLUSTER_STATE")

@@ -61,7 +61,8 @@ class Config:
     api_rate: float = 0.05
     ec2_rate: float = 0.10
     sqs_rate: float = 0.05
-    #: The leader is killed once this fraction of the pods is bound.
+    #: SIGKILL the leader once `kill_at` of the pods are bound (off: a control run without failover).
+    kill_leader: bool = True
     kill_at: float = 0.3
     deadline_seconds: float = 600.0
     empty_ttl_seconds: int = 10
@@ -481,23 +482,11 @@ def run(state: dict[str, Any], config: Config, say: Callable[[str], None] = prin
         def bound() -> int:
             return sum(1 for p in _pods(core, run_id) if p.spec.node_name)
 
-        kill_at = max(1, int(config.kill_at * config.pods))
-        deadline.wait_for(lambda: bound() >= kill_at, deadline.left() * 0.4)
-        victim = router.leader or first
-        survivor = next(r for r in replicas if r is not victim)
-        kill_bound = result.figures["bound pods when the leader was killed"] = bound()
-        victim.kill()
-        killed_at = time.monotonic()
-        say(f"{deadline.elapsed():.0f}s SIGKILLed leader {victim.name} at {kill_bound} bound pods")
-        took_over = deadline.wait_for(lambda: router.leader is survivor, 60, interval=0.2)
-        if took_over:
-            result.figures["leader takeover seconds"] = round(time.monotonic() - killed_at, 1)
-            say(f"{deadline.elapsed():.0f}s replica {survivor.name} took over")
-        else:
-            result.violations.append(f"replica {survivor.name} did not take the Lease over within 60s")
-        victim.log = victim.log.with_name(f"karpy-{victim.name}-restarted.log")
-        result.logs.append(str(victim.log))
-        victim.start()  # as the kubelet would: it comes back as a follower
+        if config.kill_leader:
+            kill_at = max(1, int(config.kill_at * config.pods))
+            deadline.wait_for(lambda: bound() >= kill_at, deadline.left() * 0.4)
+            result.figures["bound pods when the leader was killed"] = bound()
+            _kill_leader(router, replicas, deadline, result, say)
 
         # -- interruption messages while the scale-up goes on -------------------------------------
         with_instances = deadline.wait_for(
@@ -539,11 +528,8 @@ def run(state: dict[str, Any], config: Config, say: Callable[[str], None] = prin
         )
         deadline.wait_for(lambda: _queue_depth(seed) == 0, 45, interval=1.0)
         result.check("interruption messages left in the queue", _queue_depth(seed))
-        deleted = sum(
-            r.counter("karpenter_interruption_deleted_messages")
-            for r in replicas
-            if r is not victim or r.process.poll() is None
-        )
+        # The messages were sent after the kill: the replicas running now handled them all.
+        deleted = sum(r.counter("karpenter_interruption_deleted_messages") for r in replicas)
         result.check(
             "interruption messages lost (sent - deleted after handling)", max(0, sent_count - int(deleted))
         )
@@ -589,6 +575,26 @@ def run(state: dict[str, Any], config: Config, say: Callable[[str], None] = prin
         )
         return _finish(result, api_proxy, moto_proxy, deadline)
     raise AssertionError("unreachable")
+
+
+def _kill_leader(
+    router: Router, replicas: list[Replica], deadline: Deadline, result: Result, say: Callable[[str], None]
+) -> None:
+    """SIGKILL the leader, time the survivor's takeover, start the victim again (as the kubelet
+    would; it comes back as a follower)."""
+    victim = deadline.wait_for(lambda: router.leader, 15, interval=0.2) or replicas[0]
+    survivor = next(r for r in replicas if r is not victim)
+    victim.kill()
+    killed_at = time.monotonic()
+    say(f"{deadline.elapsed():.0f}s SIGKILLed leader {victim.name}")
+    if deadline.wait_for(lambda: router.leader is survivor, 60, interval=0.2):
+        result.figures["leader takeover seconds"] = round(time.monotonic() - killed_at, 1)
+        say(f"{deadline.elapsed():.0f}s replica {survivor.name} took over")
+    else:
+        result.violations.append(f"replica {survivor.name} did not take the Lease over within 60s")
+    victim.log = victim.log.with_name(f"karpy-{victim.name}-restarted.log")
+    result.logs.append(str(victim.log))
+    victim.start()
 
 
 def _finish(result: Result, api_proxy: FaultProxy, moto_proxy: FaultProxy, deadline: Deadline) -> Result:
