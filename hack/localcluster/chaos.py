@@ -377,7 +377,7 @@ def _replica_env(
 
 
 @contextmanager
-def _cleanup(state: dict[str, Any], core: Any, custom: Any, ec2: Any, run: str) -> Iterator[None]:
+def _cleanup(core: Any, custom: Any, ec2: Any, run: str) -> Iterator[None]:
     """Whatever happens, leave the cluster and moto as they were: namespace, Provisioner, Nodes
     (finalizers dropped: karpy is stopped by then) and live instances of the run."""
     try:
@@ -415,7 +415,7 @@ def run(state: dict[str, Any], config: Config, say: Callable[[str], None] = prin
     seed.client("sqs").purge_queue(QueueUrl=seed.queue_url)
 
     with ExitStack() as stack:
-        stack.enter_context(_cleanup(state, core, custom, ec2, run_id))
+        stack.enter_context(_cleanup(core, custom, ec2, run_id))
         api_proxy = FaultProxy(
             lambda: state["apiserver_url"],
             apiserver_faults(config.api_rate, rand),
