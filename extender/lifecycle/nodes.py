@@ -78,6 +78,8 @@ class NodeWorker:
         ctx = self.ctx
         node = nodepatch.get_node(ctx.kube, name)
         if node is None or not objects.is_karpy_node(node):
+            with self._lock:
+                self._cache.pop(name, None)
             self.expiry.finished(name)
             self.ledger.release(name)
             ctx.unmark(name)
