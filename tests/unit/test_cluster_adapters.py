@@ -10,6 +10,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import MaxRetryError
 
 from extender.cluster import bind, errors, eviction, leases, nodes
+from extender.lifecycle import nodepatch
 
 
 def api_error(status: int, reason: str = "", message: str = "boom") -> ApiException:
@@ -137,3 +138,15 @@ def test_a_node_create_whose_answer_was_lost_finds_its_node_on_the_retry(monkeyp
     monkeypatch.setattr(nodes.client, "CoreV1Api", api)
     assert nodes.create_node(None, {"metadata": {"name": "n1"}}) is False
     assert api.calls == 2
+
+
+def test_the_lifecycles_node_reads_answer_in_typed_errors_naming_the_step(monkeypatch) -> None:
+    # The chaos run (issue 13) logged these failures as the client's multi-line ApiException dump
+    # ("(503)\nReason: ...\nHTTP response headers: ..."), without saying what was being read.
+    failing(monkeypatch, nodepatch, "CoreV1Api", api_error(404, "NotFound"))
+    assert nodepatch.get_node(None, "n1") is None
+    failing(monkeypatch, nodepatch, "CoreV1Api", api_error(503, "ServiceUnavailable", "unavailable"))
+    with pytest.raises(errors.Unavailable, match="reading node n1: 503 unavailable"):
+        nodepatch.get_node(None, "n1")
+    with pytest.raises(errors.Unavailable, match="listing pods on node n1: 503 unavailable"):
+        nodepatch.pods_on_node(None, "n1")
