@@ -7,6 +7,9 @@ hack/localcluster/chaos.py.
     flock /tmp/karpy-heavy.lock timeout 900 .venv/bin/python -m benchmarks.chaos
     KARPY_CLUSTER_STATE=.run/cluster/state.json .venv/bin/python -m benchmarks.chaos --pods 100
 
+`--no-leader-kill` is a control run without failover (a leader kill hides what the new leader's
+recovery adopts); `--api-rate 0.15` stresses harder than the issue's 5 %.
+
 Without KARPY_CLUSTER_STATE it brings its own local cluster up in a temporary folder and takes it
 down at the end. Bounded: the run stops waiting at --deadline seconds (default 540, so cluster
 start-up included the whole stays within 10 minutes) and tears everything down.
