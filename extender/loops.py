@@ -35,6 +35,15 @@ def is_expected(err: BaseException) -> bool:
     return isinstance(err, expected)
 
 
+def log_failure(logger: logging.Logger, what: str, err: BaseException) -> None:
+    """One failed step of a loop that retries it: a WARNING line for the world's failures, an
+    ERROR with the traceback for karpy's own."""
+    if is_expected(err):
+        logger.warning("Failed %s, retrying, %s", what, err)
+    else:
+        logger.error("Failed %s, retrying", what, exc_info=err)
+
+
 def run_forever(
     one_pass: Pass,
     stop: threading.Event,

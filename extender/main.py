@@ -8,9 +8,9 @@ exit sets `stop`, which ends the watch, batch, lifecycle and leader-election thr
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from flask import Flask
@@ -21,6 +21,8 @@ from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.leaderlabel import LeaderLabel
+from extender.cluster.version import ServerVersion
+from extender.cluster.version import read as server_version
 from extender.heartbeat import Heartbeats
 from extender.http import limits
 from extender.http.app import by_port, create_app, create_metrics_app
@@ -30,14 +32,6 @@ from extender.settings import Settings
 from extender.state import ClusterState
 
 log = logging.getLogger("karpy.controller")
-
-
-def _server_version(kube: client.ApiClient) -> Callable[[], str]:
-    def version() -> str:
-        info = client.VersionApi(kube).get_code()
-        return f"{info.major}.{re.sub(r'[^0-9]', '', info.minor)}"
-
-    return version
 
 
 Callback = Callable[[], None]
@@ -65,7 +59,7 @@ def start(
 ) -> tuple[ClusterState, ProvisioningController]:
     """Build and start every worker thread; returns what the extender app needs."""
     kube = kube_client.load(settings)
-    version = None if settings.aws.kubernetes_version else _server_version(kube)
+    version = None if settings.aws.kubernetes_version else ServerVersion(partial(server_version, kube))
     cloud = decorate(AWSCloudProvider(settings=settings, kubernetes_version=version))
     state = ClusterState()
     is_leader: Callable[[], bool] = lambda: True  # noqa: E731 - replaced when leader election runs

@@ -198,10 +198,18 @@ class BoundPods(WatchedIndex):
             fresh.add(manifest)
             self._notify("SYNC", manifest)
         with self._lock:
+            vanished = {key: node for key, node in self._state.where.items() if key not in fresh.where}
             self._state = fresh
             self.resource_version = resource_version
             self.relists += 1
             INDEXED.set(len(fresh.where))
+        # Deleted while the watch was down: listeners hear it as informers say it (client-go's
+        # DeletedFinalStateUnknown), or a node emptied meanwhile waits for the next resync.
+        for key, node in vanished.items():
+            namespace, _, name = key.partition("/")
+            self._notify(
+                "DELETED", {"metadata": {"namespace": namespace, "name": name}, "spec": {"nodeName": node}}
+            )
         self.synced.set()
 
     def apply(self, kind: str, manifest: Mapping[str, Any]) -> None:

@@ -73,6 +73,24 @@ def run_list_watch(
             stop.wait(delay)
 
 
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def tombstone(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What an informer remembers of an object to announce its deletion after a re-list: its
+    identity and the node it is on (what the handlers route by), not the whole object."""
+    meta = obj.get("metadata") or {}
+    stub: dict[str, Any] = {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "labels") if k in meta}
+    }
+    node = (obj.get("spec") or {}).get("nodeName")
+    if node:
+        stub["spec"] = {"nodeName": node}
+    return stub
+
+
 def start_informer(
     list_fn: Callable[..., Any],
     handler: Handler,
@@ -82,15 +100,34 @@ def start_informer(
     tick: Callable[[], None] = no_tick,
     **selectors: Any,
 ) -> threading.Thread:
-    """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event."""
+    """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event.
+
+    An object deleted while the watch was down (a failed watch is followed by a re-list, not a
+    replay) is missing from the re-list: the handler gets `DELETED` with its `tombstone`, as
+    client-go's informers deliver DeletedFinalStateUnknown. Without it a receiver's cache keeps
+    the object for good (the node worker counted such nodes as deleting, using up the
+    disruption budget, in the chaos run of issue 13)."""
+    known: dict[tuple[str, str], dict[str, Any]] = {}
 
     def on_list(items: Iterable[dict[str, Any]], _version: str) -> None:
+        # `items` may be a stream of pages: read once.
+        listed: dict[tuple[str, str], dict[str, Any]] = {}
         for obj in items:
+            listed[_key(obj)] = tombstone(obj)
             handler("SYNC", obj)
+        for key in known.keys() - listed.keys():
+            handler("DELETED", known[key])
+        known.clear()
+        known.update(listed)
 
     def on_event(kind: str, obj: dict[str, Any]) -> None:
-        if kind != "BOOKMARK":
-            handler(kind, obj)
+        if kind == "BOOKMARK":
+            return
+        if kind == "DELETED":
+            known.pop(_key(obj), None)
+        else:
+            known[_key(obj)] = tombstone(obj)
+        handler(kind, obj)
 
     thread = threading.Thread(
         target=run_list_watch,

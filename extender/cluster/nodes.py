@@ -11,13 +11,14 @@ from typing import Any
 
 from kubernetes import client
 
+from extender import retry
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.provisioner import Taint
 from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cluster.client import call_json
-from extender.cluster.errors import AlreadyExists, NotFound, translated
+from extender.cluster.errors import AlreadyExists, NotFound, is_transient, translated
 from extender.cluster.watch import list_objects
 
 
@@ -66,11 +67,18 @@ def node_manifest(
 
 
 def create_node(kube: client.ApiClient, manifest: Mapping[str, Any]) -> bool:
-    """Create the Node; False if it exists already (kubelet registered first, or a retried launch)."""
+    """Create the Node; False if it exists already (kubelet registered first, a retried launch, or
+    this call's own earlier attempt whose answer was lost). Throttling and server errors are
+    retried: the instance is running, and a Node given up on leaves it to garbage collection while
+    its pods wait for a second launch."""
     name = str((manifest.get("metadata") or {}).get("name", ""))
-    try:
+
+    def attempt() -> None:
         with translated(f"creating node {name}"):
             call_json(client.CoreV1Api(kube).create_node, manifest)
+
+    try:
+        retry.call(attempt, retry_on=is_transient, doing=f"creating node {name}")
     except AlreadyExists:
         return False
     return True

@@ -30,17 +30,18 @@ MERGE_PATCH = "application/merge-patch+json"
 
 def get_node(kube: Any, name: str) -> dict[str, Any] | None:
     try:
-        return call_json(client.CoreV1Api(kube).read_node, name)
-    except ApiException as err:
-        if err.status == 404:
-            return None
-        raise
+        with translated(f"reading node {name}"):
+            node: dict[str, Any] = call_json(client.CoreV1Api(kube).read_node, name)
+    except NotFound:
+        return None
+    return node
 
 
 def pods_on_node(kube: Any, node: str) -> list[dict[str, Any]]:
-    return list_objects(
-        client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}"
-    )[0]
+    with translated(f"listing pods on node {node}"):
+        return list_objects(
+            client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}"
+        )[0]
 
 
 def set_annotation(kube: Any, node: str, key: str, value: str | None) -> None:

@@ -20,6 +20,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
 from extender.lifecycle.termination import Step, Terminator
 from extender.lifecycle.workqueue import DelayQueue
+from extender.loops import log_failure
 
 TERMINATING_POLL_SECONDS = 1.0
 #: A node whose Provisioner is not (yet) known is looked at again after this long.
@@ -78,6 +79,8 @@ class NodeWorker:
         ctx = self.ctx
         node = nodepatch.get_node(ctx.kube, name)
         if node is None or not objects.is_karpy_node(node):
+            with self._lock:
+                self._cache.pop(name, None)
             self.expiry.finished(name)
             self.ledger.release(name)
             ctx.unmark(name)
@@ -127,8 +130,8 @@ class NodeWorker:
             try:
                 if self.ctx.is_leader():
                     self.process(name)
-            except Exception:
-                self.ctx.log.exception("Reconciling node %s", name)
+            except Exception as err:
+                log_failure(self.ctx.log, f"reconciling node {name}", err)
                 self.queue.add_backoff(name)
             finally:
                 self.queue.done(name)

@@ -179,3 +179,4 @@ def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
     finally:
         stop.set()
         server.shutdown()
+        server.server_close()  # free the extender port for the next module (test_chaos routes it)

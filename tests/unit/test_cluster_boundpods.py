@@ -119,6 +119,19 @@ def test_listeners_see_listed_pods_and_every_event() -> None:
     assert seen == [("SYNC", "a"), ("DELETED", "a")]
 
 
+def test_a_relist_announces_pods_deleted_while_the_watch_was_down() -> None:
+    # As the nodes informer does (client-go's DeletedFinalStateUnknown): the lifecycle's node worker
+    # looks at a node again on a pod event, so a node emptied during a watch gap is not left to
+    # the next resync.
+    index = BoundPods()
+    seen: list[tuple[str, str, str]] = []
+    index.subscribe(lambda kind, obj: seen.append((kind, obj["metadata"]["name"], obj["spec"]["nodeName"])))
+    index.replace(iter([pod("a"), pod("b", on="n2")]), "1")
+    seen.clear()
+    index.replace(iter([pod("a", version="3")]), "5")
+    assert seen == [("SYNC", "a", "n1"), ("DELETED", "b", "n2")]
+
+
 def test_without_a_watch_every_read_lists_afresh() -> None:
     index = BoundPods()
     listings = iter([[pod("a")], [pod("b")]])

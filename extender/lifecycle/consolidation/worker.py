@@ -36,6 +36,7 @@ from extender.lifecycle.consolidation import snapshot
 from extender.lifecycle.consolidation.decide import Action, decide
 from extender.lifecycle.consolidation.view import ClusterView, Settings
 from extender.lifecycle.context import Context
+from extender.loops import log_failure
 from extender.retry import LoopBackoff, call
 from extender.scheduling.solver import solve
 
@@ -77,8 +78,8 @@ class Consolidator:
             try:
                 self.reconcile(stop)
                 backoff.succeeded()
-            except Exception:
-                self.ctx.log.exception("Consolidating")
+            except Exception as err:
+                log_failure(self.ctx.log, "consolidating", err)
                 if backoff.wait_after_failure(stop):
                     return
 

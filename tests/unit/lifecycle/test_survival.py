@@ -8,6 +8,7 @@ without being deleted: both tests below failed on the unfixed code.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from typing import Any
@@ -15,10 +16,12 @@ from unittest import mock
 
 from kubernetes.client.exceptions import ApiException
 
+from extender.cluster.errors import Unavailable
 from extender.heartbeat import Heartbeats
 from extender.lifecycle import controller
 from extender.lifecycle import interruption as ir
 from extender.lifecycle.context import Context
+from extender.lifecycle.nodes import NodeWorker
 from extender.retry import LoopBackoff
 from extender.settings import Settings
 
@@ -224,3 +227,38 @@ def test_informer_relists_after_backoff_and_ticks_while_the_api_fails(monkeypatc
     finally:
         stop.set()
         thread.join(5)
+
+
+def _run_node_worker_once(error: Exception, caplog: Any) -> list[logging.LogRecord]:
+    worker = NodeWorker(_ctx(), lambda _name: None)
+
+    def process(_name: str) -> None:
+        raise error
+
+    worker.process = process  # type: ignore[method-assign]
+    worker.queue.add("n1")
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    with caplog.at_level(logging.WARNING):
+        thread.start()
+        try:
+            assert _wait_for(lambda: any("n1" in r.getMessage() for r in caplog.records))
+        finally:
+            stop.set()
+            thread.join(5)
+    return [r for r in caplog.records if "n1" in r.getMessage()]
+
+
+def test_node_worker_logs_an_api_server_error_as_one_warning_line(caplog: Any) -> None:
+    # The chaos run (issue 13) logged 89 ERRORs with full tracebacks for injected 5xx/429s on node
+    # reads: a transient API error is retried and nothing a person must look at.
+    records = _run_node_worker_once(Unavailable("reading node n1: 503 unavailable", status=503), caplog)
+    assert {r.levelno for r in records} == {logging.WARNING}
+    assert all(r.exc_info is None for r in records)
+    assert "503" in records[0].getMessage()
+
+
+def test_node_worker_logs_its_own_bug_as_an_error_with_the_traceback(caplog: Any) -> None:
+    records = _run_node_worker_once(KeyError("spec"), caplog)
+    assert records[0].levelno == logging.ERROR
+    assert records[0].exc_info is not None
