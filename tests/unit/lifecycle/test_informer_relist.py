@@ -39,9 +39,9 @@ def _informer(monkeypatch: Any, lists: list[list[dict[str, Any]]], handler: Any)
     answer in order (the last one repeats)."""
     calls = {"list": 0, "watch": 0}
 
-    def list_objects(_fn: Any, **_selectors: Any) -> tuple[list[dict[str, Any]], str]:
+    def stream_objects(_fn: Any, **_selectors: Any) -> tuple[Iterator[dict[str, Any]], str]:
         calls["list"] += 1
-        return lists[min(calls["list"], len(lists)) - 1], str(calls["list"])
+        return iter(lists[min(calls["list"], len(lists)) - 1]), str(calls["list"])
 
     def watch_objects(_fn: Any, _version: str, **_kwargs: Any) -> Iterator[tuple[str, dict[str, Any]]]:
         calls["watch"] += 1
@@ -50,7 +50,7 @@ def _informer(monkeypatch: Any, lists: list[list[dict[str, Any]]], handler: Any)
         stop.wait(0.05)
         return iter(())
 
-    monkeypatch.setattr(informer, "list_objects", list_objects)
+    monkeypatch.setattr(informer, "stream_objects", stream_objects)
     monkeypatch.setattr(informer, "watch_objects", watch_objects)
     stop = threading.Event()
     informer.start_informer(lambda **_: None, handler, stop, name="nodes")
