@@ -21,21 +21,19 @@ import argparse
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import requests
 
+from hack.localcluster import karpyenv
 from hack.localcluster.karpyenv import controller_env
 
 # The built-in table shipped in the package (what the controller uses anyway without a price file).
@@ -222,37 +220,13 @@ def main() -> None:
             print(run(api, size, f"http://127.0.0.1:{port}/metrics"), flush=True)
 
 
-@contextmanager
 def running_controller(
     state: dict[str, Any], port: int, log_path: Path, ready_seconds: float = 60.0
-) -> Iterator[subprocess.Popen[bytes]]:
-    """`karpy controller` (the real entry point) serving the extender on `port`, once /readyz says
-    so; stopped with SIGTERM (killed after 20 s) on exit."""
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("karpy")), "controller"],
-            env=controller_env(state, f"127.0.0.1:{port}"),
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + ready_seconds
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"karpy controller did not become ready; see {log_path}")
-            time.sleep(0.2)
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+) -> AbstractContextManager[subprocess.Popen[bytes]]:
+    """`karpy controller` for the local cluster of `state`, its extender on `port`, once ready."""
+    env = controller_env(state, f"127.0.0.1:{port}")
+    url = f"http://127.0.0.1:{port}/readyz"
+    return karpyenv.running_controller(env, url, log_path, ready_seconds=ready_seconds)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,12 @@ integration tests and the benchmarks that start the real entry point, so neither
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,45 @@ def controller_env(state: dict[str, Any], bind: str) -> dict[str, str]:
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
         env.pop(name, None)
     return env
+
+
+@contextmanager
+def running_controller(
+    env: Mapping[str, str], ready_url: str, log_path: Path, *, ready_seconds: float = 60.0, verify: Any = True
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`karpy controller` (the real entry point, this interpreter's) with `env`, logging to
+    `log_path`, once `ready_url` (its /readyz) answers 200; stopped with SIGTERM on exit (killed
+    after 20 s), so the caller can read `returncode` after the block. Raises RuntimeError with the
+    log's tail when it exits or is not ready within `ready_seconds`."""
+    import requests
+
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).with_name("karpy")), "controller"],
+            env=dict(env),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + ready_seconds
+        while True:
+            try:
+                if requests.get(ready_url, timeout=1, verify=verify).status_code == 200:
+                    break
+            except requests.RequestException:  # refused or unanswered while the worker boots
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"karpy controller did not become ready ({ready_url}):\n{tail}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def install_provisioner_crd(api: Any) -> str:

@@ -4,7 +4,7 @@ and pod builders, waits, and the environment of a `karpy controller` process.
 
 Test modules import helpers from here (the lifecycle proofs' harness is lifecycle_harness.py), never
 from each other or from benchmarks. The price file (PRICES, the table shipped in the package) and
-`controller_env` come from hack/localcluster/karpyenv.py, which the benchmarks share.
+`controller_env` / `running_controller` come from hack/localcluster/karpyenv.py, which the benchmarks share.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from extender.api import labels as wk
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.state import ClusterState
-from hack.localcluster.karpyenv import PRICES, controller_env
+from hack.localcluster.karpyenv import PRICES, controller_env, running_controller
 from hack.localcluster.procs import free_port
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "pod_manifest",
     "pods_of",
     "provisioner",
+    "running_controller",
     "unique",
     "wait_for",
 ]

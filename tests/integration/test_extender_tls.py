@@ -10,19 +10,15 @@ proof is the extender's own count of /filter requests, which only a completed ha
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
 from hack.localcluster import cluster as localcluster
-from hack.localcluster.karpyenv import install_provisioner_crd
+from hack.localcluster.karpyenv import install_provisioner_crd, running_controller
 from tests.integration.helpers import controller_env, free_port, wait_for
 
 pytestmark = pytest.mark.integration
@@ -59,31 +55,9 @@ def controller(tls_cluster: dict[str, Any], tmp_path_factory: pytest.TempPathFac
         "KARPY_EXTENDER_METRICS_BIND": f"127.0.0.1:{metrics_port}",
     }
     log_path = tmp_path_factory.mktemp("tls-controller") / "controller.log"
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("karpy")), "controller"],
-            env=env,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    ca = tls_cluster["extender_tls"]["ca"]
-
-    def ready() -> bool:
-        assert process.poll() is None, log_path.read_text()[-3000:]
-        try:
-            return requests.get(f"{tls_cluster['extender_url']}readyz", timeout=1, verify=ca).ok
-        except requests.RequestException:
-            return False
-
-    try:
-        wait_for(ready, 30, "karpy controller /readyz over https")
+    ready = f"{tls_cluster['extender_url']}readyz"
+    with running_controller(env, ready, log_path, ready_seconds=30, verify=tls_cluster["extender_tls"]["ca"]):
         yield metrics_port
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def _filter_calls(metrics_port: int) -> float:

@@ -8,9 +8,6 @@ uses its own Provisioner name and namespace, so nodes left by one test never tak
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,7 @@ from tests.integration.helpers import (
     node_of,
     pod_manifest,
     provisioner,
+    running_controller,
     unique,
     wait_for,
 )
@@ -253,44 +251,26 @@ def test_karpy_controller_process_logs_like_karpenter(
     env = controller_env(cluster.state, f"127.0.0.1:{port}")
     log_path = tmp_path / "controller.log"
     karpy.leading.clear()
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("karpy")), "controller"],
-            env=env,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
     try:
+        with running_controller(
+            env, f"http://127.0.0.1:{port}/readyz", log_path, ready_seconds=30
+        ) as process:
+            name = unique("proc")
+            provisioner(karpy.kube, name, [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}])
+            selector = {wk.PROVISIONER_NAME: name}
+            create_pods(core_v1, namespace, [pod_manifest(f"p{i}", "1", selector=selector) for i in range(5)])
+            pods = wait_for(all_bound(core_v1, namespace, 5), 60, "5 pods bound by karpy controller")
+            # The counter moves after the last bind returns, a moment after the pods show their node.
+            counted = f'karpy_pods_bound_total{{provisioner="{name}"}} 5.0'
 
-        def ready() -> bool:
-            assert process.poll() is None, log_path.read_text()
-            try:
-                return requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
-            except requests.RequestException:  # refused or unanswered while the worker boots
-                return False
+            def bound_counted() -> bool:
+                return counted in requests.get(f"http://127.0.0.1:{port}/metrics", timeout=15).text
 
-        wait_for(ready, 30, "karpy controller /readyz")
-        name = unique("proc")
-        provisioner(karpy.kube, name, [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}])
-        selector = {wk.PROVISIONER_NAME: name}
-        create_pods(core_v1, namespace, [pod_manifest(f"p{i}", "1", selector=selector) for i in range(5)])
-        pods = wait_for(all_bound(core_v1, namespace, 5), 60, "5 pods bound by karpy controller")
-        # The counter moves after the last bind returns, a moment after the pods show their node.
-        counted = f'karpy_pods_bound_total{{provisioner="{name}"}} 5.0'
-
-        def bound_counted() -> bool:
-            return counted in requests.get(f"http://127.0.0.1:{port}/metrics", timeout=15).text
-
-        wait_for(bound_counted, 15, counted)
+            wait_for(bound_counted, 15, counted)
     finally:
         karpy.leading.set()
-        process.send_signal(signal.SIGTERM)
-        try:
-            code = process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
-    assert code == 0, log_path.read_text()[-2000:]
+    # Stopped by SIGTERM on leaving the block: a clean exit, not a kill after the grace.
+    assert process.returncode == 0, log_path.read_text()[-2000:]
     assert len({p.spec.node_name for p in pods}) == 1
     log = log_path.read_text()
     position = 0
