@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -70,3 +72,13 @@ def pod(
     if priority_class:
         spec["priorityClassName"] = priority_class
     return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def eventually(predicate: Callable[[], Any], seconds: float = 5.0) -> bool:
+    """Whether `predicate` turns true within `seconds` (for worker threads under test)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return bool(predicate())

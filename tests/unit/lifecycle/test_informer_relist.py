@@ -10,7 +10,6 @@ nodes left after the scale to 0 waited for a slot forever.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 from unittest import mock
@@ -22,16 +21,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
 from extender.settings import Settings
 
-from .builders import node
-
-
-def _wait_for(predicate: Any, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
+from .builders import eventually, node
 
 
 def _informer(monkeypatch: Any, lists: list[list[dict[str, Any]]], handler: Any) -> threading.Event:
@@ -69,7 +59,7 @@ def test_an_object_gone_from_the_relist_is_delivered_as_deleted(monkeypatch) -> 
         lambda kind, obj: seen.append((kind, obj)),
     )
     try:
-        assert _wait_for(lambda: any(kind == "DELETED" for kind, _ in seen))
+        assert eventually(lambda: any(kind == "DELETED" for kind, _ in seen))
     finally:
         stop.set()
     deleted = [obj for kind, obj in seen if kind == "DELETED"]
@@ -94,7 +84,7 @@ def test_a_node_deleted_during_a_failed_watch_stops_counting_against_the_budget(
         worker.on_node,
     )
     try:
-        assert _wait_for(lambda: worker.census("default")["total"] == 1)
+        assert eventually(lambda: worker.census("default")["total"] == 1)
     finally:
         stop.set()
     assert worker.census("default") == {"total": 1, "deleting": set()}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from typing import Any
 from unittest import mock
 
@@ -25,7 +24,7 @@ from extender.lifecycle.nodes import NodeWorker
 from extender.retry import LoopBackoff
 from extender.settings import Settings
 
-from .builders import node
+from .builders import eventually, node
 
 
 class _Cloud:
@@ -44,15 +43,6 @@ def _ctx() -> Context:
     )
 
 
-def _wait_for(predicate: Any, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def test_supervisor_survives_an_api_error_at_leadership_start(monkeypatch) -> None:
     calls: list[int] = []
 
@@ -69,7 +59,7 @@ def test_supervisor_survives_an_api_error_at_leadership_start(monkeypatch) -> No
     thread.start()
     try:
         # The failed leadership start is retried in full after a backoff, and the node is synced.
-        assert _wait_for(lambda: len(calls) >= 2 and lifecycle.nodes.queue.due_at("n1") is not None)
+        assert eventually(lambda: len(calls) >= 2 and lifecycle.nodes.queue.due_at("n1") is not None)
         assert thread.is_alive()
     finally:
         stop.set()
@@ -92,7 +82,7 @@ def test_supervisor_ticks_its_heartbeat_while_failing(monkeypatch) -> None:
     )
     thread.start()
     try:
-        assert _wait_for(lambda: len(ticks) >= 3)
+        assert eventually(lambda: len(ticks) >= 3)
     finally:
         stop.set()
         thread.join(5)
@@ -108,7 +98,7 @@ def test_idle_node_workers_tick_their_heartbeat() -> None:
     thread = threading.Thread(target=lifecycle.nodes.run, args=(stop,), daemon=True)
     thread.start()
     try:
-        assert _wait_for(lambda: len(ticks) >= 2)
+        assert eventually(lambda: len(ticks) >= 2)
     finally:
         stop.set()
         thread.join(5)
@@ -222,7 +212,7 @@ def test_informer_relists_after_backoff_and_ticks_while_the_api_fails(monkeypatc
     )
     thread.start()
     try:
-        assert _wait_for(lambda: len(lists) >= 3 and len(ticks) >= 3)
+        assert eventually(lambda: len(lists) >= 3 and len(ticks) >= 3)
         assert thread.is_alive()
     finally:
         stop.set()
@@ -242,7 +232,7 @@ def _run_node_worker_once(error: Exception, caplog: Any) -> list[logging.LogReco
     with caplog.at_level(logging.WARNING):
         thread.start()
         try:
-            assert _wait_for(lambda: any("n1" in r.getMessage() for r in caplog.records))
+            assert eventually(lambda: any("n1" in r.getMessage() for r in caplog.records))
         finally:
             stop.set()
             thread.join(5)
