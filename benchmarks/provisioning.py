@@ -194,17 +194,13 @@ def run(api: Any, count: int, metrics_url: str) -> str:
 
 
 def main() -> None:
-    from kubernetes import client, config
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="5,100,1000")
     parser.add_argument("--log", default="", help="controller log file (default: a temporary file)")
     args = parser.parse_args()
     state = json.loads(Path(os.environ["KARPY_CLUSTER_STATE"]).read_text())
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=state["kubeconfig"], client_configuration=configuration)
-    configuration.connection_pool_maxsize = 32
-    api = client.ApiClient(configuration)
+    api = karpyenv.api_client(state, pool=32)
     # The extender on the port kube-scheduler calls, so its guard keeps the scheduler off the room
     # karpy reserves for the pods it is binding; a free port when another process holds that one.
     port = int(state["extender_port"])

@@ -41,6 +41,7 @@ import requests
 
 from benchmarks.provisioning import free_port, percentile, running_controller
 from benchmarks.provisioning import run as provision_batch
+from hack.localcluster import karpyenv
 from hack.localcluster.karpyenv import install_provisioner_crd
 
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
@@ -69,12 +70,7 @@ def local_cluster() -> Iterator[dict[str, Any]]:
 
 
 def api_client(state: dict[str, Any]) -> Any:
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=state["kubeconfig"], client_configuration=configuration)
-    configuration.connection_pool_maxsize = 32
-    return client.ApiClient(configuration)
+    return karpyenv.api_client(state, pool=32)
 
 
 def node(index: int) -> dict[str, Any]:

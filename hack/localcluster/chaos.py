@@ -42,7 +42,7 @@ import requests
 import urllib3
 import yaml
 
-from hack.localcluster import procs
+from hack.localcluster import karpyenv, procs
 from hack.localcluster.awsseed import AwsSeed
 from hack.localcluster.faultproxy import FaultProxy, apiserver_faults, aws_faults
 from hack.localcluster.karpyenv import controller_env, install_provisioner_crd
@@ -257,12 +257,7 @@ def _apiserver_pool(state: dict[str, Any]) -> urllib3.PoolManager:
 
 
 def _admin(state: dict[str, Any]) -> Any:
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=state["kubeconfig"], client_configuration=configuration)
-    configuration.connection_pool_maxsize = 16
-    return client.ApiClient(configuration)
+    return karpyenv.api_client(state, pool=16)
 
 
 def _ensure_namespace(core: Any, name: str) -> None:

@@ -86,6 +86,18 @@ def running_controller(
             process.wait()
 
 
+def api_client(state: Mapping[str, Any], *, pool: int | None = None) -> Any:
+    """A kubernetes ApiClient as the cluster's admin (its kubeconfig in state.json); `pool`: the
+    connection pool size, for callers that run many requests at once."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=state["kubeconfig"], client_configuration=configuration)
+    if pool is not None:
+        configuration.connection_pool_maxsize = pool
+    return client.ApiClient(configuration)
+
+
 def install_provisioner_crd(api: Any) -> str:
     """Create (or replace an older revision of) the Provisioner CRD and wait until it is
     Established (at most 30 s); returns its name."""

@@ -35,7 +35,7 @@ from extender.http.app import create_app
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import BatchingSettings, LeaderElectionSettings, Settings
 from extender.state import ClusterState
-from hack.localcluster import awsseed
+from hack.localcluster import awsseed, karpyenv
 from hack.localcluster import cluster as localcluster
 from hack.localcluster.karpyenv import install_provisioner_crd
 from tests.integration.helpers import PRICES, Karpy
@@ -72,11 +72,7 @@ class Cluster:
         return awsseed.AwsSeed.from_dict(self.state["aws"])
 
     def api_client(self) -> Any:
-        from kubernetes import client, config
-
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=self.kubeconfig, client_configuration=configuration)
-        return client.ApiClient(configuration)
+        return karpyenv.api_client(self.state)
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from hack.localcluster import cluster as localcluster
-from hack.localcluster.karpyenv import install_provisioner_crd, running_controller
+from hack.localcluster.karpyenv import api_client, install_provisioner_crd, running_controller
 from tests.integration.helpers import controller_env, free_port, wait_for
 
 pytestmark = pytest.mark.integration
@@ -37,11 +37,7 @@ def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
 
 def _api(state: dict[str, Any]) -> Any:
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=state["kubeconfig"], client_configuration=configuration)
-    return client.ApiClient(configuration)
+    return api_client(state)
 
 
 @pytest.fixture(scope="module")
