@@ -13,11 +13,10 @@ from collections.abc import Sequence
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
+from extender.cluster.objects import MIRROR_POD_ANNOTATION
 from extender.lifecycle import budgets
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance, Settings
 from extender.scheduling.provisioners import select_provisioner
-
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def node_bound(pod: Pod) -> bool:
