@@ -292,7 +292,7 @@ class Cluster:
         view = self.view()
         for name, placed in plan.existing.items():
             view = consolidation.apply(
-                view, consolidation.Action(consolidation.Method.SINGLE, (), None, {name: placed})
+                view, consolidation.Action(consolidation.Method.SINGLE, (), (), {name: placed})
             )
         for i, planned in enumerate(plan.nodes):
             state = consolidation.replacement_state(planned, (), f"launching-{i}")
@@ -302,7 +302,7 @@ class Cluster:
     def execute(self, action: consolidation.Action, launch: float) -> None:
         """The worker acts: a replacement launches now and the old nodes are deleted once it is
         Ready; evicted pods come back as new pods (their ReplicaSet recreates them)."""
-        wait = launch if action.replacement is not None else 0.0
+        wait = launch if action.replacements else 0.0
         self.adopt(consolidation.apply(self.view(), action), ready_at=self.clock + launch)
         self.remove(action.names, leave_at=self.clock + wait + DRAIN_SECONDS)
         for pod in action.pods:
@@ -385,7 +385,7 @@ def ca_step(cluster: Cluster) -> int:
         if plan.unschedulable or plan.nodes:
             continue
         gone = cluster.nodes[name]
-        action = consolidation.Action(consolidation.Method.SINGLE, (gone,), None, dict(plan.existing))
+        action = consolidation.Action(consolidation.Method.SINGLE, (gone,), (), dict(plan.existing))
         cluster.execute(action, launch=0.0)
         cluster.low_since.pop(name, None)
         return removed + 1

@@ -40,8 +40,8 @@ class Method(Enum):
 class Action:
     method: Method
     nodes: tuple[NodeState, ...]
-    #: The one new node, or None for a deletion.
-    replacement: PlannedNode | None = None
+    #: The new nodes (none for a deletion; Karpenter's methods launch at most one).
+    replacements: tuple[PlannedNode, ...] = ()
     #: Existing node -> pods the simulation moved onto it.
     moved: dict[str, tuple[Pod, ...]] = field(default_factory=dict)
 
@@ -55,7 +55,7 @@ class Action:
 
     @property
     def price_after(self) -> float:
-        return self.replacement.price if self.replacement else 0.0
+        return sum(n.price for n in self.replacements)
 
     @property
     def saving(self) -> float:
@@ -66,10 +66,10 @@ class Action:
         return tuple(p for n in self.nodes for p in movable(n))
 
     def same_as(self, other: Action) -> bool:
-        """The decision survived validation: the same nodes, replaced by the same kind of node."""
+        """The decision survived validation: the same nodes, replaced by the same kinds of node."""
 
-        def target(action: Action) -> str | None:
-            return action.replacement.instance_type.name if action.replacement else None
+        def target(action: Action) -> list[str]:
+            return sorted(n.instance_type.name for n in action.replacements)
 
         return set(self.names) == set(other.names) and target(self) == target(other)
 
@@ -78,13 +78,15 @@ class Action:
         "Consolidating 3 node(s) into 1 c6a.2xlarge, $0.612/h → $0.306/h [a b c]"."""
         prices = f"${self.price_before:.3f}/h → ${self.price_after:.3f}/h"
         names = " ".join(self.names)
-        if self.replacement is None:
+        if not self.replacements:
             what = "empty " if self.method is Method.EMPTY else ""
             return f"Consolidating {len(self.nodes)} {what}node(s) by deletion, {prices} [{names}]"
-        target = self.replacement.instance_type.name
-        if self.replacement.capacity_type == wk.CAPACITY_TYPE_SPOT:
-            target += " (spot)"
-        return f"Consolidating {len(self.nodes)} node(s) into 1 {target}, {prices} [{names}]"
+        targets = [
+            n.instance_type.name + (" (spot)" if n.capacity_type == wk.CAPACITY_TYPE_SPOT else "")
+            for n in self.replacements
+        ]
+        into = f"1 {targets[0]}" if len(targets) == 1 else f"{len(targets)} node(s): {', '.join(targets)}"
+        return f"Consolidating {len(self.nodes)} node(s) into {into}, {prices} [{names}]"
 
 
 def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
@@ -96,6 +98,14 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     empty = _within_budget([n for n in pool if not movable(n)], slots)
     if empty:
         return Action(Method.EMPTY, tuple(empty))
+    return _karpenter_methods(view, pool, slots, settings)
+
+
+def _karpenter_methods(
+    view: ClusterView, pool: Sequence[NodeState], slots: dict[str, int], settings: Settings
+) -> Action | None:
+    """The first action Karpenter's methods (multi-node, then single-node) find, as karpy orders
+    and extends them."""
     busy = _within_budget(pool, slots)[: settings.max_multi_node_candidates]
     if len(busy) >= 2 and (action := _multi_node(view, busy, settings)) is not None:
         return action
@@ -193,11 +203,11 @@ def _simulate(
         return None
     moved = {name: pods for name, pods in result.existing.items() if pods}
     if not result.nodes:
-        return Action(method, nodes, None, moved)
+        return Action(method, nodes, (), moved)
     replacement = _cheaper(result.nodes[0], nodes, settings)
     if replacement is None:
         return None
-    return Action(method, nodes, replacement, moved)
+    return Action(method, nodes, (replacement,), moved)
 
 
 def offering_price(it: InstanceType, capacity_type: str, zones: Sequence[str]) -> float | None:
@@ -230,7 +240,7 @@ def _cheaper(new: PlannedNode, nodes: Sequence[NodeState], settings: Settings) -
     return dataclasses.replace(new, options=cheaper, capacity_types=(wk.CAPACITY_TYPE_SPOT,))
 
 
-def apply(view: ClusterView, action: Action, replacement_name: str | None = None) -> ClusterView:
+def apply(view: ClusterView, action: Action) -> ClusterView:
     """The view after `action`: its nodes disrupting and emptied, moved pods on their new nodes,
     the replacement a fresh (too young to consolidate) node."""
     gone = set(action.names)
@@ -250,12 +260,8 @@ def apply(view: ClusterView, action: Action, replacement_name: str | None = None
             nodes.append(dataclasses.replace(state, node=_with_pods(state.node, arrived)))
         else:
             nodes.append(state)
-    if action.replacement is not None:
-        nodes.append(
-            replacement_state(
-                action.replacement, view.daemonsets, replacement_name or f"replacement-{len(nodes)}"
-            )
-        )
+    for planned in action.replacements:
+        nodes.append(replacement_state(planned, view.daemonsets, f"replacement-{len(nodes)}"))
     return dataclasses.replace(view, nodes=tuple(nodes))
 
 
