@@ -190,7 +190,7 @@ def split() -> tuple[Any, Action]:
     cluster = view(big, provisioners=(provisioner(budget="100%"),))
     new = simulate_removal(cluster, (big,)).nodes
     assert len(new) == 2
-    return cluster, Action(Method.SINGLE, (big,), new)
+    return cluster, Action(Method.REPLAN, (big,), new)
 
 
 def test_every_replacement_is_launched_and_ready_before_the_old_node_is_deleted(
