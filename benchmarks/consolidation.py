@@ -149,6 +149,8 @@ class Result:
     bound_dollars: float = 0.0
     actions: int = 0
     seconds: float = 0.0
+    #: Wall time of each consolidation decide() call (karpy policies).
+    decide_seconds: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def over_bound(self) -> float:
@@ -310,6 +312,14 @@ class Cluster:
         self.worker_free_at = self.clock + wait
 
 
+def timed_decide(cluster: Cluster) -> consolidation.Action | None:
+    view = cluster.view()
+    started = time.perf_counter()
+    action = consolidation.decide(view, SETTINGS)
+    cluster.result.decide_seconds.append(time.perf_counter() - started)
+    return action
+
+
 def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
     """The consolidation worker's passes until `end`: decide, wait the validation delay, decide
     again, act if the same (worker.Consolidator.reconcile, on the simulated cluster)."""
@@ -319,7 +329,7 @@ def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
     t = max(cluster.clock, cluster.worker_free_at) + interval
     while t < end:
         cluster.advance(t)
-        first = consolidation.decide(cluster.view(), SETTINGS)
+        first = timed_decide(cluster)
         if first is None:
             # Nothing changes until a node is Ready, leaves or comes of age: skip the idle passes.
             change = cluster.next_change()
@@ -330,7 +340,7 @@ def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
         if t + validation >= end:
             break  # the load changes at the step boundary: this decision would not survive
         cluster.advance(t + validation)
-        again = consolidation.decide(cluster.view(), SETTINGS)
+        again = timed_decide(cluster)
         if again is not None and first.same_as(again):
             cluster.execute(again, launch)
             actions += 1
@@ -493,6 +503,12 @@ def main() -> None:
             f"{r.policy:<11} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.bound_dollars:>9.2f}"
             f" {r.over_bound:>13.2f} {gap * 100:>8.1f}% {r.actions:>8} {r.seconds:>6.1f}"
         )
+    for r in results:
+        if r.decide_seconds:
+            ms = sorted(1000 * s for s in r.decide_seconds)
+            print(
+                f"{r.policy} decide(): {len(ms)} calls, median {ms[len(ms) // 2]:.0f} ms, max {ms[-1]:.0f} ms"
+            )
     bound_total = results[0].bound_dollars if results else 0.0
     if bound_total:
         print(
