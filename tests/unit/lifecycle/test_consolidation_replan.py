@@ -3,10 +3,12 @@ re-plan onto the other nodes plus any number of new nodes for less, by a real ma
 
 from __future__ import annotations
 
+from extender.api import labels as wk
+from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.decide import Method, decide, plan
 from extender.lifecycle.consolidation.view import Settings
 
-from .test_consolidation import node, pod, provisioner, view
+from .test_consolidation import AMD64, node, pod, provisioner, view
 
 
 def lopsided() -> list:
@@ -53,3 +55,14 @@ def test_plan_lists_a_replan_and_then_nothing() -> None:
     """Applied, a re-plan leaves a cluster with no further move (its new nodes are fresh)."""
     actions = plan(view(node("n", "c5a.2xlarge", lopsided())))
     assert [a.method for a in actions] == [Method.REPLAN]
+
+
+def test_a_spot_node_is_not_replanned_into_several_spot_nodes() -> None:
+    """Karpenter's spot-to-spot flexibility rule is written for one replacement; a re-plan into
+    several spot nodes would chase the cheapest pools, so it is not taken."""
+    spot = provisioner(requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}, AMD64])
+    on_demand = view(node("n", "c5a.2xlarge", lopsided()))
+    assert decide(on_demand) is not None
+    cluster = view(node("n", "c5a.2xlarge", lopsided(), capacity_type="spot"), provisioners=(spot,))
+    assert consolidation.simulate_removal(cluster, cluster.nodes).nodes[1:]  # two spot nodes would do
+    assert decide(cluster) is None
