@@ -149,6 +149,8 @@ class Result:
     bound_dollars: float = 0.0
     actions: int = 0
     seconds: float = 0.0
+    #: Wall time of each consolidation decide() call (karpy policies).
+    decide_seconds: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def over_bound(self) -> float:
@@ -292,7 +294,7 @@ class Cluster:
         view = self.view()
         for name, placed in plan.existing.items():
             view = consolidation.apply(
-                view, consolidation.Action(consolidation.Method.SINGLE, (), None, {name: placed})
+                view, consolidation.Action(consolidation.Method.SINGLE, (), (), {name: placed})
             )
         for i, planned in enumerate(plan.nodes):
             state = consolidation.replacement_state(planned, (), f"launching-{i}")
@@ -302,12 +304,20 @@ class Cluster:
     def execute(self, action: consolidation.Action, launch: float) -> None:
         """The worker acts: a replacement launches now and the old nodes are deleted once it is
         Ready; evicted pods come back as new pods (their ReplicaSet recreates them)."""
-        wait = launch if action.replacement is not None else 0.0
+        wait = launch if action.replacements else 0.0
         self.adopt(consolidation.apply(self.view(), action), ready_at=self.clock + launch)
         self.remove(action.names, leave_at=self.clock + wait + DRAIN_SECONDS)
         for pod in action.pods:
             self.born[pod.key] = (self.clock + wait, f"{self.rng.getrandbits(64):016x}")
         self.worker_free_at = self.clock + wait
+
+
+def timed_decide(cluster: Cluster) -> consolidation.Action | None:
+    view = cluster.view()
+    started = time.perf_counter()
+    action = consolidation.decide(view, SETTINGS)
+    cluster.result.decide_seconds.append(time.perf_counter() - started)
+    return action
 
 
 def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
@@ -319,7 +329,7 @@ def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
     t = max(cluster.clock, cluster.worker_free_at) + interval
     while t < end:
         cluster.advance(t)
-        first = consolidation.decide(cluster.view(), SETTINGS)
+        first = timed_decide(cluster)
         if first is None:
             # Nothing changes until a node is Ready, leaves or comes of age: skip the idle passes.
             change = cluster.next_change()
@@ -330,7 +340,7 @@ def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
         if t + validation >= end:
             break  # the load changes at the step boundary: this decision would not survive
         cluster.advance(t + validation)
-        again = consolidation.decide(cluster.view(), SETTINGS)
+        again = timed_decide(cluster)
         if again is not None and first.same_as(again):
             cluster.execute(again, launch)
             actions += 1
@@ -385,7 +395,7 @@ def ca_step(cluster: Cluster) -> int:
         if plan.unschedulable or plan.nodes:
             continue
         gone = cluster.nodes[name]
-        action = consolidation.Action(consolidation.Method.SINGLE, (gone,), None, dict(plan.existing))
+        action = consolidation.Action(consolidation.Method.SINGLE, (gone,), (), dict(plan.existing))
         cluster.execute(action, launch=0.0)
         cluster.low_since.pop(name, None)
         return removed + 1
@@ -493,6 +503,12 @@ def main() -> None:
             f"{r.policy:<11} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.bound_dollars:>9.2f}"
             f" {r.over_bound:>13.2f} {gap * 100:>8.1f}% {r.actions:>8} {r.seconds:>6.1f}"
         )
+    for r in results:
+        if r.decide_seconds:
+            ms = sorted(1000 * s for s in r.decide_seconds)
+            print(
+                f"{r.policy} decide(): {len(ms)} calls, median {ms[len(ms) // 2]:.0f} ms, max {ms[-1]:.0f} ms"
+            )
     bound_total = results[0].bound_dollars if results else 0.0
     if bound_total:
         print(

@@ -59,18 +59,19 @@ def run(
 
 
 def _json(action: Action) -> dict[str, Any]:
-    new = action.replacement
     return {
         "method": action.method.value,
         "nodes": list(action.names),
-        "replacement": None
-        if new is None
-        else {
-            "instanceType": new.instance_type.name,
-            "capacityType": new.capacity_type,
-            "zone": new.zone,
-            "options": [t.name for t in new.options],
-        },
+        "replacements": [
+            {
+                "instanceType": new.instance_type.name,
+                "capacityType": new.capacity_type,
+                "zone": new.zone,
+                "options": [t.name for t in new.options],
+                "pods": [p.key for p in new.pods],
+            }
+            for new in action.replacements
+        ],
         "pods": [p.key for p in action.pods],
         "priceBeforePerHour": round(action.price_before, 6),
         "priceAfterPerHour": round(action.price_after, 6),

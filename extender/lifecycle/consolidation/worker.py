@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -181,10 +181,10 @@ class Consolidator:
                 ctx.log.info("Cordoned node %s", name)
             if name in nodes:
                 ctx.recorder.node(nodes[name], "Consolidating", message)
-        if action.replacement is not None:
-            launched = self._launch(action, pods)
-            if not launched:
-                self._abandon(action, nodes, "launching the replacement failed")
+        if action.replacements:
+            launched, failed = self._launch(action, pods)
+            if failed:
+                self._abandon(action, nodes, "launching the replacement failed", launched)
                 return False
             if not self._wait_ready(launched, stop):
                 self._abandon(action, nodes, f"replacement node(s) {launched} did not become Ready")
@@ -211,16 +211,23 @@ class Consolidator:
             taken += members
         return True
 
-    def _launch(self, action: Action, pods: Mapping[str, Mapping[str, Any]]) -> list[str]:
-        assert action.replacement is not None
+    def _launch(self, action: Action, pods: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], bool]:
+        """Launch every replacement (one provisioning call per planned node, so each comes up as
+        simulated); the names launched, and whether any replacement failed."""
+        launched: list[str] = []
         if self.ctx.provisioning is None:
-            return []
-        manifests = [pods[p.key] for p in action.replacement.pods if p.key in pods]
-        try:
-            return list(self.ctx.provisioning.provision_replacements(manifests))
-        except Exception as err:
-            self.ctx.log.error("Launching replacement for %s failed, %s", list(action.names), err)
-            return []
+            return launched, True
+        for planned in action.replacements:
+            manifests = [pods[p.key] for p in planned.pods if p.key in pods]
+            try:
+                names = list(self.ctx.provisioning.provision_replacements(manifests))
+            except Exception as err:
+                self.ctx.log.error("Launching replacement for %s failed, %s", list(action.names), err)
+                names = []
+            if not names:
+                return launched, True
+            launched += names
+        return launched, False
 
     def _wait_ready(self, names: list[str], stop: threading.Event) -> bool:
         waited = 0.0
@@ -233,11 +240,22 @@ class Consolidator:
             waited += READY_POLL_SECONDS
         return False
 
-    def _abandon(self, action: Action, nodes: Mapping[str, Mapping[str, Any]], why: str) -> None:
-        """Leave the old nodes serving: schedulable again, unmarked, their budget slots freed."""
+    def _abandon(
+        self,
+        action: Action,
+        nodes: Mapping[str, Mapping[str, Any]],
+        why: str,
+        unused: Sequence[str] = (),
+    ) -> None:
+        """Leave the old nodes serving: schedulable again, unmarked, their budget slots freed.
+        `unused`: replacements launched moments ago for an action that cannot complete (another
+        replacement failed); nothing was drained onto them, so they go too."""
         ctx = self.ctx
         message = f"Abandoning consolidation of {list(action.names)}, {why}; the node(s) keep serving"
         ctx.log.warning(message)
+        for name in unused:
+            nodepatch.delete_node(ctx.kube, name)
+            ctx.log.info("Deleted unused replacement node %s", name)
         for name in action.names:
             call(partial(uncordon, ctx.kube, name), retry_on=errors.is_transient, doing=f"uncordon {name}")
             ctx.unmark(name)

@@ -119,7 +119,7 @@ def test_empty_nodes_are_deleted_together() -> None:
         view(node("a", "m5.large", []), node("b", "m5.large", []), node("c", "m5.large", pods("p", 1)))
     )
     assert action is not None and action.method is Method.EMPTY
-    assert sorted(action.names) == ["a", "b"] and action.replacement is None
+    assert sorted(action.names) == ["a", "b"] and action.replacements == ()
     assert action.price_after == 0 and action.saving == pytest.approx(2 * node("a", "m5.large", []).price)
 
 
@@ -127,7 +127,7 @@ def test_node_whose_pods_fit_elsewhere_is_deleted() -> None:
     """Karpenter: 'can delete nodes' (single-node delete when the pods fit on the others)."""
     big = node("big", "m5.2xlarge", pods("a", 2), do_not_consolidate=True)  # only a destination
     action = decide(view(big, node("small", "m5.large", pods("b", 1))))
-    assert action is not None and action.replacement is None
+    assert action is not None and action.replacements == ()
     assert action.names == ("small",)
     assert [p.key for p in action.moved["big"]] == ["default/b-0"]
 
@@ -137,11 +137,11 @@ def test_several_nodes_are_merged_into_one_cheaper_node() -> None:
     cluster = view(*(node(f"n{i}", "m5.xlarge", pods(f"p{i}", 1)) for i in range(3)))
     action = decide(cluster)
     assert action is not None and action.method is Method.MULTI
-    assert len(action.names) == 3 and action.replacement is not None
+    assert len(action.names) == 3 and len(action.replacements) == 1
     assert action.price_after < action.price_before
-    assert {p.key for p in action.replacement.pods} == {p.key for p in action.pods}
+    assert {p.key for p in action.replacements[0].pods} == {p.key for p in action.pods}
     text = action.describe()
-    name = action.replacement.instance_type.name
+    name = action.replacements[0].instance_type.name
     assert text.startswith(f"Consolidating 3 node(s) into 1 {name}, ${action.price_before:.3f}/h → $")
     assert text.endswith(f"/h [{' '.join(action.names)}]")
 
@@ -150,15 +150,19 @@ def test_single_node_is_replaced_by_a_cheaper_one() -> None:
     """Karpenter: 'can replace node' (a lightly used large node becomes a smaller one)."""
     action = decide(view(node("big", "m5.4xlarge", pods("p", 1))))
     assert action is not None and action.method is Method.SINGLE
-    assert action.replacement is not None and action.replacement.price < node("big", "m5.4xlarge", []).price
+    assert (
+        len(action.replacements) == 1 and action.replacements[0].price < node("big", "m5.4xlarge", []).price
+    )
 
 
 def test_no_replacement_that_is_not_cheaper() -> None:
     """Karpenter: 'won't replace node if any spot replacement is more expensive' / no saving, no action."""
     first = decide(view(node("n", "m5.4xlarge", pods("p", 1, cpu="1500m"))))
-    assert first is not None and first.replacement is not None
+    assert first is not None and len(first.replacements) == 1
     # On the node the solver itself picks for that pod, nothing cheaper exists: no action.
-    assert decide(view(node("n", first.replacement.instance_type.name, pods("p", 1, cpu="1500m")))) is None
+    assert (
+        decide(view(node("n", first.replacements[0].instance_type.name, pods("p", 1, cpu="1500m")))) is None
+    )
 
 
 def test_spot_to_spot_needs_fifteen_cheaper_spot_types() -> None:
@@ -168,9 +172,9 @@ def test_spot_to_spot_needs_fifteen_cheaper_spot_types() -> None:
     # 18 amd64 spot types in the test catalog are cheaper than an m5.8xlarge, 14 than an m5.4xlarge.
     flexible = view(node("big", "m5.8xlarge", pods("p", 1), capacity_type="spot"), provisioners=(spot,))
     action = decide(flexible)
-    assert action is not None and action.replacement is not None
-    assert action.replacement.capacity_type == "spot" and len(action.replacement.options) >= 15
-    assert all(t.name != "m5.8xlarge" for t in action.replacement.options)
+    assert action is not None and len(action.replacements) == 1
+    assert action.replacements[0].capacity_type == "spot" and len(action.replacements[0].options) >= 15
+    assert all(t.name != "m5.8xlarge" for t in action.replacements[0].options)
     assert decide(flexible, Settings(min_spot_to_spot_options=19)) is None
     narrow = view(node("big", "m5.4xlarge", pods("p", 1), capacity_type="spot"), provisioners=(spot,))
     assert decide(narrow) is None
@@ -183,7 +187,7 @@ def test_multi_node_spot_to_spot_needs_no_extra_flexibility() -> None:
     nodes = [node(f"s{i}", "m5.xlarge", pods(f"p{i}", 1), capacity_type="spot") for i in range(3)]
     action = decide(view(*nodes, provisioners=(spot,)), Settings(min_spot_to_spot_options=1000))
     assert action is not None and action.method is Method.MULTI and len(action.names) == 3
-    assert action.replacement is not None and action.replacement.capacity_type == "spot"
+    assert len(action.replacements) == 1 and action.replacements[0].capacity_type == "spot"
 
 
 def test_on_demand_may_be_replaced_by_spot() -> None:
@@ -191,8 +195,8 @@ def test_on_demand_may_be_replaced_by_spot() -> None:
         requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot", "on-demand"]}]
     )
     action = decide(view(node("big", "m5.2xlarge", pods("p", 1)), provisioners=(both,)))
-    assert action is not None and action.replacement is not None
-    assert action.replacement.capacity_type == "spot"
+    assert action is not None and len(action.replacements) == 1
+    assert action.replacements[0].capacity_type == "spot"
 
 
 # --- eligibility -----------------------------------------------------------------------------------
@@ -332,8 +336,8 @@ def test_a_replacement_is_the_greedy_one_node_packing_found_in_one_solve(
     assert len(split.nodes) == 2
     monkeypatch.setattr(consolidation, "solve", counted)
     action = decide(view(big))
-    assert action is not None and action.replacement is not None
-    assert action.replacement.price < big.price and len(calls) == 1
+    assert action is not None and len(action.replacements) == 1
+    assert action.replacements[0].price < big.price and len(calls) == 1
 
 
 def test_single_node_tries_only_the_budget_many_least_used_candidates() -> None:
@@ -341,8 +345,8 @@ def test_single_node_tries_only_the_budget_many_least_used_candidates() -> None:
     with a slot left): a well-used node is not replaced for a small saving while the budget is
     spent on the least-used ones (see decide.decide)."""
     alone = decide(view(node("n", "m5.4xlarge", pods("p", 1, cpu="1500m"))))
-    assert alone is not None and alone.replacement is not None
-    snug = node("snug", alone.replacement.instance_type.name, pods("s", 1, cpu="1500m"))
+    assert alone is not None and len(alone.replacements) == 1
+    snug = node("snug", alone.replacements[0].instance_type.name, pods("s", 1, cpu="1500m"))
     crowded = node("crowded", "m5.4xlarge", pods("c", 5, cpu="3"))
     assert decide(view(crowded)) is not None  # alone, the crowded node would be replaced
     cluster = view(snug, crowded, provisioners=(provisioner(budget="1"),))
@@ -392,7 +396,7 @@ def test_past_the_least_used_a_node_whose_pods_fit_on_the_rest_is_deleted() -> N
     cluster = view(stuck, full, dest, provisioners=(provisioner(budget="1"),))
     assert [n.name for n in candidates(cluster, Settings())] == ["stuck", "full"]
     action = decide(cluster)
-    assert action is not None and action.names == ("full",) and action.replacement is None
+    assert action is not None and action.names == ("full",) and action.replacements == ()
     assert [p.key for p in action.moved["dest"]] == ["default/f-0"]
 
 
@@ -403,6 +407,6 @@ def test_when_the_least_used_nodes_merge_into_nothing_cheaper_the_next_ones_are_
     assert [n.name for n in candidates(cluster, Settings())] == ["stuck0", "stuck1", "busy0", "busy1"]
     action = decide(cluster)
     assert action is not None and action.method is Method.MULTI
-    assert sorted(action.names) == ["busy0", "busy1"] and action.replacement is not None
+    assert sorted(action.names) == ["busy0", "busy1"] and len(action.replacements) == 1
     assert action.saving > 0
     assert decide(cluster, Settings(merge_windows=0)) is None

@@ -22,7 +22,7 @@ spec:
 """
 
 
-def node(name: str) -> dict[str, Any]:
+def node(name: str, instance_type: str = "m5.xlarge") -> dict[str, Any]:
     return {
         "kind": "Node",
         "metadata": {
@@ -30,7 +30,7 @@ def node(name: str) -> dict[str, Any]:
             "creationTimestamp": "2026-01-01T00:00:00Z",
             "labels": {
                 wk.PROVISIONER_NAME: "default",
-                wk.INSTANCE_TYPE: "m5.xlarge",
+                wk.INSTANCE_TYPE: instance_type,
                 wk.ZONE: "us-west-2a",
                 wk.CAPACITY_TYPE: "on-demand",
                 wk.ARCH: "amd64",
@@ -46,7 +46,7 @@ def node(name: str) -> dict[str, Any]:
     }
 
 
-def pod(name: str, node_name: str, **annotations: str) -> dict[str, Any]:
+def pod(name: str, node_name: str, cpu: str = "1", **annotations: str) -> dict[str, Any]:
     return {
         "kind": "Pod",
         "metadata": {
@@ -57,7 +57,7 @@ def pod(name: str, node_name: str, **annotations: str) -> dict[str, Any]:
         },
         "spec": {
             "nodeName": node_name,
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
         },
         "status": {"phase": "Running"},
     }
@@ -104,3 +104,16 @@ def test_do_not_evict_pods_keep_their_nodes_on_paper_too(tmp_path, capsys):
     ]
     code, out = run(tmp_path, capsys, docs, "-o", "json")
     assert code == 0 and json.loads(out.out) == []
+
+
+def test_a_node_replanned_into_two_is_described_with_both(tmp_path, capsys):
+    docs = [node("n", "c5a.2xlarge"), pod("a", "n", "500m"), pod("b", "n", "500m"), pod("c", "n", "3")]
+    code, out = run(tmp_path, capsys, docs)
+    assert code == 0, out.err
+    assert out.out.splitlines()[0].startswith("Consolidating 1 node(s) into 2 node(s): ")
+    code, out = run(tmp_path, capsys, docs, "-o", "json")
+    [action] = json.loads(out.out)
+    assert action["method"] == "re-plan" and action["nodes"] == ["n"]
+    assert len(action["replacements"]) == 2
+    assert sorted(p for r in action["replacements"] for p in r["pods"]) == sorted(action["pods"])
+    assert action["priceAfterPerHour"] < action["priceBeforePerHour"]

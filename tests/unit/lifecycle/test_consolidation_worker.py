@@ -10,12 +10,12 @@ import pytest
 
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.consolidation import worker as worker_module
-from extender.lifecycle.consolidation.decide import decide
+from extender.lifecycle.consolidation.decide import Action, Method, decide, simulate_removal
 from extender.lifecycle.consolidation.worker import Consolidator
 from extender.lifecycle.context import Context
 from extender.settings import Settings
 
-from .test_consolidation import node, pods, provisioner, view
+from .test_consolidation import node, pod, pods, provisioner, view
 
 
 class Marks:
@@ -90,7 +90,7 @@ def manifests(action: Any) -> dict[str, Any]:
 def test_replacement_is_ready_before_the_old_node_is_deleted(api: dict[str, list[str]]) -> None:
     cluster = replace_view()
     action = decide(cluster)
-    assert action is not None and action.replacement is not None
+    assert action is not None and len(action.replacements) == 1
     prov = Provisioning(["new-node"])
     worker, marks, recorder, ledger = consolidator(prov)
     assert worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
@@ -167,3 +167,70 @@ def test_gauges_show_cost_and_lower_bound_per_provisioner() -> None:
     bound = metrics.LOWER_BOUND_COST.labels(provisioner="default")._value.get()
     assert cost == cluster.nodes[0].price
     assert 0 < bound < cost
+
+
+# --- several replacements (a re-plan into more than one node) ---------------------------------------
+
+
+class Launches(Provisioning):
+    """One outcome per provision_replacements call, in order."""
+
+    def __init__(self, outcomes: list[list[str]]) -> None:
+        super().__init__([])
+        self.outcomes = iter(outcomes)
+
+    def provision_replacements(self, pods: Any) -> list[str]:
+        self.calls.append(list(pods))
+        return next(self.outcomes)
+
+
+def split() -> tuple[Any, Action]:
+    """A large node re-planned onto two new nodes (as decide's re-plan method would)."""
+    big = node("big", "m5.8xlarge", [pod("a", "500m"), pod("b", "500m"), pod("c", "3")])
+    cluster = view(big, provisioners=(provisioner(budget="100%"),))
+    new = simulate_removal(cluster, (big,)).nodes
+    assert len(new) == 2
+    return cluster, Action(Method.REPLAN, (big,), new)
+
+
+def test_every_replacement_is_launched_and_ready_before_the_old_node_is_deleted(
+    api: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster, action = split()
+    prov = Launches([["new-0"], ["new-1"]])
+    worker, marks, _, ledger = consolidator(prov)
+    polls: dict[str, int] = {}
+    order: list[str] = []
+
+    def get_node(_kube: Any, name: str) -> dict[str, Any]:
+        polls[name] = polls.get(name, 0) + 1
+        ready = name != "new-1" or polls[name] > 1  # new-1 is Ready only on the second poll
+        order.append(f"{name}:{'ready' if ready else 'not-ready'}")
+        return {
+            "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": str(ready)}]},
+        }
+
+    monkeypatch.setattr(worker_module.nodepatch, "get_node", get_node)
+    monkeypatch.setattr(worker_module.nodepatch, "delete_node", lambda _k, n: order.append(f"delete:{n}"))
+    monkeypatch.setattr(worker_module, "READY_POLL_SECONDS", 0.01)
+    assert worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    # one provisioning call per planned node, each with that node's pods
+    assert [sorted(m["metadata"]["name"] for m in call) for call in prov.calls] == [
+        sorted(p.name for p in r.pods) for r in action.replacements
+    ]
+    assert order[-1] == "delete:big" and order[-3:-1] == ["new-0:ready", "new-1:ready"]
+    assert "new-1:not-ready" in order and order.index("new-1:not-ready") < order.index("delete:big")
+    assert marks.marks == {"big": "consolidation"} and ledger.held() == {"big": "consolidation"}
+
+
+def test_one_failed_replacement_abandons_cleanly(api: dict[str, list[str]]) -> None:
+    """The second launch fails: the first replacement (empty, nothing drained onto it) is deleted,
+    the old node is uncordoned and keeps serving, its budget slot freed."""
+    cluster, action = split()
+    worker, marks, recorder, ledger = consolidator(Launches([["new-0"], []]))
+    assert not worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    assert api["delete"] == ["new-0"] and api["uncordon"] == ["big"] and api["ready"] == []
+    assert marks.marks == {} and ledger.held() == {}
+    assert recorder.events[-1][0] == "ConsolidationFailed"
+    assert "launching the replacement failed" in recorder.events[-1][1]
