@@ -50,7 +50,6 @@ from extender.settings import LifecycleSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPES = ROOT / "tests" / "data" / "instance-types.json"
-PRICES = ROOT.parents[1] / "shared" / "data" / "ec2-on-demand-prices.json"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 
 #: (name, cpu, memory, peak replicas, phase in hours): web tiers, workers, caches, batch, ML.
@@ -75,9 +74,8 @@ LAUNCH_SECONDS = 90.0
 
 
 def catalog() -> list[InstanceType]:
-    prices = PriceBook.from_file(PRICES) if PRICES.exists() else PriceBook()
     raw = json.loads(TYPES.read_text())["InstanceTypes"]
-    return build_catalog(raw, offerings=None, zones=ZONES, prices=prices)
+    return build_catalog(raw, offerings=None, zones=ZONES, prices=PriceBook())
 
 
 def provisioner(consolidate: bool, budget: str = "10%") -> Provisioner:
