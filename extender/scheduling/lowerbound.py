@@ -148,28 +148,59 @@ def pattern_bound(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) ->
     1, so no pattern — hence no node of any valid plan — holds two of them, and each such pod is
     charged at least the cheapest type that can hold it alongside whatever else shares its node.
 
-    With few shapes w is chosen by cutting planes on the dual of the configuration LP: maximise
-    w.n subject to w.a <= price_t for the patterns found so far; the knapsacks at the new optimum
-    return the patterns it violates most. Every round's w gives a valid bound, so stopping early
-    only loosens it; with no violated pattern left it equals the LP optimum.
+    With few shapes w is chosen by cutting planes on the dual of the configuration LP
+    (`configuration_lp`); beyond SEARCHED_SHAPES the shapes' own weights are used as they are.
     """
     shapes = [s for s in shapes if s.count > 0 and s.types]
     if not shapes:
         return 0.0
-    types = sorted({name for s in shapes for name in s.types if name in supplies})
     if len(shapes) > SEARCHED_SHAPES:
+        types = sorted({name for s in shapes for name in s.types if name in supplies})
         return _bound_at([s.weight for s in shapes], shapes, types, supplies, UNSEARCHED_BUDGET)[0]
+    return configuration_lp(shapes, supplies)[0]
+
+
+@dataclass(frozen=True)
+class PatternUse:
+    """`nodes` (fractional) nodes of type `type`, each holding `pattern[s]` pods of shape s."""
+
+    type: str
+    pattern: Pattern
+    nodes: float
+
+
+def configuration_lp(
+    shapes: Sequence[PodShape], supplies: Mapping[str, Supply]
+) -> tuple[float, list[PatternUse]]:
+    """The configuration LP over the patterns cutting planes find: (the bound, its primal solution).
+
+    The dual is solved: maximise w.n subject to w.a <= price_t for the patterns found so far; the
+    knapsacks at the new optimum return the patterns it violates most. Every round's w gives a
+    valid bound (`pattern_bound`), so stopping early only loosens it; with no violated pattern left
+    it equals the LP optimum. The optimal duals of the cuts are the primal: how many nodes of each
+    (type, pattern) cover the shapes' counts at the LP's cost, a fractional plan that the solver
+    rounds (rounding.py). Shapes with count 0 or no type are given no pods.
+    """
+    shapes = list(shapes)
+    live = [s.count > 0 and bool(s.types) for s in shapes]
+    if not any(live):
+        return 0.0, []
+    types = sorted({name for s in shapes for name in s.types if name in supplies})
+    counts = [float(s.count) if ok else 0.0 for s, ok in zip(shapes, live, strict=True)]
     cuts: list[tuple[list[float], float]] = []
+    columns: list[tuple[str, Pattern]] = []
     seen: set[tuple[str, Pattern]] = set()
     best = 0.0
+    primal: list[PatternUse] = []
+    starts = [j for j, ok in enumerate(live) if ok]
     # Each shape alone first, so that a cut caps every direction of w before the LP is solved.
-    weights: list[float] | None = [1.0] + [0.0] * (len(shapes) - 1)
-    for step in range(ROUNDS + len(shapes)):
+    weights: list[float] | None = [1.0 if j == starts[0] else 0.0 for j in range(len(shapes))]
+    for step in range(ROUNDS + len(starts)):
         if weights is None:
             break
         bound, found = _bound_at(weights, shapes, types, supplies, KNAPSACK_BUDGET)
         best = max(best, bound)
-        starting = step < len(shapes)
+        starting = step < len(starts)
         added = 0
         for worth, name, pattern in found:
             if added == CUTS_PER_ROUND or (worth <= 1 + 1e-9 and (added or not starting)):
@@ -177,14 +208,22 @@ def pattern_bound(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) ->
             if (name, pattern) not in seen:
                 seen.add((name, pattern))
                 cuts.append(([float(a) for a in pattern], supplies[name][1]))
+                columns.append((name, pattern))
                 added += 1
-        if step + 1 < len(shapes):
-            weights = [1.0 if j == step + 1 else 0.0 for j in range(len(shapes))]
+        if step + 1 < len(starts):
+            weights = [1.0 if j == starts[step + 1] else 0.0 for j in range(len(shapes))]
         elif added:
-            weights = _maximise([float(s.count) for s in shapes], cuts)
+            solved = _maximise(counts, cuts)
+            weights = solved[0] if solved else None
+            if solved:
+                primal = [
+                    PatternUse(name, pattern, x)
+                    for (name, pattern), x in zip(columns, solved[1], strict=True)
+                    if x > EPS
+                ]
         else:
             break  # nothing violated: w is optimal over all patterns and its bound the LP optimum
-    return best
+    return best, primal
 
 
 def _bound_at(
@@ -227,9 +266,12 @@ def node_count_bound(
     return best
 
 
-def _maximise(objective: Sequence[float], cuts: Sequence[tuple[list[float], float]]) -> list[float] | None:
+def _maximise(
+    objective: Sequence[float], cuts: Sequence[tuple[list[float], float]]
+) -> tuple[list[float], list[float]] | None:
     """max objective.x subject to row.x <= price for each cut, x >= 0 (prices > 0, so x = 0 is
-    feasible): a dense primal simplex with Bland's rule. None when unbounded."""
+    feasible): a dense primal simplex with Bland's rule. Returns (x, the cuts' optimal duals), the
+    duals read from the final cost row's slack columns; None when unbounded."""
     width, height = len(objective), len(cuts)
     table = [
         [*row, *(1.0 if i == k else 0.0 for k in range(height)), rhs] for i, (row, rhs) in enumerate(cuts)
@@ -264,7 +306,7 @@ def _maximise(objective: Sequence[float], cuts: Sequence[tuple[list[float], floa
     for i, var in enumerate(basis):
         if var < width:
             solution[var] = table[i][-1]
-    return solution
+    return solution, [max(cost[width + i], 0.0) for i in range(height)]
 
 
 def _best_ratio(
