@@ -48,7 +48,9 @@ def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence
         shapes = []
         for c in members:
             assert c.reqs is not None
-            usable = cache.usable(cache.lookup(view, c.reqs, c.gpus), c.request)
+            # Types another beats on every resource at no higher price never make a cheaper
+            # pattern: the frontier keeps the knapsacks few.
+            usable = cache.frontier(cache.lookup(view, c.reqs, c.gpus), c.request)
             for candidate in usable:
                 name = candidate.entry.type.name
                 if name not in cheapest or candidate.offering.price < cheapest[name].offering.price:

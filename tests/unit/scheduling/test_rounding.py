@@ -1,0 +1,65 @@
+"""Plans from the configuration LP (rounding.py): the rounded pattern plan is opened before the
+greedy on batches it models, and never on pods whose placement depends on other pods'."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from extender.api import labels as wk
+from extender.scheduling import lowerbound, rounding
+from extender.scheduling.solver import solve
+from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+
+SPREAD = [
+    {
+        "maxSkew": 1,
+        "topologyKey": wk.HOSTNAME,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "s"}},
+    }
+]
+
+
+@pytest.fixture
+def modelled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Pods in each configuration LP the rounding solves."""
+    seen: list[int] = []
+    real = rounding.configuration_lp
+
+    def spy(
+        shapes: Sequence[lowerbound.PodShape], supplies: Mapping[str, lowerbound.Supply]
+    ) -> tuple[float, list[lowerbound.PatternUse]]:
+        seen.append(sum(s.count for s in shapes))
+        return real(shapes, supplies)
+
+    monkeypatch.setattr(rounding, "configuration_lp", spy)
+    return seen
+
+
+def test_pods_with_hostname_rules_are_left_to_the_greedy(modelled: list[int]) -> None:
+    plain = [make_pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
+    spread = [
+        make_pod(f"s{i}", cpu="500m", memory="1Gi", labels={"app": "s"}, topologySpreadConstraints=SPREAD)
+        for i in range(4)
+    ]
+    plan = solve(plain + spread, [make_provisioner()], list(catalog()), with_bound=False)
+    assert modelled and set(modelled) == {6}
+    assert sum(len(n.pods) for n in plan.nodes) == 10
+    modelled.clear()
+    solve(spread, [make_provisioner()], list(catalog()), with_bound=False)
+    assert modelled == []
+
+
+def test_no_lp_without_a_search_budget(modelled: list[int]) -> None:
+    pods = [make_pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
+    solve(pods, [make_provisioner()], list(catalog()), with_bound=False, search_budget=0)
+    assert modelled == []
+
+
+def test_provisioners_with_limits_are_left_to_the_greedy(modelled: list[int]) -> None:
+    pods = [make_pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
+    limited = make_provisioner(limits={"resources": {"cpu": "100"}})
+    plan = solve(pods, [limited], list(catalog()), with_bound=False)
+    assert modelled == [] and sum(len(n.pods) for n in plan.nodes) == 6
