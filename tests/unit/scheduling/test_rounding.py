@@ -63,3 +63,16 @@ def test_provisioners_with_limits_are_left_to_the_greedy(modelled: list[int]) ->
     limited = make_provisioner(limits={"resources": {"cpu": "100"}})
     plan = solve(pods, [limited], list(catalog()), with_bound=False)
     assert modelled == [] and sum(len(n.pods) for n in plan.nodes) == 6
+
+
+def test_the_rounded_lp_plan_reaches_the_bound_where_the_greedy_does_not() -> None:
+    # Ten 250m/24Gi pods and two 1-CPU/4Gi ones: the greedy fills a large memory node with the big
+    # pods first and buys a second one sized for the rest ($2.52); the LP's patterns put eleven
+    # pods on one node and one on a small node, which is the bound ($2.268).
+    pods = [make_pod(f"m{i}", cpu="250m", memory="24Gi") for i in range(10)]
+    pods += [make_pod(f"c{i}", cpu="1", memory="4Gi") for i in range(2)]
+    plan = solve(pods, [make_provisioner()], list(catalog()))
+    greedy = solve(pods, [make_provisioner()], list(catalog()), search_budget=0, with_bound=False)
+    assert sum(len(n.pods) for n in plan.nodes) == 12
+    assert plan.total_price == pytest.approx(plan.lower_bound)
+    assert plan.total_price < 0.95 * greedy.total_price
