@@ -100,3 +100,20 @@ def test_configuration_lp_primal_of_the_hand_made_optimum():
     supplies = {"t": ((10.0,), 1.0)}
     _, primal = lowerbound.configuration_lp([shape((6.0,), 2), shape((5.0,), 2)], supplies)
     assert sorted((u.pattern, round(u.nodes, 9)) for u in primal) == [((0, 2), 1.0), ((1, 0), 2.0)]
+
+
+def test_a_type_beaten_on_every_resource_and_price_changes_nothing():
+    # "worse" has less of everything than "small" at a higher price: the bound is the same with or
+    # without it, and the primal never uses it.
+    supplies = {"big": ((10.0, 6.0), 1.0), "small": ((4.0, 4.0), 0.45), "worse": ((4.0, 3.0), 0.5)}
+    shapes = [
+        PodShape((3.0, 1.0), 7, frozenset(supplies), 1.0),
+        PodShape((2.0, 3.0), 5, frozenset(supplies), 1.0),
+    ]
+    without = {k: v for k, v in supplies.items() if k != "worse"}
+    bound, primal = lowerbound.configuration_lp(shapes, supplies)
+    assert bound == pytest.approx(lowerbound.configuration_lp(shapes, without)[0])
+    assert all(use.type != "worse" for use in primal)
+    # A type that beats it but not for every shape that may use it does not drop it.
+    apart = [shapes[0], PodShape((2.0, 3.0), 5, frozenset({"worse"}), 1.0)]
+    assert any(use.type == "worse" for use in lowerbound.configuration_lp(apart, supplies)[1])

@@ -29,10 +29,10 @@ def modelled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = rounding.configuration_lp
 
     def spy(
-        shapes: Sequence[lowerbound.PodShape], supplies: Mapping[str, lowerbound.Supply]
+        shapes: Sequence[lowerbound.PodShape], supplies: Mapping[str, lowerbound.Supply], budget: int
     ) -> tuple[float, list[lowerbound.PatternUse]]:
         seen.append(sum(s.count for s in shapes))
-        return real(shapes, supplies)
+        return real(shapes, supplies, budget)
 
     monkeypatch.setattr(rounding, "configuration_lp", spy)
     return seen
