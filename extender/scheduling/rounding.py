@@ -51,9 +51,7 @@ def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence
         shapes = []
         for c in members:
             assert c.reqs is not None
-            # Types another beats on every resource at no higher price never make a cheaper
-            # pattern: the frontier keeps the knapsacks few.
-            usable = cache.frontier(cache.lookup(view, c.reqs, c.gpus), c.request)
+            usable = cache.usable(cache.lookup(view, c.reqs, c.gpus), c.request)
             for candidate in usable:
                 name = candidate.entry.type.name
                 if name not in cheapest or candidate.offering.price < cheapest[name].offering.price:
