@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from extender.api import labels as wk
+from extender.api.resources import Resources
 from extender.scheduling import lowerbound, rounding
-from extender.scheduling.solver import solve
+from extender.scheduling.solver import ExistingNode, solve
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 
 SPREAD = [
@@ -76,3 +77,20 @@ def test_the_rounded_lp_plan_reaches_the_bound_where_the_greedy_does_not() -> No
     assert sum(len(n.pods) for n in plan.nodes) == 12
     assert plan.total_price == pytest.approx(plan.lower_bound)
     assert plan.total_price < 0.95 * greedy.total_price
+
+
+def test_existing_nodes_are_filled_first_and_the_lp_plans_the_rest(modelled: list[int]) -> None:
+    node = ExistingNode(
+        name="n1",
+        provisioner="default",
+        instance_type="m5.xlarge",
+        labels={wk.ARCH: "amd64"},
+        taints=(),
+        allocatable=Resources.of(cpu=3.8, memory=14e9, pods=58),
+        requested=Resources.of(cpu=1),
+        pod_count=1,
+    )
+    pods = [make_pod(f"p{i}", cpu="1") for i in range(6)]
+    plan = solve(pods, [make_provisioner()], list(catalog()), existing_nodes=[node], with_bound=False)
+    assert len(plan.existing["n1"]) == 2
+    assert set(modelled) == {4} and sum(len(n.pods) for n in plan.nodes) == 4
