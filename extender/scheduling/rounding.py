@@ -19,16 +19,19 @@ import math
 from collections.abc import Sequence
 
 from extender.scheduling.candidates import Candidate, CandidateCache
-from extender.scheduling.lowerbound import SEARCHED_SHAPES, PodShape, configuration_lp
+from extender.scheduling.lowerbound import (
+    PATTERN_BUDGET,
+    SEARCHED_SHAPES,
+    Allowance,
+    PodShape,
+    configuration_lp,
+)
 from extender.scheduling.packer import Packer, PodClass, ruled
 
 #: Nodes to open, in order: the type and the pods of each class it should hold.
 Start = list[tuple[Candidate, list[tuple[PodClass, int]]]]
 #: LP multiplicities within this of an integer are that integer (the simplex's rounding noise).
 EPS = 1e-6
-#: Knapsack nodes per pattern search: the LP's patterns need not be proven optimal to be good
-#: starts, and the solve stays fast (the bound uses lowerbound.KNAPSACK_BUDGET).
-PATTERN_BUDGET = 4000
 
 
 def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence[str]) -> list[Start]:
@@ -58,7 +61,8 @@ def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence
                     cheapest[name] = candidate
             shapes.append(PodShape(c.request, c.left, frozenset(u.entry.type.name for u in usable), 1.0))
         supplies = {name: (c.entry.alloc, c.offering.price) for name, c in cheapest.items()}
-        for use in configuration_lp(shapes, supplies, PATTERN_BUDGET)[1]:
+        # Patterns need not be proven optimal to be good starts: the small budget, as before.
+        for use in configuration_lp(shapes, supplies, Allowance(PATTERN_BUDGET))[1]:
             counts = [(c, a) for c, a in zip(members, use.pattern, strict=True) if a]
             whole = math.floor(use.nodes + EPS)
             down += [(cheapest[use.type], counts)] * whole

@@ -30,7 +30,9 @@ def modelled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = rounding.configuration_lp
 
     def spy(
-        shapes: Sequence[lowerbound.PodShape], supplies: Mapping[str, lowerbound.Supply], budget: int
+        shapes: Sequence[lowerbound.PodShape],
+        supplies: Mapping[str, lowerbound.Supply],
+        budget: lowerbound.Allowance,
     ) -> tuple[float, list[lowerbound.PatternUse]]:
         seen.append(sum(s.count for s in shapes))
         return real(shapes, supplies, budget)
