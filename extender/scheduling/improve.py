@@ -7,8 +7,8 @@ cheapest $/pod on nodes of its own) — and packs them again with a wider search
 is tried for each node (WIDE_TRIALS, not only the first few), under each pod order the solver
 knows, and the pool in one node of the cheapest type that holds it all. The cheapest alternative
 replaces the nodes when it costs less than they do, so the pass never makes a plan dearer; one
-with more nodes than the pool only when each added node saves more than the cheapest of them
-costs (`_pays_for_its_nodes`).
+with more nodes than the pool only when it saves more than SPLIT_SAVING of the pool's cost
+(`pays_for_its_nodes`).
 
 Hard rules stay intact because only rule-free pods move: a node takes part only if none of its
 pods carries or is counted by a kubernetes.io/hostname rule (anti-affinity, affinity, spread) or
@@ -39,6 +39,8 @@ BUDGET_PER_NODE = 1
 MAX_BUDGET = 8
 #: Types tried per node when repacking (the greedy tries packer.TRIALS).
 WIDE_TRIALS = 2 * TRIALS
+#: A repack or plan with more nodes is taken only when it saves more than this share of the cost.
+SPLIT_SAVING = 0.01
 #: A pool costing at most this much over its pods' worth is left alone: little to gain.
 GOOD_ENOUGH = 1.0
 EPS = 1e-9
@@ -155,7 +157,7 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
                 cost = None if option is None else _cost(option, price)
                 if option is None or cost is None or cost >= before - EPS:
                     continue
-                if not _pays_for_its_nodes(option, len(pool_nodes), before - cost, price):
+                if not pays_for_its_nodes(len(option) - len(pool_nodes), before - cost, before):
                     continue
                 if best is None or cost < best[0]:
                     best = (cost, option)
@@ -168,17 +170,12 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
     return kept
 
 
-def _pays_for_its_nodes(option: Sequence[Node], pool: int, saving: float, price: Price) -> bool:
-    """Whether a repack with more nodes than its pool saves more than the cheapest of its nodes
-    costs, for each node it adds. A node also costs what its list price does not show (DaemonSets,
-    addresses, a launch that can fail), so a split must save clearly: five 1-CPU pods keep
-    Karpenter's one 8-vCPU node rather than three small ones a few cents cheaper, while a node the
-    greedy sized for everything left is still split when that saves dollars."""
-    added = len(option) - pool
-    if added <= 0:
-        return True
-    smallest = min(_cost([node], price) or 0.0 for node in option)
-    return saving > added * smallest
+def pays_for_its_nodes(added: int, saving: float, before: float) -> bool:
+    """Whether a plan with `added` more nodes than one costing `before` saves enough to be taken:
+    more than SPLIT_SAVING of `before`. A node also costs what its list price does not show
+    (DaemonSets, addresses, a launch that can fail), so a split must save by a real margin; a
+    relative one, so that splitting a node the greedy oversized is taken on small batches too."""
+    return added <= 0 or saving > SPLIT_SAVING * before
 
 
 def _usable_count(packer: Packer, pod_class: PodClass) -> int:

@@ -164,7 +164,7 @@ def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
     return sum(r * (c - u) / (c * c) for r, c, u in zip(request, capacity, used, strict=True) if c > 0)
 
 
-def _ruled(pod_class: PodClass) -> bool:
+def ruled(pod_class: PodClass) -> bool:
     """Whether the class's placement depends on other pods' (hostname rules, host ports)."""
     host = pod_class.host
     return bool(
@@ -331,6 +331,44 @@ class Packer:
         self._mix_trials = mix_trials
         self._greedy(active, unschedulable, match)
 
+    def open_node(self, candidate: Candidate, counts: Sequence[tuple[PodClass, int]]) -> bool:
+        """Open a new node of `candidate`'s type holding up to `counts` pending pods of each class (a
+        pattern from rounding.py, a hint): the class's requirements must agree with the node's and
+        allow the type, and room and hostname rules cap the count, as in a trial fill. The node
+        is committed unless it would hold no pod; returns whether it was."""
+        seed = counts[0][0] if counts else None
+        if (
+            seed is None
+            or seed.view is None
+            or seed.reqs is None
+            or seed.view.provisioner.name in self.headroom
+        ):
+            return False  # limits are charged node by node in the greedy
+        name = candidate.entry.type.name
+        node = Node(
+            capacity=candidate.entry.alloc,
+            used=tuple(0.0 for _ in seed.request),
+            view=seed.view,
+            reqs=seed.reqs,
+            gpus=seed.gpus,
+        )
+        for pod_class, want in counts:
+            if pod_class.view is not seed.view or pod_class.gpus != seed.gpus or pod_class.reqs is None:
+                continue
+            merged = self._merge(node, pod_class.reqs)
+            if merged is None or name not in self._allowed_names(node, merged):
+                continue
+            count = min(want, pod_class.left, node.room(pod_class.request))
+            count = self.topology_cap(node, pod_class, count)
+            if count > 0:
+                node.reqs = merged
+                node.add(pod_class, count)
+                self._commit(node, pod_class, count)
+        if not node.entries:
+            return False
+        self.nodes.append(node)
+        return True
+
     def state(self, active: Sequence[PodClass]) -> State:
         """What packing, merging and local search change, to pack the same classes again."""
         return State(
@@ -464,7 +502,7 @@ class Packer:
                 continue
             room = node.room(pod_class.request)
             count = min(self.topology_cap(node, pod_class, pod_class.left), room)
-            if _ruled(pod_class):
+            if ruled(pod_class):
                 trial.needs = None
             if count <= 0:
                 continue
@@ -529,7 +567,7 @@ class Packer:
                     continue
                 room = node.room(pod_class.request)
                 count = min(self.topology_cap(node, pod_class, want), room)
-                if _ruled(pod_class):
+                if ruled(pod_class):
                     trial.needs = None
                 if count <= 0:
                     continue

@@ -20,7 +20,7 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import improve, lowerbound
+from extender.scheduling import improve, lowerbound, rounding
 from extender.scheduling.candidates import (
     Candidate,
     CandidateCache,
@@ -416,12 +416,17 @@ class _Context:
         # and searched; the best plan is kept, so the balanced trials never make a plan dearer.
         start = packer.state(ordered_classes)
         passes: list[tuple[State, list[tuple[Pod, str]]]] = []
-        variants: list[tuple[Match | None, int]] = [(None, 0)]
+        variants: list[tuple[Match | None, int, rounding.Start]] = [(None, 0, [])]
         if self.search_budget != 0 and _mixes(ordered_classes):
-            variants += [(m, n) for n in (MIX_TRIALS, 2 * MIX_TRIALS) for m in (alignment, overlap)]
-        for match, mix_trials in variants:
+            variants += [(m, n, []) for n in (MIX_TRIALS, 2 * MIX_TRIALS) for m in (alignment, overlap)]
+        if self.search_budget != 0:
+            # First-fit after the configuration LP's rounded plan (the greedy places the residual).
+            opened = rounding.starts(self.cache, ordered_classes, list(packer.headroom))
+            variants += [(None, 0, nodes) for nodes in opened]
+        for match, mix_trials, nodes in variants:
             packer.restore(start)
             left_out: list[tuple[Pod, str]] = []
+            rounding.open_start(packer, nodes)
             packer.pack(ordered_classes, _collect(left_out), match=match, mix_trials=mix_trials)
             packer.merge_neighbours(cheapest)
             budget = self.search_budget
@@ -517,13 +522,12 @@ def _better(
     price: Callable[[Node], Candidate | None],
 ) -> bool:
     """Whether `nodes` beat `other`: fewer pods left out, else cheaper, with more nodes only when
-    each added node saves more than the cheapest of them costs (as improve.py's repacks)."""
+    that saves a real share of the cost (improve.pays_for_its_nodes, as the local search's repacks)."""
     if left_out != other_left_out:
         return left_out < other_left_out
-    prices = [_price(price(n)) for n in nodes]
-    saving = sum(_price(price(n)) for n in other) - sum(prices)
-    added = len(nodes) - len(other)
-    return saving > 1e-9 and (added <= 0 or saving > added * min(prices))
+    before = sum(_price(price(n)) for n in other)
+    saving = before - sum(_price(price(n)) for n in nodes)
+    return saving > 1e-9 and improve.pays_for_its_nodes(len(nodes) - len(other), saving, before)
 
 
 def _price(candidate: Candidate | None) -> float:

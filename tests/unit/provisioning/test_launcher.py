@@ -99,7 +99,7 @@ def test_adopted_node_carries_the_provisioners_labels_type_and_not_ready_taint()
 def test_nodes_carry_the_deprecated_label_aliases_kubelet_sets() -> None:
     pods = [pod("u1"), pod("u2")]
     plan = solve(pods, [PROV], list(catalog()))
-    (planned,) = plan.nodes
+    planned = plan.nodes[0]
     launched = instance("i-8", itype=planned.instance_type.name)
     labels = launcher.node_for(launched, planned, PROV, region="us-west-2")["metadata"]["labels"]
     assert (

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from extender.api.pod import Pod
+from extender.scheduling import improve
 from extender.scheduling.solver import solve
 from tests.unit.scheduling import rulecheck
 from tests.unit.scheduling.builders import catalog, make_provisioner
@@ -51,10 +52,8 @@ def test_local_search_never_makes_a_plan_dearer_and_places_the_same_pods(seed: i
     greedy, searched = plans(mix(seed))
     assert searched.total_price <= greedy.total_price + 1e-9
     if len(searched.nodes) > len(greedy.nodes):
-        # More nodes only where each added node saves more than the cheapest node costs.
-        cheapest = min(n.price for n in searched.nodes)
-        added = len(searched.nodes) - len(greedy.nodes)
-        assert greedy.total_price - searched.total_price > added * cheapest
+        # More nodes only where that saves more than SPLIT_SAVING of the cost.
+        assert greedy.total_price - searched.total_price > improve.SPLIT_SAVING * greedy.total_price
     assert placed(searched) == placed(greedy)
     assert {u.pod.key for u in searched.unschedulable} == {u.pod.key for u in greedy.unschedulable}
 
@@ -109,7 +108,22 @@ def test_a_zero_budget_is_the_greedy_plan() -> None:
     assert [n.options[0].name for n in again.nodes] == [n.options[0].name for n in greedy.nodes]
 
 
-def test_a_split_that_saves_less_than_a_node_is_not_taken() -> None:
-    """Five 1-CPU pods: three small nodes list a few cents below one 8-vCPU node; one node stays."""
-    _, searched = plans([raw_pod(f"p{i}", "1", "512Mi") for i in range(5)])
-    assert len(searched.nodes) == 1 and searched.nodes[0].options[0].cpu == 8
+def test_a_split_that_saves_a_real_share_of_the_cost_is_taken() -> None:
+    """Five 1-CPU pods: three small nodes cost 12 % less than one 8-vCPU node, so the split is taken.
+
+    The rule was "each added node must save more than the cheapest added node costs", which kept
+    the dearer single node here (and, in benchmarks/cost.py's random-36, one $0.153 node where two
+    nodes cost $0.130). A node's unlisted costs (DaemonSets, addresses, a launch that can fail) are
+    why a split must save by a real margin, but a margin relative to the plan's cost: a cheap node's
+    list price is no measure of what a split saves."""
+    greedy, searched = plans([raw_pod(f"p{i}", "1", "512Mi") for i in range(5)])
+    assert len(greedy.nodes) == 1
+    assert len(searched.nodes) > 1
+    assert searched.total_price < (1 - improve.SPLIT_SAVING) * greedy.total_price
+
+
+def test_a_split_must_save_more_than_the_margin() -> None:
+    before = 1.0
+    assert not improve.pays_for_its_nodes(1, 0.5 * improve.SPLIT_SAVING * before, before)
+    assert improve.pays_for_its_nodes(1, 2 * improve.SPLIT_SAVING * before, before)
+    assert improve.pays_for_its_nodes(0, 1e-6, before)

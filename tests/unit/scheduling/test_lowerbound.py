@@ -73,3 +73,47 @@ def test_a_one_shape_batch_is_bounded_by_its_whole_node_optimum() -> None:
     plan = solve(pods, [make_provisioner()], list(catalog()))
     # The whole-node cover of one shape is reachable, and karpy's greedy finds it here.
     assert plan.lower_bound == pytest.approx(plan.total_price)
+
+
+def test_configuration_lp_primal_covers_every_pod_at_the_lp_value():
+    # Two node types and three shapes over cpu and memory: the optimal duals of the cuts are the
+    # node patterns; their price-weighted multiplicities equal the bound and cover every pod.
+    supplies = {"big": ((10.0, 6.0), 1.0), "small": ((4.0, 4.0), 0.45)}
+    shapes = [
+        PodShape((3.0, 1.0), 7, frozenset(supplies), 1.0),
+        PodShape((5.0, 2.0), 3, frozenset(supplies), 1.0),
+        PodShape((2.0, 3.0), 5, frozenset(supplies), 1.0),
+    ]
+    bound, primal = lowerbound.configuration_lp(shapes, supplies)
+    assert bound == pytest.approx(pattern_bound(shapes, supplies))
+    assert sum(use.nodes * supplies[use.type][1] for use in primal) == pytest.approx(bound)
+    for index, s in enumerate(shapes):
+        assert sum(use.nodes * use.pattern[index] for use in primal) >= s.count - 1e-9
+    for use in primal:
+        capacity = supplies[use.type][0]
+        for d in range(2):
+            assert sum(a * s.request[d] for a, s in zip(use.pattern, shapes, strict=True)) <= capacity[d]
+
+
+def test_configuration_lp_primal_of_the_hand_made_optimum():
+    # 6 + 5 > 10: a node per 6 and one for both 5s (see the first test).
+    supplies = {"t": ((10.0,), 1.0)}
+    _, primal = lowerbound.configuration_lp([shape((6.0,), 2), shape((5.0,), 2)], supplies)
+    assert sorted((u.pattern, round(u.nodes, 9)) for u in primal) == [((0, 2), 1.0), ((1, 0), 2.0)]
+
+
+def test_a_type_beaten_on_every_resource_and_price_changes_nothing():
+    # "worse" has less of everything than "small" at a higher price: the bound is the same with or
+    # without it, and the primal never uses it.
+    supplies = {"big": ((10.0, 6.0), 1.0), "small": ((4.0, 4.0), 0.45), "worse": ((4.0, 3.0), 0.5)}
+    shapes = [
+        PodShape((3.0, 1.0), 7, frozenset(supplies), 1.0),
+        PodShape((2.0, 3.0), 5, frozenset(supplies), 1.0),
+    ]
+    without = {k: v for k, v in supplies.items() if k != "worse"}
+    bound, primal = lowerbound.configuration_lp(shapes, supplies)
+    assert bound == pytest.approx(lowerbound.configuration_lp(shapes, without)[0])
+    assert all(use.type != "worse" for use in primal)
+    # A type that beats it but not for every shape that may use it does not drop it.
+    apart = [shapes[0], PodShape((2.0, 3.0), 5, frozenset({"worse"}), 1.0)]
+    assert any(use.type == "worse" for use in lowerbound.configuration_lp(apart, supplies)[1])

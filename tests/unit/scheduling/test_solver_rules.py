@@ -13,7 +13,9 @@ def pods(n, **kw):
 
 
 def test_five_one_cpu_pods_get_one_node_whose_cheapest_option_has_8_vcpu():
-    plan = solve(pods(5), [make_provisioner()], catalog())
+    # The first-fit packing (Karpenter 0.5's sizing). The searched plan splits it where three
+    # smaller nodes cost more than improve.SPLIT_SAVING less (test_improve).
+    plan = solve(pods(5), [make_provisioner()], catalog(), search_budget=0)
     assert len(plan.nodes) == 1
     assert plan.nodes[0].instance_type.cpu == 8
     assert all(t.allocatable.cpu >= 5 for t in plan.nodes[0].options)
@@ -36,8 +38,8 @@ def test_spot_requirement_uses_spot_offerings_only_and_the_alias_key_works():
     for key in (wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ALIAS):
         prov = make_provisioner(requirements=[{"key": key, "operator": "In", "values": ["spot"]}])
         plan = solve(pods(2), [prov], catalog())
-        assert [n.capacity_type for n in plan.nodes] == ["spot"]
-        assert plan.nodes[0].capacity_types == ("spot",)
+        assert plan.nodes and all(n.capacity_type == "spot" for n in plan.nodes)
+        assert all(n.capacity_types == ("spot",) for n in plan.nodes)
 
 
 def test_on_demand_requirement_excludes_spot():
@@ -214,7 +216,7 @@ def test_weight_picks_provisioner_and_named_pod_overrides():
 
 
 def test_plan_describe_uses_karpenter_voice():
-    lines = solve(pods(5), [make_provisioner()], catalog()).describe()
+    lines = solve(pods(5, cpu="250m"), [make_provisioner()], catalog()).describe()
     assert lines[0].startswith("Computed packing for 5 pod(s) with instance type option(s) [")
 
 
