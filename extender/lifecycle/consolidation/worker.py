@@ -43,6 +43,9 @@ from extender.scheduling.solver import solve
 READY_POLL_SECONDS = 1.0
 #: The lower bound behind the gauge costs seconds for a large Provisioner: not on every pass.
 REPORT_INTERVAL_SECONDS = 60.0
+#: ... and when it costs more than 1/REPORT_SHARE of the interval, the interval stretches, so the
+#: gauge never takes more than that share of the process (it shares the GIL with the extender).
+REPORT_SHARE = 20
 REASON = "consolidation"
 
 
@@ -61,6 +64,7 @@ class Consolidator:
         self.census = census
         self._provisioners = provisioners or (lambda: list_configured(ctx.kube, ctx.settings))
         self._reported_at: float | None = None
+        self._report_every = REPORT_INTERVAL_SECONDS
         #: Every bound pod, kept by the index's watch (shared with provisioning in the controller).
         self.bound = bound if bound is not None else BoundPods()
 
@@ -147,7 +151,7 @@ class Consolidator:
     def report(self, view: ClusterView) -> None:
         """Gauges: each consolidating Provisioner's $/h and the lower bound for its pods."""
         now = time.monotonic()
-        if self._reported_at is not None and now - self._reported_at < REPORT_INTERVAL_SECONDS:
+        if self._reported_at is not None and now - self._reported_at < self._report_every:
             return
         self._reported_at = now
         for prov in view.provisioners:
@@ -158,6 +162,7 @@ class Consolidator:
             pods = [p for n in own for p in n.node.pods if not p.is_daemonset]
             bound = solve(pods, [prov], view.instance_types, daemonsets=view.daemonsets).lower_bound
             metrics.LOWER_BOUND_COST.labels(provisioner=prov.name).set(bound)
+        self._report_every = max(REPORT_INTERVAL_SECONDS, REPORT_SHARE * (time.monotonic() - now))
 
     # --- acting ----------------------------------------------------------------------------------
 

@@ -169,6 +169,33 @@ def test_gauges_show_cost_and_lower_bound_per_provisioner() -> None:
     assert 0 < bound < cost
 
 
+def test_a_slow_bound_stretches_the_gauge_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gauge's bound shares the process with the extender: one taking 10 s is next computed
+    200 s later (20x its cost), not after the usual 60 s."""
+    from extender.lifecycle.consolidation import worker as module
+
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    solves: list[int] = []
+    real = module.solve
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        solves.append(1)
+        clock[0] += 10.0
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "solve", slow)
+    worker, _, _, _ = consolidator(None)
+    cluster = replace_view()
+    worker.report(cluster)
+    clock[0] += 100.0  # 110 s after the last report began: past 60 s, within 200 s
+    worker.report(cluster)
+    assert len(solves) == 1
+    clock[0] += 100.0
+    worker.report(cluster)
+    assert len(solves) == 2
+
+
 # --- several replacements (a re-plan into more than one node) ---------------------------------------
 
 
