@@ -179,7 +179,9 @@ class ProvisioningController:
             batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
             if not batch:
                 continue
-            if not self.is_leader():
+            # `leading`, not only is_leader(): leadership gained during the wait has not adopted the
+            # interrupted launches yet; the batch waits one turn, for the adoption at the top.
+            if not (leading and self.is_leader()):
                 self.parked.park(batch)
                 continue
             log.info("Batched %d pods in %.3fs", len(batch), waited)

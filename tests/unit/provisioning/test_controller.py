@@ -191,6 +191,40 @@ def test_a_replica_that_stopped_leading_does_not_launch(cluster, cloud) -> None:
     assert "create" not in cloud.verbs() and key in controller.parked
 
 
+def test_leadership_gained_during_a_batch_wait_adopts_before_it_provisions(cluster, cloud) -> None:
+    """A batch that closes just after this replica became leader is not planned before the
+    interrupted launches are adopted (integration: test_instance_launched_before_a_crash_is_adopted,
+    where such a batch launched a second node beside the adopted one)."""
+    key = cluster.add_pod(pod("web"))
+    leader = [False]
+    controller = ProvisioningController(
+        settings=Settings(),
+        kube=None,  # type: ignore[arg-type]
+        cloud=cloud,
+        state=ClusterState(),
+        is_leader=lambda: leader[0],
+        clock=Clock(),
+    )
+    calls: list[str] = []
+    stop = threading.Event()
+    waits = iter([[key], []])
+
+    def wait(_stop: Any, idle_return: float) -> tuple[list[str], float]:
+        batch = next(waits, [])
+        if batch:
+            leader[0] = True  # elected while the window was open
+        else:
+            stop.set()
+        return batch, 0.0
+
+    controller.batcher.wait = wait  # type: ignore[method-assign]
+    controller._on_started_leading = lambda: calls.append("adopt")  # type: ignore[method-assign]
+    controller.provision = lambda batch: calls.append("provision")  # type: ignore[method-assign,assignment,return-value]
+    controller.run(stop)
+    assert calls[:1] == ["adopt"], calls
+    assert key in controller.parked
+
+
 def test_a_failed_group_waits_for_its_siblings_before_the_claims_are_released(cluster, cloud) -> None:
     """Issue 13, item 5: a group whose node cannot be created must not end the batch (and release
     the claims on its pods) while a sibling group is still binding."""
