@@ -121,7 +121,11 @@ def test_drain_respects_pdb_and_do_not_evict_holds_the_node(
     from kubernetes import client
 
     prov = unique("drain")
-    provisioner(karpy.kube, prov, [])
+    # One node for the three pods: without a type requirement, three t1.micro ($0.02/h each) are
+    # cheaper than any one node that holds them, and the solver splits (issue 15's split rule).
+    provisioner(
+        karpy.kube, prov, [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["c5.large", "c5.xlarge"]}]
+    )
     deployment(apps_v1, namespace, "web", prov, 3, cpu="500m")
     wait_for(lambda: available(core_v1, namespace, "web") == 3, 90, "3 web pods available")
     nodes = {p.spec.node_name for p in live_pods(core_v1, namespace, "web")}
