@@ -345,13 +345,7 @@ class Packer:
         ):
             return False  # limits are charged node by node in the greedy
         name = candidate.entry.type.name
-        node = Node(
-            capacity=candidate.entry.alloc,
-            used=tuple(0.0 for _ in seed.request),
-            view=seed.view,
-            reqs=seed.reqs,
-            gpus=seed.gpus,
-        )
+        node = _empty(candidate, seed)
         for pod_class, want in counts:
             if pod_class.view is not seed.view or pod_class.gpus != seed.gpus or pod_class.reqs is None:
                 continue
@@ -483,13 +477,7 @@ class Packer:
     def _trial(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
         """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""
         name = candidate.entry.type.name
-        node = Node(
-            capacity=candidate.entry.alloc,
-            used=tuple(0.0 for _ in seed.request),
-            view=seed.view,
-            reqs=seed.reqs,
-            gpus=seed.gpus,
-        )
+        node = _empty(candidate, seed)
         trial = _Trial(candidate, node, 0.0)
         for pod_class in active:
             if pod_class.view is not seed.view or pod_class.gpus != seed.gpus:
@@ -650,3 +638,14 @@ class State:
 
 def _cost(candidate: Candidate | None) -> float:
     return candidate.offering.price if candidate else 0.0
+
+
+def _empty(candidate: Candidate, seed: PodClass) -> Node:
+    """A new node of `candidate`'s type, with `seed`'s Provisioner view and requirements."""
+    return Node(
+        capacity=candidate.entry.alloc,
+        used=tuple(0.0 for _ in seed.request),
+        view=seed.view,
+        reqs=seed.reqs,
+        gpus=seed.gpus,
+    )
