@@ -145,6 +145,9 @@ class Result:
     node_hours: float = 0.0
     dollars: float = 0.0
     bound_dollars: float = 0.0
+    #: Of `dollars`: paid for nodes not yet Ready, and for nodes draining after their delete.
+    launching_dollars: float = 0.0
+    draining_dollars: float = 0.0
     actions: int = 0
     seconds: float = 0.0
     #: Wall time of each consolidation decide() call (karpy policies).
@@ -153,6 +156,10 @@ class Result:
     @property
     def over_bound(self) -> float:
         return self.dollars - self.bound_dollars
+
+    @property
+    def serving_dollars(self) -> float:
+        return self.dollars - self.launching_dollars - self.draining_dollars
 
 
 @dataclass
@@ -199,10 +206,17 @@ class Cluster:
                 return
 
     def _charge(self, until: float) -> None:
+        # advance() stops at every Ready and leave time, and a drain starts at a step or when a
+        # replacement is Ready, so each node is in one state over the interval.
         hours = (until - self.clock) / 3600
-        for n in self.nodes.values():
+        for name, n in self.nodes.items():
+            life, cost = self.life[name], n.price * hours
             self.result.node_hours += hours
-            self.result.dollars += n.price * hours
+            self.result.dollars += cost
+            if self.clock < life.ready_at:
+                self.result.launching_dollars += cost
+            elif life.leave_at is not None and self.clock >= life.leave_at - DRAIN_SECONDS:
+                self.result.draining_dollars += cost
         self.clock = until
 
     def next_change(self) -> float | None:
@@ -519,6 +533,21 @@ def main() -> None:
             if other in by:
                 saving = 1 - by[name].dollars / by[other].dollars
                 print(f"{name} vs {other}: {saving * 100:.1f}% cheaper")
+    print("where the $ go: serving (Ready, not draining), launching (before Ready), draining")
+    for r in results:
+        transitions = r.launching_dollars + r.draining_dollars
+        line = (
+            f"{r.policy:<11} serving ${r.serving_dollars:.2f}, launching ${r.launching_dollars:.2f},"
+            f" draining ${r.draining_dollars:.2f}"
+        )
+        if r.policy.startswith("karpy") and bound_total:
+            # The scratch plan pays no transitions: what this policy would cost if its serving
+            # nodes matched that plan at every instant, with the moves it made to get there.
+            floor = fresh + transitions
+            line += f"; scratch plan + these transitions ${floor:.2f}"
+            if "emptiness" in by:
+                line += f" ({(1 - floor / by['emptiness'].dollars) * 100:.1f}% cheaper than emptiness)"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -18,3 +18,9 @@ def test_consolidation_is_never_dearer_than_emptiness_and_stays_above_the_bound(
     assert runs["karpy@100%"].dollars <= runs["ca"].dollars
     for result in runs.values():
         assert result.dollars >= result.bound_dollars * 0.99  # the bound is a bound (interpolated)
+        # Every node is paid for from launch (the first plan's nodes are not Ready for 90 s).
+        assert result.launching_dollars > 0
+        assert 0 < result.serving_dollars < result.dollars
+    # Consolidation deletes nodes that then drain; nodes that emptiness never deletes never drain.
+    assert runs["karpy@100%"].draining_dollars > 0
+    assert runs["emptiness"].draining_dollars == 0 or runs["emptiness"].actions > 0
