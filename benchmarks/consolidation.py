@@ -168,7 +168,12 @@ class Life:
 
     born: float
     ready_at: float
-    leave_at: float | None = None
+    #: When its drain starts (set by `Cluster.remove`); it is gone `DRAIN_SECONDS` later.
+    drain_from: float | None = None
+
+    @property
+    def leave_at(self) -> float | None:
+        return None if self.drain_from is None else self.drain_from + DRAIN_SECONDS
 
 
 class Cluster:
@@ -215,7 +220,7 @@ class Cluster:
             self.result.dollars += cost
             if self.clock < life.ready_at:
                 self.result.launching_dollars += cost
-            elif life.leave_at is not None and self.clock >= life.leave_at - DRAIN_SECONDS:
+            elif life.drain_from is not None and self.clock >= life.drain_from:
                 self.result.draining_dollars += cost
         self.clock = until
 
@@ -251,11 +256,12 @@ class Cluster:
     def disrupting(self) -> list[str]:
         return [k for k, n in self.nodes.items() if n.disrupting]
 
-    def remove(self, names: Iterable[str], leave_at: float) -> None:
-        """The nodes take no more pods and are gone at `leave_at` (paid for until then)."""
+    def remove(self, names: Iterable[str], drain_from: float) -> None:
+        """The nodes take no more pods, drain from `drain_from` and are gone `DRAIN_SECONDS` later
+        (paid for until then)."""
         names = set(names)
         for name in names:
-            self.life[name].leave_at = leave_at
+            self.life[name].drain_from = drain_from
         self.nodes = {
             k: dataclasses.replace(n, disrupting=True) if k in names else n for k, n in self.nodes.items()
         }
@@ -318,7 +324,7 @@ class Cluster:
         Ready; evicted pods come back as new pods (their ReplicaSet recreates them)."""
         wait = launch if action.replacements else 0.0
         self.adopt(consolidation.apply(self.view(), action), ready_at=self.clock + launch)
-        self.remove(action.names, leave_at=self.clock + wait + DRAIN_SECONDS)
+        self.remove(action.names, drain_from=self.clock + wait)
         for pod in action.pods:
             self.born[pod.key] = (self.clock + wait, f"{self.rng.getrandbits(64):016x}")
         self.worker_free_at = self.clock + wait
@@ -369,7 +375,7 @@ def emptiness_step(cluster: Cluster, end: float) -> int:
         if not empty:
             break
         free = budgets.free(cluster.prov.disruption_budget, len(cluster.nodes), len(cluster.disrupting()))
-        cluster.remove(empty[:free], leave_at=t + DRAIN_SECONDS)
+        cluster.remove(empty[:free], drain_from=t)
         removed += len(empty[:free])
         leaving = [cluster.life[k].leave_at or end for k in cluster.disrupting()]
         t = min(leaving, default=end)
@@ -381,7 +387,7 @@ def ca_step(cluster: Cluster) -> int:
     if its pods fit on the other nodes (no new node)."""
     now = cluster.clock
     empty = {name for name, n in cluster.nodes.items() if not n.node.pods and not n.disrupting}
-    cluster.remove(empty, leave_at=now + DRAIN_SECONDS)
+    cluster.remove(empty, drain_from=now)
     removed = len(empty)
     for name, n in cluster.nodes.items():
         if n.disrupting:
@@ -540,7 +546,7 @@ def main() -> None:
             f"{r.policy:<11} serving ${r.serving_dollars:.2f}, launching ${r.launching_dollars:.2f},"
             f" draining ${r.draining_dollars:.2f}"
         )
-        if r.policy.startswith("karpy") and bound_total:
+        if r.policy.startswith("karpy"):
             # The scratch plan pays no transitions: what this policy would cost if its serving
             # nodes matched that plan at every instant, with the moves it made to get there.
             floor = fresh + transitions
