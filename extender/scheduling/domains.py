@@ -30,6 +30,7 @@ from extender.api.resources import PODS
 from extender.scheduling.constraints import affinity_terms, pod_terms
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements, ValueSet
+from extender.scheduling.shape import PLACEMENT, Shapes
 from extender.scheduling.topology import NamespaceLabels, Term, affinity_term, spread_term
 
 SPREAD, AFFINITY, ANTI = "spread", "affinity", "anti"
@@ -107,11 +108,6 @@ Signature = Hashable
 SpreadGroup = tuple[Counted, str, TopologySpread | None, Signature]
 
 
-def _signature(pod: Pod) -> Signature:
-    """What decides which nodes a pod may land on: pods alike here are counted alike."""
-    return (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.volume_terms, pod.tolerations)
-
-
 @dataclass
 class Outcome:
     #: pod key -> extra node requirements (domain pins, excluded domains).
@@ -132,8 +128,10 @@ class DomainPlanner:
         possible: SpreadDomains,
         avoid: Mapping[str, Requirements] | None = None,
         may_share: MayShare | None = None,
+        shapes: Shapes | None = None,
     ) -> None:
         self.may_share = may_share
+        self.shapes = shapes or Shapes()
         self._may_count: dict[Hashable, bool] = {}
         #: pod key -> domains to stay out of (a previous round found no room there).
         self.avoid = avoid or {}
@@ -146,7 +144,6 @@ class DomainPlanner:
         self.batch: dict[tuple[Counted, str], dict[str, Counter[tuple[Hashable, frozenset[str]]]]] = {}
         #: signature -> one batch pod with it (pods alike in signature land alike).
         self.alike: dict[Hashable, Pod] = {}
-        self._signatures: dict[str, Signature] = {}
         self._counted_memo: dict[Hashable, frozenset[str]] = {}
         #: (id of a spreader's term, pod namespace and labels) -> selects; terms live in `spreaders`.
         self._selects: dict[Hashable, bool] = {}
@@ -222,9 +219,8 @@ class DomainPlanner:
         return found
 
     def signature(self, pod: Pod) -> Signature:
-        if (found := self._signatures.get(pod.key)) is None:
-            found = self._signatures[pod.key] = _signature(pod)
-        return found
+        """What decides which nodes a pod may land on: pods alike here are counted alike."""
+        return self.shapes(pod).key(PLACEMENT)
 
     def may_count(self, signature: Signature, pod: Pod, spread: TopologySpread) -> bool:
         """Whether batch pods of `signature` may end on a node `pod`'s spread constraint counts."""

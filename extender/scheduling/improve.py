@@ -94,7 +94,7 @@ def _repack(packer: Packer, classes: Sequence[PodClass], trials: int) -> list[No
     fresh = [replace(c, next=0) for c in classes]
     sub = Packer(packer.cache, packer.min_request, trials=trials)
     failed: list[Pod] = []
-    sub.pack(fresh, lambda pod, reason: failed.append(pod))
+    sub.pack(fresh, lambda pod, _cause, _reason: failed.append(pod))
     return None if failed else sub.nodes
 
 

@@ -20,6 +20,7 @@ mostly such runs.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -27,8 +28,10 @@ from dataclasses import dataclass, field
 
 from extender.api.affinity import HostPort
 from extender.api.pod import Pod
-from extender.api.resources import CPU, MEMORY, Resources
+from extender.api.resources import Resources
+from extender.scheduling import limits
 from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
+from extender.scheduling.causes import Cause
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.topology import HostConstraints
@@ -47,7 +50,8 @@ _Merged = Requirements | None
 #: How well a pod's request suits a node's room: (request, capacity, used) -> higher is better.
 Match = Callable[[Vector, Vector, Vector], float]
 UNMET_TOPOLOGY = "pod (anti-)affinity, topology spread on kubernetes.io/hostname or host ports cannot be met"
-LIMITS = "limits exceeded"
+#: Where a pass reports a pod it leaves out.
+LeaveOut = Callable[[Pod, Cause, str], None]
 
 
 @dataclass(eq=False)
@@ -312,7 +316,7 @@ class Packer:
     def pack(
         self,
         classes: Sequence[PodClass],
-        unschedulable: Callable[[Pod, str], None],
+        unschedulable: LeaveOut,
         *,
         match: Match | None = None,
         mix_trials: int = MIX_TRIALS,
@@ -323,7 +327,7 @@ class Packer:
         for pod_class in active:
             if pod_class.view is None or pod_class.reqs is None:
                 for pod in pod_class.pods[pod_class.next :]:
-                    unschedulable(pod, pod_class.reason)
+                    unschedulable(pod, Cause.NO_PROVISIONER, pod_class.reason)
                 pod_class.next = len(pod_class.pods)
             else:
                 found = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
@@ -373,15 +377,20 @@ class Packer:
             list(self.relaxed),
         )
 
+    def fork(self, start: State) -> Packer:
+        """A packer at `start` for one pass: its own new nodes, term counts, headroom and notes; the
+        memos (pure, keyed by the objects they keep) are shared. Resets the classes' cursors."""
+        other = copy.copy(self)
+        other.restore(start)
+        return other
+
     def restore(self, state: State) -> None:
         for pod_class, next_pod, host in state.classes:
             pod_class.next, pod_class.host = next_pod, host
         self.nodes, self.placed_by_term = list(state.nodes), Counter(state.placed_by_term)
         self.headroom, self.relaxed = dict(state.headroom), list(state.relaxed)
 
-    def _greedy(
-        self, active: list[PodClass], unschedulable: Callable[[Pod, str], None], match: Match | None
-    ) -> None:
+    def _greedy(self, active: list[PodClass], unschedulable: LeaveOut, match: Match | None) -> None:
         last: tuple[PodClass, list[_Trial]] | None = None
         while active := [c for c in active if c.left]:
             seed = active[0]
@@ -414,13 +423,13 @@ class Packer:
                     seed.host = seed.hard_host
                     continue
                 if not ranking and self._ranking(seed, limited=False):
-                    reason = self.limit_reason(seed)
+                    cause, reason = Cause.LIMITS, self.limit_reason(seed)
                 elif any(t.node.room(seed.request) for t in trials):
-                    reason = UNMET_TOPOLOGY
+                    cause, reason = Cause.HOST_RULES, UNMET_TOPOLOGY
                 else:
-                    reason = NO_ROOM
+                    cause, reason = Cause.NO_ROOM, NO_ROOM
                 for pod in seed.pods[seed.next :]:
-                    unschedulable(pod, reason)
+                    unschedulable(pod, cause, reason)
                 seed.next = len(seed.pods)
                 continue
             node = best.node
@@ -429,27 +438,18 @@ class Packer:
             self.nodes.append(node)
             name = seed.view.provisioner.name
             if name in self.headroom:
-                node.charged = self._charge(name, best.candidate)
+                node.charged = limits.charge(self.headroom[name], best.candidate.entry.type)
                 self.headroom[name] = self.headroom[name] - node.charged
-
-    def _charge(self, provisioner: str, candidate: Candidate) -> Resources:
-        capacity = candidate.entry.type.capacity
-        return Resources({n: capacity.get(n) for n in self.headroom[provisioner].names()})
 
     def limit_reason(self, seed: PodClass) -> str:
         assert seed.view is not None
         name = seed.view.provisioner.name
-        left = self.headroom.get(name, Resources())
-        room = ", ".join(f"{n} {max(left.get(n), 0):g} left" for n in (CPU, MEMORY) if n in left.names())
-        return f"provisioner {name} {LIMITS}: no instance type fits what its limits leave ({room})"
+        return limits.exhausted(name, self.headroom.get(name, Resources()))
 
     def _within_limits(self, seed: PodClass, candidate: Candidate) -> bool:
         assert seed.view is not None
         left = self.headroom.get(seed.view.provisioner.name)
-        if left is None:
-            return True
-        capacity = candidate.entry.type.capacity
-        return all(capacity.get(n) <= left.get(n) + 1e-9 for n in left.names())
+        return left is None or limits.allows(left, candidate.entry.type)
 
     def _ranking(self, seed: PodClass, *, limited: bool = True) -> list[Candidate]:
         """The seed's types by its own $/pod (larger first on ties), at most `trials`, within limits."""
@@ -612,7 +612,7 @@ class Packer:
         name = target.view.provisioner.name
         if name in self.headroom:
             # The joint node must fit what the two nodes took from the limits plus what is left.
-            charged = self._charge(name, joint)
+            charged = limits.charge(self.headroom[name], joint.entry.type)
             if not charged.fits_in(self.headroom[name] + target.charged + node.charged):
                 return False
             self.headroom[name] = self.headroom[name] + target.charged + node.charged - charged

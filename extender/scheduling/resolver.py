@@ -27,6 +27,7 @@ from extender.scheduling.candidates import (
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms, preferences
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.requirements import Requirements
+from extender.scheduling.shape import Shapes, domains_grouping
 
 Resolution = tuple[ProvisionerView | None, Requirements, Requirements | None, str]
 
@@ -36,8 +37,15 @@ def describe_requests(requests: Resources) -> str:
 
 
 class Resolver:
-    def __init__(self, views: Sequence[ProvisionerView], cache: CandidateCache, dims: Sequence[str]) -> None:
+    def __init__(
+        self,
+        views: Sequence[ProvisionerView],
+        cache: CandidateCache,
+        dims: Sequence[str],
+        shapes: Shapes | None = None,
+    ) -> None:
         self.views = views
+        self.shapes = shapes or Shapes()
         self.cache = cache
         self.dims = dims
         self.notes: list[str] = []
@@ -132,12 +140,9 @@ class Resolver:
         whose taints it tolerates (`honor_taints`, nodeTaintsPolicy), whatever their room.
         """
         honor_affinity, honor_taints = honor_affinity or fit, honor_taints or fit
+        grouping = domains_grouping(affinity=honor_affinity, fit=fit, taints=honor_taints)
         memo = (
-            tuple(sorted(pod.node_selector.items())) if honor_affinity else (),
-            pod.required_terms if honor_affinity else (),
-            pod.volume_terms if fit else (),
-            pod.tolerations if honor_taints else (),
-            tuple(sorted(pod.requests.amounts.items())) if fit else (),
+            self.shapes(pod).key(grouping),
             key,
             extra,
             fit,

@@ -1,0 +1,103 @@
+"""Provisioner limits, the one place they are read: the headroom each Provisioner has left after
+its live and in-flight nodes (`usage`), whether a type fits it, what a node charges to it, and the
+last check of the planned nodes. The packer charges nodes as it opens them; `apply` checks the
+final plan, whose nodes may have shrunk or merged since.
+
+A Provisioner limits the resources `Provisioner.limit_names` names among COUNTED; a node counts its
+instance type's capacity, as Karpenter counts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from extender.api.provisioner import Provisioner
+from extender.api.resources import CPU, MEMORY, Resources
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.plan import PlannedNode, Unschedulable
+
+#: The resources limits are counted in.
+COUNTED = (CPU, MEMORY)
+EPS = 1e-9
+#: Every limits reason contains this.
+EXCEEDED = "limits exceeded"
+
+Headroom = dict[str, Resources]
+
+
+def headroom(provisioners: Sequence[Provisioner], usage: Mapping[str, Resources]) -> Headroom:
+    """What each limited Provisioner may still launch; Provisioners without limits are absent."""
+    result = {}
+    for provisioner in provisioners:
+        if names := provisioner.limit_names(COUNTED):
+            used = usage.get(provisioner.name, Resources())
+            result[provisioner.name] = Resources({n: provisioner.limits.get(n) - used.get(n) for n in names})
+    return result
+
+
+def allows(left: Resources, instance_type: InstanceType) -> bool:
+    """Whether a node of the type fits what the limits leave."""
+    capacity = instance_type.capacity
+    return all(capacity.get(n) <= left.get(n) + EPS for n in left.names())
+
+
+def charge(left: Resources, instance_type: InstanceType) -> Resources:
+    """What a node of the type takes from the headroom."""
+    capacity = instance_type.capacity
+    return Resources({n: capacity.get(n) for n in left.names()})
+
+
+def exhausted(provisioner: str, left: Resources) -> str:
+    room = ", ".join(f"{n} {max(left.get(n), 0):g} left" for n in COUNTED if n in left.names())
+    return f"provisioner {provisioner} {EXCEEDED}: no instance type fits what its limits leave ({room})"
+
+
+def apply(
+    nodes: Sequence[PlannedNode], provisioners: Sequence[Provisioner], usage: Mapping[str, Resources]
+) -> tuple[list[PlannedNode], list[Unschedulable]]:
+    """Keep nodes in order while their Provisioner's limits allow the cheapest option that fits;
+    a node's options shrink to those that do. Returns the nodes kept and the pods of those dropped."""
+    by_name = {p.name: p for p in provisioners}
+    used = {name: usage.get(name, Resources()) for name in by_name}
+    kept: list[PlannedNode] = []
+    dropped: list[Unschedulable] = []
+    for node in nodes:
+        provisioner = by_name[node.provisioner]
+        limit, names = provisioner.limits, provisioner.limit_names(COUNTED)
+        if not names:
+            kept.append(node)
+            continue
+        base = used[node.provisioner]
+        room = [
+            t
+            for t in node.options
+            if all(base.get(n) + t.capacity.get(n) <= limit.get(n) + EPS for n in names)
+        ]
+        if not room:
+            reason = f"provisioner {node.provisioner} {EXCEEDED}: " + ", ".join(
+                f"{n} usage {base.get(n):g} + node {node.options[0].capacity.get(n):g}"
+                f" > limit {limit.get(n):g}"
+                for n in names
+            )
+            dropped.extend(Unschedulable(pod, reason) for pod in node.pods)
+            continue
+        if room[0] is not node.options[0]:
+            cheapest = min(
+                (
+                    o
+                    for o in room[0].offerings
+                    if o.available and o.zone in node.zones and o.capacity_type in node.capacity_types
+                ),
+                key=lambda o: o.price,
+            )
+            node = replace(
+                node,
+                options=tuple(room),
+                zone=cheapest.zone,
+                capacity_type=cheapest.capacity_type,
+                price=cheapest.price,
+            )
+        used[node.provisioner] = base + Resources({n: node.options[0].capacity.get(n) for n in COUNTED})
+        kept.append(node)
+    return kept, dropped
