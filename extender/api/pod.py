@@ -93,6 +93,10 @@ class Pod:
     volume_terms: tuple[tuple[Requirement, ...], ...] = ()
     #: Rules karpy does not model ("<field path>: why"); such a pod is neither planned nor bound.
     unmodelled: tuple[str, ...] = ()
+    #: Rules karpy leaves to kube-scheduler ("<field path>: why"): the pod is planned on every rule
+    #: karpy evaluates, its room is reserved on the node launched for it, and kube-scheduler binds it
+    #: (its binding does what karpy's would skip: volume binding, dynamic resource allocation).
+    deferred: tuple[str, ...] = ()
     owner_kind: str = ""
     owner_name: str = ""
     node_name: str = ""
@@ -139,6 +143,7 @@ class _PodParser:
         self.where = f"pod {self.namespace}/{self.name or '<unnamed>'}"
         self.labels: dict[str, str] = {}
         self.unmodelled: list[str] = []
+        self.deferred: list[str] = []
 
     def fail(self, path: str, message: str) -> PodError:
         return PodError(f"{self.where} {path}", message)
@@ -200,6 +205,7 @@ class _PodParser:
             preferred_pod_anti_affinity=self.weighted_terms(anti_affinity, "spec.affinity.podAntiAffinity"),
             host_ports=self.host_ports(spec),
             unmodelled=tuple(self.unmodelled),
+            deferred=tuple(self.deferred),
             owner_kind=str(controller.get("kind") or ""),
             owner_name=str(controller.get("name") or ""),
             node_name=str(spec.get("nodeName") or ""),
@@ -306,7 +312,7 @@ class _PodParser:
                     f"spec.volumes[{i}]: the topology of claim {claim} is unknown (not resolved)"
                 )
         if spec.get("resourceClaims"):
-            self.unmodelled.append("spec.resourceClaims: dynamic resource allocation is not modelled")
+            self.deferred.append("spec.resourceClaims: dynamic resource allocation is not evaluated")
         if spec.get("schedulingGates"):
             self.unmodelled.append("spec.schedulingGates: the pod is not ready for scheduling")
 
@@ -324,11 +330,26 @@ class _PodParser:
 
     def term(self, raw: Any, path: str) -> tuple[Requirement, ...]:
         raw = self.mapping(raw, path)
-        if raw.get("matchFields"):
-            # A term naming nodes (metadata.name) can never be met by a node karpy launches.
-            self.unmodelled.append(f"{path}.matchFields: node selector terms naming nodes are not modelled")
         exprs = self.items(raw.get("matchExpressions"), f"{path}.matchExpressions")
         return tuple(self.requirement(e, f"{path}.matchExpressions[{i}]") for i, e in enumerate(exprs))
+
+    def match_fields(self, raw: Any, path: str) -> bool | None:
+        """Whether the term has matchFields (kube-scheduler matches them against the node's name,
+        which karpy does not choose): left to kube-scheduler when a new node satisfies them (NotIn),
+        None when none can (In: it names nodes)."""
+        raw = self.mapping(raw, path)
+        fields = self.items(raw.get("matchFields"), f"{path}.matchFields")
+        for j, item in enumerate(fields):
+            expr = self.mapping(item, f"{path}.matchFields[{j}]")
+            if expr.get("key") != "metadata.name":
+                raise self.fail(f"{path}.matchFields[{j}].key", "only metadata.name is supported")
+            if expr.get("operator") not in ("In", "NotIn"):
+                raise self.fail(f"{path}.matchFields[{j}].operator", "must be In or NotIn")
+            if expr.get("operator") == "In":
+                return None
+        if fields:
+            self.deferred.append(f"{path}.matchFields: the node's name is not evaluated")
+        return bool(fields)
 
     def node_affinity(
         self, raw: Any, path: str
@@ -337,11 +358,22 @@ class _PodParser:
         req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
         required = self.mapping(raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)
         terms = self.items(required.get("nodeSelectorTerms"), f"{req_path}.nodeSelectorTerms")
-        parsed = [self.term(t, f"{req_path}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms)]
-        # kube-scheduler: an empty term matches no node, so it adds nothing to the ORed terms.
-        required_terms = tuple(t for t in parsed if t)
-        if parsed and not required_terms and not self.unmodelled:
-            self.unmodelled.append(f"{req_path}.nodeSelectorTerms: only empty terms, which match no node")
+        parsed = []
+        for i, raw_term in enumerate(terms):
+            term_path = f"{req_path}.nodeSelectorTerms[{i}]"
+            term = self.term(raw_term, term_path)
+            fields = self.match_fields(raw_term, term_path)
+            if fields is None:
+                continue  # names nodes: no node karpy launches can be one of them
+            # kube-scheduler: an empty term matches no node, so it adds nothing to the ORed terms.
+            if term or fields:
+                parsed.append(term)
+        required_terms = tuple(parsed)
+        if terms and not required_terms and not self.unmodelled:
+            self.unmodelled.append(
+                f"{req_path}.nodeSelectorTerms: no term a new node can match (empty, or naming nodes"
+                " with matchFields metadata.name In)"
+            )
         pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
         preferred = []
         for i, item in enumerate(

@@ -314,6 +314,7 @@ def unschedulable(plan: Plan, rejected: Mapping[str, str]) -> list[dict[str, Any
 
 
 def render_json(plan: Plan, elapsed: float, rejected: Mapping[str, str] | None = None) -> dict[str, Any]:
+    placed = plan.placed()
     return {
         "nodes": [
             {
@@ -328,6 +329,10 @@ def render_json(plan: Plan, elapsed: float, rejected: Mapping[str, str] | None =
             for node in plan.nodes
         ],
         "existing": {name: [p.key for p in pods] for name, pods in plan.existing.items()},
+        "boundByScheduler": [
+            {"pod": key, "node": placed[key], "notEvaluated": list(rules)}
+            for key, rules in plan.left_to_scheduler().items()
+        ],
         "unschedulable": unschedulable(plan, rejected or {}),
         "totalPricePerHour": round(plan.total_price, 6),
         "lowerBoundPricePerHour": round(plan.lower_bound, 6),

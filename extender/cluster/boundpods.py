@@ -97,6 +97,7 @@ class Interner:
             host_ports=v(pod.host_ports),
             volume_terms=v(pod.volume_terms),
             unmodelled=v(pod.unmodelled),
+            deferred=v(pod.deferred),
             owner_kind=v(pod.owner_kind),
             owner_name=v(pod.owner_name),
             node_name=v(node),

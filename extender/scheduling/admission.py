@@ -53,6 +53,8 @@ def check(
     """
     if pod.unmodelled:
         return f"pod {pod.key} has rules karpy does not model: {'; '.join(pod.unmodelled)}"
+    if pod.deferred:
+        return f"kube-scheduler binds pod {pod.key}, karpy does not evaluate {'; '.join(pod.deferred)}"
     view = _Cluster(pod, node, cluster)
     return (
         _taints(pod, node)

@@ -99,6 +99,15 @@ class Plan:
         result.update({p.key: name for name, pods in self.existing.items() for p in pods})
         return result
 
+    def left_to_scheduler(self) -> dict[str, tuple[str, ...]]:
+        """Placed pods kube-scheduler binds (pod key -> the rules karpy left to it): karpy reserves
+        their room on the node the plan gives them and does not bind them."""
+        placed = [
+            *(p for node in self.nodes for p in node.pods),
+            *(p for ps in self.existing.values() for p in ps),
+        ]
+        return {p.key: p.deferred for p in placed if p.deferred}
+
     def by_provisioner(self) -> dict[str, list[PlannedNode]]:
         result: dict[str, list[PlannedNode]] = {}
         for node in self.nodes:
@@ -120,6 +129,10 @@ class Plan:
             lines.append(f"Computed packing {count}for {pods} pod(s) with instance type option(s) [{shown}]")
         for name, placed in self.existing.items():
             lines.append(f"Packed {len(placed)} pod(s) onto existing node {name}")
+        for key, rules in self.left_to_scheduler().items():
+            lines.append(
+                f"Leaving pod {key} to kube-scheduler to bind, karpy does not evaluate {'; '.join(rules)}"
+            )
         for item in self.unschedulable:
             lines.append(f"Unable to schedule pod {item.pod.key}, {item.reason}")
         lines.extend(self.notes)

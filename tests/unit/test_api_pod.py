@@ -112,3 +112,49 @@ def test_owner_and_tolerations():
     obj["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds", "controller": True}]
     pod = Pod.from_manifest(obj)
     assert pod.is_daemonset and pod.tolerations[0].operator == "Exists"
+
+
+def _fields_term(operator: str, *extra: dict) -> dict:
+    return {
+        "matchFields": [{"key": "metadata.name", "operator": operator, "values": ["node-a"]}],
+        "matchExpressions": list(extra),
+    }
+
+
+def _required(*terms: dict) -> dict:
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+    }
+
+
+def test_match_fields_naming_nodes_can_match_no_new_node():
+    """kube-scheduler matches matchFields against the node's name; karpy does not choose a new
+    node's name, so a term requiring one (In) is one no new node can meet (issue 24)."""
+    pod = Pod.from_manifest(manifest(affinity=_required(_fields_term("In"))))
+    assert pod.unmodelled and "no term a new node can match" in pod.unmodelled[0]
+    assert not pod.required_terms
+
+
+def test_match_fields_a_new_node_meets_are_left_to_kube_scheduler():
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1"]}
+    pod = Pod.from_manifest(manifest(affinity=_required(_fields_term("NotIn", zone))))
+    assert not pod.unmodelled
+    assert pod.deferred == (
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        ".nodeSelectorTerms[0].matchFields: the node's name is not evaluated",
+    )
+    assert [r.key for (r,) in pod.required_terms] == ["topology.kubernetes.io/zone"]
+    # ORed with a term naming nodes: that term is dropped, the other kept.
+    pod = Pod.from_manifest(manifest(affinity=_required(_fields_term("In"), {"matchExpressions": [zone]})))
+    assert not pod.unmodelled and not pod.deferred and len(pod.required_terms) == 1
+
+
+def test_match_fields_on_other_fields_are_refused_with_the_path():
+    term = {"matchFields": [{"key": "metadata.uid", "operator": "In", "values": ["x"]}]}
+    with pytest.raises(PodError, match=r"nodeSelectorTerms\[0\]\.matchFields\[0\]\.key"):
+        Pod.from_manifest(manifest(affinity=_required(term)))
+
+
+def test_resource_claims_are_left_to_kube_scheduler():
+    pod = Pod.from_manifest(manifest(resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}]))
+    assert not pod.unmodelled and pod.deferred and pod.deferred[0].startswith("spec.resourceClaims")

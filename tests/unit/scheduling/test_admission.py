@@ -436,3 +436,12 @@ def test_check_over_a_thousand_nodes_with_ten_pods_each():
     elapsed = (time.perf_counter() - start) / runs
     print(f"admission.check over 1000 nodes x 10 pods: {elapsed * 1000:.1f} ms per call ({reason})")
     assert reason is None  # every rule passes, so every plugin ran to the end
+
+
+def test_a_pod_left_to_kube_scheduler_is_never_bound_by_karpy():
+    """Issue 24: kube-scheduler's binding does what karpy's would skip (volume binding, DRA)."""
+    p = pod("dra", resourceClaims=[{"name": "g", "resourceClaimName": "g"}])
+    target = node("n1")
+    reason = verdict(p, target)
+    assert reason is not None and reason.startswith("kube-scheduler binds pod default/dra")
+    assert verdict(pod("plain"), target) is None

@@ -231,3 +231,22 @@ def test_pod_that_fits_nothing_is_reported_and_rest_planned(tmp_path, capsys):
 @pytest.mark.parametrize("sort_key", ["cpu", "memory", "euclidean"])
 def test_sort_keys_accepted(tmp_path, capsys, sort_key):
     assert run(tmp_path, capsys, DEPLOYMENT, "--sort-key", sort_key, "-o", "json")[0] == 0
+
+
+def test_pods_left_to_kube_scheduler_are_planned_and_listed_apart(tmp_path, capsys):
+    """Issue 24: a pod with a rule karpy leaves to kube-scheduler (here spec.resourceClaims) gets a
+    node; `karpy plan` lists it as bound by kube-scheduler, in JSON and in the table."""
+    dra = (
+        DEPLOYMENT + "---\nkind: Pod\nmetadata: {name: dra}\nspec:\n"
+        "  containers: [{name: c, resources: {requests: {cpu: '1'}}}]\n"
+        "  resourceClaims: [{name: gpu, resourceClaimName: gpu}]\n"
+    )
+    code, out = run(tmp_path, capsys, dra, "-o", "json")
+    result = json.loads(out.out)
+    assert code == 0 and not result["unschedulable"]
+    (item,) = result["boundByScheduler"]
+    assert item["pod"] == "default/dra" and item["node"].startswith("planned-")
+    assert item["notEvaluated"] == ["spec.resourceClaims: dynamic resource allocation is not evaluated"]
+    code, out = run(tmp_path, capsys, dra)
+    assert "Leaving pod default/dra to kube-scheduler to bind" in out.out
+    assert "default/dra" not in out.out.split("Leaving pod")[0]
