@@ -36,7 +36,7 @@ from extender.api.provisioner import (
     Taint,
 )
 from extender.api.quantity import QuantityError
-from extender.api.resources import Resources
+from extender.api.resources import COUNTABLE, Resources
 
 AMI_FAMILIES = ("AL2", "Bottlerocket", "Ubuntu")
 # Keys the controller owns on every node; users may not set them as labels.
@@ -256,8 +256,26 @@ class ResourceListField(fields.Field[Resources]):
         return Resources.parse(value)
 
 
+class LimitListField(ResourceListField):
+    """Limits may only name what karpy counts, a resource a node's capacity can list: a limit on
+    anything else would be accepted and never reached."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Resources:
+        result = super()._deserialize(value, attr, data, **kwargs)
+        unknown = sorted(str(name) for name in value if name not in COUNTABLE)
+        if unknown:
+            allowed = ", ".join(COUNTABLE)
+            raise ValidationError(
+                {
+                    name: [f"karpy cannot count this resource in limits (countable: {allowed})"]
+                    for name in unknown
+                }
+            )
+        return result
+
+
 class LimitsSchema(_Base):
-    resources = ResourceListField(load_default=Resources)
+    resources = LimitListField(load_default=Resources)
 
 
 _TTL = validate.Range(min=0, error="cannot be negative")

@@ -25,6 +25,9 @@ EFA = "vpc.amazonaws.com/efa"
 GPU_RESOURCES = (NVIDIA_GPU, AMD_GPU, NEURON)
 #: Devices whose types only serve pods that request one of them (see scheduling/candidates.py).
 ACCELERATOR_RESOURCES = (NVIDIA_GPU, AMD_GPU, NEURON, NEURON_CORE, HABANA_GAUDI)
+#: What a node's capacity can list, so what a Provisioner's limits can count (Karpenter counts a
+#: limit over its nodes' capacity).
+COUNTABLE = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE, *ACCELERATOR_RESOURCES, EFA)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.pod import Pod, PodError, VolumeTopology
 from extender.api.provisioner import Taint
-from extender.api.resources import CPU, MEMORY, Resources
+from extender.api.resources import Resources
 from extender.cluster import objects
 from extender.scheduling.plan import ExistingNode
 from extender.state import NodeInfo
@@ -111,14 +111,13 @@ def pod_requests(pods: Iterable[Pod]) -> Resources:
 
 
 def usage(nodes: Iterable[Node]) -> dict[str, Resources]:
-    """Provisioner -> cpu/memory capacity of its nodes (karpy's nodes only; others count for no limit)."""
+    """Provisioner -> the summed capacity of its live and in-flight nodes (karpy's nodes only; others
+    count for no limit), every resource a limit may name."""
     result: dict[str, Resources] = {}
     for node in nodes:
         if node.provisioner is None:
             continue
-        result[node.provisioner] = result.get(node.provisioner, Resources()) + Resources(
-            {CPU: node.capacity.cpu, MEMORY: node.capacity.memory}
-        )
+        result[node.provisioner] = result.get(node.provisioner, Resources()) + node.capacity
     return result
 
 

@@ -3,54 +3,79 @@ its live and in-flight nodes (`usage`), whether a type fits it, what a node char
 last check of the planned nodes. The packer charges nodes as it opens them; `apply` checks the
 final plan, whose nodes may have shrunk or merged since.
 
-A Provisioner limits the resources `Provisioner.limit_names` names among COUNTED; a node counts its
-instance type's capacity, as Karpenter counts it.
+Every resource a Provisioner's `spec.limits.resources` names is counted (cpu, memory, pods,
+ephemeral-storage, accelerators, EFA: `resources.COUNTABLE`; the webhook refuses others); a node
+counts its instance type's capacity, as Karpenter counts it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from extender.api.provisioner import Provisioner
-from extender.api.resources import CPU, MEMORY, Resources
+from extender.api.resources import Resources
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.plan import PlannedNode, Unschedulable
 
-#: The resources limits are counted in.
-COUNTED = (CPU, MEMORY)
 EPS = 1e-9
 #: Every limits reason contains this.
 EXCEEDED = "limits exceeded"
 
-Headroom = dict[str, Resources]
+
+def names(provisioner: Provisioner) -> tuple[str, ...]:
+    """The resources the Provisioner limits, a limit of 0 included ("launch none")."""
+    return tuple(sorted(provisioner.limited | set(provisioner.limits.names())))
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a Provisioner's limits still allow, in the resources they name (a resource with none
+    left stays named: Resources drops zeros)."""
+
+    names: tuple[str, ...]
+    left: Resources
+
+    def allows(self, instance_type: InstanceType) -> bool:
+        """Whether a node of the type fits what the limits leave."""
+        capacity = instance_type.capacity
+        return all(capacity.get(n) <= self.left.get(n) + EPS for n in self.names)
+
+    def charge(self, instance_type: InstanceType) -> Resources:
+        """What a node of the type takes from the room."""
+        capacity = instance_type.capacity
+        return Resources({n: capacity.get(n) for n in self.names})
+
+    def holds(self, charged: Resources) -> bool:
+        return all(charged.get(n) <= self.left.get(n) + EPS for n in self.names)
+
+    def __add__(self, freed: Resources) -> Room:
+        return Room(self.names, self.left + freed)
+
+    def __sub__(self, charged: Resources) -> Room:
+        return Room(self.names, self.left - charged)
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} {max(self.left.get(n), 0):g} left" for n in self.names)
+
+
+Headroom = dict[str, Room]
 
 
 def headroom(provisioners: Sequence[Provisioner], usage: Mapping[str, Resources]) -> Headroom:
     """What each limited Provisioner may still launch; Provisioners without limits are absent."""
     result = {}
     for provisioner in provisioners:
-        if names := provisioner.limit_names(COUNTED):
+        if limited := names(provisioner):
             used = usage.get(provisioner.name, Resources())
-            result[provisioner.name] = Resources({n: provisioner.limits.get(n) - used.get(n) for n in names})
+            left = Resources({n: provisioner.limits.get(n) - used.get(n) for n in limited})
+            result[provisioner.name] = Room(limited, left)
     return result
 
 
-def allows(left: Resources, instance_type: InstanceType) -> bool:
-    """Whether a node of the type fits what the limits leave."""
-    capacity = instance_type.capacity
-    return all(capacity.get(n) <= left.get(n) + EPS for n in left.names())
-
-
-def charge(left: Resources, instance_type: InstanceType) -> Resources:
-    """What a node of the type takes from the headroom."""
-    capacity = instance_type.capacity
-    return Resources({n: capacity.get(n) for n in left.names()})
-
-
-def exhausted(provisioner: str, left: Resources) -> str:
-    room = ", ".join(f"{n} {max(left.get(n), 0):g} left" for n in COUNTED if n in left.names())
-    return f"provisioner {provisioner} {EXCEEDED}: no instance type fits what its limits leave ({room})"
+def exhausted(provisioner: str, room: Room | None) -> str:
+    left = room.describe() if room else ""
+    return f"provisioner {provisioner} {EXCEEDED}: no instance type fits what its limits leave ({left})"
 
 
 def apply(
@@ -64,21 +89,21 @@ def apply(
     dropped: list[Unschedulable] = []
     for node in nodes:
         provisioner = by_name[node.provisioner]
-        limit, names = provisioner.limits, provisioner.limit_names(COUNTED)
-        if not names:
+        limit, limited = provisioner.limits, names(provisioner)
+        if not limited:
             kept.append(node)
             continue
         base = used[node.provisioner]
         room = [
             t
             for t in node.options
-            if all(base.get(n) + t.capacity.get(n) <= limit.get(n) + EPS for n in names)
+            if all(base.get(n) + t.capacity.get(n) <= limit.get(n) + EPS for n in limited)
         ]
         if not room:
             reason = f"provisioner {node.provisioner} {EXCEEDED}: " + ", ".join(
                 f"{n} usage {base.get(n):g} + node {node.options[0].capacity.get(n):g}"
                 f" > limit {limit.get(n):g}"
-                for n in names
+                for n in limited
             )
             dropped.extend(Unschedulable(pod, reason) for pod in node.pods)
             continue
@@ -98,6 +123,6 @@ def apply(
                 capacity_type=cheapest.capacity_type,
                 price=cheapest.price,
             )
-        used[node.provisioner] = base + Resources({n: node.options[0].capacity.get(n) for n in COUNTED})
+        used[node.provisioner] = base + Resources({n: node.options[0].capacity.get(n) for n in limited})
         kept.append(node)
     return kept, dropped

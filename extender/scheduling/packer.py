@@ -99,7 +99,7 @@ class Node:
     #: term -> the smallest hostname maxSkew of the pods here that spread over it: more matching
     #: pods would break their spread in the final cluster, whatever order the binds take.
     spread_caps: dict[int, int] = field(default_factory=dict)
-    #: cpu/memory this node took from its Provisioner's limits headroom.
+    #: What this node took from its Provisioner's limits headroom (each resource they name).
     charged: Resources = field(default_factory=Resources)
 
     def room(self, request: Vector) -> int:
@@ -181,7 +181,7 @@ class Packer:
         self,
         cache: CandidateCache,
         min_request: Vector,
-        headroom: dict[str, Resources] | None = None,
+        headroom: limits.Headroom | None = None,
         *,
         trials: int = TRIALS,
     ) -> None:
@@ -438,18 +438,18 @@ class Packer:
             self.nodes.append(node)
             name = seed.view.provisioner.name
             if name in self.headroom:
-                node.charged = limits.charge(self.headroom[name], best.candidate.entry.type)
+                node.charged = self.headroom[name].charge(best.candidate.entry.type)
                 self.headroom[name] = self.headroom[name] - node.charged
 
     def limit_reason(self, seed: PodClass) -> str:
         assert seed.view is not None
         name = seed.view.provisioner.name
-        return limits.exhausted(name, self.headroom.get(name, Resources()))
+        return limits.exhausted(name, self.headroom.get(name))
 
     def _within_limits(self, seed: PodClass, candidate: Candidate) -> bool:
         assert seed.view is not None
         left = self.headroom.get(seed.view.provisioner.name)
-        return left is None or limits.allows(left, candidate.entry.type)
+        return left is None or left.allows(candidate.entry.type)
 
     def _ranking(self, seed: PodClass, *, limited: bool = True) -> list[Candidate]:
         """The seed's types by its own $/pod (larger first on ties), at most `trials`, within limits."""
@@ -612,10 +612,11 @@ class Packer:
         name = target.view.provisioner.name
         if name in self.headroom:
             # The joint node must fit what the two nodes took from the limits plus what is left.
-            charged = limits.charge(self.headroom[name], joint.entry.type)
-            if not charged.fits_in(self.headroom[name] + target.charged + node.charged):
+            room = self.headroom[name] + target.charged + node.charged
+            charged = room.charge(joint.entry.type)
+            if not room.holds(charged):
                 return False
-            self.headroom[name] = self.headroom[name] + target.charged + node.charged - charged
+            self.headroom[name] = room - charged
             target.charged = charged
         target.reqs, target.used = merged, trial.used
         target.entries.extend(node.entries)
@@ -632,7 +633,7 @@ class State:
     classes: list[tuple[PodClass, int, HostConstraints]]
     nodes: list[Node]
     placed_by_term: Counter[int]
-    headroom: dict[str, Resources]
+    headroom: limits.Headroom
     relaxed: list[str]
 
 

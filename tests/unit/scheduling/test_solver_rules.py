@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling.solver import ExistingNode, solve
@@ -80,6 +82,35 @@ def test_usage_counts_against_limits():
     prov = make_provisioner(limits={"resources": {"cpu": "10"}})
     plan = solve(pods(1), [prov], catalog(), usage={"default": Resources.of(cpu=9.5)})
     assert not plan.nodes and "limits exceeded" in plan.unschedulable[0].reason
+
+
+@pytest.mark.parametrize(
+    ("limit", "pod_kwargs", "count"),
+    [
+        ({"pods": "10"}, {"cpu": "100m"}, 40),
+        ({"nvidia.com/gpu": "2"}, {"cpu": "100m", "gpu": 1}, 5),
+        ({"ephemeral-storage": "50Gi"}, {"cpu": "4"}, 20),
+    ],
+)
+def test_every_limited_resource_is_counted_over_the_nodes_capacity(limit, pod_kwargs, count):
+    """Issue 24: `limits.resources: {nvidia.com/gpu: 1, pods: 5}` planned 4 GPU nodes; every key is
+    now counted over the planned nodes' capacity (Karpenter counts limits over node capacity)."""
+    (name,) = limit
+    prov = make_provisioner(limits={"resources": limit})
+    plan = solve(pods(count, **pod_kwargs), [prov], catalog())
+    used = sum(n.instance_type.capacity.get(name) for n in plan.nodes)
+    assert plan.nodes and used <= Resources.parse(limit).get(name)
+    assert plan.unschedulable and all("limits exceeded" in u.reason for u in plan.unschedulable)
+    assert len(plan.unschedulable) + sum(len(n.pods) for n in plan.nodes) == count
+
+
+def test_a_limit_reached_exactly_leaves_no_room_in_the_packer():
+    """A resource with nothing left stayed unchecked while packing (Resources drops zeros) and the
+    pods were only dropped by the last check; the packer now names the limit it hit."""
+    prov = make_provisioner(limits={"resources": {"cpu": "10"}})
+    plan = solve(pods(1), [prov], catalog(), usage={"default": Resources.of(cpu=10)})
+    assert not plan.nodes
+    assert "no instance type fits what its limits leave (cpu 0 left)" in plan.unschedulable[0].reason
 
 
 def test_requests_use_largest_init_container_and_overhead():

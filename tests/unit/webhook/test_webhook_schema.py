@@ -155,6 +155,12 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("bad-quantity", {"limits": {"resources": {"memory": "lots"}}}, "spec.limits.resources.memory:"),
     (
+        # Issue 24: accepted and ignored before.
+        "uncountable-limit",
+        {"limits": {"resources": {"cpu": "10", "hugepages-2Mi": "1Gi"}}},
+        "spec.limits.resources.hugepages-2Mi: karpy cannot count this resource in limits",
+    ),
+    (
         "bad-dns",
         {"kubeletConfiguration": {"clusterDNS": ["10.0.0.10", "dns"]}},
         'spec.kubeletConfiguration.clusterDNS[1]: "dns" is not an IP address',
