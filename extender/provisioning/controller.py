@@ -37,6 +37,7 @@ from extender.cluster import inventory
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
+from extender.loops import run_forever
 from extender.provisioning import metrics
 from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
@@ -167,32 +168,37 @@ class ProvisioningController:
         except Exception as err:  # the warm-up thread's boundary; the first batch fetches it again
             log.warning("Discovering instance types failed, %s", err)
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, *, backoff: retry.LoopBackoff | None = None) -> None:
+        """One batch a pass until `stop`; a failed batch is parked (its pods come back after their
+        own backoff) and the next pass waits the loop's backoff."""
         log.info("Waiting for unschedulable pods")
         leading = False
-        while not stop.is_set():
+
+        def one_pass() -> None:
+            nonlocal leading
             if self.is_leader() != leading:
+                if not leading:
+                    self._on_started_leading()  # a failed start is retried in full next pass
                 leading = not leading
-                if leading:
-                    self._on_started_leading()
             self._requeue(self.parked.take())
             batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
             if not batch:
-                continue
+                return
             # `leading`, not only is_leader(): leadership gained during the wait has not adopted the
             # interrupted launches yet; the batch waits one turn, for the adoption at the top.
             if not (leading and self.is_leader()):
                 self.parked.park(batch)
-                continue
+                return
             log.info("Batched %d pods in %.3fs", len(batch), waited)
             metrics.BATCH_WAIT.observe(waited)
             try:
                 report = self.provision(batch)
-            except Exception as err:  # the loop boundary: one failed batch must not stop provisioning
-                log.error("Provisioning failed, %s", err)
+            except Exception:
                 self.parked.park(batch)
-                continue
+                raise
             report.timings["batch_wait"] = waited
+
+        run_forever(one_pass, stop, doing="provisioning", backoff=backoff, logger=log)
 
     def _idle_seconds(self, leading: bool) -> float:
         """How long an empty window waits before the loop looks at leadership and parked pods again."""
