@@ -13,8 +13,8 @@ Shared state and who guards it:
 - `_lock` (the batch lock): one batch, one replacement launch or one adoption at a time; it guards
   the pipeline, so two of them never plan against the same cluster.
 - `nodes` and `bound` (the node and bound-pod indexes): their own locks. The node index's watch
-  runs from `start`; so does the bound-pod index's when the controller created it, else its
-  creator (the controller process, which shares it with the lifecycle) starts it.
+  runs from `start`; the bound-pod index's creator (the process wiring, extender/main.py, which
+  shares it with the lifecycle) starts its watch.
 - `_fast_path` under `_fast_lock`: keys the extender enqueued, read and cleared by each batch.
 - `parked` (`parking.Parked`), `unavailable` (`offerings.UnavailableOfferings`), the reporter's and
   the binder's TTL caches: each guards itself, since launch and bind threads write them.
@@ -62,6 +62,8 @@ FOLLOWER_POLL_SECONDS = 0.5
 
 
 class ProvisioningController:
+    """`bound`: the bound-pod index, shared with the lifecycle; its creator starts its watch."""
+
     def __init__(
         self,
         *,
@@ -69,30 +71,33 @@ class ProvisioningController:
         kube: client.ApiClient,
         cloud: CloudProvider,
         state: ClusterState,
+        bound: BoundPods,
         is_leader: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
-        bound: BoundPods | None = None,
     ) -> None:
         self.settings = settings
         self.kube = kube
         self.cloud = cloud
         self.state = state
+        self.bound = bound
         self.is_leader = is_leader
         self.clock = clock
         self.batcher = Batcher(settings.batching, clock)
         self.watcher = PodWatcher(kube, on_pods=self._watched, on_synced=state.set_ready)
+        self.nodes = NodeIndex()
         self.unavailable = UnavailableOfferings(clock)
         self.parked = Parked(clock)
-        self.reports: list[BatchReport] = []
         self.pools = Pools()
+        self.reports: list[BatchReport] = []
         self._lock = threading.Lock()
         self._fast_path: set[str] = set()
         self._fast_lock = threading.Lock()
-        self._owns_bound = bound is None
-        self.bound = bound if bound is not None else BoundPods()
-        self.nodes = NodeIndex()
-        reporter = Reporter(kube, self.pools, clock)
-        self.pipeline = Pipeline(
+        self.pipeline = self._pipeline(Reporter(kube, self.pools, clock))
+
+    def _pipeline(self, reporter: Reporter) -> Pipeline:
+        """The stages, each handed the shared pieces it reads or writes."""
+        settings, kube, cloud, state, clock = self.settings, self.kube, self.cloud, self.state, self.clock
+        return Pipeline(
             gather=Gatherer(
                 kube=kube,
                 settings=settings,
@@ -103,7 +108,11 @@ class ProvisioningController:
                 nodes=self.nodes,
             ),
             launch=Launcher(
-                cloud=cloud, is_leader=is_leader, unavailable=self.unavailable, reporter=reporter, clock=clock
+                cloud=cloud,
+                is_leader=self.is_leader,
+                unavailable=self.unavailable,
+                reporter=reporter,
+                clock=clock,
             ),
             register=Registrar(
                 kube=kube,
@@ -157,10 +166,7 @@ class ProvisioningController:
         warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
-        threads = [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
-        if self._owns_bound:
-            threads.append(self.bound.start(self.kube, stop))
-        return threads
+        return [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
 
     def _warm_catalog(self) -> None:
         try:

@@ -13,6 +13,7 @@ from extender.api import labels as wk
 from extender.cloud.fake import FakeCloudProvider
 from extender.cloud.types import CloudError, InsufficientCapacityError, LaunchRequest, OfferingKey
 from extender.cluster import bind as kube_bind
+from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import Unavailable
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.settings import Settings
@@ -51,6 +52,7 @@ def controller_for(
         kube=None,  # type: ignore[arg-type]
         cloud=cloud,
         state=state or ClusterState(),
+        bound=BoundPods(),
         is_leader=lambda: leader,
         clock=clock or Clock(),
     )
@@ -202,6 +204,7 @@ def test_leadership_gained_during_a_batch_wait_adopts_before_it_provisions(clust
         kube=None,  # type: ignore[arg-type]
         cloud=cloud,
         state=ClusterState(),
+        bound=BoundPods(),
         is_leader=lambda: leader[0],
         clock=Clock(),
     )
