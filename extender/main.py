@@ -139,7 +139,7 @@ def _port(bind: str) -> str:
 
 #: Request threads of the extender. A connection a slow client stalls holds one for up to
 #: request_read_seconds; with this many, 64 stalled connections still leave kube-scheduler and the
-#: kubelet's probes threads to spare (tests/unit/http/test_slow_clients.py measures it).
+#: kubelet's probes threads to spare (tests/process/http/test_slow_clients.py measures it).
 THREADS = 128
 
 
