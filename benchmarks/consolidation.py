@@ -37,7 +37,8 @@ from pathlib import Path
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
-from extender.api.provisioner import Provisioner, load_provisioner
+from extender.api.provisioner import Provisioner
+from extender.api.provisioner_schema import load_provisioner
 from extender.lifecycle import budgets
 from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.eligibility import utilisation

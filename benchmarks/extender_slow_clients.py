@@ -22,7 +22,7 @@ import time
 import requests
 
 from benchmarks.extender import POD, free_port, percentile, state_for
-from tests.unit.http.test_slow_clients import _stall
+from tests.process.http.test_slow_clients import _stall
 
 
 def serve(port: int, metrics_port: int, nodes: int) -> None:

@@ -52,11 +52,15 @@ def run_forever(
     tick: Callable[[], None] = no_tick,
     backoff: LoopBackoff | None = None,
     logger: logging.Logger = log,
+    start_after: float = 0.0,
 ) -> None:
     """Call `one_pass` until `stop` is set; never raises. `doing` names the work in log lines (a
-    callable when the step changes within a pass, e.g. "listing karpy nodes")."""
+    callable when the step changes within a pass, e.g. "listing karpy nodes"); the first pass runs
+    `start_after` seconds from now (a periodic pass that needs the watches warm first)."""
     backoff = backoff or LoopBackoff()
     streak = False
+    if start_after and stop.wait(start_after):
+        return
     while not stop.is_set():
         try:
             wait = one_pass()

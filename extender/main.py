@@ -1,5 +1,7 @@
-"""`karpy controller` wiring: settings -> kube client -> cloud -> state -> provisioning -> lifecycle,
-with gunicorn serving the extender app in the same process so ClusterState is shared.
+"""`karpy controller` wiring, the one place that knows it: `build` makes the kube client, the cloud
+provider, the state, the leader elector, the bound-pod index, provisioning and the lifecycle;
+`Controller.start` starts them in order. gunicorn serves the extender app in the same process, so
+ClusterState is shared.
 
 Everything is built in gunicorn's worker (after the fork), where the app is loaded; the worker's
 exit sets `stop`, which ends the watch, batch, lifecycle and leader-election threads.
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -17,6 +20,7 @@ from flask import Flask
 from kubernetes import client
 
 from extender.cloud.aws.provider import AWSCloudProvider
+from extender.cloud.aws.session import make_clients
 from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
 from extender.cluster.boundpods import BoundPods
@@ -26,6 +30,10 @@ from extender.cluster.version import read as server_version
 from extender.heartbeat import Heartbeats
 from extender.http import limits
 from extender.http.app import by_port, create_app, create_metrics_app
+from extender.lifecycle.context import Context
+from extender.lifecycle.controller import DEADLINES, LifecycleController
+from extender.lifecycle.events import Recorder
+from extender.lifecycle.leader import LeaderElector
 from extender.provisioning.controller import ProvisioningController
 from extender.serve import serve
 from extender.settings import Settings
@@ -54,48 +62,75 @@ def _leader_label(kube: client.ApiClient, settings: Settings) -> tuple[Callback 
     return started, stopped
 
 
-def start(
-    settings: Settings, stop: threading.Event, heartbeats: Heartbeats | None = None
-) -> tuple[ClusterState, ProvisioningController]:
-    """Build and start every worker thread; returns what the extender app needs."""
+@dataclass
+class Controller:
+    """Everything `karpy controller` runs in one process, built by `build`, started by `start`."""
+
+    kube: client.ApiClient
+    state: ClusterState
+    elector: LeaderElector | None
+    bound: BoundPods
+    provisioning: ProvisioningController
+    lifecycle: LifecycleController
+    heartbeats: Heartbeats
+
+    def start(self, stop: threading.Event) -> None:
+        """Start every worker thread, in this order; `stop` ends them all."""
+        if self.elector is not None:
+            self.elector.start(stop)
+        self.lifecycle.start(stop)
+        # The shared bound-pod watch: once the lifecycle listens, before the first batch reads it.
+        self.bound.start(
+            self.kube, stop, tick=self.heartbeats.register("informer-pods", DEADLINES["informer-pods"])
+        )
+        self.provisioning.start(stop)
+
+
+def build(settings: Settings, heartbeats: Heartbeats) -> Controller:
+    """kube client -> cloud provider -> state -> leader elector -> bound-pod index -> provisioning
+    -> lifecycle; nothing runs yet."""
     kube = kube_client.load(settings)
     version = None if settings.aws.kubernetes_version else ServerVersion(partial(server_version, kube))
     cloud = decorate(AWSCloudProvider(settings=settings, kubernetes_version=version))
     state = ClusterState()
-    is_leader: Callable[[], bool] = lambda: True  # noqa: E731 - replaced when leader election runs
-    if settings.leader_election.enabled:
-        from extender.lifecycle.leader import LeaderElector
-
-        on_started, on_stopped = _leader_label(kube, settings)
-
-        elector = LeaderElector(
-            kube=kube, settings=settings.leader_election, on_started=on_started, on_stopped=on_stopped
-        )
-        elector.start(stop)
-        is_leader = elector.is_leader
+    elector = _elector(kube, settings) if settings.leader_election.enabled else None
+    is_leader = elector.is_leader if elector is not None else _always
     # One watch of every bound pod for provisioning, the node worker and consolidation.
     bound = BoundPods()
     provisioning = ProvisioningController(
-        settings=settings, kube=kube, cloud=cloud, state=state, is_leader=is_leader, bound=bound
+        settings=settings, kube=kube, cloud=cloud, state=state, bound=bound, is_leader=is_leader
     )
-    from extender.lifecycle.controller import DEADLINES, start_lifecycle
-
-    start_lifecycle(
+    ctx = Context(
         settings=settings,
         kube=kube,
         cloud=cloud,
         state=state,
         provisioning=provisioning,
+        recorder=Recorder(kube),
         is_leader=is_leader,
-        stop=stop,
-        heartbeats=heartbeats,
-        bound_pods=bound,
+        unavailable=provisioning.mark_unavailable,
     )
-    # Started once the lifecycle listens, and before the first batch reads it.
-    beats = heartbeats or Heartbeats()
-    bound.start(kube, stop, tick=beats.register("informer-pods", DEADLINES["informer-pods"]))
-    provisioning.start(stop)
-    return state, provisioning
+    sqs = make_clients(settings.aws).sqs if settings.aws.interruption_queue else None
+    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=heartbeats, sqs=sqs)
+    return Controller(kube, state, elector, bound, provisioning, lifecycle, heartbeats)
+
+
+def start(settings: Settings, stop: threading.Event, heartbeats: Heartbeats | None = None) -> Controller:
+    """Build the controller and start its threads; what the extender app needs is on it."""
+    controller = build(settings, heartbeats or Heartbeats())
+    controller.start(stop)
+    return controller
+
+
+def _always() -> bool:
+    return True
+
+
+def _elector(kube: client.ApiClient, settings: Settings) -> LeaderElector:
+    on_started, on_stopped = _leader_label(kube, settings)
+    return LeaderElector(
+        kube=kube, settings=settings.leader_election, on_started=on_started, on_stopped=on_stopped
+    )
 
 
 def _port(bind: str) -> str:
@@ -104,7 +139,7 @@ def _port(bind: str) -> str:
 
 #: Request threads of the extender. A connection a slow client stalls holds one for up to
 #: request_read_seconds; with this many, 64 stalled connections still leave kube-scheduler and the
-#: kubelet's probes threads to spare (tests/unit/http/test_slow_clients.py measures it).
+#: kubelet's probes threads to spare (tests/process/http/test_slow_clients.py measures it).
 THREADS = 128
 
 
@@ -144,9 +179,11 @@ def run(settings: Settings, *, threads: int = THREADS) -> None:
     stop = threading.Event()
 
     def factory() -> Any:
-        heartbeats = Heartbeats()
-        state, provisioning = start(settings, stop, heartbeats)
-        return wsgi_app(settings, create_app(settings, state, provisioning.enqueue, heartbeats=heartbeats))
+        controller = start(settings, stop)
+        app = create_app(
+            settings, controller.state, controller.provisioning.enqueue, heartbeats=controller.heartbeats
+        )
+        return wsgi_app(settings, app)
 
     def worker_exit(_server: Any, _worker: Any) -> None:
         stop.set()

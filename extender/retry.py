@@ -95,6 +95,11 @@ class LoopBackoff:
     def succeeded(self) -> None:
         self.failures = 0
 
+    @classmethod
+    def constant(cls, seconds: float) -> LoopBackoff:
+        """No growth and no jitter: a loop that retries at its own period (leader election)."""
+        return cls(Backoff(base=seconds, cap=seconds), rand=lambda: 1.0)
+
     def wait_after_failure(self, stop: threading.Event) -> bool:
         """Sleep the next backoff; True if `stop` was set meanwhile."""
         return stop.wait(self.failed())

@@ -1,8 +1,9 @@
 """Self-signed TLS for the webhook: a CA, a serving certificate for the Service names, and caBundle patching.
 
-With several replicas every one must serve a certificate from the same CA, so the pair can be
-shared through a Secret (first replica creates it, the others read it), as Karpenter's webhook does.
-Rotation before expiry, without a restart: webhook/rotation.py.
+With several replicas every one must serve a certificate from the same CA, so the pair is shared
+through a Secret (first replica creates it, the others read it), as Karpenter's webhook does: the
+Secret and rotation before expiry, without a restart, are webhook/rotation.py, which builds on this
+module (never the other way round).
 """
 
 from __future__ import annotations
@@ -116,23 +117,6 @@ def generate(hosts: Sequence[str], *, days: float = 365, now: datetime.datetime 
         cert_pem=cert.public_bytes(serialization.Encoding.PEM),
         key_pem=_pem_key(key),
     )
-
-
-def shared_via_secret(core: Any, *, namespace: str, name: str, hosts: Sequence[str]) -> ServingCert:
-    """Read the pair from Secret namespace/name, creating it if absent (a racing replica's copy wins)."""
-    from webhook.rotation import Conflict, SecretStore
-
-    store = SecretStore(core, namespace=namespace, name=name)
-    pair = store.read()
-    if pair is not None:
-        return pair
-    try:
-        return store.create(generate(hosts))
-    except Conflict:
-        pair = store.read()
-        if pair is None:
-            raise
-        return pair
 
 
 def ca_bundle_patch(webhook_count: int, ca_pem: bytes) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from extender.api import labels
-from extender.api.provisioner import default_manifest
+from extender.api.provisioner_defaults import default_manifest
 from extender.api.provisioner_schema import validate_provisioner
 from webhook.admission import AdmissionRequest, Verdict, json_patch
 from webhook.config import WebhookConfig

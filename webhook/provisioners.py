@@ -16,7 +16,8 @@ from cachetools import TLRUCache
 from marshmallow import ValidationError
 
 from extender.api import labels
-from extender.api.provisioner import Provisioner, load_provisioner
+from extender.api.provisioner import Provisioner
+from extender.api.provisioner_schema import load_provisioner
 
 log = logging.getLogger(__name__)
 

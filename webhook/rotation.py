@@ -153,6 +153,26 @@ class SecretStore:
         return new
 
 
+def read_or_create(
+    store: Store, hosts: Sequence[str], *, days: float = VALIDITY_DAYS, now: datetime.datetime | None = None
+) -> ServingCert:
+    """The pair in `store`, created if absent (a racing replica's copy wins)."""
+    pair = store.read()
+    if pair is not None:
+        return pair
+    try:
+        return store.create(generate(hosts, days=days, now=now))
+    except Conflict:
+        return _reread(store)
+
+
+def _reread(store: Store) -> ServingCert:
+    pair = store.read()
+    if pair is None:
+        raise Conflict("the certificate secret vanished while rotating")
+    return pair
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
@@ -182,12 +202,7 @@ class Rotator:
 
     def ensure(self) -> ServingCert:
         """The pair to serve, rotated if due, published and written when it changed."""
-        pair = self.store.read()
-        if pair is None:
-            try:
-                pair = self.store.create(generate(self.hosts, days=self.days, now=self.clock()))
-            except Conflict:
-                pair = self._read()
+        pair = read_or_create(self.store, self.hosts, days=self.days, now=self.clock())
         now = self.clock()
         if now >= rotation_due(pair.cert_pem):
             fresh = generate(self.hosts, days=self.days, now=now)
@@ -196,7 +211,7 @@ class Rotator:
                 pair = self.store.replace(pair, rotated)
                 log.info("Rotated the webhook certificate, valid until %s", _not_after(pair.cert_pem))
             except Conflict:
-                pair = self._read()
+                pair = _reread(self.store)
         if pair != self.serving:
             if self.publish_ca is not None and (self.serving is None or pair.ca_pem != self.serving.ca_pem):
                 self.publish_ca(pair.ca_pem)
@@ -204,12 +219,6 @@ class Rotator:
             if self.serving is not None:
                 log.info("Serving the rotated webhook certificate, valid until %s", _not_after(pair.cert_pem))
             self.serving = pair
-        return pair
-
-    def _read(self) -> ServingCert:
-        pair = self.store.read()
-        if pair is None:
-            raise Conflict("the certificate secret vanished while rotating")
         return pair
 
     def _write(self, pair: ServingCert) -> None:

@@ -1,17 +1,14 @@
-"""The karpenter.sh/v1alpha5 Provisioner: plain dataclasses plus the one marshmallow schema that parses them.
+"""The karpenter.sh/v1alpha5 Provisioner as plain frozen dataclasses.
 
-Every process (webhook, controller, `karpy plan`) loads Provisioners through `load_provisioner`;
-validation rules live in the schema only (see webhook/ for admission on top of it).
+Types only: Karpenter 0.5's defaults are applied to a manifest by `provisioner_defaults`, and a
+manifest is parsed and validated into these types by `provisioner_schema.load_provisioner`.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from extender.api import labels
 from extender.api.resources import Resources
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -92,67 +89,3 @@ class Provisioner:
 def default_provisioner(name: str = "default") -> Provisioner:
     """A Provisioner with no constraints, as `karpy plan` assumes when given none."""
     return Provisioner(name=name)
-
-
-def load_provisioner(obj: Mapping[str, Any]) -> Provisioner:
-    """Parse a Provisioner manifest (API JSON).
-
-    Raises marshmallow.ValidationError whose `messages` is a list of `path: message` lines.
-    """
-    from extender.api.provisioner_schema import parse_provisioner
-
-    return parse_provisioner(dict(obj))
-
-
-def default_manifest(
-    obj: Mapping[str, Any], *, cluster_name: str, cluster_endpoint: str = "", instance_profile: str = ""
-) -> dict[str, Any]:
-    """The Provisioner manifest with Karpenter 0.5's defaults applied; `obj` is not modified.
-
-    Rewrites the `node.k8s.aws/capacity-type` alias, defaults arch (amd64) and capacity type (on-demand)
-    when neither requirements nor labels mention them, fills `provider.cluster` and defaults both
-    selectors to `kubernetes.io/cluster/<cluster>: "*"`; `instance_profile` (Karpenter 0.5.6's
-    AWS_DEFAULT_INSTANCE_PROFILE) fills a missing instanceProfile when no launchTemplate is set.
-    Parts of the wrong shape are left alone for validation to report.
-    """
-    result = copy.deepcopy(dict(obj))
-    spec = result.setdefault("spec", {})
-    if not isinstance(spec, dict):
-        return result
-    raw_labels = spec.get("labels")
-    if (
-        isinstance(raw_labels, dict)
-        and labels.CAPACITY_TYPE_ALIAS in raw_labels
-        and labels.CAPACITY_TYPE not in raw_labels
-    ):
-        spec["labels"] = {canonical_key(k): v for k, v in raw_labels.items()}
-    requirements = spec.setdefault("requirements", [])
-    if isinstance(requirements, list):
-        for req in requirements:
-            if isinstance(req, dict) and isinstance(req.get("key"), str):
-                req["key"] = canonical_key(req["key"])
-        mentioned = {r["key"] for r in requirements if isinstance(r, dict) and isinstance(r.get("key"), str)}
-        if isinstance(spec.get("labels"), dict):
-            mentioned |= set(spec["labels"])
-        for key, value in ((labels.ARCH, "amd64"), (labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)):
-            if key not in mentioned:
-                requirements.append({"key": key, "operator": "In", "values": [value]})
-    provider = spec.setdefault("provider", {})
-    if isinstance(provider, dict):
-        cluster = provider.get("cluster")
-        if cluster is None:
-            cluster = provider["cluster"] = {"name": cluster_name}
-            if cluster_endpoint:
-                cluster["endpoint"] = cluster_endpoint
-        name = cluster.get("name") if isinstance(cluster, dict) else None
-        selector = {f"kubernetes.io/cluster/{name or cluster_name}": "*"}
-        for field_name in ("subnetSelector", "securityGroupSelector"):
-            if provider.get(field_name) is None:
-                provider[field_name] = dict(selector)
-        if instance_profile and not provider.get("instanceProfile") and not provider.get("launchTemplate"):
-            provider["instanceProfile"] = instance_profile
-    return result
-
-
-def canonical_key(key: str) -> str:
-    return labels.normalize_key(key)

@@ -422,6 +422,13 @@ def parse_provisioner(obj: Any) -> Provisioner:
         raise ValidationError(flatten_errors(err.messages)) from err
 
 
+def load_provisioner(obj: Mapping[str, Any]) -> Provisioner:
+    """Parse a Provisioner manifest (API JSON); every process (webhook, controller, `karpy plan`)
+    loads Provisioners through it. Raises ValidationError whose `messages` is a list of
+    `path: message` lines."""
+    return parse_provisioner(dict(obj))
+
+
 def validate_provisioner(obj: Any) -> list[str]:
     """Every problem with a Provisioner manifest, one `path: message` line each; [] when valid."""
     try:

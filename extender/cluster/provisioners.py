@@ -10,7 +10,9 @@ from kubernetes import client
 from marshmallow import ValidationError
 
 from extender.api import labels as wk
-from extender.api.provisioner import Provisioner, default_manifest, load_provisioner
+from extender.api.provisioner import Provisioner
+from extender.api.provisioner_defaults import default_manifest
+from extender.api.provisioner_schema import load_provisioner
 from extender.cluster.errors import translated
 from extender.settings import Settings
 

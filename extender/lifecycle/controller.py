@@ -1,7 +1,8 @@
-"""Wiring of the lifecycle workers: node worker, watches, GC, interruption poller, crash recovery.
+"""The lifecycle workers: node worker, watches, GC, consolidation, interruption poller, crash recovery.
 
-`start_lifecycle` starts threads that act only while `is_leader()`; every replica keeps its watches
-warm, and a replica that becomes leader enqueues every node and recovers in-flight launches first.
+`LifecycleController.start` starts threads that act only while `is_leader()`; every replica keeps
+its watches warm, and a replica that becomes leader enqueues every node and recovers in-flight
+launches first. The process wiring (extender/main.py) builds it.
 """
 
 from __future__ import annotations
@@ -9,28 +10,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from kubernetes import client
 
 from extender.api import labels
-from extender.cloud.types import CloudProvider, OfferingKey
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.informer import start_informer
 from extender.cluster.nodes import list_karpy_nodes
 from extender.heartbeat import Heartbeats, no_tick
 from extender.lifecycle import gc, metrics, recovery
 from extender.lifecycle.consolidation.worker import Consolidator
-from extender.lifecycle.context import Context, RemovalMarks, Replacements, utcnow
-from extender.lifecycle.events import Recorder
+from extender.lifecycle.context import Context
 from extender.lifecycle.interruption import InterruptionHandler, InterruptionPoller
 from extender.lifecycle.nodes import NodeWorker
 from extender.lifecycle.provisioners import ProvisionerLookup
 from extender.lifecycle.workqueue import DelayQueue
 from extender.loops import run_forever
 from extender.retry import LoopBackoff
-from extender.settings import Settings
 
 NODE_WORKERS = 4
 SUPERVISE_SECONDS = 1.0
@@ -125,87 +122,58 @@ class Lifecycle:
             self.nodes.on_node("SYNC", node)
 
 
-def _sqs_client(settings: Settings) -> Any:
-    from extender.cloud.aws.session import make_clients
+class LifecycleController:
+    """The lifecycle's threads, built from the Context and the bound-pod index they share with
+    provisioning; `start` runs them. They act only while `ctx.is_leader()`; each ticks its entry
+    in `heartbeats` (read by the extender's /healthz) with its deadline from DEADLINES.
 
-    return make_clients(settings.aws).sqs
+    `sqs`: the client of `settings.aws.interruption_queue`, None when no queue is configured."""
 
+    def __init__(self, ctx: Context, *, bound: BoundPods, heartbeats: Heartbeats, sqs: Any = None) -> None:
+        self.ctx = ctx
+        self.heartbeats = heartbeats
+        self.lifecycle = Lifecycle(ctx, queue=_TickingQueue(self._tick("lifecycle-node-workers")))
+        # A pod bound, finished or deleted may leave its node empty: the node worker looks again.
+        bound.subscribe(self.lifecycle.nodes.on_pod)
+        # Consolidation (issue 12): shares the node worker's disruption budgets.
+        nodes = self.lifecycle.nodes
+        self.consolidator = Consolidator(ctx, nodes.ledger, nodes.census, bound=bound)
+        self.poller: InterruptionPoller | None = None
+        if sqs is not None:
+            handler = InterruptionHandler(ctx, lambda: list_karpy_nodes(ctx.kube))
+            self.poller = InterruptionPoller(ctx, sqs, ctx.settings.aws.interruption_queue, handler)
 
-def start_lifecycle(
-    *,
-    settings: Settings,
-    kube: Any,
-    cloud: CloudProvider,
-    state: RemovalMarks | None,
-    provisioning: Replacements | None,
-    is_leader: Callable[[], bool],
-    stop: threading.Event,
-    clock: Callable[[], datetime] = utcnow,
-    recorder: Recorder | None = None,
-    sqs: Any = None,
-    unavailable: Callable[[OfferingKey], None] | None = None,
-    heartbeats: Heartbeats | None = None,
-    bound_pods: BoundPods | None = None,
-) -> list[threading.Thread]:
-    """Start the lifecycle threads; they exit when `stop` is set. Each registers in `heartbeats`
-    (read by the extender's /healthz) with its deadline from DEADLINES.
+    def _tick(self, worker: str) -> Callable[[], None]:
+        return self.heartbeats.register(worker, DEADLINES[worker])
 
-    `bound_pods`: the bound-pod index shared with provisioning, whose creator starts its watch;
-    without it the lifecycle keeps (and watches) one of its own."""
-    beats = heartbeats or Heartbeats()
+    def start(self, stop: threading.Event) -> list[threading.Thread]:
+        """Start the threads; they exit when `stop` is set. The bound-pod index's watch is its
+        creator's to start (the index is shared), once this has subscribed to it."""
+        lifecycle = self.lifecycle
+        supervisor_tick = self._tick("lifecycle-supervisor")
+        threads = [
+            start_informer(
+                client.CoreV1Api(self.ctx.kube).list_node,
+                lifecycle.nodes.on_node,
+                stop,
+                name="nodes",
+                tick=self._tick("informer-nodes"),
+                label_selector=labels.PROVISIONER_NAME,
+            ),
+            _thread(lambda: lifecycle.supervise(stop, tick=supervisor_tick), name="lifecycle-supervisor"),
+        ]
+        threads += [
+            _thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)
+        ]
+        threads.append(_thread(self.consolidator.run, stop, name="lifecycle-consolidation"))
+        poller = self.poller
+        if poller is not None:
+            poll_tick = self._tick("lifecycle-interruption")
+            threads.append(_thread(lambda: poller.run(stop, tick=poll_tick), name="lifecycle-interruption"))
 
-    def tick(worker: str) -> Callable[[], None]:
-        return beats.register(worker, DEADLINES[worker])
+        def close_on_stop() -> None:
+            stop.wait()
+            lifecycle.nodes.queue.close()
 
-    if unavailable is None:
-        unavailable = getattr(provisioning, "mark_unavailable", None) or getattr(
-            state, "mark_unavailable", None
-        )
-    ctx = Context(
-        settings=settings,
-        kube=kube,
-        cloud=cloud,
-        state=state,
-        provisioning=provisioning,
-        recorder=recorder or Recorder(kube),
-        is_leader=is_leader,
-        clock=clock,
-        unavailable=unavailable,
-    )
-    lifecycle = Lifecycle(ctx, queue=_TickingQueue(tick("lifecycle-node-workers")))
-    supervisor_tick = tick("lifecycle-supervisor")
-    core = client.CoreV1Api(kube)
-    threads = [
-        start_informer(
-            core.list_node,
-            lifecycle.nodes.on_node,
-            stop,
-            name="nodes",
-            tick=tick("informer-nodes"),
-            label_selector=labels.PROVISIONER_NAME,
-        ),
-        _thread(lambda: lifecycle.supervise(stop, tick=supervisor_tick), name="lifecycle-supervisor"),
-    ]
-    threads += [_thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)]
-    # A pod bound, finished or deleted may leave its node empty: the node worker looks again.
-    pods = bound_pods if bound_pods is not None else BoundPods()
-    pods.subscribe(lifecycle.nodes.on_pod)
-    if bound_pods is None:
-        threads.append(pods.start(kube, stop, tick=tick("informer-pods")))
-    # Consolidation (issue 12): shares the node worker's disruption budgets.
-    consolidator = Consolidator(ctx, lifecycle.nodes.ledger, lifecycle.nodes.census, bound=pods)
-    threads.append(_thread(consolidator.run, stop, name="lifecycle-consolidation"))
-    if settings.aws.interruption_queue:
-        handler = InterruptionHandler(ctx, lambda: list_karpy_nodes(ctx.kube))
-        poller = InterruptionPoller(
-            ctx, sqs or _sqs_client(settings), settings.aws.interruption_queue, handler
-        )
-        poll_tick = tick("lifecycle-interruption")
-        threads.append(_thread(lambda: poller.run(stop, tick=poll_tick), name="lifecycle-interruption"))
-
-    def close_on_stop() -> None:
-        stop.wait()
-        lifecycle.nodes.queue.close()
-
-    threads.append(_thread(close_on_stop, name="lifecycle-closer"))
-    return threads
+        threads.append(_thread(close_on_stop, name="lifecycle-closer"))
+        return threads

@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from extender.cluster import leases
+from extender.loops import run_forever
+from extender.retry import LoopBackoff
 from extender.settings import LeaderElectionSettings
 
 log = logging.getLogger("karpy.leader")
@@ -151,12 +153,21 @@ class LeaderElector:
             self._set_leading(True)
             stop.wait()
             return
-        while not stop.is_set():
-            try:
-                self.try_acquire_or_renew()
-            except Exception as err:  # API unreachable: is_leader() lapses after renew_deadline
-                log.warning("Leader election round failed: %s", err)
-            stop.wait(self.settings.retry_period_seconds)
+        period = self.settings.retry_period_seconds
+
+        def one_round() -> float:
+            self.try_acquire_or_renew()
+            return period
+
+        # A failed round (API unreachable: is_leader() lapses after renew_deadline) is retried at
+        # the same period, as client-go does: a growing backoff would delay a failover.
+        run_forever(
+            one_round,
+            stop,
+            doing=f"acquiring or renewing leader lease {self.settings.namespace}/{self.settings.lease_name}",
+            backoff=LoopBackoff.constant(period),
+            logger=log,
+        )
         self.release()
 
     def start(self, stop: threading.Event) -> threading.Thread:

@@ -13,8 +13,8 @@ Shared state and who guards it:
 - `_lock` (the batch lock): one batch, one replacement launch or one adoption at a time; it guards
   the pipeline, so two of them never plan against the same cluster.
 - `nodes` and `bound` (the node and bound-pod indexes): their own locks. The node index's watch
-  runs from `start`; so does the bound-pod index's when the controller created it, else its
-  creator (the controller process, which shares it with the lifecycle) starts it.
+  runs from `start`; the bound-pod index's creator (the process wiring, extender/main.py, which
+  shares it with the lifecycle) starts its watch.
 - `_fast_path` under `_fast_lock`: keys the extender enqueued, read and cleared by each batch.
 - `parked` (`parking.Parked`), `unavailable` (`offerings.UnavailableOfferings`), the reporter's and
   the binder's TTL caches: each guards itself, since launch and bind threads write them.
@@ -37,6 +37,7 @@ from extender.cluster import inventory
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
+from extender.loops import run_forever
 from extender.provisioning import metrics
 from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
@@ -61,6 +62,8 @@ FOLLOWER_POLL_SECONDS = 0.5
 
 
 class ProvisioningController:
+    """`bound`: the bound-pod index, shared with the lifecycle; its creator starts its watch."""
+
     def __init__(
         self,
         *,
@@ -68,30 +71,33 @@ class ProvisioningController:
         kube: client.ApiClient,
         cloud: CloudProvider,
         state: ClusterState,
+        bound: BoundPods,
         is_leader: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
-        bound: BoundPods | None = None,
     ) -> None:
         self.settings = settings
         self.kube = kube
         self.cloud = cloud
         self.state = state
+        self.bound = bound
         self.is_leader = is_leader
         self.clock = clock
         self.batcher = Batcher(settings.batching, clock)
         self.watcher = PodWatcher(kube, on_pods=self._watched, on_synced=state.set_ready)
+        self.nodes = NodeIndex()
         self.unavailable = UnavailableOfferings(clock)
         self.parked = Parked(clock)
-        self.reports: list[BatchReport] = []
         self.pools = Pools()
+        self.reports: list[BatchReport] = []
         self._lock = threading.Lock()
         self._fast_path: set[str] = set()
         self._fast_lock = threading.Lock()
-        self._owns_bound = bound is None
-        self.bound = bound if bound is not None else BoundPods()
-        self.nodes = NodeIndex()
-        reporter = Reporter(kube, self.pools, clock)
-        self.pipeline = Pipeline(
+        self.pipeline = self._pipeline(Reporter(kube, self.pools, clock))
+
+    def _pipeline(self, reporter: Reporter) -> Pipeline:
+        """The stages, each handed the shared pieces it reads or writes."""
+        settings, kube, cloud, state, clock = self.settings, self.kube, self.cloud, self.state, self.clock
+        return Pipeline(
             gather=Gatherer(
                 kube=kube,
                 settings=settings,
@@ -102,7 +108,11 @@ class ProvisioningController:
                 nodes=self.nodes,
             ),
             launch=Launcher(
-                cloud=cloud, is_leader=is_leader, unavailable=self.unavailable, reporter=reporter, clock=clock
+                cloud=cloud,
+                is_leader=self.is_leader,
+                unavailable=self.unavailable,
+                reporter=reporter,
+                clock=clock,
             ),
             register=Registrar(
                 kube=kube,
@@ -156,10 +166,7 @@ class ProvisioningController:
         warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
-        threads = [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
-        if self._owns_bound:
-            threads.append(self.bound.start(self.kube, stop))
-        return threads
+        return [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
 
     def _warm_catalog(self) -> None:
         try:
@@ -167,32 +174,37 @@ class ProvisioningController:
         except Exception as err:  # the warm-up thread's boundary; the first batch fetches it again
             log.warning("Discovering instance types failed, %s", err)
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, *, backoff: retry.LoopBackoff | None = None) -> None:
+        """One batch a pass until `stop`; a failed batch is parked (its pods come back after their
+        own backoff) and the next pass waits the loop's backoff."""
         log.info("Waiting for unschedulable pods")
         leading = False
-        while not stop.is_set():
+
+        def one_pass() -> None:
+            nonlocal leading
             if self.is_leader() != leading:
+                if not leading:
+                    self._on_started_leading()  # a failed start is retried in full next pass
                 leading = not leading
-                if leading:
-                    self._on_started_leading()
             self._requeue(self.parked.take())
             batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
             if not batch:
-                continue
+                return
             # `leading`, not only is_leader(): leadership gained during the wait has not adopted the
             # interrupted launches yet; the batch waits one turn, for the adoption at the top.
             if not (leading and self.is_leader()):
                 self.parked.park(batch)
-                continue
+                return
             log.info("Batched %d pods in %.3fs", len(batch), waited)
             metrics.BATCH_WAIT.observe(waited)
             try:
                 report = self.provision(batch)
-            except Exception as err:  # the loop boundary: one failed batch must not stop provisioning
-                log.error("Provisioning failed, %s", err)
+            except Exception:
                 self.parked.park(batch)
-                continue
+                raise
             report.timings["batch_wait"] = waited
+
+        run_forever(one_pass, stop, doing="provisioning", backoff=backoff, logger=log)
 
     def _idle_seconds(self, leading: bool) -> float:
         """How long an empty window waits before the loop looks at leadership and parked pods again."""

@@ -31,6 +31,7 @@ from werkzeug.serving import make_server
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
+from extender.cluster.boundpods import BoundPods
 from extender.http.app import create_app
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import BatchingSettings, LeaderElectionSettings, Settings
@@ -162,9 +163,16 @@ def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
     state = ClusterState()
     leading = threading.Event()
     leading.set()
+    bound = BoundPods()
     controller = ProvisioningController(
-        settings=settings, kube=kube, cloud=decorate(raw_cloud), state=state, is_leader=leading.is_set
+        settings=settings,
+        kube=kube,
+        cloud=decorate(raw_cloud),
+        state=state,
+        bound=bound,
+        is_leader=leading.is_set,
     )
+    bound.start(kube, stop)
     controller.start(stop)
     server = make_server(
         "127.0.0.1", cluster.extender_port, create_app(settings, state, controller.enqueue), threaded=True

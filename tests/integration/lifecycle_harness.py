@@ -17,8 +17,11 @@ from werkzeug.serving import make_server
 from extender.api import labels as wk
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
+from extender.cluster.boundpods import BoundPods
+from extender.heartbeat import Heartbeats
 from extender.http.app import create_app
-from extender.lifecycle.controller import start_lifecycle
+from extender.lifecycle.context import Context
+from extender.lifecycle.controller import LifecycleController
 from extender.lifecycle.events import Recorder
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import (
@@ -113,22 +116,27 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
     state = ClusterState()
     leading = threading.Event()
     leading.set()
+    # Wired as extender/main.py wires `karpy controller`, with leadership in the test's hands.
+    bound = BoundPods()
     controller = ProvisioningController(
-        settings=settings, kube=kube, cloud=cloud, state=state, is_leader=leading.is_set
+        settings=settings, kube=kube, cloud=cloud, state=state, bound=bound, is_leader=leading.is_set
     )
-    stop = threading.Event()
-    controller.start(stop)
     recorder = Recorder(kube)
-    start_lifecycle(
+    ctx = Context(
         settings=settings,
         kube=kube,
         cloud=cloud,
         state=state,
         provisioning=controller,
-        is_leader=leading.is_set,
-        stop=stop,
         recorder=recorder,
+        is_leader=leading.is_set,
+        unavailable=controller.mark_unavailable,
     )
+    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=Heartbeats())
+    stop = threading.Event()
+    lifecycle.start(stop)
+    bound.start(kube, stop)
+    controller.start(stop)
     extender = Extender(cluster.extender_port, create_app(settings, state, controller.enqueue))
     try:
         yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender)

@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client
 
 from extender.api import labels as wk
+from extender.cluster.boundpods import BoundPods
 from extender.lifecycle import metrics
 from extender.lifecycle.leader import LeaderElector
 from extender.provisioning.controller import ProvisioningController
@@ -432,14 +433,17 @@ def test_leader_killed_other_replica_takes_over_and_provisions(
         karpy.leading.clear()  # the module's replica stands aside; `follower` is the other replica
         # No on_started hook: the controller itself re-queues the pods it parked while following.
         follower = LeaderElector(kube=karpy.kube, settings=le, identity="follower")
+        bound = BoundPods()
         pc = ProvisioningController(
             settings=karpy.settings,
             kube=karpy.kube,
             cloud=karpy.cloud,
             state=ClusterState(),
+            bound=bound,
             is_leader=follower.is_leader,
         )
         stop = threading.Event()
+        bound.start(karpy.kube, stop)
         pc.start(stop)
         follower.start(stop)
         time.sleep(1.5)
@@ -480,9 +484,10 @@ from extender.http.app import create_app
 from extender.main import start
 from extender.settings import from_env
 settings = from_env()
-state, provisioning = start(settings, threading.Event())
+controller = start(settings, threading.Event())
 host, port = settings.extender.bind.rsplit(":", 1)
-server = make_server(host, int(port), create_app(settings, state, provisioning.enqueue), threaded=True)
+app = create_app(settings, controller.state, controller.provisioning.enqueue)
+server = make_server(host, int(port), app, threaded=True)
 print("STARTED", flush=True)
 server.serve_forever()
 """

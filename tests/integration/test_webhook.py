@@ -400,11 +400,13 @@ def test_pods_are_still_created_with_the_webhook_stopped(
 
 
 def test_replicas_share_one_self_signed_pair_through_a_secret(namespace: str, core_v1: Any) -> None:
-    from webhook.certs import service_hosts, shared_via_secret
+    from webhook.certs import service_hosts
+    from webhook.rotation import SecretStore, read_or_create
 
     hosts = service_hosts("karpy-webhook", namespace)
-    first = shared_via_secret(core_v1, namespace=namespace, name="karpy-webhook-cert", hosts=hosts)
-    second = shared_via_secret(core_v1, namespace=namespace, name="karpy-webhook-cert", hosts=hosts)
+    # Each replica has its own store of the one Secret.
+    first = read_or_create(SecretStore(core_v1, namespace=namespace, name="karpy-webhook-cert"), hosts)
+    second = read_or_create(SecretStore(core_v1, namespace=namespace, name="karpy-webhook-cert"), hosts)
     assert second == first
     secret = core_v1.read_namespaced_secret("karpy-webhook-cert", namespace)
     assert secret.type == "kubernetes.io/tls"

@@ -36,8 +36,8 @@ from extender.lifecycle.consolidation import snapshot
 from extender.lifecycle.consolidation.decide import Action, decide
 from extender.lifecycle.consolidation.view import ClusterView, Settings
 from extender.lifecycle.context import Context
-from extender.loops import log_failure
-from extender.retry import LoopBackoff, call
+from extender.loops import run_forever
+from extender.retry import call
 from extender.scheduling.solver import solve
 
 READY_POLL_SECONDS = 1.0
@@ -75,17 +75,16 @@ class Consolidator:
     # --- loop ------------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        backoff = LoopBackoff()
-        while not stop.wait(self.ctx.settings.lifecycle.consolidation_interval_seconds):
-            if not self.ctx.is_leader():
-                continue
-            try:
+        """A pass every interval while leading, the first one interval after start; a failed pass
+        is retried after backoff."""
+        interval = self.ctx.settings.lifecycle.consolidation_interval_seconds
+
+        def one_pass() -> float:
+            if self.ctx.is_leader():
                 self.reconcile(stop)
-                backoff.succeeded()
-            except Exception as err:
-                log_failure(self.ctx.log, "consolidating", err)
-                if backoff.wait_after_failure(stop):
-                    return
+            return interval
+
+        run_forever(one_pass, stop, doing="consolidating", logger=self.ctx.log, start_after=interval)
 
     def reconcile(self, stop: threading.Event) -> Action | None:
         """One pass; the action taken, or None."""

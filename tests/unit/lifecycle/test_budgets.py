@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from extender.api import labels
-from extender.api.provisioner import load_provisioner
+from extender.api.provisioner_schema import load_provisioner
 from extender.lifecycle import budgets, emptiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context

@@ -14,7 +14,8 @@ import pytest
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
 from extender.api.pod import Pod
-from extender.api.provisioner import Provisioner, Taint, load_provisioner
+from extender.api.provisioner import Provisioner, Taint
+from extender.api.provisioner_schema import load_provisioner
 from extender.api.resources import Resources
 from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.decide import Method, decide, plan

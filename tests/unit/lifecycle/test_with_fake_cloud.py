@@ -13,6 +13,7 @@ import pytest
 from extender.api import labels as wk
 from extender.cloud.fake import FakeCloudProvider
 from extender.cloud.types import InstanceNotFoundError, InsufficientCapacityError, LaunchRequest, OfferingKey
+from extender.cluster.boundpods import BoundPods
 from extender.lifecycle import expiry, gc, nodepatch, recovery
 from extender.lifecycle.context import Context
 from extender.lifecycle.events import Recorder
@@ -121,6 +122,7 @@ def test_recovery_hands_the_instances_of_an_interrupted_launch_to_provisioning(m
         kube=None,  # type: ignore[arg-type]
         cloud=world.cloud,
         state=world.state,
+        bound=BoundPods(),
     )
     adopted = recovery.recover(world.ctx)
     assert adopted == list(cluster.nodes)
@@ -161,6 +163,7 @@ def test_an_expired_node_is_replaced_through_provisioning_before_it_is_deleted(m
         kube=None,  # type: ignore[arg-type]
         cloud=world.cloud,
         state=world.state,
+        bound=BoundPods(),
     )
     world.now = T0 + timedelta(hours=2)
     ttl = 3600.0

@@ -87,12 +87,19 @@ def test_batcher_wait_returns_after_idle_and_on_stop() -> None:
 
 
 def test_the_watch_does_not_reopen_a_window_for_pods_a_batch_is_placing() -> None:
+    from extender.cluster.boundpods import BoundPods
     from extender.provisioning.controller import ProvisioningController
     from extender.settings import Settings
     from extender.state import ClusterState
 
     state = ClusterState()
-    controller = ProvisioningController(settings=Settings(), kube=None, cloud=None, state=state)  # type: ignore[arg-type]
+    controller = ProvisioningController(
+        settings=Settings(),
+        kube=None,  # type: ignore[arg-type]
+        cloud=None,  # type: ignore[arg-type]
+        state=state,
+        bound=BoundPods(),
+    )
     state.claim(["ns/placing"])
     controller._watched({"ns/placing": {}, "ns/new": {}})
     assert sorted(controller.batcher._window.items) == ["ns/new"]

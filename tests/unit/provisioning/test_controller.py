@@ -13,8 +13,9 @@ from extender.api import labels as wk
 from extender.cloud.fake import FakeCloudProvider
 from extender.cloud.types import CloudError, InsufficientCapacityError, LaunchRequest, OfferingKey
 from extender.cluster import bind as kube_bind
+from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import Unavailable
-from extender.provisioning.controller import ProvisioningController
+from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
 from tests.unit.provisioning.fakes import FakeCluster, pod
@@ -51,6 +52,7 @@ def controller_for(
         kube=None,  # type: ignore[arg-type]
         cloud=cloud,
         state=state or ClusterState(),
+        bound=BoundPods(),
         is_leader=lambda: leader,
         clock=clock or Clock(),
     )
@@ -202,6 +204,7 @@ def test_leadership_gained_during_a_batch_wait_adopts_before_it_provisions(clust
         kube=None,  # type: ignore[arg-type]
         cloud=cloud,
         state=ClusterState(),
+        bound=BoundPods(),
         is_leader=lambda: leader[0],
         clock=Clock(),
     )
@@ -223,6 +226,37 @@ def test_leadership_gained_during_a_batch_wait_adopts_before_it_provisions(clust
     controller.run(stop)
     assert calls[:1] == ["adopt"], calls
     assert key in controller.parked
+
+
+def test_an_error_outside_a_batch_does_not_end_the_provisioning_loop(cluster, cloud) -> None:
+    """Only the batch was inside the loop's try: an error at leadership start (here from the parked
+    pods) ended the provisioning thread for good. Now the pass fails, the start runs again in full,
+    and the batch is provisioned."""
+    key = cluster.add_pod(pod("web"))
+    controller = controller_for(cloud)
+    stop = threading.Event()
+    real_take, failed = controller.parked.take, []
+
+    def take(everything: bool = False) -> list[str]:
+        if not failed:
+            failed.append(everything)
+            raise RuntimeError("bug")
+        return real_take(everything=everything)
+
+    waits = iter([[key]])
+
+    def wait(_stop: Any, idle_return: float) -> tuple[list[str], float]:
+        batch = next(waits, [])
+        if not batch:
+            stop.set()
+        return batch, 0.0
+
+    provisioned: list[list[str]] = []
+    controller.parked.take = take  # type: ignore[method-assign]
+    controller.batcher.wait = wait  # type: ignore[method-assign]
+    controller.provision = lambda batch: provisioned.append(list(batch)) or BatchReport()  # type: ignore[method-assign]
+    controller.run(stop, backoff=retry.LoopBackoff(rand=lambda: 0.0))
+    assert failed == [True] and provisioned == [[key]]
 
 
 def test_a_failed_group_waits_for_its_siblings_before_the_claims_are_released(cluster, cloud) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from extender.cloud.fake import FakeCloudProvider
 from extender.cluster import nodes as kube_nodes
+from extender.cluster.boundpods import BoundPods
 from extender.provisioning import plan as plan_module
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
@@ -27,6 +28,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCluster, FakeCloudProvid
         kube=None,
         cloud=cloud,
         state=ClusterState(),  # type: ignore[arg-type]
+        bound=BoundPods(),
     )
     return cluster, cloud, controller
 

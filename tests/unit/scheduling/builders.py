@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.api.pod import Pod
-from extender.api.provisioner import load_provisioner
+from extender.api.provisioner_schema import load_provisioner
 from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.pricing import PriceBook, built_in

@@ -6,7 +6,8 @@ import base64
 import json
 from typing import Any
 
-from extender.api.provisioner import Provisioner, load_provisioner
+from extender.api.provisioner import Provisioner
+from extender.api.provisioner_schema import load_provisioner
 
 
 def provisioner_manifest(name: str = "default", **spec: Any) -> dict[str, Any]:

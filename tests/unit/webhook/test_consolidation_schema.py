@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from extender.api.provisioner import DEFAULT_DISRUPTION_BUDGET, load_provisioner
-from extender.api.provisioner_schema import validate_provisioner
+from extender.api.provisioner import DEFAULT_DISRUPTION_BUDGET
+from extender.api.provisioner_schema import load_provisioner, validate_provisioner
 from tests.unit.webhook.reviews import provisioner_manifest, valid_spec
 
 

@@ -1,10 +1,10 @@
-"""Provisioner defaulting (extender.api.provisioner.default_manifest), Karpenter 0.5's DefaultHook."""
+"""Provisioner defaulting (`provisioner_defaults.default_manifest`), Karpenter 0.5's DefaultHook."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from extender.api.provisioner import default_manifest
+from extender.api.provisioner_defaults import default_manifest
 from extender.api.provisioner_schema import validate_provisioner
 from tests.unit.webhook.reviews import provisioner_manifest
 

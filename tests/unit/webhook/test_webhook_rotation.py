@@ -5,9 +5,6 @@ webhook/rotation.py did not exist)."""
 from __future__ import annotations
 
 import datetime
-import socket
-import ssl
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,7 +13,6 @@ import pytest
 from cryptography import x509
 from kubernetes.client.exceptions import ApiException
 
-from tests.unit.webhook.local import local_webhook
 from webhook.certs import ServingCert, generate
 from webhook.rotation import Conflict, MemoryStore, Rotator, SecretStore, live_cas, rotation_due
 
@@ -117,30 +113,3 @@ def test_memory_store_rotates_a_single_replica(tmp_path: Path) -> None:
     first = rotator.ensure()
     clock[0] = T0 + datetime.timedelta(days=21)
     assert rotator.ensure() != first
-
-
-def _served_serial(port: int, ca: Path) -> int:
-    context = ssl.create_default_context(cafile=str(ca))
-    with (
-        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
-        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
-    ):
-        der = tls.getpeercert(binary_form=True)
-    assert der is not None
-    return x509.load_der_x509_certificate(der).serial_number
-
-
-def test_running_webhook_serves_the_rotated_certificate_without_a_restart(tmp_path: Path) -> None:
-    """16 s validity checked every second: rotated at ~11 s, served from the next connection on."""
-    with local_webhook(tmp_path, ["--cert-days=0.000185", "--cert-check-seconds=1"], capture=True) as server:
-        first = _served_serial(server.port, tmp_path / "ca.crt")
-        deadline = time.monotonic() + 30
-        serial = first
-        while serial == first and time.monotonic() < deadline:
-            time.sleep(0.5)
-            serial = _served_serial(server.port, tmp_path / "ca.crt")  # the bundle on disk trusts both
-        assert serial != first, "no rotation within 30 s"
-        assert server.process.poll() is None  # same process: no restart
-        assert len(x509.load_pem_x509_certificates((tmp_path / "ca.crt").read_bytes())) >= 2
-    out = server.output()
-    assert "Rotated the webhook certificate" in out, out[-2000:]

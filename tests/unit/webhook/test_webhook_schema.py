@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from marshmallow import ValidationError
 
-from extender.api.provisioner import load_provisioner
-from extender.api.provisioner_schema import validate_provisioner
+from extender.api.provisioner_schema import load_provisioner, validate_provisioner
 from tests.unit.webhook.reviews import provisioner_manifest, valid_spec
 
 

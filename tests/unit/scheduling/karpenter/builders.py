@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 
 from extender.api.pod import Pod
-from extender.api.provisioner import Provisioner, Taint, load_provisioner
+from extender.api.provisioner import Provisioner, Taint
+from extender.api.provisioner_schema import load_provisioner
 from extender.api.resources import Resources
 from extender.cluster.volumes import Volumes
 from extender.scheduling.solver import ExistingNode, Plan, PlannedNode, solve

@@ -3,7 +3,7 @@
 A real gunicorn server (the controller's options) in a subprocess; 8, then 64 connections that send
 part of a request and stall (half in the headers, half in the body) stay open while /healthz and
 /filter are timed. Before the fix (plain gthread, 8 threads) 8 such connections made both time out:
-`python -m tests.unit.http.slowserver PORT MPORT stock` serves that configuration for comparison.
+`python -m tests.process.http.slowserver PORT MPORT stock` serves that configuration for comparison.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from extender.settings import ExtenderSettings
-from tests.unit.http import slowserver
+from tests.process.http import slowserver
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {"containers": []}}
 #: An answer slower than this while connections are stalled counts as starved.

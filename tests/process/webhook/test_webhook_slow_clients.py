@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.webhook.local import local_webhook
+from tests.process.webhook.local import local_webhook
 from tests.unit.webhook.reviews import make_review, provisioner_manifest, valid_spec
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -18,7 +18,7 @@ import requests
 from extender.cli.controller import settings_from
 from extender.cli.main import UsageError
 from hack.localcluster import pki
-from tests.unit.http import slowserver
+from tests.process.http import slowserver
 
 
 def _free_port() -> int:

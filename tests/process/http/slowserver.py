@@ -1,6 +1,6 @@
 """Serve the extender app (empty ClusterState) under the controller's real gunicorn options.
 
-`python -m tests.unit.http.slowserver PORT METRICS_PORT [stock|bounded [CERT KEY]]`: "stock" serves it
+`python -m tests.process.http.slowserver PORT METRICS_PORT [stock|bounded [CERT KEY]]`: "stock" serves it
 the way karpy did before issue 13 (plain gthread, 8 threads, one app on both ports) for a
 before/after measurement; CERT and KEY serve PORT over TLS (the metrics port stays plain).
 `running` starts it in a subprocess for a test.
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def running(args: list[str], up: Callable[[], bool], start_seconds: float = 30) -> Iterator[None]:
     """This server with `args` in a subprocess until the block ends; `up` says when it answers."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.unit.http.slowserver", *args],
+        [sys.executable, "-m", "tests.process.http.slowserver", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
