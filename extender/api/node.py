@@ -1,5 +1,5 @@
 """A Node as karpy reads it: parsed once from API JSON where it enters (the cluster adapter's list
-and read), then passed around as this model.
+and read, the node index, the lifecycle's watch and reads), then passed around as this model.
 
 The solver's `ExistingNode` (the node with its bound pods and their requests) and ClusterState's
 `NodeInfo` (what the extender's guard needs) are views built from it in one place
