@@ -8,6 +8,8 @@ The solver's `ExistingNode` (the node with its bound pods and their requests) an
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -102,12 +104,18 @@ class Node:
             annotations=annotations or _NO_ANNOTATIONS,
             created=parse_time_or_none(meta.get("creationTimestamp")),
             deleted_at=parse_time_or_none(meta.get("deletionTimestamp")),
-            finalizers=tuple(str(f) for f in meta.get("finalizers") or ()),
+            # Interned and shared: every node carries the same few finalizers and conditions.
+            finalizers=tuple(sys.intern(str(f)) for f in meta.get("finalizers") or ()),
             ready_condition=None
             if ready is None
-            else Condition(str(ready.get("status") or ""), str(ready.get("reason") or "")),
+            else _condition(str(ready.get("status") or ""), str(ready.get("reason") or "")),
             resource_version=str(meta.get("resourceVersion") or ""),
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _condition(status: str, reason: str) -> Condition:
+    return Condition(status, reason)
 
 
 def _resources(raw: Any, lenient: bool) -> Resources:
