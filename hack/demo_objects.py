@@ -146,7 +146,7 @@ class Kube:
             or []
         )
 
-    def karpy_nodes(self) -> list[dict[str, Any]]:
+    def karpy_nodes(self) -> list[Any]:
         from extender.cluster.nodes import list_karpy_nodes
 
         return list_karpy_nodes(self.api)

@@ -31,6 +31,11 @@ PROVISIONING_NAMESPACE_LABEL = "karpenter.sh/provisioning"
 # Set on every Node karpy creates; kwok in the local cluster manages exactly these nodes.
 MANAGED_BY_LABEL = "karpy.sh/managed"
 LAUNCH_ID_TAG = "karpy.sh/launch-id"
+#: A kubelet's mirror of a static pod (from a manifest file on the node).
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+#: The taint a cordoned node carries (spec.unschedulable).
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
 REGION = "topology.kubernetes.io/region"

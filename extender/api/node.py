@@ -1,5 +1,5 @@
 """A Node as karpy reads it: parsed once from API JSON where it enters (the cluster adapter's list
-and read), then passed around as this model.
+and read, the node index, the lifecycle's watch and reads), then passed around as this model.
 
 The solver's `ExistingNode` (the node with its bound pods and their requests) and ClusterState's
 `NodeInfo` (what the extender's guard needs) are views built from it in one place
@@ -8,13 +8,30 @@ The solver's `ExistingNode` (the node with its bound pods and their requests) an
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from extender.api import labels as wk
+from extender.api.meta import parse_time_or_none
 from extender.api.provisioner import Taint
+from extender.api.quantity import QuantityError
 from extender.api.resources import Resources
+
+#: Annotation domains karpy reads on a node; the others (often KBs of CSI and CNI state per node)
+#: are not kept: the node index holds every node of the cluster.
+KEPT_ANNOTATIONS = (f"{wk.GROUP}/", "karpy.sh/")
+_NO_ANNOTATIONS: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    status: str = ""
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,16 @@ class Node:
     deleting: bool = False
     #: The Ready condition is True.
     ready: bool = False
+    uid: str = ""
+    #: Only karpy's own (KEPT_ANNOTATIONS).
+    annotations: Mapping[str, str] = field(default_factory=lambda: _NO_ANNOTATIONS)
+    created: datetime | None = None
+    #: metadata.deletionTimestamp.
+    deleted_at: datetime | None = None
+    finalizers: tuple[str, ...] = ()
+    #: None when the kubelet never posted one.
+    ready_condition: Condition | None = None
+    resource_version: str = ""
 
     @property
     def provisioner(self) -> str | None:
@@ -42,11 +69,24 @@ class Node:
         """Karpenter 0.5 manages exactly the nodes labelled with a provisioner name."""
         return self.provisioner is not None
 
+    def has_taint(self, key: str) -> bool:
+        return any(t.key == key for t in self.taints)
+
     @classmethod
-    def from_manifest(cls, obj: Mapping[str, Any]) -> Node:
+    def from_live(cls, obj: Mapping[str, Any]) -> Node:
+        """`from_manifest` for the lifecycle, which never plans on the node: a capacity karpy cannot
+        read is left empty instead of failing the node (the node index, which plans, skips it)."""
+        return cls.from_manifest(obj, lenient=True)
+
+    @classmethod
+    def from_manifest(cls, obj: Mapping[str, Any], *, lenient: bool = False) -> Node:
+        """Raises QuantityError for a capacity karpy cannot read, unless `lenient`."""
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
+        ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+        raw_annotations = meta.get("annotations") or {}
+        annotations = {k: str(v) for k, v in raw_annotations.items() if k.startswith(KEPT_ANNOTATIONS)}
         return cls(
             name=str(meta.get("name") or ""),
             labels=dict(meta.get("labels") or {}),
@@ -54,12 +94,34 @@ class Node:
                 Taint(key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", ""))
                 for t in spec.get("taints") or ()
             ),
-            capacity=Resources.parse(status.get("capacity")),
-            allocatable=Resources.parse(status.get("allocatable")),
+            capacity=_resources(status.get("capacity"), lenient),
+            allocatable=_resources(status.get("allocatable"), lenient),
             provider_id=str(spec.get("providerID") or ""),
             unschedulable=bool(spec.get("unschedulable")),
             deleting=bool(meta.get("deletionTimestamp")),
-            ready=any(
-                c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
-            ),
+            ready=ready is not None and ready.get("status") == "True",
+            uid=str(meta.get("uid") or ""),
+            annotations=annotations or _NO_ANNOTATIONS,
+            created=parse_time_or_none(meta.get("creationTimestamp")),
+            deleted_at=parse_time_or_none(meta.get("deletionTimestamp")),
+            # Interned and shared: every node carries the same few finalizers and conditions.
+            finalizers=tuple(sys.intern(str(f)) for f in meta.get("finalizers") or ()),
+            ready_condition=None
+            if ready is None
+            else _condition(str(ready.get("status") or ""), str(ready.get("reason") or "")),
+            resource_version=str(meta.get("resourceVersion") or ""),
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _condition(status: str, reason: str) -> Condition:
+    return Condition(status, reason)
+
+
+def _resources(raw: Any, lenient: bool) -> Resources:
+    try:
+        return Resources.parse(raw)
+    except QuantityError:
+        if lenient:
+            return Resources()
+        raise

@@ -1,14 +1,17 @@
-"""The parts of a v1 Pod that scheduling needs, parsed once from API JSON (camelCase).
+"""The parts of a v1 Pod that scheduling and the lifecycle need, parsed once from API JSON (camelCase).
 
 `Pod.from_manifest` is the only entry: the provisioning worker (pending pods), `karpy plan`
 (YAML streams) and DaemonSet templates all go through it, so every caller sees the same
 requests arithmetic and the same `PodError(path, message)` naming the object and field.
+`Pod.from_live` is its tolerant form for pods that run whatever karpy thinks of their spec (the
+lifecycle drains and counts them, the bound-pod index counts them): it never raises on a mapping.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from extender.api import labels as wk
@@ -23,6 +26,7 @@ from extender.api.affinity import (
     TopologySpread,
     WeightedPodAffinityTerm,
 )
+from extender.api.meta import parse_time_or_none
 from extender.api.provisioner import Requirement, Taint
 from extender.api.quantity import QuantityError
 from extender.api.resources import Resources
@@ -101,14 +105,66 @@ class Pod:
     owner_name: str = ""
     node_name: str = ""
     priority_class_name: str = ""
+    #: The kind of every owner reference (`owner_kind` is the controller's, or the first owner's).
+    owner_kinds: frozenset[str] = frozenset()
+    #: status.phase.
+    phase: str = ""
+    #: metadata.deletionTimestamp; None while the pod is not being deleted.
+    deleted_at: datetime | None = None
+    #: Why its spec cannot be read (a PodError), set by `from_live` only: such a pod is counted,
+    #: drained and evicted, never planned or bound; only identity, owners, phase, deletion,
+    #: priority, annotations and tolerations are read.
+    unreadable: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    def owned_by(self, kind: str) -> bool:
+        """Karpenter's IsOwnedBy: any owner reference of `kind`, the controller or not."""
+        return kind == self.owner_kind or kind in self.owner_kinds
+
     @property
     def is_daemonset(self) -> bool:
-        return self.owner_kind == "DaemonSet"
+        return self.owned_by("DaemonSet")
+
+    @property
+    def is_static(self) -> bool:
+        """A kubelet's static pod (owned by its Node), or its mirror."""
+        return self.owned_by("Node") or wk.MIRROR_POD_ANNOTATION in self.annotations
+
+    @property
+    def node_bound(self) -> bool:
+        """DaemonSet and static pods live and die with their node: never evicted, never moved, and
+        never what keeps a node from being empty."""
+        return self.is_daemonset or self.is_static
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def deleting(self) -> bool:
+        return self.deleted_at is not None
+
+    @property
+    def is_critical(self) -> bool:
+        return self.priority_class_name in wk.CRITICAL_PRIORITY_CLASSES
+
+    @property
+    def do_not_evict(self) -> bool:
+        return self.annotations.get(wk.DO_NOT_EVICT_ANNOTATION) == "true"
+
+    @property
+    def tolerates_unschedulable(self) -> bool:
+        """A pod that tolerates the cordon taint would be rescheduled right back: Karpenter leaves it.
+        Wider than `tolerates` (an empty-key Exists of any effect, any value of the key counts)."""
+        for tol in self.tolerations:
+            if tol.operator == "Exists" and not tol.key:
+                return True
+            if tol.key == wk.UNSCHEDULABLE_TAINT_KEY and tol.effect in ("", "NoSchedule"):
+                return True
+        return False
 
     def tolerates(self, taints: Iterable[Taint]) -> Taint | None:
         """The first NoSchedule/NoExecute taint this pod does not tolerate, or None."""
@@ -130,11 +186,24 @@ class Pod:
         """
         return _PodParser(obj, volumes).parse()
 
+    @classmethod
+    def from_live(cls, obj: Mapping[str, Any]) -> Pod:
+        """A pod that exists (bound, running, being drained): `from_manifest`, or, for a spec karpy
+        cannot read, a pod with what the lifecycle needs and the error in `unreadable`."""
+        try:
+            return cls.from_manifest(obj)
+        except PodError as err:
+            return _PodParser(obj, strict=False).identity(unreadable=str(err))
+
 
 class _PodParser:
-    def __init__(self, obj: Mapping[str, Any], volumes: VolumeTopology | None = None) -> None:
+    def __init__(
+        self, obj: Mapping[str, Any], volumes: VolumeTopology | None = None, *, strict: bool = True
+    ) -> None:
         if not isinstance(obj, Mapping):
             raise PodError("pod", "must be an object")
+        #: Not strict: a field of the wrong type reads as absent instead of raising.
+        self.strict = strict
         self.obj = obj
         self.volumes = volumes or {}
         meta = obj.get("metadata") or {}
@@ -152,6 +221,8 @@ class _PodParser:
         if value is None:
             return {}
         if not isinstance(value, Mapping):
+            if not self.strict:
+                return {}
             raise self.fail(path, "must be an object")
         return value
 
@@ -159,6 +230,8 @@ class _PodParser:
         if value is None:
             return []
         if not isinstance(value, list):
+            if not self.strict:
+                return []
             raise self.fail(path, "must be a list")
         return value
 
@@ -171,24 +244,16 @@ class _PodParser:
             raise self.fail("kind", f"expected Pod, got {kind!r}")
         if not self.name:
             raise self.fail("metadata.name", "is required")
-        meta = self.mapping(self.obj.get("metadata"), "metadata")
         spec = self.mapping(self.obj.get("spec"), "spec")
-        owners = self.items(meta.get("ownerReferences"), "metadata.ownerReferences")
-        controller = next((o for o in owners if isinstance(o, Mapping) and o.get("controller")), None)
-        controller = controller or (owners[0] if owners and isinstance(owners[0], Mapping) else {})
+        known = self.identity_fields()
+        self.labels = known["labels"]
         affinity = self.mapping(spec.get("affinity"), "spec.affinity")
         required, preferred = self.node_affinity(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
-        labels = self.string_map(meta.get("labels"), "metadata.labels")
-        self.labels = labels
         pod_affinity = self.mapping(affinity.get("podAffinity"), "spec.affinity.podAffinity")
         anti_affinity = self.mapping(affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
         self.check_unmodelled(spec)
         return Pod(
-            namespace=self.namespace,
-            name=self.name,
-            uid=str(meta.get("uid") or ""),
-            labels=labels,
-            annotations=self.string_map(meta.get("annotations"), "metadata.annotations"),
+            **known,
             requests=self.requests(spec),
             node_selector={
                 wk.normalize_key(k): v
@@ -197,7 +262,6 @@ class _PodParser:
             required_terms=required,
             volume_terms=self.volume_terms(spec),
             preferred_terms=preferred,
-            tolerations=self.tolerations(spec.get("tolerations")),
             topology_spread=self.spreads(spec.get("topologySpreadConstraints")),
             pod_affinity=self.pod_terms(pod_affinity, "spec.affinity.podAffinity"),
             pod_anti_affinity=self.pod_terms(anti_affinity, "spec.affinity.podAntiAffinity"),
@@ -206,11 +270,36 @@ class _PodParser:
             host_ports=self.host_ports(spec),
             unmodelled=tuple(self.unmodelled),
             deferred=tuple(self.deferred),
-            owner_kind=str(controller.get("kind") or ""),
-            owner_name=str(controller.get("name") or ""),
-            node_name=str(spec.get("nodeName") or ""),
-            priority_class_name=str(spec.get("priorityClassName") or ""),
         )
+
+    def identity(self, unreadable: str) -> Pod:
+        return Pod(**self.identity_fields(), unreadable=unreadable)
+
+    def identity_fields(self) -> dict[str, Any]:
+        """What the lifecycle reads of every pod: identity, owners, phase, deletion, priority,
+        annotations, tolerations (all `from_live` reads of a pod whose spec is unreadable)."""
+        meta = self.mapping(self.obj.get("metadata"), "metadata")
+        spec = self.mapping(self.obj.get("spec"), "spec")
+        owners = self.items(meta.get("ownerReferences"), "metadata.ownerReferences")
+        refs = [o for o in owners if isinstance(o, Mapping)]
+        controller = next((o for o in refs if o.get("controller")), None)
+        controller = controller or (owners[0] if owners and isinstance(owners[0], Mapping) else {})
+        status = self.obj.get("status")
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": str(meta.get("uid") or ""),
+            "labels": self.string_map(meta.get("labels"), "metadata.labels"),
+            "annotations": self.string_map(meta.get("annotations"), "metadata.annotations"),
+            "tolerations": self.tolerations(spec.get("tolerations")),
+            "owner_kind": str(controller.get("kind") or ""),
+            "owner_name": str(controller.get("name") or ""),
+            "node_name": str(spec.get("nodeName") or ""),
+            "priority_class_name": str(spec.get("priorityClassName") or ""),
+            "owner_kinds": frozenset(str(o.get("kind") or "") for o in refs),
+            "phase": str(status.get("phase") or "") if isinstance(status, Mapping) else "",
+            "deleted_at": parse_time_or_none(meta.get("deletionTimestamp")),
+        }
 
     def container_requests(self, container: Any, path: str) -> Resources:
         container = self.mapping(container, path)
@@ -393,7 +482,7 @@ class _PodParser:
         for i, item in enumerate(self.items(raw, "spec.tolerations")):
             item = self.mapping(item, f"spec.tolerations[{i}]")
             operator = str(item.get("operator") or "Equal")
-            if operator not in ("Equal", "Exists"):
+            if operator not in ("Equal", "Exists") and self.strict:
                 raise self.fail(f"spec.tolerations[{i}].operator", f"unsupported operator {operator!r}")
             result.append(
                 Toleration(

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cli.main import UsageError
-from extender.cluster import boundpods, objects
+from extender.cluster import boundpods
+from extender.cluster.namespaces import labels_by_name
 from extender.lifecycle.consolidation import snapshot
 from extender.lifecycle.consolidation.decide import Action, plan
 from extender.scheduling.instancetypes import InstanceType
@@ -40,12 +42,12 @@ def run(
     view = snapshot.build(
         provisioners=provisioners,
         instance_types=catalog,
-        nodes=kinds["Node"],
+        nodes=[Node.from_manifest(n) for n in kinds["Node"]],
         bound=boundpods.group(kinds["Pod"]),
         pdbs=kinds["PodDisruptionBudget"],
         daemonsets=daemonsets,
         now=datetime.now(UTC),
-        namespaces={objects.name(n): dict(objects.node_labels(n)) for n in kinds["Namespace"]} or None,
+        namespaces=labels_by_name(kinds["Namespace"]) or None,
     )
     actions = plan(dataclasses.replace(view, pending=tuple(pending)))
     if args.output == "json":

@@ -241,7 +241,8 @@ def load_existing(path: str) -> Existing:
     """Nodes (karpy's take pods unless cordoned or deleting), the non-terminal Pods bound to them,
     and Namespaces; other kinds and unbound pods are left out."""
     from extender.api.node import Node
-    from extender.cluster import inventory, objects
+    from extender.cluster import inventory
+    from extender.cluster.namespaces import labels_by_name
 
     nodes: list[Node] = []
     bound: dict[str, list[Mapping[str, Any]]] = {}
@@ -251,12 +252,12 @@ def load_existing(path: str) -> Existing:
         if kind == "Node":
             nodes.append(Node.from_manifest(doc))
         elif kind == "Pod":
-            node = (doc.get("spec") or {}).get("nodeName")
-            if node and not objects.is_terminal(doc):
+            # Terminal ones are left out by node_pods.
+            if node := (doc.get("spec") or {}).get("nodeName"):
                 bound.setdefault(node, []).append(doc)
         elif kind == "Namespace":
             namespaces = namespaces if namespaces is not None else {}
-            namespaces[objects.name(doc)] = dict(objects.node_labels(doc))
+            namespaces.update(labels_by_name([doc]))
     result = Existing(usage=inventory.usage(nodes), namespaces=namespaces)
     for node in nodes:
         on_node = bound.get(node.name, [])

@@ -327,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         )
         status = summarize(
             provisioners,
-            nodes.list_karpy_nodes(kube),
+            nodes.list_node_manifests(kube, karpy_only=True),
             pods.list_pending(kube)[0],
             pods.list_assigned(kube),
             prices=prices,

@@ -12,7 +12,8 @@ annotations only those karpy reads are kept. Per node the index keeps the pods, 
 karpy cannot parse still counts) and their summed requests, summed again only when the node changed.
 
 The watch thread writes; batches, consolidation and the binder read or assume under `_lock`.
-Listeners (the lifecycle's node worker) get every listed pod ("SYNC") and every event, outside it.
+Listeners (the lifecycle's node worker) get every listed pod ("SYNC") and every event, outside it,
+as `Pod.from_live` reads it (before compaction).
 Without a running watch (unit tests, one-shot use) `current` refreshes the index from a full list.
 """
 
@@ -37,10 +38,10 @@ from extender.cluster.inventory import Bound, NodePods
 log = logging.getLogger("karpy.informer")
 
 T = TypeVar("T")
-Handler = Callable[[str, Mapping[str, Any]], None]
+Handler = Callable[[str, Pod], None]
 
 #: Annotations of a bound pod karpy reads (consolidation's eligibility); the rest are dropped.
-KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, objects.MIRROR_POD_ANNOTATION})
+KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, wk.MIRROR_POD_ANNOTATION})
 #: Interned values beyond the live pods' before the table is rebuilt from the live pods only.
 INTERN_SLACK = 10_000
 
@@ -102,6 +103,8 @@ class Interner:
             owner_name=v(pod.owner_name),
             node_name=v(node),
             priority_class_name=v(pod.priority_class_name),
+            owner_kinds=v(pod.owner_kinds),
+            phase=v(pod.phase),
         )
 
 
@@ -147,11 +150,10 @@ class _State:
     def compact(self, pod: Pod | None, node: str) -> Pod | None:
         return None if pod is None else self.interner.pod(pod, node)
 
-    def add(self, manifest: Mapping[str, Any]) -> None:
+    def add(self, pod: Pod) -> None:
         """Index a listed pod (one not bound, or finished, is left out)."""
-        if (parsed := _parse(manifest)) is not None:
-            key, node, pod = parsed
-            self.put(key, node, self.compact(pod, node))
+        if _indexed(pod):
+            self.put(pod.key, pod.node_name, self.compact(inventory.readable(pod), pod.node_name))
 
     def snapshot(self) -> Bound:
         return Bound({node: self.summary(node) for node in self.nodes}, frozenset(self.where))
@@ -167,12 +169,9 @@ class _State:
         self.summaries.clear()
 
 
-def _parse(manifest: Mapping[str, Any]) -> tuple[str, str, Pod | None] | None:
-    """(key, node, parsed pod or None) of a live bound pod; None for a pod not bound or finished."""
-    node = str((manifest.get("spec") or {}).get("nodeName") or "")
-    if not node or objects.is_terminal(manifest):
-        return None
-    return objects.pod_key(manifest), node, inventory.parse_or_none(manifest)
+def _indexed(pod: Pod) -> bool:
+    """Live and bound: the index keeps it (as None when its spec is unreadable)."""
+    return bool(pod.node_name) and not pod.is_terminal
 
 
 class BoundPods(WatchedIndex):
@@ -187,7 +186,7 @@ class BoundPods(WatchedIndex):
         return client.CoreV1Api(kube).list_pod_for_all_namespaces, {"field_selector": kube_pods.ASSIGNED}
 
     def subscribe(self, handler: Handler) -> None:
-        """`handler(event, pod manifest)` for every listed pod ("SYNC") and watch event."""
+        """`handler(event, pod)` for every listed pod ("SYNC") and watch event."""
         self._listeners.append(handler)
 
     # --- the watch side ---------------------------------------------------------------------------
@@ -196,8 +195,9 @@ class BoundPods(WatchedIndex):
         """A (re)listing is the whole set: built aside as its pages stream in, then swapped in."""
         fresh = _State()
         for manifest in items:
-            fresh.add(manifest)
-            self._notify("SYNC", manifest)
+            pod = Pod.from_live(manifest)
+            fresh.add(pod)
+            self._notify("SYNC", pod)
         with self._lock:
             vanished = {key: node for key, node in self._state.where.items() if key not in fresh.where}
             self._state = fresh
@@ -208,30 +208,27 @@ class BoundPods(WatchedIndex):
         # DeletedFinalStateUnknown), or a node emptied meanwhile waits for the next resync.
         for key, node in vanished.items():
             namespace, _, name = key.partition("/")
-            self._notify(
-                "DELETED", {"metadata": {"namespace": namespace, "name": name}, "spec": {"nodeName": node}}
-            )
+            self._notify("DELETED", Pod(namespace, name, node_name=node))
         self.synced.set()
 
     def apply(self, kind: str, manifest: Mapping[str, Any]) -> None:
         """One watch event: ADDED/MODIFIED put the pod (or drop it once it finished), DELETED drops it."""
-        version = objects.meta(manifest).get("resourceVersion") or self.resource_version
+        version = objects.resource_version(manifest) or self.resource_version
         if kind == "BOOKMARK":
             self.resource_version = version
             return
-        parsed = None if kind == "DELETED" else _parse(manifest)
+        pod = Pod.from_live(manifest)
         with self._lock:
             state = self._state
-            if parsed is None:
-                state.remove(objects.pod_key(manifest))
+            if kind == "DELETED" or not _indexed(pod):
+                state.remove(pod.key)
             else:
-                key, node, pod = parsed
-                state.put(key, node, state.compact(pod, node))
+                state.add(pod)
             if len(state.interner) > 4 * len(state.where) + INTERN_SLACK:
                 state.reintern()
             self.resource_version = version
             INDEXED.set(len(state.where))
-        self._notify(kind, manifest)
+        self._notify(kind, pod)
 
     def assume(self, pod: Pod, node: str) -> None:
         """`pod` was just bound to `node` by karpy: count it now, before its watch event arrives,
@@ -241,12 +238,12 @@ class BoundPods(WatchedIndex):
             state.put(pod.key, node, state.compact(pod, node))
             INDEXED.set(len(state.where))
 
-    def _notify(self, kind: str, manifest: Mapping[str, Any]) -> None:
+    def _notify(self, kind: str, pod: Pod) -> None:
         for handler in self._listeners:
             try:
-                handler(kind, manifest)
+                handler(kind, pod)
             except Exception:  # a listener's fault must not stop the index
-                log.exception("Handling %s of pod %s", kind, objects.pod_key(manifest))
+                log.exception("Handling %s of pod %s", kind, pod.key)
 
     # --- the read side ----------------------------------------------------------------------------
 
@@ -265,5 +262,5 @@ def group(manifests: Iterable[Mapping[str, Any]]) -> Bound:
     """The live bound pods among `manifests`, by node (one-shot callers: `karpy plan`, tests)."""
     state = _State()
     for manifest in manifests:
-        state.add(manifest)
+        state.add(Pod.from_live(manifest))
     return state.snapshot()

@@ -17,10 +17,9 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.node import Node
-from extender.api.pod import Pod, PodError, VolumeTopology
+from extender.api.pod import Pod, VolumeTopology
 from extender.api.provisioner import Taint
 from extender.api.resources import Resources
-from extender.cluster import objects
 from extender.scheduling.plan import ExistingNode
 from extender.state import NodeInfo
 
@@ -64,11 +63,16 @@ def parse_pod(manifest: Mapping[str, Any], volumes: VolumeTopology | None = None
 
 def parse_or_none(manifest: Mapping[str, Any]) -> Pod | None:
     """`parse_pod`, or None (logged) for a pod karpy cannot read."""
-    try:
-        return parse_pod(manifest)
-    except PodError as err:
-        log.debug("Ignoring pod %s, %s", objects.pod_key(manifest), err)
+    return readable(Pod.from_live(manifest))
+
+
+def readable(pod: Pod) -> Pod | None:
+    """`pod`, or None (logged) when its spec could not be read (`Pod.from_live`): it runs, and
+    counts, but karpy cannot plan with it."""
+    if pod.unreadable:
+        log.debug("Ignoring pod %s, %s", pod.key, pod.unreadable)
         return None
+    return pod
 
 
 @dataclass(frozen=True)
@@ -96,11 +100,12 @@ class Bound:
 def parse_pods(manifests: Iterable[Mapping[str, Any]]) -> list[Pod]:
     """The live (non-terminal) pods of a node as the solver counts them; a pod karpy cannot parse
     still runs, but brings no requests or labels it could read."""
-    return [
-        pod
-        for manifest in manifests
-        if not objects.is_terminal(manifest) and (pod := parse_or_none(manifest)) is not None
-    ]
+    return [pod for pod in live_pods(manifests) if readable(pod) is not None]
+
+
+def live_pods(manifests: Iterable[Mapping[str, Any]]) -> list[Pod]:
+    """The non-terminal pods among `manifests`, those karpy cannot read included (`Pod.from_live`)."""
+    return [pod for pod in map(Pod.from_live, manifests) if not pod.is_terminal]
 
 
 def pod_requests(pods: Iterable[Pod]) -> Resources:
@@ -144,8 +149,8 @@ def existing_node(node: Node, pods: NodePods, *, schedulable: bool) -> ExistingN
 
 def node_pods(manifests: Sequence[Mapping[str, Any]]) -> NodePods:
     """One node's pods from API JSON (read right before binding, or from a file)."""
-    live = [m for m in manifests if not objects.is_terminal(m)]
-    pods = tuple(parse_pods(live))
+    live = live_pods(manifests)
+    pods = tuple(pod for pod in live if readable(pod) is not None)
     return NodePods(pods, len(live), pod_requests(pods))
 
 

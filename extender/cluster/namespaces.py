@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from kubernetes import client
 
 from extender.cluster.errors import translated
@@ -12,7 +15,13 @@ def list_labels(kube: client.ApiClient) -> dict[str, dict[str, str]]:
     """Every namespace's labels (one list call)."""
     with translated("listing namespaces"):
         items, _ = list_objects(client.CoreV1Api(kube).list_namespace)
-    return {
-        str((ns.get("metadata") or {}).get("name", "")): dict((ns.get("metadata") or {}).get("labels") or {})
-        for ns in items
-    }
+    return labels_by_name(items)
+
+
+def labels_by_name(namespaces: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """Namespace API JSON -> name -> labels."""
+    result = {}
+    for ns in namespaces:
+        meta = ns.get("metadata") or {}
+        result[str(meta.get("name", ""))] = dict(meta.get("labels") or {})
+    return result

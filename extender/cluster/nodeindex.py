@@ -49,7 +49,7 @@ class NodeIndex(WatchedIndex):
         self.synced.set()
 
     def apply(self, kind: str, manifest: Mapping[str, Any]) -> None:
-        version = objects.meta(manifest).get("resourceVersion") or self.resource_version
+        version = objects.resource_version(manifest) or self.resource_version
         node = None if kind in ("DELETED", "BOOKMARK") else _parse(manifest)
         with self._lock:
             if kind != "BOOKMARK":

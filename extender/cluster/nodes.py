@@ -1,7 +1,7 @@
 """Node verbs for provisioning: create the Node of a launched instance, read one, list karpy's or all.
 
-`list_nodes` and `read_node` parse the API JSON into the api's Node model right here, where it
-enters; `list_karpy_nodes` still returns API JSON for the lifecycle, which reads raw objects.
+`list_nodes`, `read_node` and `list_karpy_nodes` parse the API JSON into the api's Node model right
+here, where it enters (the lifecycle's with `Node.from_live`: it handles a node it cannot plan on).
 """
 
 from __future__ import annotations
@@ -92,13 +92,13 @@ def instance_id(provider: str) -> str | None:
     return last if last.startswith("i-") else None
 
 
-def list_karpy_nodes(kube: client.ApiClient) -> list[dict[str, Any]]:
-    """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name), as API JSON."""
-    return list_node_manifests(kube, karpy_only=True)
+def list_karpy_nodes(kube: client.ApiClient) -> list[Node]:
+    """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
+    return [Node.from_live(item) for item in list_node_manifests(kube, karpy_only=True)]
 
 
 def list_node_manifests(kube: client.ApiClient, *, karpy_only: bool = False) -> list[dict[str, Any]]:
-    """Every Node (or only karpy's) as API JSON, for the lifecycle code that patches and records on it."""
+    """Every Node (or only karpy's) as API JSON, for the indexes that parse it as it changes."""
     selector = {"label_selector": wk.PROVISIONER_NAME} if karpy_only else {}
     with translated("listing karpy nodes" if karpy_only else "listing nodes"):
         return list_objects(client.CoreV1Api(kube).list_node, **selector)[0]

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from extender.api.pod import Pod
     from extender.cloud.types import CloudProvider, Instance, OfferingKey
     from extender.lifecycle.events import Recorder
     from extender.settings import Settings
@@ -22,6 +23,18 @@ log = logging.getLogger("karpy.lifecycle")
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration text for whole seconds (30s, 5m0s, 1h0m0s), as Karpenter's log lines print it."""
+    total = int(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
 
 
 class RemovalMarks(Protocol):
@@ -35,7 +48,7 @@ class RemovalMarks(Protocol):
 class Replacements(Protocol):
     """The part of the provisioning controller the lifecycle calls."""
 
-    def provision_replacements(self, pods: Sequence[Any]) -> list[str]: ...
+    def provision_replacements(self, pods: Sequence[Pod]) -> list[str]: ...
 
     def adopt_instances(self, instances: Sequence[Instance]) -> list[str]: ...
 

@@ -119,7 +119,7 @@ class Lifecycle:
         self.recovered = recovery.recover(self.ctx)
         self._doing = "listing karpy nodes at leadership start"
         for node in list_karpy_nodes(self.ctx.kube):
-            self.nodes.on_node("SYNC", node)
+            self.nodes.track("SYNC", node)
 
 
 class LifecycleController:

@@ -6,16 +6,17 @@ applies it. The node is requeued exactly at timestamp + TTL, so nothing polls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
 
 from extender.api import labels
-from extender.cluster import objects
+from extender.api.meta import format_time, parse_time
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.lifecycle import metrics, nodepatch
-from extender.lifecycle.context import Context
+from extender.lifecycle.context import Context, go_duration
 
 
 class Action(Enum):
@@ -32,18 +33,16 @@ class Decision:
     requeue_after: float | None = None
 
 
-def decide(
-    node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ttl: float | None, now: datetime
-) -> Decision:
-    stamp_raw = objects.annotations(node).get(labels.EMPTINESS_TIMESTAMP_ANNOTATION)
-    if ttl is None or objects.deleting(node):
+def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) -> Decision:
+    stamp_raw = node.annotations.get(labels.EMPTINESS_TIMESTAMP_ANNOTATION)
+    if ttl is None or node.deleting:
         return Decision(Action.REMOVE if stamp_raw and ttl is None else Action.NONE)
-    if not objects.is_ready(node):
+    if not node.ready:
         return Decision(Action.NONE)
-    if objects.workload_pods(list(pods)):
+    if nodepatch.workload(pods):
         return Decision(Action.REMOVE if stamp_raw else Action.NONE)
     try:
-        stamp = objects.parse_time(stamp_raw)
+        stamp = parse_time(stamp_raw)
     except ValueError:
         stamp = None  # a hand-edited annotation: start the TTL afresh
     if stamp is None:
@@ -60,8 +59,8 @@ BUDGET_POLL_SECONDS = 2.0
 
 def reconcile(
     ctx: Context,
-    node: Mapping[str, Any],
-    pods: Sequence[Mapping[str, Any]],
+    node: Node,
+    pods: Sequence[Pod],
     ttl: float | None,
     *,
     admit: Callable[[], bool] | None = None,
@@ -69,13 +68,11 @@ def reconcile(
     """Apply `decide`; returns seconds until the next emptiness check (None = none scheduled).
 
     `admit` takes a slot of the Provisioner's disruption budget before the delete; False = wait."""
-    node_name = objects.name(node)
+    node_name = node.name
     now = ctx.clock()
     decision = decide(node, pods, ttl, now)
     if decision.action is Action.ADD:
-        nodepatch.set_annotation(
-            ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, objects.format_time(now)
-        )
+        nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, format_time(now))
         ctx.log.info("Added TTL to empty node %s", node_name)
     elif decision.action is Action.REMOVE:
         nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, None)
@@ -85,7 +82,7 @@ def reconcile(
         # Keep kube-scheduler off the node before the delete lands (the extender guard reads the
         # mark), then look again: a pod bound between our read and the mark wins over the TTL.
         ctx.mark(node_name, "empty")
-        if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)):
+        if nodepatch.workload(nodepatch.pods_on_node(ctx.kube, node_name)):
             ctx.unmark(node_name)
             return 0.0
         # The budget slot is taken last, so it is held only by a node that is really deleted.
@@ -93,9 +90,7 @@ def reconcile(
             ctx.unmark(node_name)
             ctx.log.debug("Empty node %s waits for a disruption slot", node_name)
             return BUDGET_POLL_SECONDS
-        ctx.log.info(
-            "Triggering termination after %s for empty node %s", objects.go_duration(ttl or 0), node_name
-        )
+        ctx.log.info("Triggering termination after %s for empty node %s", go_duration(ttl or 0), node_name)
         metrics.NODES_TERMINATED.labels(reason="emptiness").inc()
         nodepatch.delete_node(ctx.kube, node_name)
     return decision.requeue_after

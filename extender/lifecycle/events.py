@@ -8,12 +8,13 @@ extender.cluster.events.record.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 from cachetools import TTLCache
 
-from extender.cluster import events, objects
+from extender.api.node import Node
+from extender.api.pod import Pod
+from extender.cluster import events
 
 
 class Recorder:
@@ -24,16 +25,15 @@ class Recorder:
         #: (object name, reason, message) of every event published, newest last (bounded).
         self.published: list[tuple[str, str, str]] = []
 
-    def node(self, node: Mapping[str, Any], reason: str, message: str, *, warning: bool = False) -> None:
-        self._publish(node, "Node", "", reason, message, warning)
+    def node(self, node: Node, reason: str, message: str, *, warning: bool = False) -> None:
+        self._publish(node.name, node.uid, "Node", "", reason, message, warning)
 
-    def pod(self, pod: Mapping[str, Any], reason: str, message: str, *, warning: bool = False) -> None:
-        self._publish(pod, "Pod", str(objects.meta(pod).get("namespace") or ""), reason, message, warning)
+    def pod(self, pod: Pod, reason: str, message: str, *, warning: bool = False) -> None:
+        self._publish(pod.name, pod.uid, "Pod", pod.namespace, reason, message, warning)
 
     def _publish(
-        self, obj: Mapping[str, Any], kind: str, namespace: str, reason: str, message: str, warning: bool
+        self, name: str, uid: str, kind: str, namespace: str, reason: str, message: str, warning: bool
     ) -> None:
-        name = objects.name(obj)
         key = (kind, namespace, name, reason, message)
         with self._lock:
             if key in self._seen:
@@ -46,7 +46,7 @@ class Recorder:
                 kind=kind,
                 name=name,
                 namespace=namespace,
-                uid=str(objects.meta(obj).get("uid", "")),
+                uid=uid,
                 reason=reason,
                 message=message,
                 warning=warning,

@@ -10,25 +10,24 @@ finalizer then drains it. Oldest expiry first.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
-from extender.cluster import objects
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.cluster.cordon import cordon
 from extender.lifecycle import metrics, nodepatch
-from extender.lifecycle.context import Context
+from extender.lifecycle.context import Context, go_duration
 
 #: How often a due node waiting for a slot, or for its replacements, is looked at again.
 WAIT_POLL_SECONDS = 2.0
 
 
-def expires_at(node: Mapping[str, Any], ttl: float | None) -> datetime | None:
-    created = objects.created(node)
-    if ttl is None or created is None:
+def expires_at(node: Node, ttl: float | None) -> datetime | None:
+    if ttl is None or node.created is None:
         return None
-    return created + timedelta(seconds=ttl)
+    return node.created + timedelta(seconds=ttl)
 
 
 def pick(
@@ -64,20 +63,20 @@ class Expiry:
     def reconcile(
         self,
         ctx: Context,
-        node: Mapping[str, Any],
+        node: Node,
         ttl: float | None,
         *,
-        pods: Sequence[Mapping[str, Any]],
+        pods: Sequence[Pod],
         deleting: set[str],
         due: Sequence[tuple[str, datetime]],
         admit: Callable[[], bool] | None = None,
     ) -> float | None:
         """`deleting` = karpy nodes already being terminated; `due` = (name, expiry) of every expired node;
         `admit` takes a slot of the Provisioner's disruption budget (False = wait for one)."""
-        node_name = objects.name(node)
+        node_name = node.name
         at = expires_at(node, ttl)
         now = ctx.clock()
-        if at is None or objects.deleting(node):
+        if at is None or node.deleting:
             return None
         if now < at:
             return (at - now).total_seconds()
@@ -106,20 +105,18 @@ class Expiry:
         ctx.log.info(
             "Triggering termination for expired node %s after %s (+%s)",
             node_name,
-            objects.go_duration(ttl or 0),
-            objects.go_duration((now - at).total_seconds()),
+            go_duration(ttl or 0),
+            go_duration((now - at).total_seconds()),
         )
         metrics.NODES_TERMINATED.labels(reason="expiration").inc()
         nodepatch.delete_node(ctx.kube, node_name)
         return None
 
-    def _start(
-        self, ctx: Context, node_name: str, pods: Sequence[Mapping[str, Any]], disruption: Disruption
-    ) -> None:
+    def _start(self, ctx: Context, node_name: str, pods: Sequence[Pod], disruption: Disruption) -> None:
         ctx.mark(node_name, "expired")
         if cordon(ctx.kube, node_name):
             ctx.log.info("Cordoned node %s", node_name)
-        workload = objects.workload_pods(list(pods))
+        workload = nodepatch.workload(pods)
         if workload and ctx.provisioning is not None:
             disruption.replacements = list(ctx.provisioning.provision_replacements(workload))
             ctx.log.info(
@@ -136,6 +133,6 @@ class Expiry:
         for name in disruption.replacements:
             node = nodepatch.get_node(ctx.kube, name)
             # Not created yet counts as not ready: the launch is still in flight.
-            if node is None or not objects.is_ready(node):
+            if node is None or not node.ready:
                 return False
         return True

@@ -12,16 +12,15 @@ unless the instance is really gone.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from extender.api.node import Node
 from extender.cloud.types import Instance, InstanceNotFoundError
-from extender.cluster import objects
-from extender.cluster.nodes import list_karpy_nodes
+from extender.cluster.nodes import instance_id, list_karpy_nodes
 from extender.lifecycle import metrics, nodepatch
-from extender.lifecycle.context import Context
+from extender.lifecycle.context import Context, go_duration
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ class Garbage:
 
 
 def find_garbage(
-    nodes: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Node],
     instances: Iterable[Instance],
     now: datetime,
     grace: float,
@@ -43,9 +42,9 @@ def find_garbage(
     live = {i.id: i for i in instances}
     node_instances: dict[str, str] = {}
     for node in nodes:
-        iid = objects.instance_id(objects.provider_id(node))
+        iid = instance_id(node.provider_id)
         if iid:
-            node_instances[iid] = objects.name(node)
+            node_instances[iid] = node.name
     orphans = tuple(
         i
         for i in live.values()
@@ -54,13 +53,13 @@ def find_garbage(
         and (i.launch_time is None or i.launch_time <= cutoff)
     )
     dangling = tuple(
-        objects.name(n)
+        n.name
         for n in nodes
-        if objects.is_karpy_node(n)
-        and not objects.deleting(n)
-        and (iid := objects.instance_id(objects.provider_id(n))) is not None
+        if n.is_karpy
+        and not n.deleting
+        and (iid := instance_id(n.provider_id)) is not None
         and iid not in live
-        and (objects.created(n) or now) <= cutoff
+        and (n.created or now) <= cutoff
     )
     return Garbage(instances=orphans, nodes=dangling)
 
@@ -79,7 +78,7 @@ def collect(ctx: Context, *, protected: frozenset[str] = frozenset()) -> Garbage
         ctx.log.info(
             "Garbage collecting instance %s with no node%s",
             instance.id,
-            f" after {objects.go_duration(age.total_seconds())}" if age else "",
+            f" after {go_duration(age.total_seconds())}" if age else "",
         )
         with contextlib.suppress(InstanceNotFoundError):
             ctx.cloud.delete(instance.id)

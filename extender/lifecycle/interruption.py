@@ -18,9 +18,11 @@ from datetime import datetime
 from typing import Any
 
 from extender.api import labels
+from extender.api.meta import parse_time
+from extender.api.node import Node
 from extender.cloud.types import OfferingKey
-from extender.cluster import objects
 from extender.cluster.cordon import cordon
+from extender.cluster.nodes import instance_id
 from extender.heartbeat import no_tick
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
@@ -90,7 +92,7 @@ def parse(body: str) -> Message:
     if raw_time is not None and not isinstance(raw_time, str):
         raise MalformedMessage(f"bad time: expected an RFC 3339 string, got {type(raw_time).__name__}")
     try:
-        when = objects.parse_time(raw_time)
+        when = parse_time(raw_time)
     except (ValueError, TypeError) as err:
         raise MalformedMessage(f"bad time: {err}") from err
     envelope_id = _scalar(envelope.get("id"))
@@ -130,11 +132,11 @@ def parse(body: str) -> Message:
     return message(NO_OP)
 
 
-def karpy_nodes_by_instance(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def karpy_nodes_by_instance(nodes: Sequence[Node]) -> dict[str, Node]:
     by_instance = {}
     for node in nodes:
-        iid = objects.instance_id(objects.provider_id(node))
-        if iid and objects.is_karpy_node(node):
+        iid = instance_id(node.provider_id)
+        if iid and node.is_karpy:
             by_instance[iid] = node
     return by_instance
 
@@ -142,7 +144,7 @@ def karpy_nodes_by_instance(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Map
 class InterruptionHandler:
     """Acts on one parsed message; raises to leave the message in the queue for redelivery."""
 
-    def __init__(self, ctx: Context, list_nodes: Callable[[], Sequence[Mapping[str, Any]]]) -> None:
+    def __init__(self, ctx: Context, list_nodes: Callable[[], Sequence[Node]]) -> None:
         self.ctx = ctx
         self.list_nodes = list_nodes
 
@@ -162,7 +164,7 @@ class InterruptionHandler:
             message.kind == REBALANCE and ctx.settings.lifecycle.rebalance_action == "replace"
         )
         for node in targets:
-            node_name = objects.name(node)
+            node_name = node.name
             ctx.recorder.node(
                 node,
                 EVENT_REASONS[message.kind],
@@ -174,24 +176,23 @@ class InterruptionHandler:
             self._replace(node, message)
         return "cordon_and_drain" if replace else "event"
 
-    def _replace(self, node: Mapping[str, Any], message: Message) -> None:
+    def _replace(self, node: Node, message: Message) -> None:
         ctx = self.ctx
-        node_name = objects.name(node)
-        if objects.deleting(node):
+        node_name = node.name
+        if node.deleting:
             return  # already terminating; the finalizer carries on
         ctx.mark(node_name, message.kind)
         if cordon(ctx.kube, node_name):
             ctx.log.info("Cordoned node %s", node_name)
         if message.kind == SPOT_INTERRUPTED and ctx.unavailable is not None:
-            node_labels = objects.node_labels(node)
             ctx.unavailable(
                 OfferingKey(
-                    instance_type=node_labels.get(labels.INSTANCE_TYPE, ""),
-                    zone=node_labels.get(labels.ZONE, ""),
+                    instance_type=node.labels.get(labels.INSTANCE_TYPE, ""),
+                    zone=node.labels.get(labels.ZONE, ""),
                     capacity_type=labels.CAPACITY_TYPE_SPOT,
                 )
             )
-        workload = objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name))
+        workload = nodepatch.workload(nodepatch.pods_on_node(ctx.kube, node_name))
         if workload and ctx.provisioning is not None:
             replacements = ctx.provisioning.provision_replacements(workload)
             ctx.log.info(

@@ -1,23 +1,27 @@
-"""Node reads and small patches the lifecycle needs (annotation, taint, finalizer, delete).
+"""Node and pod reads and small node patches the lifecycle needs (annotation, taint, finalizer, delete).
 
-List-valued fields (taints, finalizers) are changed with a JSON patch that first tests the old
-value, so a concurrent writer makes the patch fail (422, or 409) instead of being silently
-overwritten. That is optimistic concurrency, not an error: the node is read again, the patch
-rebuilt from the fresh copy and sent again, quietly (DEBUG), with extender.retry's API backoff.
+Reads parse the API JSON with `Node.from_live` / `Pod.from_live`: the lifecycle handles every node
+and pod, those karpy cannot plan with included. List-valued fields (taints, finalizers) are changed
+with a JSON patch that first tests the old value (finalizers) or the element it removes (a taint:
+the model does not keep every field the server stores, such as timeAdded), so a concurrent writer
+makes the patch fail (422, or 409) instead of being silently overwritten. That is optimistic
+concurrency, not an error: the node is read again, the patch rebuilt from the fresh copy and sent
+again, quietly (DEBUG), with extender.retry's API backoff.
 Only a patch still failing after that reaches the caller.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from extender import retry
-from extender.cluster import objects
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.cluster.client import call_json
 from extender.cluster.errors import Conflict, Invalid, NotFound, is_transient, translated
 from extender.cluster.watch import list_objects
@@ -28,20 +32,26 @@ JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def get_node(kube: Any, name: str) -> dict[str, Any] | None:
+def get_node(kube: Any, name: str) -> Node | None:
     try:
         with translated(f"reading node {name}"):
-            node: dict[str, Any] = call_json(client.CoreV1Api(kube).read_node, name)
+            manifest = call_json(client.CoreV1Api(kube).read_node, name)
     except NotFound:
         return None
-    return node
+    return Node.from_live(manifest)
 
 
-def pods_on_node(kube: Any, node: str) -> list[dict[str, Any]]:
+def pods_on_node(kube: Any, node: str) -> list[Pod]:
     with translated(f"listing pods on node {node}"):
-        return list_objects(
+        manifests, _ = list_objects(
             client.CoreV1Api(kube).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node}"
-        )[0]
+        )
+    return [Pod.from_live(m) for m in manifests]
+
+
+def workload(pods: Iterable[Pod]) -> list[Pod]:
+    """The pods that make a node non-empty: live, and neither DaemonSet nor static."""
+    return [p for p in pods if not p.is_terminal and not p.node_bound]
 
 
 def set_annotation(kube: Any, node: str, key: str, value: str | None) -> None:
@@ -53,14 +63,12 @@ def set_annotation(kube: Any, node: str, key: str, value: str | None) -> None:
 Patch = list[dict[str, Any]]
 
 
-def patch_fresh(
-    kube: Any, node: Mapping[str, Any], build: Callable[[Mapping[str, Any]], Patch | None]
-) -> bool:
+def patch_fresh(kube: Any, node: Node, build: Callable[[Node], Patch | None]) -> bool:
     """Send the JSON patch `build(node)`; when the node changed under it (409/422), read the node
     again and send `build(fresh)`. `build` returns None when nothing is left to do. True when a
     patch was applied; False when none was needed or the node is gone."""
-    name = objects.name(node)
-    current: list[Mapping[str, Any] | None] = [node]
+    name = node.name
+    current: list[Node | None] = [node]
 
     def attempt() -> bool:
         latest = current[0]
@@ -85,40 +93,44 @@ def patch_fresh(
         return False
 
 
-def _tested_replace(node: Mapping[str, Any], path: str, old: list[Any], new: list[Any]) -> Patch:
+def _tested_replace(node: Node, path: str, old: list[Any], new: list[Any]) -> Patch:
     """Replace the list at `path` if it still is `old`. An absent list cannot be tested, so adding
     one tests the node's resourceVersion instead (an `add` would overwrite a list added meanwhile)."""
     if old:
         return [{"op": "test", "path": path, "value": old}, {"op": "replace", "path": path, "value": new}]
-    version = objects.meta(node).get("resourceVersion")
+    version = node.resource_version
     guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
     return [*guard, {"op": "add", "path": path, "value": new}]
 
 
-def remove_taint(kube: Any, node: Mapping[str, Any], key: str) -> None:
-    def build(fresh: Mapping[str, Any]) -> Patch | None:
-        old = objects.taints(fresh)
-        new = [t for t in old if t.get("key") != key]
-        return None if len(new) == len(old) else _tested_replace(fresh, "/spec/taints", old, new)
+def remove_taint(kube: Any, node: Node, key: str) -> None:
+    def build(fresh: Node) -> Patch | None:
+        at = [i for i, taint in enumerate(fresh.taints) if taint.key == key]
+        # From the last, so the earlier indices still hold; each tests its element is still there.
+        patch: Patch = []
+        for i in reversed(at):
+            path = f"/spec/taints/{i}"
+            patch += [{"op": "test", "path": f"{path}/key", "value": key}, {"op": "remove", "path": path}]
+        return patch or None
 
     patch_fresh(kube, node, build)
 
 
-def ensure_finalizer(kube: Any, node: Mapping[str, Any], finalizer: str) -> bool:
+def ensure_finalizer(kube: Any, node: Node, finalizer: str) -> bool:
     """Add `finalizer` if missing (nodes that registered themselves); True when a patch was sent."""
 
-    def build(fresh: Mapping[str, Any]) -> Patch | None:
-        old = objects.finalizers(fresh)
-        if finalizer in old or objects.deleting(fresh):
+    def build(fresh: Node) -> Patch | None:
+        old = list(fresh.finalizers)
+        if finalizer in old or fresh.deleting:
             return None
         return _tested_replace(fresh, "/metadata/finalizers", old, [*old, finalizer])
 
     return patch_fresh(kube, node, build)
 
 
-def remove_finalizer(kube: Any, node: Mapping[str, Any], finalizer: str) -> None:
-    def build(fresh: Mapping[str, Any]) -> Patch | None:
-        old = objects.finalizers(fresh)
+def remove_finalizer(kube: Any, node: Node, finalizer: str) -> None:
+    def build(fresh: Node) -> Patch | None:
+        old = list(fresh.finalizers)
         if finalizer not in old:
             return None
         return _tested_replace(fresh, "/metadata/finalizers", old, [f for f in old if f != finalizer])

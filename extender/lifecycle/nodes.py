@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from extender.api import labels
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.cluster import objects
 from extender.lifecycle import emptiness, nodepatch, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
@@ -45,21 +46,24 @@ class NodeWorker:
         self.ledger = ledger or DisruptionLedger()
         self.terminator = Terminator()
         self._lock = threading.Lock()
-        self._cache: dict[str, Mapping[str, Any]] = {}
+        self._cache: dict[str, Node] = {}
 
     # --- watch callbacks -------------------------------------------------------------------------
 
-    def on_node(self, event: str, node: Mapping[str, Any]) -> None:
-        name = objects.name(node)
+    def on_node(self, event: str, manifest: Mapping[str, Any]) -> None:
+        """The Node informer's handler: API JSON enters here."""
+        self.track(event, Node.from_live(manifest))
+
+    def track(self, event: str, node: Node) -> None:
         with self._lock:
             if event == "DELETED":
-                self._cache.pop(name, None)
+                self._cache.pop(node.name, None)
             else:
-                self._cache[name] = node
-        self.queue.add(name)
+                self._cache[node.name] = node
+        self.queue.add(node.name)
 
-    def on_pod(self, event: str, pod: Mapping[str, Any]) -> None:
-        node = (pod.get("spec") or {}).get("nodeName")
+    def on_pod(self, event: str, pod: Pod) -> None:
+        node = pod.node_name
         with self._lock:
             known = node in self._cache
         if node and known:
@@ -78,14 +82,14 @@ class NodeWorker:
         """Reconcile `name` once; schedules its own requeue."""
         ctx = self.ctx
         node = nodepatch.get_node(ctx.kube, name)
-        if node is None or not objects.is_karpy_node(node):
+        if node is None or not node.is_karpy:
             with self._lock:
                 self._cache.pop(name, None)
             self.expiry.finished(name)
             self.ledger.release(name)
             ctx.unmark(name)
             return
-        if objects.deleting(node):
+        if node.deleting:
             step = self.terminator.reconcile(ctx, node)
             if step is Step.DONE:
                 self.queue.forget(name)
@@ -96,7 +100,7 @@ class NodeWorker:
             else:
                 self.queue.add_backoff(name)
             return
-        prov = self.provisioners(objects.provisioner_name(node))
+        prov = self.provisioners(node.provisioner)
         delays = [readiness.reconcile(ctx, node), None if prov else PROVISIONER_RECHECK_SECONDS]
         if nodepatch.ensure_finalizer(ctx.kube, node, labels.TERMINATION_FINALIZER):
             return  # the update event brings the node back with a fresh resourceVersion
@@ -113,7 +117,7 @@ class NodeWorker:
                 admit=lambda: self.admit(prov, name, "expired"),
             )
         )
-        if not objects.deleting(node) and name not in self.expiry.active():
+        if not node.deleting and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None
             delays.append(
                 emptiness.reconcile(ctx, node, pods, empty_ttl, admit=lambda: self.admit(prov, name, "empty"))
@@ -147,20 +151,20 @@ class NodeWorker:
     def census(self, provisioner: str) -> dict[str, Any]:
         """The Provisioner's node count and its deleting nodes, as the budget counts them."""
         with self._lock:
-            own = [obj for obj in self._cache.values() if objects.provisioner_name(obj) == provisioner]
-        return {"total": len(own), "deleting": {objects.name(o) for o in own if objects.deleting(o)}}
+            own = [node for node in self._cache.values() if node.provisioner == provisioner]
+        return {"total": len(own), "deleting": {node.name for node in own if node.deleting}}
 
     def _deleting(self) -> set[str]:
         with self._lock:
-            return {n for n, obj in self._cache.items() if objects.deleting(obj)}
+            return {name for name, node in self._cache.items() if node.deleting}
 
     def _expiry_due(self) -> list[tuple[str, Any]]:
         with self._lock:
             nodes = list(self._cache.values())
         due = []
         for node in nodes:
-            prov = self.provisioners(objects.provisioner_name(node))
+            prov = self.provisioners(node.provisioner)
             at = expires_at(node, prov.ttl_seconds_until_expired if prov else None)
-            if at is not None and not objects.deleting(node):
-                due.append((objects.name(node), at))
+            if at is not None and not node.deleting:
+                due.append((node.name, at))
         return due

@@ -7,13 +7,11 @@ bound to it, so their owners recreate them and provisioning sees them again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from extender.api import labels
-from extender.cluster import objects
+from extender.api.node import Node
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
@@ -27,29 +25,27 @@ class Decision:
     requeue_after: float | None = None
 
 
-def never_joined(node: Mapping[str, Any]) -> bool:
-    cond = objects.ready_condition(node)
+def never_joined(node: Node) -> bool:
+    cond = node.ready_condition
     if cond is None:
         return True
-    return cond.get("reason", "") in NEVER_UPDATED_REASONS or objects.has_taint(
-        node, labels.NOT_READY_TAINT_KEY
-    )
+    return cond.reason in NEVER_UPDATED_REASONS or node.has_taint(labels.NOT_READY_TAINT_KEY)
 
 
-def decide(node: Mapping[str, Any], registration_ttl: float, now: datetime) -> Decision:
-    if objects.is_ready(node):
-        return Decision(remove_taint=objects.has_taint(node, labels.NOT_READY_TAINT_KEY))
+def decide(node: Node, registration_ttl: float, now: datetime) -> Decision:
+    if node.ready:
+        return Decision(remove_taint=node.has_taint(labels.NOT_READY_TAINT_KEY))
     if not never_joined(node):
         return Decision()  # was Ready once: a NotReady node is the node lifecycle controller's business
-    created = objects.created(node) or now
+    created = node.created or now
     deadline = created + timedelta(seconds=registration_ttl)
     if now >= deadline:
         return Decision(terminate=True)
     return Decision(requeue_after=(deadline - now).total_seconds())
 
 
-def reconcile(ctx: Context, node: Mapping[str, Any]) -> float | None:
-    node_name = objects.name(node)
+def reconcile(ctx: Context, node: Node) -> float | None:
+    node_name = node.name
     decision = decide(node, ctx.settings.lifecycle.registration_ttl_seconds, ctx.clock())
     if decision.remove_taint:
         nodepatch.remove_taint(ctx.kube, node, labels.NOT_READY_TAINT_KEY)

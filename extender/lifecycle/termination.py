@@ -10,17 +10,18 @@ drain. The instance is terminated only after the drain, and the finalizer remove
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
 
 from extender.api import labels
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.cloud.types import InstanceNotFoundError
-from extender.cluster import objects
 from extender.cluster.cordon import cordon
 from extender.cluster.eviction import Outcome, evict
+from extender.cluster.nodes import instance_id
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
@@ -35,8 +36,8 @@ class Step(Enum):
 class DrainPlan:
     """Pure classification of a node's pods for one drain round."""
 
-    blocking: tuple[Mapping[str, Any], ...]  # do-not-evict
-    evict_now: tuple[Mapping[str, Any], ...]  # this round's tier, not yet terminating
+    blocking: tuple[Pod, ...]  # do-not-evict
+    evict_now: tuple[Pod, ...]  # this round's tier, not yet terminating
     waiting: int  # pods still to go (terminating, or in the later tier)
 
     @property
@@ -44,40 +45,39 @@ class DrainPlan:
         return not self.blocking and not self.evict_now and self.waiting == 0
 
 
-def plan_drain(pods: Sequence[Mapping[str, Any]], now: datetime, stuck_after: float) -> DrainPlan:
+def plan_drain(pods: Sequence[Pod], now: datetime, stuck_after: float) -> DrainPlan:
     relevant = [
         p
         for p in pods
-        if not objects.is_terminal(p)
-        and not objects.is_node_bound_workload(p)
-        and not objects.tolerates_unschedulable(p)
+        if not p.is_terminal
+        and not p.node_bound
+        and not p.tolerates_unschedulable
         and not _stuck(p, now, stuck_after)
     ]
-    blocking = tuple(p for p in relevant if objects.do_not_evict(p) and not objects.deleting(p))
-    non_critical = [p for p in relevant if not objects.is_critical(p)]
-    tier = non_critical or [p for p in relevant if objects.is_critical(p)]
-    evict_now = tuple(p for p in tier if not objects.deleting(p) and not objects.do_not_evict(p))
+    blocking = tuple(p for p in relevant if p.do_not_evict and not p.deleting)
+    non_critical = [p for p in relevant if not p.is_critical]
+    tier = non_critical or [p for p in relevant if p.is_critical]
+    evict_now = tuple(p for p in tier if not p.deleting and not p.do_not_evict)
     return DrainPlan(
         blocking=blocking, evict_now=evict_now, waiting=len(relevant) - len(evict_now) - len(blocking)
     )
 
 
-def _stuck(pod: Mapping[str, Any], now: datetime, stuck_after: float) -> bool:
+def _stuck(pod: Pod, now: datetime, stuck_after: float) -> bool:
     """A pod past its deletionTimestamp (+ slack) whose kubelet is gone would hold the drain forever."""
-    deleted = objects.parse_time(objects.meta(pod).get("deletionTimestamp"))
-    return deleted is not None and now > deleted + timedelta(seconds=stuck_after)
+    return pod.deleted_at is not None and now > pod.deleted_at + timedelta(seconds=stuck_after)
 
 
 class Terminator:
     def __init__(self) -> None:
         self._cordoned: set[str] = set()
 
-    def reconcile(self, ctx: Context, node: Mapping[str, Any]) -> Step:
-        node_name = objects.name(node)
-        if labels.TERMINATION_FINALIZER not in objects.finalizers(node):
+    def reconcile(self, ctx: Context, node: Node) -> Step:
+        node_name = node.name
+        if labels.TERMINATION_FINALIZER not in node.finalizers:
             return Step.DONE
         ctx.mark(node_name, "terminating")
-        if node_name not in self._cordoned and not objects.is_cordoned(node) and cordon(ctx.kube, node_name):
+        if node_name not in self._cordoned and not node.unschedulable and cordon(ctx.kube, node_name):
             ctx.log.info("Cordoned node %s", node_name)
         self._cordoned.add(node_name)
         step = self._drain(ctx, node, nodepatch.pods_on_node(ctx.kube, node_name))
@@ -88,24 +88,21 @@ class Terminator:
         ctx.log.info("Deleted node %s", node_name)
         self._cordoned.discard(node_name)
         ctx.unmark(node_name)
-        provisioner = objects.provisioner_name(node)
+        provisioner = node.provisioner
         if provisioner and ctx.provisioning is not None:
             # Otherwise status.resources keeps counting the node until the next launch.
             ctx.provisioning.refresh_status([provisioner])
-        deleted = objects.parse_time(objects.meta(node).get("deletionTimestamp"))
-        if deleted is not None:
-            metrics.TERMINATION_DURATION.observe(max((ctx.clock() - deleted).total_seconds(), 0.0))
+        if node.deleted_at is not None:
+            metrics.TERMINATION_DURATION.observe(max((ctx.clock() - node.deleted_at).total_seconds(), 0.0))
         return Step.DONE
 
-    def _drain(self, ctx: Context, node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Step:
-        node_name = objects.name(node)
+    def _drain(self, ctx: Context, node: Node, pods: Sequence[Pod]) -> Step:
+        node_name = node.name
         plan = plan_drain(pods, ctx.clock(), ctx.settings.lifecycle.stuck_pod_seconds)
         if plan.drained:
             return Step.DONE
         for pod in plan.blocking:
-            message = (
-                f"Unable to drain node {node_name}, pod {objects.pod_key(pod)} has do-not-evict annotation"
-            )
+            message = f"Unable to drain node {node_name}, pod {pod.key} has do-not-evict annotation"
             ctx.log.info(message)
             ctx.recorder.node(node, "FailedDraining", message, warning=True)
             ctx.recorder.pod(pod, "FailedDraining", message, warning=True)
@@ -113,30 +110,25 @@ class Terminator:
             return Step.BACKOFF
         blocked = False
         for pod in plan.evict_now:
-            meta = objects.meta(pod)
-            outcome, message = evict(
-                ctx.kube, meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
-            )
+            outcome, message = evict(ctx.kube, pod.namespace, pod.name, pod.uid)
             metrics.EVICTIONS.labels(outcome=outcome.value).inc()
             if outcome is Outcome.PDB_VIOLATION:
-                ctx.log.info("Failed to evict pod %s due to PDB violation.", objects.pod_key(pod))
+                ctx.log.info("Failed to evict pod %s due to PDB violation.", pod.key)
                 blocked = True
             elif outcome is Outcome.PDB_MISCONFIGURED:
-                ctx.log.info(
-                    "Failed to evict pod %s due to PDB misconfiguration error.", objects.pod_key(pod)
-                )
+                ctx.log.info("Failed to evict pod %s due to PDB misconfiguration error.", pod.key)
                 blocked = True
             elif outcome is Outcome.ERROR:
-                ctx.log.warning("Failed to evict pod %s: %s", objects.pod_key(pod), message)
+                ctx.log.warning("Failed to evict pod %s: %s", pod.key, message)
                 blocked = True
             else:
-                ctx.log.debug("Evicted pod %s", objects.pod_key(pod))
+                ctx.log.debug("Evicted pod %s", pod.key)
         return Step.BACKOFF if blocked else Step.WAIT
 
-    def _terminate_instance(self, ctx: Context, node: Mapping[str, Any]) -> None:
-        instance = objects.instance_id(objects.provider_id(node))
+    def _terminate_instance(self, ctx: Context, node: Node) -> None:
+        instance = instance_id(node.provider_id)
         if instance is None:
             return
         with contextlib.suppress(InstanceNotFoundError):  # already gone: that is what we wanted
             ctx.cloud.delete(instance)
-        ctx.log.info("Terminated instance %s of node %s", instance, objects.name(node))
+        ctx.log.info("Terminated instance %s of node %s", instance, node.name)

@@ -32,6 +32,7 @@ from typing import Any
 from kubernetes import client
 
 from extender import retry
+from extender.api.pod import Pod
 from extender.cloud.types import CloudProvider, Instance
 from extender.cluster import inventory
 from extender.cluster.boundpods import BoundPods
@@ -231,9 +232,9 @@ class ProvisioningController:
         with self._lock:
             return self.pipeline.registrar.adopt(instances, self.pipeline.gather.context)
 
-    def provision_replacements(self, pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    def provision_replacements(self, pods: Sequence[Pod]) -> list[str]:
         """Launch nodes (without binding) for pods of a node about to be drained; their names."""
-        parsed = [p for p in (inventory.parse_or_none(m) for m in pods) if p is not None]
+        parsed = [p for p in pods if inventory.readable(p) is not None]
         if not parsed:
             return []
         with self._lock:

@@ -158,3 +158,56 @@ def test_match_fields_on_other_fields_are_refused_with_the_path():
 def test_resource_claims_are_left_to_kube_scheduler():
     pod = Pod.from_manifest(manifest(resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}]))
     assert not pod.unmodelled and pod.deferred and pod.deferred[0].startswith("spec.resourceClaims")
+
+
+# --- one definition of DaemonSet and static pods (issue 23) ---------------------------------------
+# Pod.is_daemonset read only the controller's kind (or the first owner's), the lifecycle's
+# objects.is_daemonset_pod every owner reference: a DaemonSet owner that is not the controller (or
+# not first) made consolidation move a pod that emptiness and the drain left with its node.
+# Karpenter's IsOwnedByDaemonSet / IsOwnedByNode look at every owner reference.
+
+RS = {"kind": "ReplicaSet", "name": "rs", "controller": True}
+JOB = {"kind": "Job", "name": "job"}
+
+
+@pytest.mark.parametrize(
+    ("owners", "daemonset", "static"),
+    [
+        ([RS, {"kind": "DaemonSet", "name": "ds"}], True, False),
+        ([JOB, {"kind": "DaemonSet", "name": "ds"}], True, False),
+        ([JOB, {"kind": "Node", "name": "n1"}], False, True),
+        ([RS], False, False),
+    ],
+)
+def test_daemonset_and_static_pods_are_known_by_any_owner_reference(owners, daemonset, static):
+    pod = Pod.from_manifest({**manifest(), "metadata": {"name": "p", "ownerReferences": owners}})
+    assert pod.is_daemonset is daemonset and pod.is_static is static
+    assert pod.node_bound is (daemonset or static)
+
+
+def test_a_live_pod_with_an_unreadable_spec_keeps_what_the_lifecycle_reads():
+    obj = {
+        "metadata": {
+            "name": "odd",
+            "namespace": "shop",
+            "uid": "u1",
+            "ownerReferences": [{"kind": "DaemonSet", "name": "ds", "controller": True}],
+            "annotations": {"karpenter.sh/do-not-evict": "true"},
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "nodeName": "n1",
+            "priorityClassName": "system-node-critical",
+            "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Sideways"}],
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    with pytest.raises(PodError):
+        Pod.from_manifest(obj)
+    pod = Pod.from_live(obj)
+    assert "spec.tolerations[0].operator" in pod.unreadable
+    assert (pod.key, pod.uid, pod.node_name, pod.phase) == ("shop/odd", "u1", "n1", "Running")
+    assert pod.is_daemonset and pod.deleting and pod.is_critical and pod.do_not_evict
+    assert pod.tolerates_unschedulable and not pod.is_terminal
+    assert Pod.from_live(manifest()).unreadable == ""

@@ -113,7 +113,7 @@ def test_an_assumed_bind_counts_until_its_event_replaces_it() -> None:
 def test_listeners_see_listed_pods_and_every_event() -> None:
     index = BoundPods()
     seen: list[tuple[str, str]] = []
-    index.subscribe(lambda kind, obj: seen.append((kind, obj["metadata"]["name"])))
+    index.subscribe(lambda kind, pod: seen.append((kind, pod.name)))
     index.replace(iter([pod("a")]), "1")
     index.apply("DELETED", pod("a", version="2"))
     assert seen == [("SYNC", "a"), ("DELETED", "a")]
@@ -125,7 +125,7 @@ def test_a_relist_announces_pods_deleted_while_the_watch_was_down() -> None:
     # the next resync.
     index = BoundPods()
     seen: list[tuple[str, str, str]] = []
-    index.subscribe(lambda kind, obj: seen.append((kind, obj["metadata"]["name"], obj["spec"]["nodeName"])))
+    index.subscribe(lambda kind, pod: seen.append((kind, pod.name, pod.node_name)))
     index.replace(iter([pod("a"), pod("b", on="n2")]), "1")
     seen.clear()
     index.replace(iter([pod("a", version="3")]), "5")

@@ -13,24 +13,18 @@ from collections.abc import Sequence
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
-from extender.cluster.objects import MIRROR_POD_ANNOTATION
 from extender.lifecycle import budgets
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance, Settings
 from extender.scheduling.provisioners import select_provisioner
 
 
-def node_bound(pod: Pod) -> bool:
-    """DaemonSet and static pods live and die with their node: they neither move nor block."""
-    return pod.is_daemonset or pod.owner_kind == "Node" or MIRROR_POD_ANNOTATION in pod.annotations
-
-
 def movable(node: NodeState) -> tuple[Pod, ...]:
-    """The pods that must find room elsewhere if the node goes."""
-    return tuple(p for p in node.node.pods if not node_bound(p))
+    """The pods that must find room elsewhere if the node goes (node-bound ones neither move nor block)."""
+    return tuple(p for p in node.node.pods if not p.node_bound)
 
 
 def pod_blocker(pod: Pod, pdbs: Sequence[PdbAllowance]) -> str | None:
-    if pod.annotations.get(wk.DO_NOT_EVICT_ANNOTATION) == "true":
+    if pod.do_not_evict:
         return f"pod {pod.key} has do-not-evict annotation"
     if not pod.owner_kind:
         return f"pod {pod.key} has no controller, it would not come back"

@@ -1,7 +1,9 @@
-"""API JSON -> ClusterView: the controller's worker and `karpy plan --consolidate` build the same view.
+"""Nodes, pods and PDBs -> ClusterView: the controller's worker and `karpy plan --consolidate` build
+the same view.
 
-Pure functions over API objects (Nodes, the pods bound to them, pending pods, PodDisruptionBudgets);
-what is cordoned, deleting, marked for removal or holding a disruption slot is `disrupting`.
+Pure functions over Node and Pod models (the nodes, the pods bound to them, pending pods) and
+PodDisruptionBudget API JSON; what is cordoned, deleting, marked for removal or holding a
+disruption slot is `disrupting`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from extender.api.affinity import LabelSelector
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Requirement
-from extender.cluster import inventory, objects
+from extender.cluster import inventory
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 
@@ -48,7 +50,7 @@ def pdb_allowance(pdb: Mapping[str, Any]) -> PdbAllowance | None:
         match_labels=tuple(sorted((str(k), str(v)) for k, v in (raw.get("matchLabels") or {}).items())),
         match_expressions=exprs,
     )
-    meta = objects.meta(pdb)
+    meta = pdb.get("metadata") or {}
     return PdbAllowance(
         namespace=str(meta.get("namespace") or "default"),
         selector=selector,
@@ -61,9 +63,9 @@ def build(
     *,
     provisioners: Sequence[Provisioner],
     instance_types: Sequence[InstanceType],
-    nodes: Iterable[Mapping[str, Any]],
+    nodes: Iterable[Node],
     bound: inventory.Bound,
-    pending: Iterable[Mapping[str, Any]] = (),
+    pending: Iterable[Pod] = (),
     pdbs: Iterable[Mapping[str, Any]] = (),
     daemonsets: Sequence[Pod] = (),
     now: datetime,
@@ -73,15 +75,14 @@ def build(
     unavailable: frozenset[OfferingKey] = frozenset(),
 ) -> ClusterView:
     """`bound`: the pods bound to `nodes` (the bound-pod index's snapshot, or
-    `boundpods.group(manifests)`)."""
+    `boundpods.group(manifests)`); `pending`: readable, live pending pods (`inventory.parse_pods`)."""
     by_type = {t.name: t for t in instance_types}
-    manifests = list(nodes)
-    models = [Node.from_manifest(n) for n in manifests]
+    models = list(nodes)
     # Marked and budget-holding nodes take no pods, as in provisioning's inventory.
     built = inventory.build(models, bound, dict.fromkeys(marked, "leaving"))
     states = []
-    for manifest, model, existing in zip(manifests, models, built.existing, strict=True):
-        created = objects.created(manifest)
+    for model, existing in zip(models, built.existing, strict=True):
+        created = model.created
         states.append(
             NodeState(
                 node=existing,
@@ -91,13 +92,10 @@ def build(
                 karpy=model.is_karpy,
                 ready=model.ready,
                 disrupting=model.deleting or model.unschedulable or model.name in marked,
-                do_not_consolidate=objects.annotations(manifest).get(wk.DO_NOT_CONSOLIDATE_ANNOTATION)
-                == "true",
+                do_not_consolidate=model.annotations.get(wk.DO_NOT_CONSOLIDATE_ANNOTATION) == "true",
             )
         )
-    waiting = [
-        p for p in inventory.parse_pods(m for m in pending if not objects.deleting(m)) if not p.is_daemonset
-    ]
+    waiting = [p for p in pending if not p.deleting and not p.is_daemonset]
     return ClusterView(
         provisioners=tuple(provisioners),
         instance_types=tuple(instance_types),

@@ -21,8 +21,10 @@ from typing import Any
 
 from kubernetes import client
 
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.cluster import errors, inventory, objects
+from extender.cluster import errors, inventory
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
@@ -109,10 +111,10 @@ class Consolidator:
 
     # --- reading ---------------------------------------------------------------------------------
 
-    def observe(self, provisioners: list[Provisioner]) -> tuple[ClusterView, dict[str, Mapping[str, Any]]]:
-        """The view, and the Node manifests by name (events need them)."""
+    def observe(self, provisioners: list[Provisioner]) -> tuple[ClusterView, dict[str, Node]]:
+        """The view, and the Nodes by name (events need them)."""
         kube, state = self.ctx.kube, self.ctx.state
-        nodes = kube_nodes.list_node_manifests(kube)
+        nodes = kube_nodes.list_nodes(kube)
         bound = self.bound.current(lambda: kube_pods.list_assigned(kube))
         pending, _ = kube_pods.list_pending(kube)
         pdbs, _ = list_objects(client.PolicyV1Api(kube).list_pod_disruption_budget_for_all_namespaces)
@@ -127,7 +129,7 @@ class Consolidator:
             instance_types=self.ctx.cloud.get_instance_types(None),
             nodes=nodes,
             bound=bound,
-            pending=pending,
+            pending=inventory.parse_pods(pending),
             pdbs=pdbs,
             daemonsets=daemonsets,
             now=self.ctx.clock(),
@@ -136,15 +138,14 @@ class Consolidator:
             namespaces=kube_namespaces.list_labels(kube),
             unavailable=refused,
         )
-        return view, {objects.name(n): n for n in nodes}
+        return view, {n.name: n for n in nodes}
 
-    def _pods_of(self, action: Action) -> dict[str, Mapping[str, Any]]:
-        """The manifests of the pods on the nodes to replace, by key (their replacement is launched
-        for them), read now."""
+    def _pods_of(self, action: Action) -> dict[str, Pod]:
+        """The pods on the nodes to replace, by key (their replacement is launched for them), read now."""
         return {
-            objects.pod_key(p): p
+            p.key: p
             for name in action.names
-            for p in kube_pods.list_on_node(self.ctx.kube, name)
+            for p in map(Pod.from_live, kube_pods.list_on_node(self.ctx.kube, name))
         }
 
     def report(self, view: ClusterView) -> None:
@@ -168,8 +169,8 @@ class Consolidator:
     def execute(
         self,
         action: Action,
-        nodes: Mapping[str, Mapping[str, Any]],
-        pods: Mapping[str, Mapping[str, Any]],
+        nodes: Mapping[str, Node],
+        pods: Mapping[str, Pod],
         view: ClusterView,
         stop: threading.Event,
     ) -> bool:
@@ -215,16 +216,16 @@ class Consolidator:
             taken += members
         return True
 
-    def _launch(self, action: Action, pods: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], bool]:
+    def _launch(self, action: Action, pods: Mapping[str, Pod]) -> tuple[list[str], bool]:
         """Launch every replacement (one provisioning call per planned node, so each comes up as
         simulated); the names launched, and whether any replacement failed."""
         launched: list[str] = []
         if self.ctx.provisioning is None:
             return launched, True
         for planned in action.replacements:
-            manifests = [pods[p.key] for p in planned.pods if p.key in pods]
+            replaced = [pods[p.key] for p in planned.pods if p.key in pods]
             try:
-                names = list(self.ctx.provisioning.provision_replacements(manifests))
+                names = list(self.ctx.provisioning.provision_replacements(replaced))
             except Exception as err:
                 self.ctx.log.error("Launching replacement for %s failed, %s", list(action.names), err)
                 names = []
@@ -237,7 +238,7 @@ class Consolidator:
         waited = 0.0
         while waited < self.ctx.settings.lifecycle.replacement_wait_seconds:
             ready = [nodepatch.get_node(self.ctx.kube, n) for n in names]
-            if all(n is not None and objects.is_ready(n) for n in ready):
+            if all(n is not None and n.ready for n in ready):
                 return True
             if stop.wait(READY_POLL_SECONDS):
                 return False
@@ -247,7 +248,7 @@ class Consolidator:
     def _abandon(
         self,
         action: Action,
-        nodes: Mapping[str, Mapping[str, Any]],
+        nodes: Mapping[str, Node],
         why: str,
         unused: Sequence[str] = (),
     ) -> None:

@@ -1,4 +1,5 @@
-"""Plain API-JSON builders for Nodes and Pods used by the lifecycle unit tests."""
+"""Nodes and Pods for the lifecycle unit tests: API JSON (`node_manifest`, `pod_manifest`, for fakes
+of the API) and the models the lifecycle reads, parsed from it (`node`, `pod`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from extender.api import labels
+from extender.api.node import Node
+from extender.api.pod import Pod
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -16,7 +19,15 @@ def stamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def node(
+def node(name: str = "n1", **kwargs: Any) -> Node:
+    return Node.from_live(node_manifest(name, **kwargs))
+
+
+def pod(name: str = "p1", **kwargs: Any) -> Pod:
+    return Pod.from_live(pod_manifest(name, **kwargs))
+
+
+def node_manifest(
     name: str = "n1",
     *,
     created: datetime = T0,
@@ -48,7 +59,7 @@ def node(
     }
 
 
-def pod(
+def pod_manifest(
     name: str = "p1",
     *,
     owner: str | None = "ReplicaSet",

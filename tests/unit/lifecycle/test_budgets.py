@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from extender.api import labels
+from extender.api.node import Node
 from extender.api.provisioner_schema import load_provisioner
 from extender.lifecycle import budgets, emptiness
 from extender.lifecycle.budgets import DisruptionLedger
@@ -67,10 +68,10 @@ def test_budgets_are_per_provisioner() -> None:
 # --- the ledger as emptiness, expiry and consolidation use it ---------------------------------------
 
 
-def _worker_with(nodes: list[dict]) -> NodeWorker:
+def _worker_with(nodes: list[Node]) -> NodeWorker:
     worker = NodeWorker(ctx=None, provisioners=lambda _name: None)  # type: ignore[arg-type]
     for obj in nodes:
-        worker.on_node("ADDED", obj)
+        worker.track("ADDED", obj)
     return worker
 
 

@@ -1,11 +1,13 @@
-"""API JSON -> ClusterView (extender/lifecycle/consolidation/snapshot.py)."""
+"""Nodes, pods and PDB API JSON -> ClusterView (extender/lifecycle/consolidation/snapshot.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from extender.api import labels as wk
+from extender.api.node import Node
 from extender.cluster.boundpods import group
+from extender.cluster.inventory import parse_pods
 from extender.lifecycle.consolidation import snapshot
 
 from ..scheduling.builders import catalog
@@ -25,7 +27,9 @@ def test_nodes_carry_price_age_and_what_makes_them_leave() -> None:
     protected = node("k")
     protected["metadata"]["annotations"] = {wk.DO_NOT_CONSOLIDATE_ANNOTATION: "true"}
     view = build(
-        nodes=[node("a"), cordoned, protected, node("m")], bound=group([pod("p", "a")]), marked={"m"}
+        nodes=[Node.from_manifest(n) for n in (node("a"), cordoned, protected, node("m"))],
+        bound=group([pod("p", "a")]),
+        marked={"m"},
     )
     by = {n.name: n for n in view.nodes}
     m5 = next(t for t in catalog() if t.name == "m5.xlarge")
@@ -45,7 +49,7 @@ def test_pdbs_become_allowances_and_pending_pods_are_kept() -> None:
     }
     null_selector = {"metadata": {"name": "none", "namespace": "default"}, "spec": {}, "status": {}}
     waiting = pod("w", "")
-    view = build(nodes=[], bound=group([]), pdbs=[pdb, null_selector], pending=[waiting])
+    view = build(nodes=[], bound=group([]), pdbs=[pdb, null_selector], pending=parse_pods([waiting]))
     (allowance,) = view.pdbs
     assert allowance.name == "web" and allowance.disruptions_allowed == 0
     assert [p.key for p in view.pending] == ["default/w"]

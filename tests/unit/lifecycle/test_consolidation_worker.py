@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.consolidation import worker as worker_module
 from extender.lifecycle.consolidation.decide import Action, Method, decide, simulate_removal
@@ -55,9 +57,11 @@ def api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     monkeypatch.setattr(worker_module, "uncordon", lambda _kube, n: calls["uncordon"].append(n) or True)
     monkeypatch.setattr(worker_module.nodepatch, "delete_node", lambda _kube, n: calls["delete"].append(n))
 
-    def get_node(_kube: Any, name: str) -> dict[str, Any]:
+    def get_node(_kube: Any, name: str) -> Node:
         calls["ready"].append(name)
-        return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+        return Node.from_live(
+            {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+        )
 
     monkeypatch.setattr(worker_module.nodepatch, "get_node", get_node)
     return calls
@@ -83,8 +87,10 @@ def replace_view() -> Any:
     return view(node("big", "m5.4xlarge", pods("p", 1)), provisioners=(provisioner(budget="100%"),))
 
 
-def manifests(action: Any) -> dict[str, Any]:
-    return {p.key: {"metadata": {"name": p.name, "namespace": p.namespace}} for p in action.pods}
+def manifests(action: Any) -> dict[str, Pod]:
+    """The pods on the nodes to replace, as the worker reads them from the API."""
+    read = [{"metadata": {"name": p.name, "namespace": p.namespace}} for p in action.pods]
+    return {pod.key: pod for pod in map(Pod.from_live, read)}
 
 
 def test_replacement_is_ready_before_the_old_node_is_deleted(api: dict[str, list[str]]) -> None:
@@ -93,7 +99,7 @@ def test_replacement_is_ready_before_the_old_node_is_deleted(api: dict[str, list
     assert action is not None and len(action.replacements) == 1
     prov = Provisioning(["new-node"])
     worker, marks, recorder, ledger = consolidator(prov)
-    assert worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    assert worker.execute(action, {"big": Node("big")}, manifests(action), cluster, threading.Event())
     assert prov.calls and len(prov.calls[0]) == 1
     assert api["cordon"] == ["big"] and api["ready"] == ["new-node"] and api["delete"] == ["big"]
     assert marks.marks == {"big": "consolidation"} and ledger.held() == {"big": "consolidation"}
@@ -106,7 +112,7 @@ def test_failed_launch_leaves_the_old_node_serving(api: dict[str, list[str]], ou
     action = decide(cluster)
     assert action is not None
     worker, marks, recorder, ledger = consolidator(Provisioning(outcome))
-    assert not worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    assert not worker.execute(action, {"big": Node("big")}, manifests(action), cluster, threading.Event())
     assert api["cordon"] == ["big"] and api["uncordon"] == ["big"] and api["delete"] == []
     assert marks.marks == {} and ledger.held() == {}
     assert recorder.events[-1][0] == "ConsolidationFailed"
@@ -229,21 +235,20 @@ def test_every_replacement_is_launched_and_ready_before_the_old_node_is_deleted(
     polls: dict[str, int] = {}
     order: list[str] = []
 
-    def get_node(_kube: Any, name: str) -> dict[str, Any]:
+    def get_node(_kube: Any, name: str) -> Node:
         polls[name] = polls.get(name, 0) + 1
         ready = name != "new-1" or polls[name] > 1  # new-1 is Ready only on the second poll
         order.append(f"{name}:{'ready' if ready else 'not-ready'}")
-        return {
-            "metadata": {"name": name},
-            "status": {"conditions": [{"type": "Ready", "status": str(ready)}]},
-        }
+        return Node.from_live(
+            {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": str(ready)}]}}
+        )
 
     monkeypatch.setattr(worker_module.nodepatch, "get_node", get_node)
     monkeypatch.setattr(worker_module.nodepatch, "delete_node", lambda _k, n: order.append(f"delete:{n}"))
     monkeypatch.setattr(worker_module, "READY_POLL_SECONDS", 0.01)
-    assert worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    assert worker.execute(action, {"big": Node("big")}, manifests(action), cluster, threading.Event())
     # one provisioning call per planned node, each with that node's pods
-    assert [sorted(m["metadata"]["name"] for m in call) for call in prov.calls] == [
+    assert [sorted(p.name for p in call) for call in prov.calls] == [
         sorted(p.name for p in r.pods) for r in action.replacements
     ]
     assert order[-1] == "delete:big" and order[-3:-1] == ["new-0:ready", "new-1:ready"]
@@ -256,7 +261,7 @@ def test_one_failed_replacement_abandons_cleanly(api: dict[str, list[str]]) -> N
     the old node is uncordoned and keeps serving, its budget slot freed."""
     cluster, action = split()
     worker, marks, recorder, ledger = consolidator(Launches([["new-0"], []]))
-    assert not worker.execute(action, {"big": {}}, manifests(action), cluster, threading.Event())
+    assert not worker.execute(action, {"big": Node("big")}, manifests(action), cluster, threading.Event())
     assert api["delete"] == ["new-0"] and api["uncordon"] == ["big"] and api["ready"] == []
     assert marks.marks == {} and ledger.held() == {}
     assert recorder.events[-1][0] == "ConsolidationFailed"

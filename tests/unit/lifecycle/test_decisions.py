@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from extender.api import labels
-from extender.cluster import objects
+from extender.cluster.nodes import instance_id
 from extender.lifecycle import emptiness, expiry, readiness
+from extender.lifecycle.context import go_duration
 from extender.lifecycle.emptiness import Action
 
 from .builders import T0, node, pod, stamp
@@ -94,17 +95,17 @@ def test_pick_starts_oldest_overdue_first_within_free_slots() -> None:
     assert expiry.pick(due, now, in_flight=0, max_disrupting=10) == ["old", "mid", "young"]
 
 
-# --- objects -----------------------------------------------------------------------------------------
+# --- log text and ids ---------------------------------------------------------------------------
 
 
 def test_instance_id_from_provider_id() -> None:
-    assert objects.instance_id("aws:///us-west-2a/i-0abc") == "i-0abc"
-    assert objects.instance_id("kwok://node-1") is None
-    assert objects.instance_id("") is None
+    assert instance_id("aws:///us-west-2a/i-0abc") == "i-0abc"
+    assert instance_id("kwok://node-1") is None
+    assert instance_id("") is None
 
 
 def test_go_duration_matches_karpenter_log_text() -> None:
-    assert [objects.go_duration(s) for s in (30, 300, 3725)] == ["30s", "5m0s", "1h2m5s"]
+    assert [go_duration(s) for s in (30, 300, 3725)] == ["30s", "5m0s", "1h2m5s"]
 
 
 # --- provisioner lookup ------------------------------------------------------------------------------

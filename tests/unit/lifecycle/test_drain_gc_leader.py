@@ -22,7 +22,7 @@ def test_non_critical_pods_go_first_critical_wait() -> None:
         pod("static", owner="Node"),
     ]
     plan = plan_drain(pods, T0, 60)
-    assert [p["metadata"]["name"] for p in plan.evict_now] == ["web"]
+    assert [p.name for p in plan.evict_now] == ["web"]
     assert plan.waiting == 1 and not plan.drained
 
 
@@ -33,7 +33,7 @@ def test_critical_pods_are_evicted_once_the_rest_are_gone() -> None:
         pod("ds", owner="DaemonSet"),
     ]
     plan = plan_drain(pods, T0, 60)
-    assert [p["metadata"]["name"] for p in plan.evict_now] == ["dns", "proxy"]
+    assert [p.name for p in plan.evict_now] == ["dns", "proxy"]
 
 
 def test_terminating_pods_hold_the_drain_until_stuck() -> None:
@@ -44,8 +44,8 @@ def test_terminating_pods_hold_the_drain_until_stuck() -> None:
 
 def test_do_not_evict_blocks_and_is_never_evicted() -> None:
     plan = plan_drain([pod("keep", annotations={labels.DO_NOT_EVICT_ANNOTATION: "true"}), pod("web")], T0, 60)
-    assert [p["metadata"]["name"] for p in plan.blocking] == ["keep"]
-    assert [p["metadata"]["name"] for p in plan.evict_now] == ["web"]
+    assert [p.name for p in plan.blocking] == ["keep"]
+    assert [p.name for p in plan.evict_now] == ["web"]
     assert not plan.drained
 
 

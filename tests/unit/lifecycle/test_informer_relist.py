@@ -21,7 +21,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
 from extender.settings import Settings
 
-from .builders import eventually, node
+from .builders import eventually, node_manifest
 
 
 def _informer(monkeypatch: Any, lists: list[list[dict[str, Any]]], handler: Any) -> threading.Event:
@@ -80,7 +80,7 @@ def test_a_node_deleted_during_a_failed_watch_stops_counting_against_the_budget(
     worker = NodeWorker(ctx, lambda _name: None)
     stop = _informer(
         monkeypatch,
-        [[node("n1"), node("n2", deleting=True)], [node("n1")]],
+        [[node_manifest("n1"), node_manifest("n2", deleting=True)], [node_manifest("n1")]],
         worker.on_node,
     )
     try:

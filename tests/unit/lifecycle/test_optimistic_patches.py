@@ -4,6 +4,7 @@ leader-label patch was never retried). Every test here failed before the fix."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -13,18 +14,20 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from extender.api import labels
+from extender.api.node import Node
 from extender.cluster import leaderlabel
 from extender.lifecycle import nodepatch
 from extender.retry import LoopBackoff
 
-from .builders import node
+from .builders import node, node_manifest
 
 NOT_READY = {"key": labels.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}
 OTHER = {"key": "example.com/other", "effect": "NoSchedule"}
 
 
 class FakeNodes:
-    """`_patch` fails with `status` while the stored node differs from the patch's `test` value."""
+    """`_patch` applies a JSON patch to the stored node, all or nothing; it fails with `status` when a
+    `test` op does not match."""
 
     def __init__(self, stored: dict[str, Any], status: int = 422) -> None:
         self.stored = stored
@@ -33,24 +36,33 @@ class FakeNodes:
 
     def patch(self, _kube: Any, _name: str, body: Any, _content_type: str) -> None:
         self.patches.append(body)
+        doc = copy.deepcopy(self.stored)
         for op in body:
+            *parents, last = op["path"].strip("/").split("/")
+            target: Any = doc
+            for part in parents:
+                target = target[int(part)] if isinstance(target, list) else target.get(part)
+            key: Any = int(last) if isinstance(target, list) else last
             if op["op"] == "test":
-                section, field = op["path"].strip("/").split("/")
-                if self.stored[section].get(field) != op["value"]:
+                found = target[key] if isinstance(target, list) and key < len(target) else None
+                if not isinstance(target, list):
+                    found = target.get(key)
+                if found != op["value"]:
                     raise ApiException(status=self.status, reason="Invalid")
-        for op in body:
-            if op["op"] in ("replace", "add"):
-                section, field = op["path"].strip("/").split("/")
-                self.stored[section][field] = op["value"]
+            elif op["op"] == "remove":
+                del target[key]
+            else:
+                target[key] = op["value"]
+        self.stored = doc
 
-    def get(self, _kube: Any, _name: str) -> dict[str, Any]:
-        return self.stored
+    def get(self, _kube: Any, _name: str) -> Node:
+        return Node.from_live(self.stored)
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeNodes:
-    # The node gained a taint since our copy was read: our `test` op no longer matches.
-    stored = node("n1", taints=[NOT_READY, OTHER])
+    # The node gained a taint ahead of ours since our copy was read: our `test` op no longer matches.
+    stored = node_manifest("n1", taints=[OTHER, NOT_READY])
     fake = FakeNodes(stored)
     monkeypatch.setattr(nodepatch, "_patch", fake.patch)
     monkeypatch.setattr(nodepatch, "get_node", fake.get)
@@ -78,9 +90,9 @@ def test_taint_already_gone_in_the_fresh_read_needs_no_second_patch(fake: FakeNo
 
 def test_finalizer_added_on_a_changed_node_keeps_the_other_writers_finalizer(fake: FakeNodes) -> None:
     fake.stored["metadata"].update(finalizers=["example.com/theirs"], resourceVersion="8")
-    stale = node("n1")
+    stale = node_manifest("n1")
     stale["metadata"].update(finalizers=[], resourceVersion="7")
-    assert nodepatch.ensure_finalizer(None, stale, labels.TERMINATION_FINALIZER)
+    assert nodepatch.ensure_finalizer(None, Node.from_live(stale), labels.TERMINATION_FINALIZER)
     assert fake.stored["metadata"]["finalizers"] == ["example.com/theirs", labels.TERMINATION_FINALIZER]
 
 

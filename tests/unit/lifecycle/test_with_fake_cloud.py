@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from extender.api import labels as wk
+from extender.api.node import Node
+from extender.api.pod import Pod
 from extender.cloud.fake import FakeCloudProvider
 from extender.cloud.types import InstanceNotFoundError, InsufficientCapacityError, LaunchRequest, OfferingKey
 from extender.cluster.boundpods import BoundPods
@@ -45,10 +47,14 @@ def launch(cloud: FakeCloudProvider, count: int = 1, *, at: datetime = T0) -> li
     return [i.id for i in result.instances]
 
 
+def read(manifest: dict[str, Any] | None) -> Node | None:
+    return None if manifest is None else Node.from_live(manifest)
+
+
 class World:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, *, leader: bool = True) -> None:
         self.cloud = FakeCloudProvider(catalog=catalog())
-        self.nodes: list[dict[str, Any]] = []
+        self.nodes: list[Node] = []
         self.deleted: list[str] = []
         self.state = ClusterState()
         self.now = T0
@@ -153,10 +159,10 @@ def test_an_expired_node_is_replaced_through_provisioning_before_it_is_deleted(m
         manifest = pod(name, node="old")
         manifest["metadata"]["ownerReferences"] = owner
         cluster.add_pod(manifest)
-        workload.append(manifest)
+        workload.append(Pod.from_live(manifest))
     cordoned: list[str] = []
     monkeypatch.setattr(expiry, "cordon", lambda _, name: cordoned.append(name) or True)
-    monkeypatch.setattr(nodepatch, "get_node", lambda _, name: cluster.nodes.get(name))
+    monkeypatch.setattr(nodepatch, "get_node", lambda _, name: read(cluster.nodes.get(name)))
     world.cloud.fail_next("create", refuse_cheapest)
     world.ctx.provisioning = provisioning = ProvisioningController(
         settings=Settings(),
@@ -171,7 +177,7 @@ def test_an_expired_node_is_replaced_through_provisioning_before_it_is_deleted(m
     keeper = expiry.Expiry()
 
     def reconcile() -> float | None:
-        return keeper.reconcile(world.ctx, old, ttl, pods=workload, deleting=set(), due=due)
+        return keeper.reconcile(world.ctx, Node.from_live(old), ttl, pods=workload, deleting=set(), due=due)
 
     assert reconcile() == expiry.WAIT_POLL_SECONDS
     failed, launched = world.cloud.requests
