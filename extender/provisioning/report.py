@@ -153,8 +153,8 @@ class Reporter:
                 message=item.reason,
                 warning=True,
             )
-            if "limits exceeded" in item.reason:
-                limited.setdefault(item.reason.split()[1], item.reason)
+            if item.over_limits:
+                limited.setdefault(item.over_limits, item.reason)
             park.append(item.pod.key)
         for name, reason in limited.items():
             if name in provisioners:

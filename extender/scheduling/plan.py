@@ -23,6 +23,8 @@ class Unschedulable:
     reason: str
     #: The pod has a rule karpy does not model: neither planned nor bound, only reported.
     unmodelled: bool = False
+    #: The Provisioner whose limits left the pod out (the last one tried), if limits did.
+    over_limits: str | None = None
 
 
 @dataclass(frozen=True)

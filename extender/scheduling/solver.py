@@ -134,8 +134,8 @@ def _rounds(
     final: list[Unschedulable] = []
     skip: dict[str, set[str]] = {}
     avoid: dict[str, Requirements] = {}
-    #: pod key -> the limits reason of the first Provisioner that dropped it.
-    limited: dict[str, str] = {}
+    #: pod key -> how the first Provisioner whose limits dropped it did.
+    limited: dict[str, _Dropped] = {}
     for attempt in range(MAX_ROUNDS):
         result = context.round(live, skip, avoid, sort_key, max_options)
         dropped = {u.pod.key: u for u in result.unschedulable}
@@ -148,7 +148,7 @@ def _rounds(
         }
         for key in retry:
             skip.setdefault(key, set()).add(dropped[key].provisioner or "")
-            limited.setdefault(key, dropped[key].reason)
+            limited.setdefault(key, dropped[key])
         # A pod pinned to a domain only existing nodes offer, which had no room: try another domain.
         for key in set(dropped) - retry:
             if (only := result.existing_only.get(key)) is not None:
@@ -189,11 +189,14 @@ class _Dropped:
     cause: Cause
     provisioner: str | None = None
 
-    def result_after(self, limited: Mapping[str, str]) -> Unschedulable:
+    def result_after(self, limited: Mapping[str, _Dropped]) -> Unschedulable:
         """The reason, led by the limits that sent the pod to other Provisioners, if any did."""
         first = limited.get(self.pod.key)
-        reason = self.reason if not first or first == self.reason else f"{first}; then {self.reason}"
-        return Unschedulable(self.pod, reason)
+        if first is None:
+            over = self.provisioner if self.cause is Cause.LIMITS else None
+            return Unschedulable(self.pod, self.reason, over_limits=over)
+        reason = self.reason if first.reason == self.reason else f"{first.reason}; then {self.reason}"
+        return Unschedulable(self.pod, reason, over_limits=first.provisioner)
 
 
 @dataclass

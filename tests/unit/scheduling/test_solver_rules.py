@@ -295,3 +295,19 @@ def test_a_partly_filled_last_node_shrinks_to_the_cheapest_type_holding_it():
     assert smallest.instance_type is smallest.options[0]
     assert smallest.price == min(o.price for o in smallest.options[0].offerings)
     assert all(min(o.price for o in t.offerings) >= smallest.price for t in smallest.options)
+
+
+def test_the_provisioner_whose_limits_dropped_a_pod_is_named_by_the_plan_not_its_text():
+    """The LimitExceeded Event goes to the Provisioner whose limits dropped the pod first, read from
+    `Unschedulable.over_limits` (issue 23: causes are set by their producer, not parsed from text)."""
+    small = make_provisioner("small", weight=10, limits={"resources": {"cpu": "2"}})
+    other = make_provisioner(
+        "other",
+        requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t3.nano"]}],
+    )
+    plan = solve(pods(1, cpu="4"), [small, other], catalog())
+    (item,) = plan.unschedulable
+    assert item.over_limits == "small" and item.reason.startswith("provisioner small limits exceeded")
+    plan = solve(pods(1, cpu="4"), [make_provisioner(limits={"resources": {"cpu": "2"}})], catalog())
+    assert plan.unschedulable[0].over_limits == "default"
+    assert solve(pods(1, cpu="500"), [make_provisioner()], catalog()).unschedulable[0].over_limits is None
