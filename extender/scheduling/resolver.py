@@ -13,6 +13,7 @@ from collections.abc import Collection, Hashable, Sequence
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
+from extender.api.provisioner import Requirement
 from extender.api.resources import PODS, Resources
 from extender.scheduling.candidates import (
     CandidateCache,
@@ -78,6 +79,8 @@ class Resolver:
         reasons: list[str] = []
         terms = [t.intersect(extra) for t in pod_terms(pod)]
         prefs = preferences(pod)
+        # (view, term, base) in order: every Provisioner and ORed term that can take the pod.
+        usable: list[tuple[ProvisionerView, Requirements, Requirements]] = []
         for view in views:
             if taint := pod.tolerates(view.provisioner.taints):
                 reasons.append(
@@ -102,24 +105,50 @@ class Resolver:
                         f" and holds {describe_requests(pod.requests)}"
                     )
                     continue
-                reqs, dropped = base, []
-                for weight, pref, raw in prefs:
-                    narrowed = reqs.intersect(pref)
-                    if narrowed.conflict(view.keys) is None and self.holds(view, narrowed, request, gpus):
-                        reqs = narrowed
-                    else:
-                        dropped.append(
-                            f"weight {weight}: "
-                            + ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in raw)
-                        )
-                if dropped:
-                    self.notes.append(
-                        f"Relaxed preferred node affinity of pod {pod.key}, removing: {'; '.join(dropped)}"
+                usable.append((view, term, base))
+                if not prefs:
+                    break
+            if usable and not prefs:
+                break
+        if usable:
+            view, term, base = self._preferred(usable, prefs, request, gpus)
+            reqs, dropped = base, []
+            for weight, pref, raw in prefs:
+                narrowed = reqs.intersect(pref)
+                if narrowed.conflict(view.keys) is None and self.holds(view, narrowed, request, gpus):
+                    reqs = narrowed
+                else:
+                    dropped.append(
+                        f"weight {weight}: "
+                        + ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in raw)
                     )
-                return view, term, reqs, ""
+            if dropped:
+                self.notes.append(
+                    f"Relaxed preferred node affinity of pod {pod.key}, removing: {'; '.join(dropped)}"
+                )
+            return view, term, reqs, ""
         if wanted and not views:
             reasons.append(f"provisioner {wanted} not found or at its limits")
         return None, terms[0], None, "; ".join(dict.fromkeys(reasons)) or "no provisioner"
+
+    def _preferred(
+        self,
+        usable: Sequence[tuple[ProvisionerView, Requirements, Requirements]],
+        prefs: Sequence[tuple[int, Requirements, tuple[Requirement, ...]]],
+        request: Vector,
+        gpus: frozenset[str],
+    ) -> tuple[ProvisionerView, Requirements, Requirements]:
+        """Where the pod goes among the Provisioners and terms that take it: the first that meets its
+        heaviest preferred term, else the next heaviest, else the first. Karpenter treats the
+        heaviest preference as a requirement across every Provisioner and relaxes it only when
+        none can meet it (scheduling/preferences.go); within the one chosen, karpy then keeps every
+        lighter preference that still fits."""
+        for _, pref, _ in prefs:
+            for view, term, base in usable:
+                narrowed = base.intersect(pref)
+                if narrowed.conflict(view.keys) is None and self.holds(view, narrowed, request, gpus):
+                    return view, term, base
+        return usable[0]
 
     def domains(
         self,

@@ -311,3 +311,35 @@ def test_the_provisioner_whose_limits_dropped_a_pod_is_named_by_the_plan_not_its
     plan = solve(pods(1, cpu="4"), [make_provisioner(limits={"resources": {"cpu": "2"}})], catalog())
     assert plan.unschedulable[0].over_limits == "default"
     assert solve(pods(1, cpu="500"), [make_provisioner()], catalog()).unschedulable[0].over_limits is None
+
+
+def test_the_heaviest_preference_chooses_between_provisioners():
+    """Issue 24: a Deployment preferring arm64 (weight 50) over amd64 (weight 1), with a heavier
+    Provisioner allowing amd64 only and another allowing both, got amd64 nodes. Karpenter treats the
+    heaviest preferred term as a requirement across every Provisioner and relaxes it only when none
+    can meet it (karpenter core scheduling/preferences.go, suite "should schedule to the preferred
+    node affinity" across NodePools)."""
+    arch = "kubernetes.io/arch"
+    amd = make_provisioner(
+        "amd", weight=50, requirements=[{"key": arch, "operator": "In", "values": ["amd64"]}]
+    )
+    both = make_provisioner(
+        "both", requirements=[{"key": arch, "operator": "In", "values": ["amd64", "arm64"]}]
+    )
+    preferred = [
+        {
+            "weight": 50,
+            "preference": {"matchExpressions": [{"key": arch, "operator": "In", "values": ["arm64"]}]},
+        },
+        {
+            "weight": 1,
+            "preference": {"matchExpressions": [{"key": arch, "operator": "In", "values": ["amd64"]}]},
+        },
+    ]
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    plan = solve(pods(3, affinity=affinity), [amd, both], catalog())
+    assert {n.provisioner for n in plan.nodes} == {"both"}
+    assert {t.arch for n in plan.nodes for t in n.options} == {"arm64"}
+    # No Provisioner meets it: relaxed, and the heavier Provisioner is used as before.
+    plan = solve(pods(3, affinity=affinity), [amd], catalog())
+    assert {n.provisioner for n in plan.nodes} == {"amd"} and not plan.unschedulable
