@@ -20,6 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from extender.api import labels as wk
+from extender.api.affinity import HostPort
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import ACCELERATOR_RESOURCES, PODS, Resources
@@ -102,6 +103,8 @@ class ProvisionerView:
     keys: frozenset[str]
     entries: list[Entry]
     excluded: list[str]
+    #: Host ports of the DaemonSet pods that may land on the view's nodes: kept free on new nodes.
+    daemon_ports: tuple[HostPort, ...] = ()
     #: (pod accelerator kinds, requested names) -> unlisted names; asked once per pod shape.
     _unlisted: dict[tuple[frozenset[str], frozenset[str]], tuple[str, ...]] = field(default_factory=dict)
 
@@ -116,6 +119,7 @@ class ProvisionerView:
         reqs, keys = provisioner_requirements(provisioner), defined_keys(provisioner)
         daemons = [d for d in daemonsets if d.tolerates(provisioner.taints) is None]
         entries, excluded = [], []
+        landed: dict[str, Pod] = {}
         for instance_type in instance_types:
             if provisioner.kubelet.max_pods:
                 instance_type = instance_type.with_max_pods(provisioner.kubelet.max_pods)
@@ -123,6 +127,7 @@ class ProvisionerView:
                 excluded.append(f"Excluding instance type {instance_type.name}: {reason}")
                 continue
             landing = [d for d in daemons if _daemon_fits_type(d, instance_type, reqs, keys)]
+            landed.update((d.key, d) for d in landing)
             overhead = Resources({"pods": len(landing)})
             for daemon in landing:
                 overhead = overhead + daemon.requests
@@ -134,7 +139,8 @@ class ProvisionerView:
                 )
                 continue
             entries.append(Entry(instance_type, vector(alloc, dims), len(landing)))
-        return cls(provisioner, reqs, keys, entries, excluded)
+        ports = tuple(port for daemon in landed.values() for port in daemon.host_ports)
+        return cls(provisioner, reqs, keys, entries, excluded, daemon_ports=ports)
 
     def unlisted(self, requests: Resources) -> tuple[str, ...]:
         """Requested resources that no instance type the pod may use lists, sorted.

@@ -31,7 +31,7 @@ from extender.scheduling.constraints import affinity_terms, pod_terms
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements, ValueSet
 from extender.scheduling.shape import PLACEMENT, Shapes
-from extender.scheduling.topology import NamespaceLabels, Term, affinity_term, spread_term
+from extender.scheduling.topology import AllOf, NamespaceLabels, Term, affinity_term, spread_term
 
 SPREAD, AFFINITY, ANTI = "spread", "affinity", "anti"
 #: Keep order for preferences: Karpenter relaxes preferred affinity first and ScheduleAnyway
@@ -87,14 +87,6 @@ def rules_of(pod: Pod, namespace_labels: NamespaceLabels | None, *, hostname: bo
         every = AllOf(tuple(t for r in required for t in _terms(r.term)))
         rules = [Rule(r.kind, r.key, every, True) if r in required else r for r in rules]
     return [r for r in rules if (r.key == wk.HOSTNAME) == hostname]
-
-
-@dataclass(frozen=True)
-class AllOf:
-    terms: tuple[Term, ...]
-
-    def selects(self, pod: Pod) -> bool:
-        return all(t.selects(pod) for t in self.terms)
 
 
 def _terms(counted: Term | AllOf) -> tuple[Term, ...]:

@@ -265,6 +265,10 @@ class Packer:
         if pod_class.ports:
             if any(p.conflicts(q) for p in pod_class.ports for q in node.ports):
                 return 0
+            # A new node also runs the DaemonSet pods that land on it, with their host ports.
+            daemons = node.view.daemon_ports if node.existing is None and node.view is not None else ()
+            if any(p.conflicts(q) for p in pod_class.ports for q in daemons):
+                return 0
             # Pods of one class ask for the same ports: one per node.
             cap = min(cap, 1)
         return max(cap, 0)

@@ -32,6 +32,17 @@ class Term:
         return selects(self.selector, pod.labels)
 
 
+@dataclass(frozen=True)
+class AllOf:
+    """Pods matching every one of the terms: kube-scheduler's required pod affinity counts a pod
+    for its terms only when it matches all of them (InterPodAffinity, podMatchesAllAffinityTerms)."""
+
+    terms: tuple[Term, ...]
+
+    def selects(self, pod: Pod) -> bool:
+        return all(t.selects(pod) for t in self.terms)
+
+
 def spread_term(pod: Pod, selector: LabelSelector | None) -> Term:
     return Term(selector, frozenset({pod.namespace}))
 
@@ -65,9 +76,9 @@ class Terms:
     """Interns hostname-level terms so the packer deals in small integers."""
 
     def __init__(self) -> None:
-        self.ids: dict[Term, int] = {}
+        self.ids: dict[Term | AllOf, int] = {}
 
-    def id(self, term: Term) -> int:
+    def id(self, term: Term | AllOf) -> int:
         return self.ids.setdefault(term, len(self.ids))
 
     def matching(self, pod: Pod) -> tuple[int, ...]:
@@ -120,8 +131,17 @@ class HostConstraints:
         )
         return cls(
             anti=hard_anti + prefs[0],
-            affinity=ids(pod.pod_affinity) + prefs[1],
+            affinity=_required_affinity(pod, terms, namespace_labels) + prefs[1],
             spread=spread,
             repels=hard_anti,
             soft=has_soft and soft,
         )
+
+
+def _required_affinity(pod: Pod, terms: Terms, namespace_labels: NamespaceLabels | None) -> tuple[int, ...]:
+    """The id of the pods a new node must already hold for the pod's required affinity on the
+    hostname: those matching every required term (each term on its own key is the domain planner's)."""
+    if not any(t.topology_key == HOSTNAME for t in pod.pod_affinity):
+        return ()
+    every = tuple(affinity_term(pod, t, namespace_labels) for t in pod.pod_affinity)
+    return (terms.id(every[0] if len(every) == 1 else AllOf(every)),)

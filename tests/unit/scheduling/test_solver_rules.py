@@ -187,6 +187,27 @@ def test_daemonsets_count_against_nodes():
     assert all(t.allocatable.cpu >= 6.5 for t in plan.nodes[0].options)
 
 
+def test_daemonset_host_ports_are_kept_free_on_new_nodes():
+    """Issue 24: kube-scheduler's NodePorts refuses a second pod on a node's host port, and a
+    DaemonSet pod will run on every new node it lands on; a pod asking for the same port never
+    shares a node with it (karpy planned it there, then one of the two stayed pending)."""
+    port = [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 9100}]}]
+    daemon = make_pod("exporter", cpu="100m", containers=port)
+    clash = make_pod("web", cpu="100m", containers=port)
+    plan = solve([clash], [make_provisioner()], catalog(), daemonsets=[daemon])
+    assert not plan.nodes and plan.unschedulable
+    other = make_pod(
+        "web", cpu="100m", containers=[{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
+    )
+    assert solve([other], [make_provisioner()], catalog(), daemonsets=[daemon]).nodes
+    # A DaemonSet that does not land on the Provisioner's nodes (an untolerated taint) keeps none.
+    tainted = make_provisioner(taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    tolerant = make_pod(
+        "web", cpu="100m", containers=port, tolerations=[{"key": "dedicated", "operator": "Exists"}]
+    )
+    assert solve([tolerant], [tainted], catalog(), daemonsets=[daemon]).nodes
+
+
 def test_kubelet_max_pods_override_caps_pods_per_node():
     prov = make_provisioner(kubeletConfiguration={"maxPods": 3})
     plan = solve(pods(7, cpu="100m"), [prov], catalog())
@@ -343,3 +364,42 @@ def test_the_heaviest_preference_chooses_between_provisioners():
     # No Provisioner meets it: relaxed, and the heavier Provisioner is used as before.
     plan = solve(pods(3, affinity=affinity), [amd], catalog())
     assert {n.provisioner for n in plan.nodes} == {"amd"} and not plan.unschedulable
+
+
+def test_required_hostname_affinity_with_several_terms_needs_one_pod_matching_them_all():
+    """Issue 24, kube-scheduler InterPodAffinity (podMatchesAllAffinityTerms): an existing pod counts
+    for a pod's required affinity terms only when it matches every one of them. A node holding one
+    pod per term satisfies none; karpy checked the terms one by one and packed the pod there."""
+
+    def term(key: str, value: str) -> dict:
+        return {"labelSelector": {"matchLabels": {key: value}}, "topologyKey": wk.HOSTNAME}
+
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term("app", "a"), term("tier", "db")]
+        }
+    }
+
+    def node(*labelled: dict[str, str]) -> ExistingNode:
+        running = tuple(make_pod(f"run-{i}", cpu="100m", labels=labels) for i, labels in enumerate(labelled))
+        return ExistingNode(
+            name="n1",
+            provisioner="default",
+            instance_type="m5.xlarge",
+            labels={wk.HOSTNAME: "n1", wk.ZONE: "us-west-2a"},
+            taints=(),
+            allocatable=Resources.parse({"cpu": "4", "memory": "16Gi", "pods": 110}),
+            requested=Resources.parse({"cpu": "200m"}),
+            pod_count=len(running),
+            pods=running,
+        )
+
+    follower = make_pod("follower", cpu="100m", affinity=affinity)
+    split = solve(
+        [follower], [make_provisioner()], catalog(), existing_nodes=[node({"app": "a"}, {"tier": "db"})]
+    )
+    assert not split.existing and not split.nodes and split.unschedulable
+    both = solve(
+        [follower], [make_provisioner()], catalog(), existing_nodes=[node({"app": "a", "tier": "db"})]
+    )
+    assert [p.key for p in both.existing["n1"]] == ["default/follower"]
