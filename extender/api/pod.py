@@ -115,6 +115,9 @@ class Pod:
     #: drained and evicted, never planned or bound; only identity, owners, phase, deletion,
     #: priority, annotations and tolerations are read.
     unreadable: str = ""
+    #: (CSI driver, distinct volumes) of the pod's claims, for the drivers' attach limits
+    #: (kube-scheduler NodeVolumeLimits); resolved with the claims by the edge.
+    csi_volumes: tuple[tuple[str, int], ...] = ()
 
     @property
     def key(self) -> str:

@@ -59,6 +59,29 @@ class Volumes:
                 waiting.append(claim)
         return waiting
 
+    def csi_volumes(self, pod: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+        """(CSI driver, distinct volumes) of the pod's claims, as kube-scheduler's NodeVolumeLimits
+        counts them: a bound claim by its PersistentVolume's CSI driver, an unbound one by its class's
+        provisioner. In-tree and non-CSI volumes (NFS, hostPath) count against no limit."""
+        counts: dict[str, int] = {}
+        seen: set[str] = set()
+        for claim, pvc, template in self._claims(pod):
+            if claim in seen:
+                continue
+            seen.add(claim)
+            if driver := self._driver(pvc, template):
+                counts[driver] = counts.get(driver, 0) + 1
+        return tuple(sorted(counts.items()))
+
+    def _driver(self, pvc: Mapping[str, Any] | None, template: Mapping[str, Any] | None) -> str | None:
+        spec = ((pvc.get("spec") or {}) if pvc is not None else template) or {}
+        if volume_name := spec.get("volumeName"):
+            pv = self.volumes.get(str(volume_name)) or {}
+            driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver")
+            return str(driver) if driver else None
+        provisioner = str((self._class(spec.get("storageClassName")) or {}).get("provisioner") or "")
+        return provisioner if provisioner and not provisioner.startswith("kubernetes.io/") else None
+
     def _claims(
         self, pod: Mapping[str, Any]
     ) -> Iterator[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]]:

@@ -61,6 +61,7 @@ def check(
         or _node_selection(pod, node, view.target, _node_affinity(pod, volumes=True))
         or _host_ports(pod, node)
         or _resources(pod, node)
+        or _volume_limits(pod, node)
         # nodeAffinityPolicy honours the pod's own node affinity, not its volumes' topology.
         or _topology_spread(pod, node, view, _node_affinity(pod, volumes=False))
         or _inter_pod_affinity(pod, node, view, namespaces)
@@ -379,4 +380,13 @@ def _existing_anti_affinity(
                     continue
                 if _term_selects(term, p.namespace, pod, namespaces):
                     return f"pod anti-affinity of pod {p.key} on {term.topology_key} excludes {value}"
+    return None
+
+
+def _volume_limits(pod: Pod, node: ExistingNode) -> str | None:
+    """kube-scheduler NodeVolumeLimits: the node's CSINode limit per driver, counting its pods' volumes."""
+    for driver, count in pod.csi_volumes:
+        room = node.volume_room(driver)
+        if count > room:
+            return f"node(s) exceed max volume count: {driver} has room for {max(room, 0)}, pod needs {count}"
     return None

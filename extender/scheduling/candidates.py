@@ -24,6 +24,7 @@ from extender.api.affinity import HostPort
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import ACCELERATOR_RESOURCES, PODS, Resources
+from extender.scheduling import attach
 from extender.scheduling.constraints import defined_keys, pod_terms, provisioner_requirements
 from extender.scheduling.instancetypes import InstanceType, Offering, OfferingKey
 from extender.scheduling.pricing import ESTIMATE
@@ -96,6 +97,16 @@ def _daemon_fits_type(
     return False
 
 
+def _with_volumes(alloc: Vector, instance_type: InstanceType, dims: Sequence[str]) -> Vector:
+    """The attach-limit dimensions of a new node: the type's known limit, else unlimited."""
+    result = list(alloc)
+    for i, dim in enumerate(dims):
+        if driver := attach.driver_of(dim):
+            limit = instance_type.volume_limit(driver)
+            result[i] = float(attach.UNLIMITED if limit is None else limit)
+    return tuple(result)
+
+
 @dataclass
 class ProvisionerView:
     provisioner: Provisioner
@@ -138,7 +149,9 @@ class ProvisionerView:
                     f" (provisioner {provisioner.name})"
                 )
                 continue
-            entries.append(Entry(instance_type, vector(alloc, dims), len(landing)))
+            entries.append(
+                Entry(instance_type, _with_volumes(vector(alloc, dims), instance_type, dims), len(landing))
+            )
         ports = tuple(port for daemon in landed.values() for port in daemon.host_ports)
         return cls(provisioner, reqs, keys, entries, excluded, daemon_ports=ports)
 

@@ -30,6 +30,7 @@ from extender.api.resources import (
     NVIDIA_GPU,
     Resources,
 )
+from extender.scheduling import attach
 from extender.scheduling.instancetypes import MIB, InstanceType, Offering, eni_max_pods
 from extender.scheduling.pricing import PriceBook, Shape
 
@@ -165,6 +166,7 @@ def build_catalog(
             gpus=gpus,
             extended=_extended(item),
             burstable=bool(item.get("BurstablePerformanceSupported")),
+            volume_limits=((attach.EBS_CSI_DRIVER, attach.ebs_limit(item)),),
         )
         if reason := instance_type.fits_overhead():
             if logger:

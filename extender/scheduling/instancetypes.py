@@ -125,6 +125,12 @@ class InstanceType:
     extended: Resources = field(default_factory=Resources)
     #: Bytes of the volume kubelet's nodefs lives on (ephemeral-storage capacity).
     root_volume: float = DEFAULT_ROOT_VOLUME
+    #: (CSI driver, volumes a new node of the type can attach) for the drivers whose limit is known
+    #: before the node runs (attach.py); others are unlimited until its CSINode says otherwise.
+    volume_limits: tuple[tuple[str, int], ...] = ()
+
+    def volume_limit(self, driver: str) -> int | None:
+        return next((count for name, count in self.volume_limits if name == driver), None)
 
     @classmethod
     def build(
@@ -141,6 +147,7 @@ class InstanceType:
         root_volume: float = DEFAULT_ROOT_VOLUME,
         os: str = "linux",
         burstable: bool = False,
+        volume_limits: tuple[tuple[str, int], ...] = (),
     ) -> InstanceType:
         """Derive capacity, overhead and allocatable from the raw figures."""
         gpus = gpus or Resources()
@@ -168,6 +175,7 @@ class InstanceType:
             allocatable=capacity - overhead,
             offerings=tuple(offerings),
             burstable=burstable,
+            volume_limits=volume_limits,
         )
 
     def with_max_pods(self, max_pods: int) -> InstanceType:
@@ -186,6 +194,7 @@ class InstanceType:
             root_volume=self.root_volume,
             os=self.os,
             burstable=self.burstable,
+            volume_limits=self.volume_limits,
         )
         return rebuilt
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from extender.api.affinity import HostPort
 from extender.api.pod import Pod
 from extender.api.resources import Resources
-from extender.scheduling import limits
+from extender.scheduling import attach, limits
 from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.plan import ExistingNode
@@ -221,11 +221,8 @@ class Packer:
         self.placed_by_term.update(counts)
         if not node.schedulable:
             return
-        free = tuple(
-            (node.allocatable.get(d) - node.pod_count) if d == "pods" else node.allocatable.get(d)
-            for d in dims
-        )
-        used = tuple(0.0 if d == "pods" else node.requested.get(d) for d in dims)
+        free = tuple(_existing_room(node, d) for d in dims)
+        used = tuple(0.0 if d == "pods" or attach.driver_of(d) else node.requested.get(d) for d in dims)
         self.existing.append(
             Node(
                 capacity=free,
@@ -639,6 +636,15 @@ class State:
     placed_by_term: Counter[int]
     headroom: limits.Headroom
     relaxed: list[str]
+
+
+def _existing_room(node: ExistingNode, dim: str) -> float:
+    """What the node offers in a dimension: pods and attachable volumes net of those in use."""
+    if dim == "pods":
+        return node.allocatable.get(dim) - node.pod_count
+    if driver := attach.driver_of(dim):
+        return float(node.volume_room(driver))
+    return node.allocatable.get(dim)
 
 
 def _cost(candidate: Candidate | None) -> float:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from extender.api.pod import Pod
 from extender.api.provisioner import Taint
 from extender.api.resources import Resources
+from extender.scheduling import attach
 from extender.scheduling.instancetypes import InstanceType
 
 MAX_LOGGED_OPTIONS = 10
@@ -46,6 +47,17 @@ class ExistingNode:
     #: Pods bound to the node (topology spread, inter-pod affinity and host ports count them).
     pods: tuple[Pod, ...] = ()
     schedulable: bool = True
+    #: (CSI driver, attach limit) from the node's CSINode; a driver not listed is unlimited.
+    volume_limits: tuple[tuple[str, int], ...] = ()
+    #: (CSI driver, volumes in use) by the node's pods.
+    volumes_in_use: tuple[tuple[str, int], ...] = ()
+
+    def volume_room(self, driver: str) -> int:
+        """Volumes of the driver the node can still attach."""
+        limit = next((n for d, n in self.volume_limits if d == driver), None)
+        if limit is None:
+            return attach.UNLIMITED
+        return limit - sum(n for d, n in self.volumes_in_use if d == driver)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.provisioner import Requirement
 from extender.api.resources import PODS, Resources
+from extender.scheduling import attach
 from extender.scheduling.candidates import (
     CandidateCache,
     CandidateSet,
@@ -55,7 +56,8 @@ class Resolver:
         self._every_memo: dict[tuple[int, str], tuple[CandidateSet, set[str]]] = {}
 
     def request(self, pod: Pod) -> Vector:
-        return vector(pod.requests + Resources({PODS: 1}), self.dims)
+        volumes = {attach.dimension(driver): count for driver, count in pod.csi_volumes}
+        return vector(pod.requests + Resources({PODS: 1, **volumes}), self.dims)
 
     def holds(self, view: ProvisionerView, reqs: Requirements, request: Vector, gpus: frozenset[str]) -> bool:
         return any(fits(request, c.entry.alloc) for c in self.cache.lookup(view, reqs, gpus).candidates)

@@ -32,6 +32,7 @@ class Shape:
     preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...]
     host_ports: tuple[HostPort, ...]
     volume_terms: RequiredTerms
+    csi_volumes: tuple[tuple[str, int], ...]
     #: Grouping -> key, so each key is built and hashed once per shape.
     _keys: dict[frozenset[str], ShapeKey] = field(default_factory=dict, repr=False, compare=False)
 
@@ -52,6 +53,7 @@ class Shape:
             preferred_pod_anti_affinity=pod.preferred_pod_anti_affinity,
             host_ports=pod.host_ports,
             volume_terms=pod.volume_terms,
+            csi_volumes=pod.csi_volumes,
         )
 
     def key(self, grouping: frozenset[str] = frozenset()) -> ShapeKey:
@@ -107,7 +109,8 @@ INTER_POD = _grouping(
 )
 NODE_AFFINITY = _grouping("node_selector", "required_terms")
 PREFERENCES = _grouping("preferred_terms")
-REQUESTS = _grouping("requests")
+#: What the pod takes of a node: resources, and attachments of its CSI volumes.
+REQUESTS = _grouping("requests", "csi_volumes")
 VOLUMES = _grouping("volume_terms")
 TOLERATIONS = _grouping("tolerations")
 

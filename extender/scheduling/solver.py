@@ -19,7 +19,7 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import limits, passes
+from extender.scheduling import attach, limits, passes
 from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
@@ -40,7 +40,8 @@ __all__ = ["SORT_KEYS", "ExistingNode", "Plan", "PlannedNode", "Unschedulable", 
 
 def _dims(pods: Sequence[Pod], daemonsets: Sequence[Pod]) -> tuple[str, ...]:
     extended = {name for pod in (*pods, *daemonsets) for name in pod.requests.names()} - {CPU, MEMORY, PODS}
-    return (CPU, MEMORY, PODS, *sorted(extended))
+    drivers = {driver for pod in pods for driver, _ in pod.csi_volumes}
+    return (CPU, MEMORY, PODS, *sorted(extended), *(attach.dimension(d) for d in sorted(drivers)))
 
 
 def _unmodelled(pod: Pod, namespaces: NamespaceLabels | None) -> str:

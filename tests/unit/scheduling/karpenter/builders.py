@@ -242,7 +242,10 @@ def pod(name: str | None = None, *, volumes: Volumes | None = None, **options: A
     node terms as the controller does (`Volumes.topology`); without, a pod with a claim is unmodelled.
     """
     manifest = pod_manifest(name, **options)
-    return Pod.from_manifest(manifest, volumes.topology(manifest) if volumes is not None else None)
+    if volumes is None:
+        return Pod.from_manifest(manifest)
+    parsed = Pod.from_manifest(manifest, volumes.topology(manifest))
+    return dataclasses.replace(parsed, csi_volumes=volumes.csi_volumes(manifest))
 
 
 def pods(count: int, **options: Any) -> list[Pod]:
@@ -380,6 +383,14 @@ def _uncertain_keys(node: PlannedNode) -> set[str]:
     return result
 
 
+def _volumes_in_use(pods: Iterable[Pod]) -> tuple[tuple[str, int], ...]:
+    counts: dict[str, int] = {}
+    for p in pods:
+        for driver, count in p.csi_volumes:
+            counts[driver] = counts.get(driver, 0) + count
+    return tuple(sorted(counts.items()))
+
+
 class Cluster:
     """The nodes (with their pods) that Karpenter's envtest would hold between provisioning rounds."""
 
@@ -447,6 +458,7 @@ class Cluster:
                         "pods": bound,
                         "requested": node.requested + _sum(p.requests for p in added),
                         "pod_count": node.pod_count + len(added),
+                        "volumes_in_use": _volumes_in_use(bound),
                     }
                 )
         for planned in plan.nodes:
@@ -464,6 +476,7 @@ class Cluster:
                     pod_count=len(planned.pods),
                     pods=tuple(planned.pods),
                     schedulable=True,
+                    volumes_in_use=_volumes_in_use(planned.pods),
                 )
             )
 
