@@ -68,13 +68,16 @@ class Candidate:
 
 def fit_count(request: Vector, free: Vector) -> int:
     """How many pods of `request` fit in `free` (a large number when the request is all zeros)."""
-    count = 1 << 30
+    # The packer's innermost call: plain comparisons rather than min()/int() per dimension.
+    count: float = 1 << 30
     for req, room in zip(request, free, strict=True):
         if req > 0:
-            count = min(count, int((room + 1e-9) // req))
+            fits = (room + 1e-9) // req
+            if fits < count:
+                count = fits
         elif room < -1e-9:
             return 0
-    return max(count, 0)
+    return int(count) if count > 0 else 0
 
 
 @dataclass(frozen=True, eq=False)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ class Node:
     charged: Resources = field(default_factory=Resources)
 
     def room(self, request: Vector) -> int:
-        return fit_count(request, tuple(c - u for c, u in zip(self.capacity, self.used, strict=True)))
+        return fit_count(request, tuple(map(operator.sub, self.capacity, self.used)))
 
     def add(self, pod_class: PodClass, count: int) -> None:
         self.used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))

@@ -149,12 +149,15 @@ GROUPINGS.update(
 
 
 class Shapes:
-    """Each pod's shape, built on first use and kept for the solve (pod keys are unique in it)."""
+    """Each pod's shape, built on first use and kept for the solve (pod keys are unique in it);
+    pods of one shape (replicas) share one value, so its keys are built once for them all."""
 
     def __init__(self) -> None:
         self._by_pod: dict[str, Shape] = {}
+        self._interned: dict[ShapeKey, Shape] = {}
 
     def __call__(self, pod: Pod) -> Shape:
         if (found := self._by_pod.get(pod.key)) is None:
-            found = self._by_pod[pod.key] = Shape.of(pod)
+            shape = Shape.of(pod)
+            found = self._by_pod[pod.key] = self._interned.setdefault(shape.key(), shape)
         return found
