@@ -877,14 +877,12 @@ class _Cluster:
             used[name] = dict(getattr(amount, "amounts", amount))
         for planned in plan.nodes:
             if planned.options:
-                _add(
-                    used[planned.provisioner],
-                    {n: planned.options[0].capacity.get(n) for n in ("cpu", "memory")},
-                )
+                _add(used[planned.provisioner], dict(planned.options[0].capacity.amounts))
         for name, provisioner in self.provisioners.items():
-            for resource in ("cpu", "memory"):
+            # Every resource the limits name, a limit of 0 included (Karpenter counts node capacity).
+            for resource in sorted(set(provisioner.limited) | set(provisioner.limits.names())):
                 limit = provisioner.limits.get(resource)
-                if limit > 0 and used[name].get(resource, 0.0) > limit + EPS:
+                if used[name].get(resource, 0.0) > limit + EPS:
                     self.out.append(
                         f"limits: provisioner {name} {resource} {used[name][resource]:g} > limit {limit:g}"
                         " (cheapest options of its planned nodes + usage)"
@@ -1093,6 +1091,10 @@ def _holding_type(
     return None
 
 
+def _resources(planned: Any) -> set[str]:
+    return {r for o in planned.options for r in o.capacity.amounts}
+
+
 def unjustified_unschedulable(
     new_pods: Sequence[Mapping[str, Any]],
     existing_nodes: Sequence[Any],
@@ -1115,7 +1117,7 @@ def unjustified_unschedulable(
         # Any option may be launched: charge the largest, so "room" is never overstated.
         _add(
             used[planned.provisioner],
-            {r: max((o.capacity.get(r) for o in planned.options), default=0.0) for r in ("cpu", "memory")},
+            {r: max((o.capacity.get(r) for o in planned.options), default=0.0) for r in _resources(planned)},
         )
     out = []
     for item in plan.unschedulable:
@@ -1131,10 +1133,9 @@ def unjustified_unschedulable(
         for provisioner in sorted(provisioners, key=lambda p: (-p.weight, p.name)):
             if wanted and provisioner.name != wanted:
                 continue
-            room = {}
-            for resource in ("cpu", "memory"):
-                limit = provisioner.limits.get(resource)
-                room[resource] = limit - used[provisioner.name].get(resource, 0.0) if limit > 0 else None
+            room: dict[str, float | None] = {}
+            for resource in set(provisioner.limited) | set(provisioner.limits.names()):
+                room[resource] = provisioner.limits.get(resource) - used[provisioner.name].get(resource, 0.0)
             found = _holding_type(pod, provisioner, catalog, cluster, room)
             if found:
                 out.append(

@@ -692,6 +692,10 @@ def _provisioners(rng: random.Random) -> list:
             spec["taints"] = [{"key": DEDICATED, "value": f"prov{i}", "effect": "NoSchedule"}]
         if rng.random() < 0.3:
             spec["limits"] = {"resources": {"cpu": rng.choice(["8", "16", "48"])}}
+        if rng.random() < 0.15:
+            # Issue 24: every resource a limit names is counted, pods and accelerators too.
+            limits = spec.setdefault("limits", {"resources": {}})["resources"]
+            limits[rng.choice(["pods", "nvidia.com/gpu", "memory"])] = rng.choice(["0", "40", "120"])
         result.append(make_provisioner(f"prov{i}", **spec))
     return result
 
