@@ -702,6 +702,18 @@ class _Cluster:
                         self.out.append(
                             f"host ports: {a.key} and {b.key} both use {pa[0]}/{pa[2]} on {node.name}"
                         )
+        if node.planned is None or not self.daemons:
+            return
+        # The DaemonSet pods that will run on a new node hold their host ports there too.
+        for what, _ in node.capacities:
+            for daemon in self._landing_daemons(node, what.removeprefix("option ")):
+                for pod in pods:
+                    for pa in pod.ports:
+                        if any(_ports_conflict(pa, pd) for pd in daemon.ports):
+                            self.out.append(
+                                f"host ports: {pod.key} and DaemonSet pod {daemon.key} both use"
+                                f" {pa[0]}/{pa[2]} on {node.name} {what}"
+                            )
 
     def _check_provisioner(self, node: CNode) -> None:
         provisioner = self.provisioners.get(node.planned.provisioner)

@@ -218,6 +218,23 @@ def test_host_port_conflicts_are_caught():
     caught(Case([a], cluster=[existing("e1", A, [running])], on_existing={"e1": [a]}), "host ports:")
 
 
+def test_a_daemonset_host_port_on_a_new_node_is_caught():
+    """Issue 24: the DaemonSet pods landing on a new node hold their host ports there."""
+    exporter = pod("exporter", ports=[{"containerPort": 80, "hostPort": 9100}])
+    exporter["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds", "controller": True}]
+    clash = pod("clash", ports=[{"containerPort": 80, "hostPort": 9100}])
+    case = Case([clash], [node([clash])])
+    args = (case.new, case.cluster, case.plan(), case.provisioners, catalog())
+    found = rulecheck.violations(*args, daemonsets=[exporter])
+    assert any(
+        line.startswith("host ports: default/clash and DaemonSet pod default/exporter") for line in found
+    )
+    other = pod("other", ports=[{"containerPort": 80, "hostPort": 8080}])
+    case = Case([other], [node([other])])
+    args = (case.new, case.cluster, case.plan(), case.provisioners, catalog())
+    assert rulecheck.violations(*args, daemonsets=[exporter]) == []
+
+
 def test_untolerated_provisioner_and_node_taints_are_caught():
     tainted = make_provisioner(taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
     plain = pod("p")
