@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from extender.cluster import leases
+from extender.lifecycle import metrics
 from extender.loops import run_forever
 from extender.retry import LoopBackoff
 from extender.settings import LeaderElectionSettings
@@ -156,7 +157,10 @@ class LeaderElector:
         period = self.settings.retry_period_seconds
 
         def one_round() -> float:
-            self.try_acquire_or_renew()
+            try:
+                self.try_acquire_or_renew()
+            finally:
+                self._lapse()
             return period
 
         # A failed round (API unreachable: is_leader() lapses after renew_deadline) is retried at
@@ -175,12 +179,24 @@ class LeaderElector:
         thread.start()
         return thread
 
-    def _set_leading(self, leading: bool) -> None:
+    def _lapse(self) -> None:
+        """Give leadership up once the Lease has not been renewed within renew_deadline (e.g. the
+        API server is unreachable): is_leader() already says so, and the gauge and log must too."""
+        with self._lock:
+            renewed = self._renewed_at
+            lapsed = self._leading and (
+                renewed is None or self._mono() - renewed >= self.settings.renew_deadline_seconds
+            )
+        if lapsed:
+            self._set_leading(False, why=f", not renewed within {self.settings.renew_deadline_seconds:g}s")
+
+    def _set_leading(self, leading: bool, why: str = "") -> None:
         with self._lock:
             changed = leading != self._leading
             self._leading = leading
             if not leading:
                 self._renewed_at = None
+        metrics.IS_LEADER.set(1 if leading else 0)
         if not changed:
             return
         s = self.settings
@@ -189,6 +205,6 @@ class LeaderElector:
             if self._on_started:
                 self._on_started()
         else:
-            log.info("Lost leader lease %s/%s", s.namespace, s.lease_name)
+            log.warning("Lost leader lease %s/%s%s", s.namespace, s.lease_name, why)
             if self._on_stopped:
                 self._on_stopped()
