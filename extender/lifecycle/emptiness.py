@@ -58,6 +58,11 @@ def decide(
 BUDGET_POLL_SECONDS = 2.0
 
 
+def _holds_room(ctx: Context, node: str) -> bool:
+    reservation = getattr(ctx.state, "reservation", None)
+    return bool(reservation is not None and reservation(node)[0])
+
+
 def reconcile(
     ctx: Context,
     node: Mapping[str, Any],
@@ -88,6 +93,11 @@ def reconcile(
         if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)):
             ctx.unmark(node_name)
             return 0.0
+        if _holds_room(ctx, node_name):
+            # Room held for a pod kube-scheduler binds (provisioning's nomination): not empty yet.
+            ctx.unmark(node_name)
+            ctx.log.debug("Empty node %s holds room for a pod kube-scheduler binds", node_name)
+            return BUDGET_POLL_SECONDS
         # The budget slot is taken last, so it is held only by a node that is really deleted.
         if admit is not None and not admit():
             ctx.unmark(node_name)

@@ -42,6 +42,7 @@ from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
 from extender.provisioning.gather import Gatherer
 from extender.provisioning.launch import Launcher
+from extender.provisioning.nominate import Nominations
 from extender.provisioning.offerings import UnavailableOfferings
 from extender.provisioning.parking import Parked
 from extender.provisioning.pipeline import Pipeline
@@ -91,6 +92,11 @@ class ProvisioningController:
         self.bound = bound if bound is not None else BoundPods()
         self.nodes = NodeIndex()
         reporter = Reporter(kube, self.pools, clock)
+        deadline = settings.scheduler_bind_deadline_seconds
+        self.nominations = Nominations(state=state, reporter=reporter, clock=clock, deadline_seconds=deadline)
+        # A pod bound (the index) or deleted (the pending watch) ends the room held for it.
+        self.bound.subscribe(self.nominations.bound)
+        self.watcher.on_gone = self.nominations.gone
         self.pipeline = Pipeline(
             gather=Gatherer(
                 kube=kube,
@@ -100,6 +106,7 @@ class ProvisioningController:
                 reporter=reporter,
                 bound=self.bound,
                 nodes=self.nodes,
+                nominations=self.nominations,
             ),
             launch=Launcher(
                 cloud=cloud, is_leader=is_leader, unavailable=self.unavailable, reporter=reporter, clock=clock
@@ -120,6 +127,7 @@ class ProvisioningController:
                 requeue=self._requeue,
                 park=self.parked.park,
                 assume=self.bound.assume,
+                nominations=self.nominations,
             ),
             report=reporter,
             unavailable=self.unavailable,
@@ -176,6 +184,7 @@ class ProvisioningController:
                 if leading:
                     self._on_started_leading()
             self._requeue(self.parked.take())
+            self.nominations.expire()
             batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
             if not batch:
                 continue
@@ -198,7 +207,8 @@ class ProvisioningController:
         """How long an empty window waits before the loop looks at leadership and parked pods again."""
         if not leading:
             return FOLLOWER_POLL_SECONDS
-        due = self.parked.next_in()
+        dues = (self.parked.next_in(), self.nominations.next_in())
+        due = min((t for t in dues if t is not None), default=None)
         return retry.PARKED.cap if due is None else min(max(due, FOLLOWER_POLL_SECONDS), retry.PARKED.cap)
 
     def _on_started_leading(self) -> None:
