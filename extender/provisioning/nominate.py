@@ -96,11 +96,9 @@ class Nominations:
         """End the holds whose deadline passed, with an Event on each pod; their pod keys."""
         expired = self.state.expire(self.clock())
         for hold in expired:
-            message = (
-                f"kube-scheduler did not bind the pod within {self.deadline_seconds:g}s, "
-                f"released the room reserved on node {hold.node}"
-            )
-            log.info("Released the room held on node %s for pod %s, %s", hold.node, hold.pod.key, message)
+            waited = f"kube-scheduler did not bind the pod within {self.deadline_seconds:g}s"
+            message = f"{waited}, released the room reserved on node {hold.node}"
+            log.info("Released the room held on node %s for pod %s, %s", hold.node, hold.pod.key, waited)
             self.reporter.pod_event(hold.pod, NOT_BOUND_REASON, message)
         return [hold.pod.key for hold in expired]
 
