@@ -29,6 +29,7 @@ from tests.integration.helpers import (
     provisioner,
     unique,
     wait_for,
+    wait_for_first_consumer_class,
 )
 
 pytestmark = pytest.mark.integration
@@ -318,19 +319,11 @@ def test_g_a_claim_bound_to_a_zonal_volume_gets_capacity_in_that_zone_and_a_wait
     in PreBind, which karpy's own bind would skip, so that pod gets a node (its room held there,
     a Nominated Event) and is left to kube-scheduler, which cannot place it here (karpy's
     not-ready taint stays: no lifecycle runs)."""
-    from kubernetes import client
 
     name = unique("volumes")
     provisioner(karpy.kube, name, [])
-    storage = client.StorageV1Api(karpy.kube)
     wffc = f"{name}-wffc"
-    storage.create_storage_class(
-        {
-            "metadata": {"name": wffc},
-            "provisioner": "example.com/none",
-            "volumeBindingMode": "WaitForFirstConsumer",
-        }
-    )
+    storage = wait_for_first_consumer_class(karpy.kube, wffc, "example.com/none")
     pv = f"{name}-pv"
     core_v1.create_persistent_volume(
         {

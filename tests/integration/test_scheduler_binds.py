@@ -19,7 +19,16 @@ import pytest
 
 from extender.api import labels as wk
 from extender.api.resources import Resources
-from tests.integration.helpers import Karpy, create_pods, pod_manifest, pods_of, provisioner, unique, wait_for
+from tests.integration.helpers import (
+    Karpy,
+    create_pods,
+    pod_manifest,
+    pods_of,
+    provisioner,
+    unique,
+    wait_for,
+    wait_for_first_consumer_class,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -84,19 +93,10 @@ def test_a_statefulset_on_static_wait_for_first_consumer_volumes_runs_in_their_z
     """3 replicas, volumeClaimTemplates on a WaitForFirstConsumer class of statically provisioned
     volumes (kubernetes.io/no-provisioner), 3 PVs with node affinity to zone c: karpy launches in
     zone c, kube-scheduler's VolumeBinding binds each claim to a PV, every pod Runs there."""
-    from kubernetes import client
-
     name = unique("sts")
     provisioner(karpy.kube, name, [])
-    storage = client.StorageV1Api(karpy.kube)
     local = f"{name}-local"
-    storage.create_storage_class(
-        {
-            "metadata": {"name": local},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "WaitForFirstConsumer",
-        }
-    )
+    storage = wait_for_first_consumer_class(karpy.kube, local, "kubernetes.io/no-provisioner")
     zone_c = {"matchExpressions": [{"key": wk.ZONE, "operator": "In", "values": [ZONE_C]}]}
     volumes = [f"{name}-pv-{i}" for i in range(3)]
     for pv in volumes:
