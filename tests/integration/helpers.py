@@ -76,8 +76,9 @@ def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec
     )
 
 
-def wait_for_first_consumer_class(kube: Any, name: str, provisioner_name: str) -> Any:
-    """Create a StorageClass binding WaitForFirstConsumer; the StorageV1Api that made it."""
+def wait_for_first_consumer_class(kube: Any, name: str, provisioner_name: str, **fields: Any) -> Any:
+    """Create a StorageClass binding WaitForFirstConsumer (plus `fields`, e.g. allowedTopologies);
+    the StorageV1Api that made it."""
     from kubernetes import client
 
     storage = client.StorageV1Api(kube)
@@ -86,6 +87,7 @@ def wait_for_first_consumer_class(kube: Any, name: str, provisioner_name: str) -
             "metadata": {"name": name},
             "provisioner": provisioner_name,
             "volumeBindingMode": "WaitForFirstConsumer",
+            **fields,
         }
     )
     return storage

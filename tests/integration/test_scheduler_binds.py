@@ -11,6 +11,7 @@ worker would: only then may kube-scheduler place pods on them.
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from extender.api import labels as wk
 from extender.api.resources import Resources
+from hack.localcluster import build
 from tests.integration.helpers import (
     Karpy,
     create_pods,
@@ -32,7 +34,7 @@ from tests.integration.helpers import (
 
 pytestmark = pytest.mark.integration
 
-ZONE_C = "us-west-2c"
+ZONE_B, ZONE_C = "us-west-2b", "us-west-2c"
 #: Launch (CreateFleet on moto), Node create, kwok's Ready, then kube-scheduler's retry and bind.
 BIND_SECONDS = 90
 
@@ -87,6 +89,61 @@ def running(core: Any, namespace: str, count: int) -> Callable[[], list[Any]]:
     return check
 
 
+def statefulset(apps: Any, namespace: str, provisioner_name: str, storage_class: str) -> None:
+    """StatefulSet `db`: 3 replicas (OrderedReady) of the Provisioner, each with claim data-db-<i>
+    of `storage_class` from its volumeClaimTemplates."""
+    template = pod_manifest("db", "250m", selector={wk.PROVISIONER_NAME: provisioner_name})
+    template["metadata"]["labels"] = {"app": "db"}
+    template["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    apps.create_namespaced_stateful_set(
+        namespace,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 3,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": template["metadata"], "spec": template["spec"]},
+                "volumeClaimTemplates": [
+                    {
+                        "metadata": {"name": "data"},
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "storageClassName": storage_class,
+                            "resources": {"requests": {"storage": "1Gi"}},
+                        },
+                    }
+                ],
+            },
+        },
+    )
+
+
+def claims_of(core: Any, namespace: str) -> list[Any]:
+    return core.list_namespaced_persistent_volume_claim(namespace).items
+
+
+def replicas_run_in(core: Any, namespace: str, zone: str) -> list[Any]:
+    """Wait for the 3 replicas to Run; each on a node of `zone`, each claim Bound. The pods."""
+    # OrderedReady: the replicas start one after another, each after the previous Runs.
+    pods = wait_for(running(core, namespace, 3), 3 * BIND_SECONDS, "3 replicas Running")
+    assert {core.read_node(p.spec.node_name).metadata.labels[wk.ZONE] for p in pods} == {zone}
+    claims = claims_of(core, namespace)
+    assert sorted(c.metadata.name for c in claims) == [f"data-db-{i}" for i in range(3)]
+    assert all(c.status.phase == "Bound" for c in claims)
+    return pods
+
+
+def nominated_with_a_launch(core: Any, namespace: str, pods: list[Any]) -> Any:
+    """The first replica found no node: karpy launched one and left the bind to kube-scheduler."""
+    nominated = event(core, namespace, "db-0", "Nominated", timeout=5)
+    assert "kube-scheduler binds it" in nominated.message and "WaitForFirstConsumer" in nominated.message
+    assert any(f"node {p.spec.node_name}, launched for it" in nominated.message for p in pods)
+    return nominated
+
+
 def test_a_statefulset_on_static_wait_for_first_consumer_volumes_runs_in_their_zone(
     karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, ready_nodes: None
 ) -> None:
@@ -112,52 +169,72 @@ def test_a_statefulset_on_static_wait_for_first_consumer_volumes_runs_in_their_z
                 },
             }
         )
-    template = pod_manifest("db", "250m", selector={wk.PROVISIONER_NAME: name})
-    template["metadata"]["labels"] = {"app": "db"}
-    template["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
-    apps_v1.create_namespaced_stateful_set(
-        namespace,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "StatefulSet",
-            "metadata": {"name": "db"},
-            "spec": {
-                "replicas": 3,
-                "serviceName": "db",
-                "selector": {"matchLabels": {"app": "db"}},
-                "template": {"metadata": template["metadata"], "spec": template["spec"]},
-                "volumeClaimTemplates": [
-                    {
-                        "metadata": {"name": "data"},
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "storageClassName": local,
-                            "resources": {"requests": {"storage": "1Gi"}},
-                        },
-                    }
-                ],
-            },
-        },
-    )
     try:
-        # OrderedReady: the replicas start one after another, each after the previous Runs.
-        pods = wait_for(running(core_v1, namespace, 3), 3 * BIND_SECONDS, "3 replicas Running")
-        zones = {core_v1.read_node(p.spec.node_name).metadata.labels[wk.ZONE] for p in pods}
-        assert zones == {ZONE_C}
-        claims = core_v1.list_namespaced_persistent_volume_claim(namespace).items
-        assert sorted(c.metadata.name for c in claims) == [f"data-db-{i}" for i in range(3)]
-        assert all(c.status.phase == "Bound" for c in claims)
-        assert sorted(c.spec.volume_name for c in claims) == volumes
-        # The first replica found no node: karpy launched one and left the bind to kube-scheduler.
-        nominated = event(core_v1, namespace, "db-0", "Nominated", timeout=5)
-        assert "kube-scheduler binds it" in nominated.message and "WaitForFirstConsumer" in nominated.message
-        assert any(f"node {p.spec.node_name}, launched for it" in nominated.message for p in pods)
+        statefulset(apps_v1, namespace, name, local)
+        pods = replicas_run_in(core_v1, namespace, ZONE_C)
+        assert sorted(c.spec.volume_name for c in claims_of(core_v1, namespace)) == volumes
+        nominated_with_a_launch(core_v1, namespace, pods)
         assert not any(karpy.state.held(f"{namespace}/{p.metadata.name}") for p in pods)
     finally:
         apps_v1.delete_namespaced_stateful_set("db", namespace)
         for pv in volumes:
             core_v1.delete_persistent_volume(pv)
         storage.delete_storage_class(local)
+
+
+@pytest.fixture
+def zonal_provisioner(cluster: Any) -> Iterator[str]:
+    """karpy-provisioner (hack/localcluster/gobuild/provisioner, on sig-storage-lib-external-provisioner)
+    running against the cluster: it provisions each claim of its WaitForFirstConsumer classes as a
+    volume pinned to the zone of the node kube-scheduler selected. Its name is yielded."""
+    build.ensure(["provisioner"])
+    name = f"karpy.sh/{unique('zonal')}"
+    with open(cluster.run_dir / f"{name.replace('/', '-')}.log", "w") as log:
+        proc = subprocess.Popen(
+            [str(build.binary("karpy-provisioner")), f"--kubeconfig={cluster.kubeconfig}", f"--name={name}"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield name
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def test_a_statefulset_on_a_dynamically_provisioned_zonal_class_runs_in_its_allowed_zone(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, ready_nodes: None, zonal_provisioner: str
+) -> None:
+    """3 replicas, volumeClaimTemplates on a WaitForFirstConsumer class whose allowedTopologies
+    name zone b, served by a real dynamic provisioner: karpy launches in zone b (the class's
+    topology), kube-scheduler selects the node, the provisioner creates each volume in that
+    node's zone, the PV controller binds the claims, kube-scheduler binds the pods."""
+    name = unique("dyn")
+    provisioner(karpy.kube, name, [])
+    zonal = f"{name}-zonal"
+    storage = wait_for_first_consumer_class(
+        karpy.kube,
+        zonal,
+        zonal_provisioner,
+        allowedTopologies=[{"matchLabelExpressions": [{"key": wk.ZONE, "values": [ZONE_B]}]}],
+    )
+    try:
+        statefulset(apps_v1, namespace, name, zonal)
+        pods = replicas_run_in(core_v1, namespace, ZONE_B)
+        for claim in claims_of(core_v1, namespace):
+            pv = core_v1.read_persistent_volume(claim.spec.volume_name)
+            (term,) = pv.spec.node_affinity.required.node_selector_terms
+            assert [(e.key, e.values) for e in term.match_expressions] == [(wk.ZONE, [ZONE_B])]
+            annotations = claim.metadata.annotations or {}
+            assert annotations.get("volume.kubernetes.io/selected-node") in {p.spec.node_name for p in pods}
+        nominated_with_a_launch(core_v1, namespace, pods)
+    finally:
+        apps_v1.delete_namespaced_stateful_set("db", namespace)
+        storage.delete_storage_class(zonal)
 
 
 def test_c_match_fields_not_in_gets_a_node_kube_scheduler_binds_and_in_gets_an_event(
