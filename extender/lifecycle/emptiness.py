@@ -56,6 +56,9 @@ def decide(
 
 #: How often a due empty node waiting for a slot of its disruption budget is looked at again.
 BUDGET_POLL_SECONDS = 2.0
+#: How often a due empty node holding room for a pod kube-scheduler binds is looked at again
+#: (a hold ends with the bind, the pod's deletion, or its deadline).
+HOLD_POLL_SECONDS = 10.0
 
 
 def _holds_room(ctx: Context, node: str) -> bool:
@@ -88,16 +91,16 @@ def reconcile(
         ctx.log.info("Removed emptiness TTL from node %s", node_name)
     elif decision.action is Action.TERMINATE:
         # Keep kube-scheduler off the node before the delete lands (the extender guard reads the
-        # mark), then look again: a pod bound between our read and the mark wins over the TTL.
-        ctx.mark(node_name, "empty")
-        if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)):
-            ctx.unmark(node_name)
-            return 0.0
+        # mark), then look again: a pod bound (or room held) between our read and the mark wins
+        # over the TTL.
         if _holds_room(ctx, node_name):
             # Room held for a pod kube-scheduler binds (provisioning's nomination): not empty yet.
-            ctx.unmark(node_name)
             ctx.log.debug("Empty node %s holds room for a pod kube-scheduler binds", node_name)
-            return BUDGET_POLL_SECONDS
+            return HOLD_POLL_SECONDS
+        ctx.mark(node_name, "empty")
+        if objects.workload_pods(nodepatch.pods_on_node(ctx.kube, node_name)) or _holds_room(ctx, node_name):
+            ctx.unmark(node_name)
+            return 0.0
         # The budget slot is taken last, so it is held only by a node that is really deleted.
         if admit is not None and not admit():
             ctx.unmark(node_name)

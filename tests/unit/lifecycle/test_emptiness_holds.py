@@ -34,7 +34,7 @@ def test_a_due_empty_node_holding_room_is_kept_until_the_hold_ends(monkeypatch: 
     )
     ctx.clock = lambda: T0 + timedelta(seconds=60)
     due = node(annotations={labels.EMPTINESS_TIMESTAMP_ANNOTATION: stamp(T0)})
-    assert emptiness.reconcile(ctx, due, [], 30) == emptiness.BUDGET_POLL_SECONDS
+    assert emptiness.reconcile(ctx, due, [], 30) == emptiness.HOLD_POLL_SECONDS
     assert deleted == [] and state.marked() == {}
     state.expire(100.0)
     emptiness.reconcile(ctx, due, [], 30)
