@@ -82,7 +82,9 @@ class Binder:
     ) -> int:
         """Re-check and bind `pods` to `node`; how many were bound. Pods kube-scheduler binds get
         their room held there instead."""
-        self.nominations.nominate(node, [p for p in pods if p.deferred], launched=bool(provisioner))
+        deferred = [p for p in pods if p.deferred]
+        self.nominations.nominate(node, deferred, launched=bool(provisioner))
+        report.count("nominated", len(deferred))
         pods = [p for p in pods if not p.deferred]
         if not pods:
             return 0

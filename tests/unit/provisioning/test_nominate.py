@@ -15,7 +15,7 @@ from extender.cluster import inventory
 from extender.cluster.inventory import Bound, NodePods
 from extender.http.guard import filter_nodes
 from extender.provisioning.controller import ProvisioningController
-from extender.settings import Settings
+from extender.settings import Settings, from_env
 from extender.state import ClusterState, NodeInfo
 from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, Clock, FakeCluster, pod
 from tests.unit.scheduling.builders import catalog
@@ -63,6 +63,13 @@ def test_a_deferred_pod_gets_a_node_its_room_held_there_and_no_bind(world) -> No
         )
     ]
     assert controller.state.reservation(hold.node) == (1, Resources.of(cpu=1, memory=2**30))
+    assert (controller.reports[-1].nominated, controller.reports[-1].bound) == (1, 1)
+
+
+def test_the_deadline_is_a_setting() -> None:
+    env = {"KARPY_SCHEDULER_BIND_DEADLINE_SECONDS": "42"}
+    assert from_env(env).scheduler_bind_deadline_seconds == 42.0
+    assert Settings().scheduler_bind_deadline_seconds == 300.0
 
 
 def test_a_held_pod_is_not_launched_for_again_and_the_next_batch_plans_around_its_room(world) -> None:
