@@ -88,10 +88,20 @@ def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[st
     return result
 
 
-def prioritize(state: ClusterState, names: Sequence[str]) -> list[dict[str, Any]]:
-    """HostPriorityList: 10 for nodes karpy keeps, 0 for nodes it plans to remove."""
+def prioritize(
+    state: ClusterState, names: Sequence[str], pod: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """HostPriorityList: 10 for nodes karpy keeps, 0 for nodes it plans to remove; a pod whose
+    room karpy holds on a node scores the other nodes 5, so the node launched for it is preferred."""
     marked = state.marked()
-    return [{"Host": name, "Score": 0 if name in marked else MAX_SCORE} for name in names]
+    hold = state.held(objects.pod_key(pod)) if isinstance(pod, Mapping) else None
+
+    def score(name: str) -> int:
+        if name in marked:
+            return 0
+        return MAX_SCORE if hold is None or name == hold.node else MAX_SCORE // 2
+
+    return [{"Host": name, "Score": score(name)} for name in names]
 
 
 class BadArgs(ValueError):

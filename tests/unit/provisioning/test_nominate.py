@@ -13,7 +13,7 @@ from extender.api.resources import Resources
 from extender.cloud.fake import FakeCloudProvider
 from extender.cluster import inventory
 from extender.cluster.inventory import Bound, NodePods
-from extender.http.guard import filter_nodes
+from extender.http.guard import filter_nodes, prioritize
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings, from_env
 from extender.state import ClusterState, NodeInfo
@@ -186,6 +186,15 @@ def test_the_guard_lets_the_held_pod_onto_a_node_it_does_not_know_yet() -> None:
     state.hold("new", [Pod(namespace="ns", name="held", requests=Resources.of(cpu=3))], until=100.0)
     assert filter_nodes(state, manifest("held", "3"), ["new"]).node_names == ["new"]
     assert filter_nodes(state, manifest("other", "1"), ["new"]).node_names == []
+
+
+def test_prioritize_prefers_the_node_holding_the_pods_room() -> None:
+    state = guarded_state()
+    state.mark_for_removal("n3", "empty")
+    scores = {s["Host"]: s["Score"] for s in prioritize(state, ["n1", "n2", "n3"], manifest("held", "3"))}
+    assert scores == {"n1": 10, "n2": 5, "n3": 0}
+    others = {s["Host"]: s["Score"] for s in prioritize(state, ["n1", "n2", "n3"], manifest("other", "1"))}
+    assert others == {"n1": 10, "n2": 10, "n3": 0}
 
 
 # --- ClusterState holds ----------------------------------------------------------------------------
