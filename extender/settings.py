@@ -113,6 +113,9 @@ class Settings:
     kubeconfig: str = ""
     namespace: str = "karpy"
     log_level: str = "INFO"
+    #: How long the room of a pod kube-scheduler binds (claims bound on the chosen node, rules
+    #: karpy does not evaluate) stays held on the node planned for it; then an Event, and released.
+    scheduler_bind_deadline_seconds: float = 300.0
     aws: AWSSettings = field(default_factory=AWSSettings)
     batching: BatchingSettings = field(default_factory=BatchingSettings)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)

@@ -1,16 +1,18 @@
 """ClusterState: what the extender's guard and prioritize read, shared in-process and thread-safe.
 
 Lifecycle writes removal marks; provisioning writes claims (pods it is placing), reservations
-(capacity promised to pods it is binding) and the node cache it rebuilds every batch. Every read
-is a dict lookup: /filter runs in kube-scheduler's serialized scheduling loop.
+(capacity promised to pods it is binding, and holds: room kept on a node launched for a pod
+kube-scheduler binds, until it does or a deadline passes) and the node cache it rebuilds every
+batch. Every read is a dict lookup: /filter runs in kube-scheduler's serialized scheduling loop.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from extender.api.pod import Pod
 from extender.api.resources import Resources
 
 
@@ -28,6 +30,16 @@ class NodeInfo:
     ready: bool = False
 
 
+@dataclass(frozen=True)
+class Hold:
+    """Room reserved on `node` for `pod`, which kube-scheduler binds (`Pod.deferred`), until the
+    clock reads `until`."""
+
+    node: str
+    pod: Pod
+    until: float
+
+
 class ClusterState:
     """Owner: the `karpy controller` process (one per process, handed to every worker). `_lock`
     guards the node cache, marks, reservations and claims; `_ready` is an Event of its own."""
@@ -36,7 +48,10 @@ class ClusterState:
         self._lock = threading.Lock()
         self._nodes: dict[str, NodeInfo] = {}
         self._marks: dict[str, str] = {}
+        #: node -> pod key -> requests: binds in flight and holds.
         self._reserved: dict[str, dict[str, Resources]] = {}
+        #: pod key -> its hold (its requests are in `_reserved` too).
+        self._holds: dict[str, Hold] = {}
         self._claims: dict[str, int] = {}
         self._ready = threading.Event()
 
@@ -83,21 +98,25 @@ class ClusterState:
 
     def release(self, node: str, pod_keys: Iterable[str]) -> None:
         with self._lock:
-            held = self._reserved.get(node)
-            if held is None:
-                return
-            for key in pod_keys:
-                held.pop(key, None)
-            if not held:
-                del self._reserved[node]
+            self._release(node, pod_keys)
 
-    def reservation(self, node: str) -> tuple[int, Resources]:
-        """(pod count, summed requests) reserved on the node; (0, empty) when none."""
+    def _release(self, node: str, pod_keys: Iterable[str]) -> None:
+        held = self._reserved.get(node)
+        if held is None:
+            return
+        for key in pod_keys:
+            held.pop(key, None)
+        if not held:
+            del self._reserved[node]
+
+    def reservation(self, node: str, excluding: str = "") -> tuple[int, Resources]:
+        """(pod count, summed requests) reserved on the node, less the pod `excluding`'s own
+        room; (0, empty) when none."""
         held = self._reserved.get(node)
         if not held:
             return 0, Resources()
         with self._lock:
-            values = list(held.values())
+            values = [value for key, value in held.items() if key != excluding]
         total = Resources()
         for value in values:
             total = total + value
@@ -107,6 +126,48 @@ class ClusterState:
         """Nodes holding reservations now (a snapshot; usually empty, so the guard's loop is cheap)."""
         with self._lock:
             return frozenset(self._reserved)
+
+    # -- holds (provisioning): room for pods kube-scheduler binds ------------------------------------
+
+    def hold(self, node: str, pods: Sequence[Pod], until: float) -> None:
+        """Reserve `node`'s room for `pods` until `until` (a pod held elsewhere moves here)."""
+        with self._lock:
+            for pod in pods:
+                previous = self._holds.get(pod.key)
+                if previous is not None:
+                    self._release(previous.node, [pod.key])
+                self._reserved.setdefault(node, {})[pod.key] = pod.requests
+                self._holds[pod.key] = Hold(node, pod, until)
+
+    def held(self, pod_key: str) -> Hold | None:
+        return self._holds.get(pod_key)
+
+    def holds(self) -> list[Hold]:
+        with self._lock:
+            return list(self._holds.values())
+
+    def unhold(self, pod_key: str) -> Hold | None:
+        """Release the pod's hold; the hold, or None when it had none."""
+        if pod_key not in self._holds:
+            return None
+        with self._lock:
+            hold = self._holds.pop(pod_key, None)
+            if hold is not None:
+                self._release(hold.node, [pod_key])
+        return hold
+
+    def expire(self, now: float) -> list[Hold]:
+        """Release and return the holds whose deadline has passed."""
+        with self._lock:
+            due = [hold for hold in self._holds.values() if hold.until <= now]
+            for hold in due:
+                del self._holds[hold.pod.key]
+                self._release(hold.node, [hold.pod.key])
+        return due
+
+    def next_expiry(self) -> float | None:
+        with self._lock:
+            return min((hold.until for hold in self._holds.values()), default=None)
 
     # -- claims (provisioning) -------------------------------------------------------------------
 

@@ -154,18 +154,31 @@ def node_pods(manifests: Sequence[Mapping[str, Any]]) -> NodePods:
     return NodePods(pods, len(live), pod_requests(pods))
 
 
+def with_held(pods: NodePods, held: Sequence[Pod], bound: frozenset[str]) -> NodePods:
+    """A node's pods plus those whose room is held on it for kube-scheduler to bind (not bound
+    yet): the solver plans around that room and counts those pods' labels."""
+    extra = [p for p in held if p.key not in bound]
+    if not extra:
+        return pods
+    return NodePods((*pods.pods, *extra), pods.count + len(extra), pods.requested + pod_requests(extra))
+
+
 def build(
     nodes: Iterable[Node],
     bound: Bound,
     marked: Mapping[str, str],
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    held: Mapping[str, Sequence[Pod]] | None = None,
 ) -> Inventory:
     """`nodes`: every Node of the cluster; `bound`: the pods bound to them (pods of nodes not
-    among `nodes` are left out)."""
+    among `nodes` are left out); `held`: node -> pods whose room is held there (ClusterState's
+    holds). The guard's NodeInfo counts bound pods only: it subtracts reservations itself."""
     nodes = list(nodes)
     result = Inventory(usage=usage(nodes), assigned=bound.keys, namespaces=namespaces)
     for node in nodes:
-        solver_node = existing_node(node, bound.on(node.name), schedulable=takes_pods(node, marked))
+        on_node = bound.on(node.name)
+        planned = with_held(on_node, (held or {}).get(node.name, ()), bound.keys)
+        solver_node = existing_node(node, planned, schedulable=takes_pods(node, marked))
         result.existing.append(solver_node)
         if node.is_karpy:
             result.nodes.append(
@@ -174,7 +187,7 @@ def build(
                     provisioner=solver_node.provisioner,
                     labels=solver_node.labels,
                     allocatable=solver_node.allocatable,
-                    requested=solver_node.requested,
+                    requested=on_node.requested,
                     ready=node.ready,
                 )
             )

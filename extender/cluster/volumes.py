@@ -1,13 +1,22 @@
 """Volume topology: which nodes a pod's persistent volumes allow, as kube-scheduler's VolumeBinding
-and VolumeZone plugins see it (Karpenter 0.5 resolved it the same way, `volumetopology.go`).
+and VolumeZone plugins see it (Karpenter resolves it the same way, `volumetopology.go`), and which
+claims only kube-scheduler can bind.
 
-- A bound claim: its PersistentVolume's `spec.nodeAffinity.required.nodeSelectorTerms`.
+- A bound claim: its PersistentVolume's `spec.nodeAffinity.required.nodeSelectorTerms`. Nothing is
+  left to bind, so karpy binds the pod itself.
 - An unbound claim whose StorageClass binds `WaitForFirstConsumer`: the class's `allowedTopologies`
-  (none = anywhere); the volume is then created where the pod lands.
-- An unbound claim with `Immediate` binding, a missing claim or class, a claim or volume being
-  deleted, a Lost claim, or a claim naming its volume before the bind is marked complete
-  (`pv.kubernetes.io/bind-completed`): unresolved. The pod stays unmodelled (reported with an Event, never
-  bound) until that settles.
+  (none = anywhere); with `kubernetes.io/no-provisioner` (statically provisioned volumes) the ORed
+  node affinity of the PersistentVolumes it could bind to (VolumeBinding's findMatchingVolumes),
+  none = unresolved. kube-scheduler's VolumeBinding PreBind binds or provisions the volume on the
+  chosen node and sets `volume.kubernetes.io/selected-node`; karpy's Binding would skip that, so
+  the claim is *deferred*: karpy plans a node and leaves the bind to kube-scheduler.
+- An unbound claim whose class binds `Immediate`: the class's `allowedTopologies`, deferred too
+  (kube-scheduler binds the pod once the PV controller has bound the claim).
+- A generic ephemeral volume whose claim does not exist yet: its template, as above.
+- A missing claim or class, an unbound claim without a class, a claim or volume being deleted, a
+  Lost claim, or a claim naming its volume before the bind is marked complete
+  (`pv.kubernetes.io/bind-completed`): unresolved. The pod cannot schedule yet and stays
+  unmodelled (reported with an Event, never planned) until that settles.
 
 `load` lists claims, volumes and classes once per batch, only when a pod has claims.
 """
@@ -21,15 +30,46 @@ from typing import Any
 from kubernetes import client
 
 from extender.api import labels as wk
+from extender.api.affinity import LabelSelector
 from extender.api.pod import RequiredTerms, VolumeTopology
 from extender.api.provisioner import Requirement
+from extender.api.quantity import QuantityError, parse_quantity
 from extender.cluster.watch import list_objects
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+#: StorageClass provisioner of statically provisioned volumes: nothing creates a volume, the claim
+#: binds to an existing one.
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 #: CSI drivers' zone keys: labels their node plugin adds once the node runs, the zone all the same.
 CSI_ZONE_KEYS = frozenset({"topology.ebs.csi.aws.com/zone"})
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a pod's claims need: node terms per resolved claim, the claims only kube-scheduler can
+    bind, and why the others cannot be placed yet (each "spec.volumes[i]: claim X ...")."""
+
+    topology: VolumeTopology = field(default_factory=dict)
+    deferred: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """One volume of a pod: its claim name, namespace, and the claim's spec (the PVC's, or the
+    ephemeral volume's template until its PVC exists)."""
+
+    index: int
+    name: str
+    namespace: str
+    pvc: Mapping[str, Any] | None
+    template: Mapping[str, Any] | None
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        return ((self.pvc.get("spec") or {}) if self.pvc is not None else self.template) or {}
 
 
 @dataclass
@@ -41,23 +81,22 @@ class Volumes:
 
     def topology(self, pod: Mapping[str, Any]) -> VolumeTopology:
         """Claim name -> ORed node terms, for the claims of `pod` that can be resolved."""
-        result: dict[str, RequiredTerms] = {}
-        for claim, pvc, template in self._claims(pod):
-            terms = self._claim(pvc, template)
-            if terms is not None:
-                result[claim] = terms
-        return result
+        return self.resolve(pod).topology
 
-    def awaiting_provisioning(self, pod: Mapping[str, Any]) -> list[str]:
-        """Claims of `pod` a WaitForFirstConsumer class has yet to provision. kube-scheduler's
-        VolumeBinding PreBind names the chosen node on such a claim and waits for its volume before
-        binding; karpy's bind would skip that, so these pods are reported, not bound."""
-        waiting = []
-        for claim, pvc, template in self._claims(pod):
-            spec = ((pvc.get("spec") or {}) if pvc is not None else template) or {}
-            if not spec.get("volumeName") and self._delayed(spec.get("storageClassName")):
-                waiting.append(claim)
-        return waiting
+    def resolve(self, pod: Mapping[str, Any]) -> Resolution:
+        topology: dict[str, RequiredTerms] = {}
+        deferred: list[str] = []
+        unresolved: list[str] = []
+        for claim in self._claims(pod):
+            where = f"spec.volumes[{claim.index}]: claim {claim.name}"
+            terms, why = self._claim(claim)
+            if terms is None:
+                unresolved.append(f"{where} {why}")
+                continue
+            topology[claim.name] = terms
+            if why:
+                deferred.append(f"{where} {why}")
+        return Resolution(topology, tuple(deferred), tuple(unresolved))
 
     def csi_volumes(self, pod: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
         """(CSI driver, distinct volumes) of the pod's claims, as kube-scheduler's NodeVolumeLimits
@@ -65,16 +104,15 @@ class Volumes:
         provisioner. In-tree and non-CSI volumes (NFS, hostPath) count against no limit."""
         counts: dict[str, int] = {}
         seen: set[str] = set()
-        for claim, pvc, template in self._claims(pod):
-            if claim in seen:
+        for claim in self._claims(pod):
+            if claim.name in seen:
                 continue
-            seen.add(claim)
-            if driver := self._driver(pvc, template):
+            seen.add(claim.name)
+            if driver := self._driver(claim.spec):
                 counts[driver] = counts.get(driver, 0) + 1
         return tuple(sorted(counts.items()))
 
-    def _driver(self, pvc: Mapping[str, Any] | None, template: Mapping[str, Any] | None) -> str | None:
-        spec = ((pvc.get("spec") or {}) if pvc is not None else template) or {}
+    def _driver(self, spec: Mapping[str, Any]) -> str | None:
         if volume_name := spec.get("volumeName"):
             pv = self.volumes.get(str(volume_name)) or {}
             driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver")
@@ -82,51 +120,96 @@ class Volumes:
         provisioner = str((self._class(spec.get("storageClassName")) or {}).get("provisioner") or "")
         return provisioner if provisioner and not provisioner.startswith("kubernetes.io/") else None
 
-    def _claims(
-        self, pod: Mapping[str, Any]
-    ) -> Iterator[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-        """(claim name, its PersistentVolumeClaim if it exists, the ephemeral volume's claim
-        template) for each persistent and generic ephemeral volume of `pod`."""
+    def _claims(self, pod: Mapping[str, Any]) -> Iterator[_Claim]:
+        """Each persistent and generic ephemeral volume of `pod`."""
         meta = pod.get("metadata") or {}
         namespace, name = meta.get("namespace") or "default", meta.get("name") or ""
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
+        for i, volume in enumerate((pod.get("spec") or {}).get("volumes") or ()):
             if not isinstance(volume, Mapping):
                 continue
             template: Mapping[str, Any] | None = None
             if isinstance(volume.get("persistentVolumeClaim"), Mapping):
                 claim = str(volume["persistentVolumeClaim"].get("claimName") or "")
             elif isinstance(volume.get("ephemeral"), Mapping):
+                # Kubernetes names a generic ephemeral volume's claim <pod>-<volume>.
                 claim = f"{name}-{volume.get('name') or ''}"
                 template = (volume["ephemeral"].get("volumeClaimTemplate") or {}).get("spec") or {}
             else:
                 continue
-            yield claim, self.claims.get(f"{namespace}/{claim}"), template
+            yield _Claim(i, claim, namespace, self.claims.get(f"{namespace}/{claim}"), template)
 
-    def _claim(
-        self, pvc: Mapping[str, Any] | None, template: Mapping[str, Any] | None
-    ) -> RequiredTerms | None:
-        spec = (pvc.get("spec") or {}) if pvc is not None else template
-        if spec is None or (pvc is not None and not _usable(pvc)):
-            return None
+    def _claim(self, claim: _Claim) -> tuple[RequiredTerms | None, str]:
+        """(terms, why deferred or ""), or (None, why unresolved)."""
+        if claim.pvc is None and claim.template is None:
+            return None, "does not exist"
+        if claim.pvc is not None and (why := _unusable(claim.pvc)):
+            return None, why
+        spec = claim.spec
         if volume_name := spec.get("volumeName"):
-            pv = self.volumes.get(str(volume_name))
-            if pv is None or not _usable(pv):
-                return None
-            # kube-scheduler's VolumeBinding: a claim whose bind is not marked complete is not bound
-            # yet (it may still be refused); wait for the PV controller rather than guess.
-            annotations = ((pvc or {}).get("metadata") or {}).get("annotations") or {}
-            if BIND_COMPLETED not in annotations:
-                return None
-            affinity = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
-            return _terms(affinity.get("nodeSelectorTerms") or (), "matchExpressions")
-        if not self._delayed(spec.get("storageClassName")):
-            return None
-        storage_class = self._class(spec.get("storageClassName")) or {}
-        return _terms(storage_class.get("allowedTopologies") or (), "matchLabelExpressions")
-
-    def _delayed(self, class_name: Any) -> bool:
+            return self._bound(claim, str(volume_name))
+        class_name = spec.get("storageClassName")
         storage_class = self._class(class_name)
-        return storage_class is not None and storage_class.get("volumeBindingMode") == "WaitForFirstConsumer"
+        if storage_class is None:
+            if class_name:
+                return None, f"names StorageClass {class_name}, which does not exist"
+            return None, "has no StorageClass and no volume"
+        if storage_class.get("volumeBindingMode") != "WaitForFirstConsumer":
+            why = "waits for the PV controller to bind it (Immediate); kube-scheduler binds the pod then"
+            return _allowed(storage_class), why
+        why = "waits for a volume bound on the chosen node (WaitForFirstConsumer)"
+        if storage_class.get("provisioner") == NO_PROVISIONER:
+            terms = self._static(claim, _name(storage_class))
+            if terms is None:
+                return None, "has no available PersistentVolume to bind to (kubernetes.io/no-provisioner)"
+            return terms, why
+        return _allowed(storage_class), why
+
+    def _bound(self, claim: _Claim, volume_name: str) -> tuple[RequiredTerms | None, str]:
+        pv = self.volumes.get(volume_name)
+        if pv is None:
+            return None, f"names volume {volume_name}, which does not exist"
+        if why := _unusable(pv):
+            return None, f"names volume {volume_name}, which {why}"
+        # kube-scheduler's VolumeBinding: a claim whose bind is not marked complete is not bound
+        # yet (it may still be refused); wait for the PV controller rather than guess.
+        annotations = ((claim.pvc or {}).get("metadata") or {}).get("annotations") or {}
+        if BIND_COMPLETED not in annotations:
+            return None, f"names volume {volume_name}, but the bind is not complete yet"
+        terms = _node_terms(pv)
+        if terms is None:
+            return None, f"names volume {volume_name}, whose node affinity karpy cannot read"
+        return terms, ""
+
+    def _static(self, claim: _Claim, class_name: str) -> RequiredTerms | None:
+        """The ORed node terms of the PersistentVolumes the claim can bind to (kube-scheduler
+        VolumeBinding's findMatchingVolumes); () when one of them fits any node, None when none."""
+        spec = claim.spec
+        try:
+            wanted = parse_quantity(((spec.get("resources") or {}).get("requests") or {}).get("storage") or 0)
+        except QuantityError:
+            return None
+        modes = set(spec.get("accessModes") or ())
+        mode = spec.get("volumeMode") or "Filesystem"
+        selector = _selector(spec.get("selector"))
+        alternatives: dict[tuple[Requirement, ...], None] = {}
+        for pv in self.volumes.values():
+            pv_spec = pv.get("spec") or {}
+            if (
+                (pv_spec.get("storageClassName") or "") != class_name
+                or not _available_to(pv, claim)
+                or not modes <= set(pv_spec.get("accessModes") or ())
+                or (pv_spec.get("volumeMode") or "Filesystem") != mode
+                or not _holds(pv_spec, wanted)
+                or (selector is not None and not selector.matches(_labels(pv)))
+            ):
+                continue
+            terms = _node_terms(pv)
+            if terms is None:
+                continue
+            if not terms or any(not t for t in terms):
+                return ()  # this volume fits any node
+            alternatives.update(dict.fromkeys(terms))
+        return tuple(alternatives) if alternatives else None
 
     def _class(self, name: Any) -> Mapping[str, Any] | None:
         if name:
@@ -144,11 +227,63 @@ class Volumes:
         )
 
 
-def _usable(obj: Mapping[str, Any]) -> bool:
-    """Not being deleted, and not Lost (a claim whose volume is gone)."""
-    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _allowed(storage_class: Mapping[str, Any]) -> RequiredTerms | None:
+    return _terms(storage_class.get("allowedTopologies") or (), "matchLabelExpressions")
+
+
+def _node_terms(pv: Mapping[str, Any]) -> RequiredTerms | None:
+    affinity = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
+    return _terms(affinity.get("nodeSelectorTerms") or (), "matchExpressions")
+
+
+def _available_to(pv: Mapping[str, Any], claim: _Claim) -> bool:
+    """An unbound, Available volume nobody else claims, or one pre-bound to this claim."""
+    if (pv.get("metadata") or {}).get("deletionTimestamp"):
         return False
-    return (obj.get("status") or {}).get("phase") not in ("Lost", "Failed")
+    ref = (pv.get("spec") or {}).get("claimRef")
+    if ref:
+        if ref.get("name") != claim.name or (ref.get("namespace") or "default") != claim.namespace:
+            return False
+        uid = ((claim.pvc or {}).get("metadata") or {}).get("uid")
+        return not ref.get("uid") or ref.get("uid") == uid
+    return (pv.get("status") or {}).get("phase") in (None, "", "Available")
+
+
+def _holds(pv_spec: Mapping[str, Any], wanted: float) -> bool:
+    try:
+        return parse_quantity((pv_spec.get("capacity") or {}).get("storage") or 0) >= wanted
+    except QuantityError:
+        return False
+
+
+def _selector(raw: Any) -> LabelSelector | None:
+    """A claim's `spec.selector` on volume labels; None when it has none."""
+    if not isinstance(raw, Mapping):
+        return None
+    exprs = tuple(
+        Requirement(str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in e.get("values") or ()))
+        for e in raw.get("matchExpressions") or ()
+        if isinstance(e, Mapping)
+    )
+    labels = tuple((str(k), str(v)) for k, v in (raw.get("matchLabels") or {}).items())
+    return LabelSelector(labels, exprs)
+
+
+def _unusable(obj: Mapping[str, Any]) -> str:
+    """Why a claim or volume cannot be used now ("" when it can): being deleted, or Lost (a
+    claim whose volume is gone) or Failed."""
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return "is being deleted"
+    phase = (obj.get("status") or {}).get("phase")
+    return f"is {phase}" if phase in ("Lost", "Failed") else ""
 
 
 def _terms(raw_terms: Iterable[Any], field_name: str) -> RequiredTerms | None:

@@ -93,7 +93,7 @@ def create_app(
             names = guard.node_names(args if isinstance(args, dict) else {})
         except guard.BadArgs:
             names = []  # prioritize errors are ignored by kube-scheduler; no scores is the same
-        scores = guard.prioritize(state, names)
+        scores = guard.prioritize(state, names, args.get("Pod") if isinstance(args, dict) else None)
         metrics.EXTENDER.labels(verb="prioritize").observe(time.perf_counter() - started)
         return _json(scores)
 

@@ -52,11 +52,14 @@ def _requests(pod: Mapping[str, Any]) -> Resources | None:
 
 
 def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[str]) -> FilterResult:
-    """Fail nodes karpy is about to remove, and nodes whose room karpy has promised to pods it is
-    binding (as FailedAndUnresolvable, so preemption does not pick them either). A pod karpy is
-    placing itself gets no node at all: two placements would leave karpy's new node empty."""
+    """Fail nodes karpy is about to remove, and nodes whose room karpy has promised to other pods
+    (pods it is binding, pods it launched a node for that kube-scheduler binds), as
+    FailedAndUnresolvable, so preemption does not pick them either. A pod karpy is placing itself
+    gets no node at all: two placements would leave karpy's new node empty. A pod holding room is
+    kube-scheduler's to place, even while a batch has it."""
     result = FilterResult()
-    if state.claimed(objects.pod_key(pod)):
+    key = objects.pod_key(pod)
+    if state.claimed(key) and state.held(key) is None:
         result.claimed = True
         result.failed = {name: "karpy: provisioning a node for this pod" for name in names}
         return result
@@ -71,24 +74,34 @@ def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[st
             result.failed[name] = f"karpy: node {reason}"
             result.removal += 1
             continue
-        count, reserved = state.reservation(name)
+        count, reserved = state.reservation(name, excluding=key)
         if count:
             if requests is None:
                 requests = _requests(pod) or Resources()
             info = state.node(name)
             room = info.allocatable - info.requested - reserved if info else None
             if room is None or not requests.fits_in(room):
-                result.failed[name] = f"karpy: capacity reserved for {count} pod(s) being bound"
+                result.failed[name] = f"karpy: room reserved for {count} other pod(s)"
                 result.reserved += 1
     failed = result.failed
     result.node_names = [name for name in names if name not in failed] if failed else list(names)
     return result
 
 
-def prioritize(state: ClusterState, names: Sequence[str]) -> list[dict[str, Any]]:
-    """HostPriorityList: 10 for nodes karpy keeps, 0 for nodes it plans to remove."""
+def prioritize(
+    state: ClusterState, names: Sequence[str], pod: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """HostPriorityList: 10 for nodes karpy keeps, 0 for nodes it plans to remove; a pod whose
+    room karpy holds on a node scores the other nodes 5, so the node launched for it is preferred."""
     marked = state.marked()
-    return [{"Host": name, "Score": 0 if name in marked else MAX_SCORE} for name in names]
+    hold = state.held(objects.pod_key(pod)) if isinstance(pod, Mapping) else None
+
+    def score(name: str) -> int:
+        if name in marked:
+            return 0
+        return MAX_SCORE if hold is None or name == hold.node else MAX_SCORE // 2
+
+    return [{"Host": name, "Score": score(name)} for name in names]
 
 
 class BadArgs(ValueError):

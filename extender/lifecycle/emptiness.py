@@ -55,6 +55,14 @@ def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) ->
 
 #: How often a due empty node waiting for a slot of its disruption budget is looked at again.
 BUDGET_POLL_SECONDS = 2.0
+#: How often a due empty node holding room for a pod kube-scheduler binds is looked at again
+#: (a hold ends with the bind, the pod's deletion, or its deadline).
+HOLD_POLL_SECONDS = 10.0
+
+
+def _holds_room(ctx: Context, node: str) -> bool:
+    reservation = getattr(ctx.state, "reservation", None)
+    return bool(reservation is not None and reservation(node)[0])
 
 
 def reconcile(
@@ -80,9 +88,14 @@ def reconcile(
         ctx.log.info("Removed emptiness TTL from node %s", node_name)
     elif decision.action is Action.TERMINATE:
         # Keep kube-scheduler off the node before the delete lands (the extender guard reads the
-        # mark), then look again: a pod bound between our read and the mark wins over the TTL.
+        # mark), then look again: a pod bound (or room held) between our read and the mark wins
+        # over the TTL.
+        if _holds_room(ctx, node_name):
+            # Room held for a pod kube-scheduler binds (provisioning's nomination): not empty yet.
+            ctx.log.debug("Empty node %s holds room for a pod kube-scheduler binds", node_name)
+            return HOLD_POLL_SECONDS
         ctx.mark(node_name, "empty")
-        if nodepatch.workload(nodepatch.pods_on_node(ctx.kube, node_name)):
+        if nodepatch.workload(nodepatch.pods_on_node(ctx.kube, node_name)) or _holds_room(ctx, node_name):
             ctx.unmark(node_name)
             return 0.0
         # The budget slot is taken last, so it is held only by a node that is really deleted.

@@ -6,6 +6,10 @@ node first. Capacity is reserved in ClusterState while the binds are in flight, 
 guard keeps kube-scheduler out of the same room. A pod is never lost: a failed bind goes back
 through the batching window, a refused pod too (refused twice within REFUSED_TTL_SECONDS it is
 parked instead). 409 on bind counts as bound: someone placed the pod, which is all that matters.
+
+Pods with rules karpy leaves to kube-scheduler (`Pod.deferred`) are not bound: their room is held
+on the node for kube-scheduler to bind them (extender/provisioning/nominate.py), and the re-check
+of the others counts that room as taken.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster.errors import ClusterError
 from extender.provisioning import metrics
+from extender.provisioning.nominate import Nominations
 from extender.provisioning.pools import Pools
 from extender.provisioning.report import NOT_BINDING_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot
@@ -51,6 +56,7 @@ class Binder:
         requeue: Callable[[Iterable[str]], object],
         park: Callable[[Iterable[str]], None],
         assume: Callable[[Pod, str], None] = lambda _pod, _node: None,
+        nominations: Nominations,
     ) -> None:
         self.kube = kube
         self.state = state
@@ -61,6 +67,8 @@ class Binder:
         self.park = park
         #: Told of every bind, so the bound-pod index counts the pod before its watch event arrives.
         self.assume = assume
+        #: Holds the room of the pods kube-scheduler binds.
+        self.nominations = nominations
         #: pod key -> times the re-check before binding refused it.
         self._refused: TTLCache[str, int] = TTLCache(maxsize=10_000, ttl=REFUSED_TTL_SECONDS, timer=clock)
         self._lock = threading.Lock()
@@ -72,7 +80,14 @@ class Binder:
     def bind(
         self, node: str, pods: Sequence[Pod], provisioner: str, report: BatchReport, snapshot: BindSnapshot
     ) -> int:
-        """Re-check and bind `pods` to `node`; how many were bound."""
+        """Re-check and bind `pods` to `node`; how many were bound. Pods kube-scheduler binds get
+        their room held there instead."""
+        deferred = [p for p in pods if p.deferred]
+        self.nominations.nominate(node, deferred, launched=bool(provisioner))
+        report.count("nominated", len(deferred))
+        pods = [p for p in pods if not p.deferred]
+        if not pods:
+            return 0
         t0 = self.clock()
         admitted, refused = self._recheck(node, pods, snapshot)
         report.add("recheck", self.clock() - t0)
@@ -139,7 +154,10 @@ class Binder:
             snapshot.forget(node, pods)
             why = marked.get(node) or ("deleting" if current.deleting else "cordoned")
             return [], [(p, f"node {node} takes no more pods ({why})") for p in pods]
-        live = inventory.existing_node(current, inventory.node_pods(on_node), schedulable=True)
+        pods_now = inventory.node_pods(on_node)
+        bound = frozenset(p.key for p in pods_now.pods)
+        held = inventory.with_held(pods_now, self.nominations.held_on(node), bound)
+        live = inventory.existing_node(current, held, schedulable=True)
         return snapshot.admit(live, pods)
 
     def _refuse(self, pod: Pod, node: str, reason: str) -> None:

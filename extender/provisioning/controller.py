@@ -44,6 +44,7 @@ from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
 from extender.provisioning.gather import Gatherer
 from extender.provisioning.launch import Launcher
+from extender.provisioning.nominate import Nominations
 from extender.provisioning.offerings import UnavailableOfferings
 from extender.provisioning.parking import Parked
 from extender.provisioning.pipeline import Pipeline
@@ -93,7 +94,13 @@ class ProvisioningController:
         self._lock = threading.Lock()
         self._fast_path: set[str] = set()
         self._fast_lock = threading.Lock()
-        self.pipeline = self._pipeline(Reporter(kube, self.pools, clock))
+        reporter = Reporter(kube, self.pools, clock)
+        deadline = settings.scheduler_bind_deadline_seconds
+        self.nominations = Nominations(state=state, reporter=reporter, clock=clock, deadline_seconds=deadline)
+        # A pod bound (the index) or deleted (the pending watch) ends the room held for it.
+        self.bound.subscribe(self.nominations.bound)
+        self.watcher.on_gone = self.nominations.gone
+        self.pipeline = self._pipeline(reporter)
 
     def _pipeline(self, reporter: Reporter) -> Pipeline:
         """The stages, each handed the shared pieces it reads or writes."""
@@ -107,6 +114,7 @@ class ProvisioningController:
                 reporter=reporter,
                 bound=self.bound,
                 nodes=self.nodes,
+                nominations=self.nominations,
             ),
             launch=Launcher(
                 cloud=cloud,
@@ -131,6 +139,7 @@ class ProvisioningController:
                 requeue=self._requeue,
                 park=self.parked.park,
                 assume=self.bound.assume,
+                nominations=self.nominations,
             ),
             report=reporter,
             unavailable=self.unavailable,
@@ -188,6 +197,7 @@ class ProvisioningController:
                     self._on_started_leading()  # a failed start is retried in full next pass
                 leading = not leading
             self._requeue(self.parked.take())
+            self.nominations.expire()
             batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
             if not batch:
                 return
@@ -211,7 +221,8 @@ class ProvisioningController:
         """How long an empty window waits before the loop looks at leadership and parked pods again."""
         if not leading:
             return FOLLOWER_POLL_SECONDS
-        due = self.parked.next_in()
+        dues = (self.parked.next_in(), self.nominations.next_in())
+        due = min((t for t in dues if t is not None), default=None)
         return retry.PARKED.cap if due is None else min(max(due, FOLLOWER_POLL_SECONDS), retry.PARKED.cap)
 
     def _on_started_leading(self) -> None:

@@ -5,6 +5,9 @@ not be bound twice) and parsed into api models here; a pod karpy cannot read is 
 out. Provisioners, the catalog, DaemonSet overhead, every node with its bound pods, and the
 namespaces' labels complete the picture.
 
+A pod whose room is held on a node for kube-scheduler to bind (extender/provisioning/nominate.py)
+is not planned again while the hold lasts; the nodes plan with that room taken.
+
 Nodes and bound pods come from their indexes (extender/cluster/nodeindex.py, boundpods.py), each
 kept by its watch.
 
@@ -13,6 +16,7 @@ Called only under the controller's batch lock.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +37,7 @@ from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import ClusterError
 from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
+from extender.provisioning.nominate import Nominations
 from extender.provisioning.report import INVALID_POD_REASON, UNMODELLED_REASON, Reporter
 from extender.scheduling.instancetypes import InstanceType
 from extender.settings import Settings
@@ -61,6 +66,7 @@ class Gatherer:
         reporter: Reporter,
         bound: BoundPods,
         nodes: NodeIndex,
+        nominations: Nominations,
     ) -> None:
         self.kube = kube
         self.settings = settings
@@ -69,14 +75,30 @@ class Gatherer:
         self.reporter = reporter
         self.bound = bound
         self.nodes = nodes
+        self.nominations = nominations
 
     def pending(self, keys: Collection[str]) -> list[Pod]:
         """The batch's pods still pending now, parsed; unreadable ones get an InvalidPod Event."""
         pending, _ = kube_pods.list_pending(self.kube)
-        fresh = [p for p in pending if pod_key(p) in keys]
+        fresh = self._not_held([p for p in pending if pod_key(p) in keys])
         claims = self._volumes(fresh)
         parsed = (self._parse_pending(m, claims) for m in fresh)
         return [pod for pod in parsed if pod is not None]
+
+    def _not_held(self, manifests: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The pods without a hold, once holds on nodes that are gone have ended."""
+        if not any(self.state.held(pod_key(m)) for m in manifests):
+            return manifests
+        nodes = self.nodes.current(lambda: kube_nodes.list_node_manifests(self.kube))
+        self.nominations.release_on_missing(frozenset(n.name for n in nodes))
+        result = []
+        for manifest in manifests:
+            hold = self.state.held(pod_key(manifest))
+            if hold is None:
+                result.append(manifest)
+            else:
+                log.debug("Not provisioning for pod %s, room held on node %s", hold.pod.key, hold.node)
+        return result
 
     def _volumes(self, manifests: Sequence[Mapping[str, Any]]) -> kube_volumes.Volumes | None:
         """Claims, volumes and classes, read once per batch and only when a pod has claims; None when
@@ -91,15 +113,21 @@ class Gatherer:
 
     def _parse_pending(self, manifest: Mapping[str, Any], claims: kube_volumes.Volumes | None) -> Pod | None:
         try:
-            pod = inventory.parse_pod(manifest, claims.topology(manifest) if claims else None)
-            if claims and (waiting := claims.awaiting_provisioning(manifest)):
-                message = (
-                    f"not provisioning for this pod, claim(s) {', '.join(waiting)} wait for a volume "
-                    "provisioned on the chosen node (WaitForFirstConsumer), which karpy's bind would skip"
-                )
+            resolved = claims.resolve(manifest) if claims else None
+            pod = inventory.parse_pod(manifest, resolved.topology if resolved else None)
+            if resolved is None:
+                return pod
+            if resolved.unresolved:
+                message = f"not provisioning for this pod, {'; '.join(resolved.unresolved)}"
                 self.reporter.ignoring(pod, UNMODELLED_REASON, message)
                 return None
-            return pod
+            # kube-scheduler's VolumeBinding binds (or provisions) these claims as it binds the pod:
+            # karpy plans the node and leaves the bind to it.
+            return dataclasses.replace(
+                pod,
+                deferred=(*pod.deferred, *resolved.deferred),
+                csi_volumes=claims.csi_volumes(manifest) if claims else (),
+            )
         except PodError as err:
             meta = manifest.get("metadata") or {}
             pod = Pod(
@@ -120,7 +148,10 @@ class Gatherer:
         """Every node and every bound pod (from their indexes), and the namespaces' labels."""
         nodes = self.nodes.current(lambda: kube_nodes.list_node_manifests(self.kube))
         bound = self.bound.current(lambda: kube_pods.list_assigned(self.kube))
-        result = inventory.build(nodes, bound, self.state.marked(), self._namespaces())
+        held: dict[str, list[Pod]] = {}
+        for hold in self.state.holds():
+            held.setdefault(hold.node, []).append(hold.pod)
+        result = inventory.build(nodes, bound, self.state.marked(), self._namespaces(), held)
         self.state.set_nodes(result.nodes)
         return result
 

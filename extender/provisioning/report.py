@@ -46,6 +46,8 @@ class BatchReport:
 
     pods: int = 0
     bound: int = 0
+    #: Pods whose room was held on a node for kube-scheduler to bind (extender/provisioning/nominate.py).
+    nominated: int = 0
     nodes: int = 0
     fleet_calls: int = 0
     #: Distinct instance-type option lists over the batch's plans (a fleet call is allowed per list).
@@ -61,7 +63,7 @@ class BatchReport:
             self.timings[phase] = self.timings.get(phase, 0.0) + seconds
 
     def count(self, name: str, n: int = 1) -> None:
-        """Add n to a counter field (bound, nodes, fleet_calls, option_lists)."""
+        """Add n to a counter field (bound, nominated, nodes, fleet_calls, option_lists)."""
         with self._lock:
             setattr(self, name, getattr(self, name) + n)
 

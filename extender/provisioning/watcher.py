@@ -54,10 +54,13 @@ class PodWatcher:
         *,
         on_pods: Callable[[dict[str, dict[str, Any]]], None],
         on_synced: Callable[[], None] = lambda: None,
+        on_gone: Callable[[str], None] = lambda _key: None,
     ) -> None:
         self.kube = kube
         self.on_pods = on_pods
         self.on_synced = on_synced
+        #: Told the key of each pod that left the pending set (deleted, or bound).
+        self.on_gone = on_gone
         self.resource_version = ""
         self.relists = 0
         self._pending: dict[str, dict[str, Any]] = {}
@@ -91,6 +94,8 @@ class PodWatcher:
         else:
             with self._lock:
                 self._pending.pop(key, None)
+            if kind == "DELETED":
+                self.on_gone(key)
 
     def run(self, stop: threading.Event) -> None:
         run_list_watch(

@@ -4,13 +4,16 @@ Components (each a small module under hack/localcluster/gobuild/, kept apart whe
   kube  k8s.io/kubernetes  -> kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
   etcd  go.etcd.io/etcd/server/v3 -> etcd
   kwok  sigs.k8s.io/kwok/cmd/kwok -> kwok
+  provisioner  karpy.local/provisioner (gobuild/provisioner/main.go, on
+        sigs.k8s.io/sig-storage-lib-external-provisioner) -> karpy-provisioner: a dynamic
+        provisioner for WaitForFirstConsumer classes, volumes pinned to the selected node's zone
 
 Cache: ``$KARPY_CACHE_DIR`` (default ``~/.cache/karpy``), one folder per component and version
 (``bin-v1.37.2/``, ``etcd-v3.6.16/``, ``kwok-v0.8.0/``). A binary counts as built only when its
 ``.<name>.stamp`` (the build flags) matches, so a half-written or differently-built binary is redone.
 Wall times are appended to ``<cache>/build-times.json``.
 
-Usage: ``python -m hack.localcluster.build [kube|etcd|kwok ...]`` (default: all).
+Usage: ``python -m hack.localcluster.build [kube|etcd|kwok|provisioner ...]`` (default: all).
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ COMPONENTS = {
     ),
     "etcd": Component("etcd", "go.etcd.io/etcd/server/v3", "etcd", {"etcd": "go.etcd.io/etcd/server/v3"}),
     "kwok": Component("kwok", "sigs.k8s.io/kwok", "kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"}),
+    "provisioner": Component(
+        "provisioner",
+        "sigs.k8s.io/sig-storage-lib-external-provisioner/v13",
+        "provisioner",
+        {"karpy-provisioner": "karpy.local/provisioner"},
+    ),
 }
 
 

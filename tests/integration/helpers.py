@@ -40,6 +40,7 @@ __all__ = [
     "running_controller",
     "unique",
     "wait_for",
+    "wait_for_first_consumer_class",
 ]
 
 
@@ -73,6 +74,23 @@ def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec
     client.CustomObjectsApi(kube).create_cluster_custom_object(
         "karpenter.sh", "v1alpha5", "provisioners", body
     )
+
+
+def wait_for_first_consumer_class(kube: Any, name: str, provisioner_name: str, **fields: Any) -> Any:
+    """Create a StorageClass binding WaitForFirstConsumer (plus `fields`, e.g. allowedTopologies);
+    the StorageV1Api that made it."""
+    from kubernetes import client
+
+    storage = client.StorageV1Api(kube)
+    storage.create_storage_class(
+        {
+            "metadata": {"name": name},
+            "provisioner": provisioner_name,
+            "volumeBindingMode": "WaitForFirstConsumer",
+            **fields,
+        }
+    )
+    return storage
 
 
 def pod_manifest(name: str, cpu: str, memory: str = "64Mi", selector: dict[str, str] | None = None) -> dict:

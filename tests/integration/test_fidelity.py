@@ -29,6 +29,7 @@ from tests.integration.helpers import (
     provisioner,
     unique,
     wait_for,
+    wait_for_first_consumer_class,
 )
 
 pytestmark = pytest.mark.integration
@@ -310,25 +311,19 @@ def test_f_unmodelled_pods_get_an_event_and_are_never_bound(
     assert all(len(karpy_events(pod)) == 1 for pod in ("claim", "fields"))
 
 
-def test_g_a_claim_bound_to_a_zonal_volume_gets_capacity_in_that_zone_and_a_waiting_claim_is_reported(
+def test_g_a_claim_bound_to_a_zonal_volume_gets_capacity_in_that_zone_and_a_waiting_claim_is_nominated(
     karpy: Karpy, core_v1: Any, namespace: str
 ) -> None:
     """VolumeBinding (kube-scheduler): a pod whose claim is bound may only run where the volume's
     node affinity allows; a claim a WaitForFirstConsumer class has yet to provision is provisioned
-    in PreBind, which karpy's own bind would skip, so that pod is reported and left to the scheduler."""
-    from kubernetes import client
+    in PreBind, which karpy's own bind would skip, so that pod gets a node (its room held there,
+    a Nominated Event) and is left to kube-scheduler, which cannot place it here (karpy's
+    not-ready taint stays: no lifecycle runs)."""
 
     name = unique("volumes")
     provisioner(karpy.kube, name, [])
-    storage = client.StorageV1Api(karpy.kube)
     wffc = f"{name}-wffc"
-    storage.create_storage_class(
-        {
-            "metadata": {"name": wffc},
-            "provisioner": "example.com/none",
-            "volumeBindingMode": "WaitForFirstConsumer",
-        }
-    )
+    storage = wait_for_first_consumer_class(karpy.kube, wffc, "example.com/none")
     pv = f"{name}-pv"
     core_v1.create_persistent_volume(
         {
@@ -389,7 +384,8 @@ def test_g_a_claim_bound_to_a_zonal_volume_gets_capacity_in_that_zone_and_a_wait
             return [e for e in events if e.source and e.source.component == "karpy"]
 
         (event,) = wait_for(reported, 60, "karpy's Event on the pod whose claim waits for provisioning")
-        assert event.reason == "UnmodelledRule" and "WaitForFirstConsumer" in event.message, event.message
+        assert event.reason == "Nominated" and "WaitForFirstConsumer" in event.message, event.message
+        assert karpy.state.held(f"{namespace}/later-user") is not None
         assert not core_v1.read_namespaced_pod("later-user", namespace).spec.node_name
     finally:
         core_v1.delete_persistent_volume(pv)

@@ -60,7 +60,7 @@ def test_reserved_node_fails_only_pods_that_do_not_fit_the_rest(harness) -> None
     state.reserve("n1", {"ns/b": Resources.of(cpu=1.5)})
     body = web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]}).get_json()
     assert body["NodeNames"] == []
-    assert body["FailedAndUnresolvableNodes"] == {"n1": "karpy: capacity reserved for 2 pod(s) being bound"}
+    assert body["FailedAndUnresolvableNodes"] == {"n1": "karpy: room reserved for 2 other pod(s)"}
     state.release("n1", ["ns/a", "ns/b"])
     assert web.post("/filter", json={"Pod": POD, "NodeNames": ["n1"]}).get_json()["NodeNames"] == ["n1"]
 

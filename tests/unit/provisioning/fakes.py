@@ -23,6 +23,16 @@ from tests.unit.scheduling.builders import make_provisioner
 ZONE_A, ZONE_B = "us-west-2a", "us-west-2b"
 
 
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class FakeCluster:
     """Nodes, pods, namespaces and events as the cluster adapters return them (API JSON)."""
 

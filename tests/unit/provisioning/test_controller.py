@@ -18,16 +18,8 @@ from extender.cluster.errors import Unavailable
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.provisioning.fakes import FakeCluster, pod
+from tests.unit.provisioning.fakes import Clock, FakeCluster, pod
 from tests.unit.scheduling.builders import catalog, make_provisioner
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -87,9 +87,10 @@ def test_unmodelled_pod_gets_an_event_and_is_neither_bound_nor_parked(world) -> 
     assert reasons(cluster, "odd") == ["UnmodelledRule"]
 
 
-def test_claims_reach_the_solver_and_a_claim_awaiting_provisioning_is_reported(world) -> None:
+def test_claims_reach_the_solver_and_a_claim_awaiting_provisioning_is_left_to_kube_scheduler(world) -> None:
     """VolumeBinding: the bound claim's volume pins its pod to zone b; the claim of a
-    WaitForFirstConsumer class is provisioned in kube-scheduler's PreBind, so that pod is reported."""
+    WaitForFirstConsumer class is provisioned in kube-scheduler's PreBind, so that pod gets a node,
+    its room is held there and kube-scheduler binds it."""
     cluster, _cloud, controller = world
     zone_b = {
         "matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [ZONE_B]}]
@@ -121,7 +122,9 @@ def test_claims_reach_the_solver_and_a_claim_awaiting_provisioning_is_reported(w
         pod("later", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "later"}}])
     )
     run_batch(cluster, controller, [zonal, later])
-    assert later not in cluster.bound and reasons(cluster, "later") == ["UnmodelledRule"]
+    assert later not in cluster.bound and reasons(cluster, "later") == ["Nominated"]
+    hold = controller.state.held(later)
+    assert hold is not None and hold.node in cluster.nodes
     node = cluster.nodes[cluster.bound[zonal]]
     assert node["metadata"]["labels"]["topology.kubernetes.io/zone"] == ZONE_B
 

@@ -261,16 +261,22 @@ def _default_class_claim(pvc: dict) -> Volumes:
     )
 
 
-def test_no_node_for_an_unbound_immediate_volume():
+def test_node_in_the_class_topology_for_an_unbound_immediate_volume():
     """Karpenter suite_test.go: VolumeUsage "should not launch nodes for pod with unbound volume for
-    volumeBindingMode immediate"."""
+    volumeBindingMode immediate". karpy diverges (issue 24): such a claim is bound by the PV
+    controller on its own, so karpy plans a node in the class's allowedTopologies (the same
+    requirements Karpenter's volumetopology.go derives) and leaves the pod's bind to kube-scheduler
+    (`Volumes.resolve(...).deferred`, added by the controller)."""
     volumes = Volumes(
         claims={"default/tmp-ephemeral": claim("tmp-ephemeral", storageClassName="default-storage-class")},
         classes={
             "default-storage-class": storage_class("default-storage-class", zones=[Z1], binding="Immediate")
         },
     )
-    _expect_no_node(pod(claims=["tmp-ephemeral"], volumes=volumes))
+    c = cluster()
+    p = pod(claims=["tmp-ephemeral"], volumes=volumes)
+    c.provision([p])
+    assert c.expect_scheduled(p).labels[ZONE] == Z1
 
 
 def test_no_node_for_a_deleting_claim():
