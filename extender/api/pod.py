@@ -118,6 +118,9 @@ class Pod:
     #: (CSI driver, distinct volumes) of the pod's claims, for the drivers' attach limits
     #: (kube-scheduler NodeVolumeLimits); resolved with the claims by the edge.
     csi_volumes: tuple[tuple[str, int], ...] = ()
+    #: Names of the pod's PersistentVolumeClaims (generic ephemeral volumes' included), so the
+    #: volumes a node's pods hold can be counted against its CSI attach limits.
+    claims: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -264,6 +267,7 @@ class _PodParser:
             },
             required_terms=required,
             volume_terms=self.volume_terms(spec),
+            claims=tuple(dict.fromkeys(name for _, name in self.claims(spec))),
             preferred_terms=preferred,
             topology_spread=self.spreads(spec.get("topologySpreadConstraints")),
             pod_affinity=self.pod_terms(pod_affinity, "spec.affinity.podAffinity"),

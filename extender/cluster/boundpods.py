@@ -100,6 +100,7 @@ class Interner:
             unmodelled=v(pod.unmodelled),
             deferred=v(pod.deferred),
             csi_volumes=v(pod.csi_volumes),
+            claims=v(pod.claims),
             owner_kind=v(pod.owner_kind),
             owner_name=v(pod.owner_name),
             node_name=v(node),

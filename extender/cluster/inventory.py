@@ -11,7 +11,7 @@ place provisioning parses a pod (bound pods in the index, pending and DaemonSet 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,8 +131,12 @@ def takes_pods(node: Node, marked: Mapping[str, str]) -> bool:
     return node.is_karpy and node.name not in marked and not node.deleting and not node.unschedulable
 
 
-def existing_node(node: Node, pods: NodePods, *, schedulable: bool) -> ExistingNode:
-    """The solver's view of one Node with `pods` bound to it (a karpy node's start-up taints left out)."""
+def existing_node(
+    node: Node, pods: NodePods, *, schedulable: bool, volumes: Attachments | None = None
+) -> ExistingNode:
+    """The solver's view of one Node with `pods` bound to it (a karpy node's start-up taints left
+    out); `volumes`: its CSI attach limits and the volumes its pods hold."""
+    limits, in_use = volumes or ((), ())
     return ExistingNode(
         name=node.name,
         provisioner=node.provisioner or "",
@@ -144,7 +148,15 @@ def existing_node(node: Node, pods: NodePods, *, schedulable: bool) -> ExistingN
         pod_count=pods.count,
         pods=pods.pods,
         schedulable=schedulable,
+        volume_limits=limits,
+        volumes_in_use=in_use,
     )
+
+
+#: A node's (CSI driver, attach limit) and (CSI driver, volumes its pods hold).
+Attachments = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+#: Counts the distinct CSI volumes, per driver, that a node's pods hold.
+VolumeCounter = Callable[[Iterable[Pod]], tuple[tuple[str, int], ...]]
 
 
 def node_pods(manifests: Sequence[Mapping[str, Any]]) -> NodePods:
@@ -169,16 +181,22 @@ def build(
     marked: Mapping[str, str],
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     held: Mapping[str, Sequence[Pod]] | None = None,
+    attach_limits: Mapping[str, tuple[tuple[str, int], ...]] | None = None,
+    count_volumes: VolumeCounter | None = None,
 ) -> Inventory:
     """`nodes`: every Node of the cluster; `bound`: the pods bound to them (pods of nodes not
     among `nodes` are left out); `held`: node -> pods whose room is held there (ClusterState's
-    holds). The guard's NodeInfo counts bound pods only: it subtracts reservations itself."""
+    holds); `attach_limits`: node -> its CSINode limits, with `count_volumes` counting what its pods
+    hold (only needed when pending pods have CSI volumes). The guard's NodeInfo counts bound pods
+    only: it subtracts reservations itself."""
     nodes = list(nodes)
     result = Inventory(usage=usage(nodes), assigned=bound.keys, namespaces=namespaces)
     for node in nodes:
         on_node = bound.on(node.name)
         planned = with_held(on_node, (held or {}).get(node.name, ()), bound.keys)
-        solver_node = existing_node(node, planned, schedulable=takes_pods(node, marked))
+        limits = (attach_limits or {}).get(node.name, ())
+        volumes = (limits, count_volumes(planned.pods)) if limits and count_volumes else None
+        solver_node = existing_node(node, planned, schedulable=takes_pods(node, marked), volumes=volumes)
         result.existing.append(solver_node)
         if node.is_karpy:
             result.nodes.append(

@@ -31,7 +31,7 @@ from kubernetes import client
 
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
-from extender.api.pod import RequiredTerms, VolumeTopology
+from extender.api.pod import Pod, RequiredTerms, VolumeTopology
 from extender.api.provisioner import Requirement
 from extender.api.quantity import QuantityError, parse_quantity
 from extender.cluster.watch import list_objects
@@ -110,6 +110,21 @@ class Volumes:
             seen.add(claim.name)
             if driver := self._driver(claim.spec):
                 counts[driver] = counts.get(driver, 0) + 1
+        return tuple(sorted(counts.items()))
+
+    def in_use(self, pods: Iterable[Pod]) -> tuple[tuple[str, int], ...]:
+        """(CSI driver, distinct volumes) the pods bound to one node hold: a claim two pods share is
+        one volume (NodeVolumeLimits counts unique volumes per node)."""
+        seen: set[str] = set()
+        counts: dict[str, int] = {}
+        for pod in pods:
+            for name in pod.claims:
+                key = f"{pod.namespace}/{name}"
+                if key in seen or (claim := self.claims.get(key)) is None:
+                    continue
+                seen.add(key)
+                if driver := self._driver(claim.get("spec") or {}):
+                    counts[driver] = counts.get(driver, 0) + 1
         return tuple(sorted(counts.items()))
 
     def _driver(self, spec: Mapping[str, Any]) -> str | None:

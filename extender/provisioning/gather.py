@@ -27,7 +27,7 @@ from kubernetes import client
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudProvider
-from extender.cluster import inventory
+from extender.cluster import csinodes, inventory
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
@@ -35,6 +35,7 @@ from extender.cluster import provisioners as kube_provisioners
 from extender.cluster import volumes as kube_volumes
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import ClusterError
+from extender.cluster.inventory import VolumeCounter
 from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
 from extender.provisioning.nominate import Nominations
@@ -76,14 +77,18 @@ class Gatherer:
         self.bound = bound
         self.nodes = nodes
         self.nominations = nominations
+        #: The claims of the last batch whose pods hold CSI volumes: existing nodes are then given
+        #: their CSINode attach limits and the volumes their pods hold (inventory()).
+        self._attaching: kube_volumes.Volumes | None = None
 
     def pending(self, keys: Collection[str]) -> list[Pod]:
         """The batch's pods still pending now, parsed; unreadable ones get an InvalidPod Event."""
         pending, _ = kube_pods.list_pending(self.kube)
         fresh = self._not_held([p for p in pending if pod_key(p) in keys])
         claims = self._volumes(fresh)
-        parsed = (self._parse_pending(m, claims) for m in fresh)
-        return [pod for pod in parsed if pod is not None]
+        parsed = [pod for pod in (self._parse_pending(m, claims) for m in fresh) if pod is not None]
+        self._attaching = claims if any(pod.csi_volumes for pod in parsed) else None
+        return parsed
 
     def _not_held(self, manifests: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """The pods without a hold, once holds on nodes that are gone have ended."""
@@ -151,9 +156,23 @@ class Gatherer:
         held: dict[str, list[Pod]] = {}
         for hold in self.state.holds():
             held.setdefault(hold.node, []).append(hold.pod)
-        result = inventory.build(nodes, bound, self.state.marked(), self._namespaces(), held)
+        result = inventory.build(
+            nodes, bound, self.state.marked(), self._namespaces(), held, *self._attach_limits()
+        )
         self.state.set_nodes(result.nodes)
         return result
+
+    def _attach_limits(self) -> tuple[csinodes.Limits | None, VolumeCounter | None]:
+        """Existing nodes' CSINode limits and their pods' volume counter, when the batch attaches
+        CSI volumes; unreadable CSINodes leave existing nodes unlimited, as kube-scheduler treats a
+        node without one (its Filter still refuses a node over its limit when it binds)."""
+        if self._attaching is None:
+            return None, None
+        try:
+            return csinodes.list_limits(self.kube), self._attaching.in_use
+        except ClusterError as err:
+            log.warning("Listing CSINodes failed, existing nodes' attach limits are not counted, %s", err)
+            return None, None
 
     def _namespaces(self) -> dict[str, dict[str, str]] | None:
         """Namespace -> labels; None (unknown: pods with a namespaceSelector are not provisioned

@@ -110,3 +110,51 @@ def test_usage_counts_karpy_nodes_only() -> None:
         "default": inventory.usage(models(node("n1")))["default"],
         "other": inventory.usage(models(node("n1")))["default"],
     }
+
+
+def test_existing_nodes_carry_their_csinode_limits_and_the_volumes_their_pods_hold() -> None:
+    """Issue 24 (kube-scheduler NodeVolumeLimits): a node's attach limit per CSI driver comes from its
+    CSINode; the volumes in use are its pods' distinct claims (two pods sharing one count once)."""
+    from extender.cluster import csinodes
+    from extender.cluster.volumes import Volumes
+
+    def with_claims(manifest: dict, *claims: str) -> dict:
+        manifest["spec"]["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
+        return manifest
+
+    limits = csinodes.limits_by_node(
+        [
+            {
+                "metadata": {"name": "n1"},
+                "spec": {
+                    "drivers": [
+                        {"name": "ebs.csi.aws.com", "allocatable": {"count": 8}},
+                        {"name": "efs.csi.aws.com"},
+                    ]
+                },
+            }
+        ]
+    )
+    assert limits == {"n1": (("ebs.csi.aws.com", 8),)}
+    volumes = Volumes(
+        claims={
+            f"ns/{c}": {"metadata": {"name": c, "namespace": "ns"}, "spec": {"storageClassName": "gp3"}}
+            for c in ("a", "b", "shared")
+        },
+        classes={"gp3": {"metadata": {"name": "gp3"}, "provisioner": "ebs.csi.aws.com"}},
+    )
+    bound = group(
+        [
+            with_claims(pod("1", name="p1"), "a", "shared"),
+            with_claims(pod("1", name="p2"), "b", "shared"),
+            with_claims(pod("1", on="n2", name="p3"), "a"),
+        ]
+    )
+    inv = inventory.build(
+        models(node("n1"), node("n2")), bound, marked={}, attach_limits=limits, count_volumes=volumes.in_use
+    )
+    n1, n2 = inv.existing
+    assert n1.volume_limits == (("ebs.csi.aws.com", 8),) and n1.volumes_in_use == (("ebs.csi.aws.com", 3),)
+    assert n1.volume_room("ebs.csi.aws.com") == 5
+    # No CSINode: unlimited, as kube-scheduler treats it.
+    assert n2.volume_limits == () and n2.volume_room("ebs.csi.aws.com") > 1000
