@@ -19,7 +19,7 @@ from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
 from tests.unit.provisioning.fakes import Clock, FakeCluster, pod
-from tests.unit.scheduling.builders import catalog, make_provisioner
+from tests.unit.scheduling.builders import catalog
 
 
 @pytest.fixture
@@ -249,40 +249,3 @@ def test_an_error_outside_a_batch_does_not_end_the_provisioning_loop(cluster, cl
     controller.provision = lambda batch: provisioned.append(list(batch)) or BatchReport()  # type: ignore[method-assign]
     controller.run(stop, backoff=retry.LoopBackoff(rand=lambda: 0.0))
     assert failed == [True] and provisioned == [[key]]
-
-
-def test_a_failed_group_waits_for_its_siblings_before_the_claims_are_released(cluster, cloud) -> None:
-    """Issue 13, item 5: a group whose node cannot be created must not end the batch (and release
-    the claims on its pods) while a sibling group is still binding."""
-    cluster.provisioners = [make_provisioner("a"), make_provisioner("b")]
-    failing, binding = (
-        cluster.add_pod(for_provisioner("pa", "a")),
-        cluster.add_pod(for_provisioner("pb", "b")),
-    )
-    state = ClusterState()
-    released = threading.Event()
-    real_unclaim, real_create, real_bind = state.unclaim, cluster.create_node, cluster.bind
-    claimed_while_binding: list[bool] = []
-
-    def unclaim(keys: Any) -> None:
-        released.set()
-        real_unclaim(keys)
-
-    def create_node(kube: Any, manifest: dict[str, Any]) -> bool:
-        if manifest["metadata"]["labels"][wk.PROVISIONER_NAME] == "a":
-            raise Unavailable("creating node: 503 the server is shutting down", status=503)
-        return real_create(kube, manifest)
-
-    def bind(kube: Any, *, namespace: str, name: str, uid: str, node: str) -> None:
-        released.wait(0.5)  # long enough for a failed sibling to end the batch
-        claimed_while_binding.append(state.claimed(f"{namespace}/{name}"))
-        real_bind(kube, namespace=namespace, name=name, uid=uid, node=node)
-
-    state.unclaim = unclaim  # type: ignore[method-assign]
-    cluster.monkeypatch.setattr("extender.cluster.nodes.create_node", create_node)
-    cluster.monkeypatch.setattr("extender.cluster.bind.bind", bind)
-    controller = controller_for(cloud, state=state)
-    run(controller, [failing, binding])
-    assert claimed_while_binding == [True]
-    assert cluster.bound == {binding: next(iter(cluster.nodes))}
-    assert failing in controller.parked and not state.claimed(failing)

@@ -23,8 +23,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
 from extender.retry import LoopBackoff
 from extender.settings import Settings
-
-from .builders import eventually, node
+from tests.unit.lifecycle.builders import eventually, node
 
 
 class _Cloud:
