@@ -8,6 +8,7 @@ uses its own Provisioner name and namespace, so nodes left by one test never tak
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -278,3 +279,45 @@ def test_karpy_controller_process_logs_like_karpenter(
         found = re.compile(pattern).search(log, position)
         assert found, f"no line matching {pattern!r} after offset {position} in:\n{log[-3000:]}"
         position = found.end()
+
+
+@pytest.mark.parametrize(
+    ("resource", "limit", "gpus"),
+    [("nvidia.com/gpu", "2", 1), ("pods", "10", 0)],
+)
+def test_every_stated_limit_stops_launches(
+    karpy: Karpy, core_v1: Any, namespace: str, resource: str, limit: str, gpus: int
+) -> None:
+    """Issue 24: a Provisioner limited to nvidia.com/gpu: 2, or to pods: 10, never has more of it in
+    its nodes' capacity (as the API server shows the Nodes), and the pods left over stay pending
+    with a LimitExceeded Event naming the limit (before, only cpu and memory were counted)."""
+    name = unique("lim")
+    provisioner(karpy.kube, name, [], limits={"resources": {resource: limit}})
+    manifests = []
+    for i in range(5 if gpus else 30):
+        manifest = pod_manifest(f"p{i}", "100m", selector={wk.PROVISIONER_NAME: name})
+        if gpus:
+            manifest["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": gpus}
+        manifests.append(manifest)
+    create_pods(core_v1, namespace, manifests)
+
+    def limit_event() -> bool:
+        events = core_v1.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+        return any(e.reason == "LimitExceeded" and resource in e.message for e in events)
+
+    wait_for(limit_event, 90, f"LimitExceeded event naming {resource} on the Provisioner")
+
+    def used() -> float:
+        nodes = core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={name}").items
+        return sum(float((n.status.capacity or {}).get(resource, "0")) for n in nodes)
+
+    def some_bound() -> bool:
+        return any(p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items)
+
+    wait_for(some_bound, 60, "the pods within the limit bound")
+    # Launches and binds of the batch are over once a pod is bound; later batches must add nothing.
+    for _ in range(20):
+        assert 0 < used() <= float(limit)
+        time.sleep(0.5)
+    pending = [p for p in core_v1.list_namespaced_pod(namespace).items if not p.spec.node_name]
+    assert pending, "the limit left no pod pending"
