@@ -8,7 +8,8 @@ Obj = Mapping[str, Any]
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
 
 
 def name(obj: Obj) -> str:

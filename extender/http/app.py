@@ -73,6 +73,8 @@ def create_app(
             return _bad_request(str(err))
         if not isinstance(pod, dict):
             return _bad_request("Pod is not an object")
+        if not isinstance(pod.get("metadata") or {}, dict):
+            return _bad_request("Pod.metadata is not an object")
         result = guard.filter_nodes(state, pod, names)
         if result.removal:
             metrics.EXTENDER_GUARDED.labels(reason="removal").inc(result.removal)

@@ -106,6 +106,18 @@ def test_bad_body_answers_200_with_error(harness) -> None:
     assert reply.status_code == 200 and reply.get_json()["Error"]
 
 
+@pytest.mark.parametrize("metadata", ["web-0", 7, ["a"]])
+def test_pod_metadata_that_is_not_an_object_answers_a_json_error(harness, metadata: Any) -> None:
+    """Issue 26, found while probing: `Pod.metadata` a string answered 500 (an AttributeError in
+    objects.pod_key); a malformed request is an Error kube-scheduler can skip, never a 500."""
+    web, _, _ = harness
+    for verb in ("/filter", "/prioritize"):
+        reply = web.post(verb, json={"Pod": {"metadata": metadata}, "NodeNames": ["n1"]})
+        assert reply.status_code == 200, verb
+    body = web.post("/filter", json={"Pod": {"metadata": metadata}, "NodeNames": ["n1"]}).get_json()
+    assert body["Error"] == "karpy: bad request, Pod.metadata is not an object"
+
+
 def test_prioritize_prefers_nodes_not_planned_for_removal(harness) -> None:
     web, state, _ = harness
     state.mark_for_removal("n2", "empty")
