@@ -38,7 +38,7 @@ from extender.cluster import inventory
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
-from extender.loops import run_forever
+from extender.loops import log_failure, run_forever
 from extender.provisioning import metrics
 from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
@@ -229,7 +229,8 @@ class ProvisioningController:
         try:
             self.adopt_instances(self.cloud.list())
         except Exception as err:  # the loop's boundary; GC bounds how long an unadopted instance lives
-            log.error("Adopting instances of interrupted launches failed, %s", err)
+            # The world's failures (API server, AWS) are WARNINGs, karpy's own bugs ERRORs.
+            log_failure(log, "adopting instances of interrupted launches", err)
         # Pods parked while following were waiting for exactly this.
         self._requeue(self.parked.take(everything=True))
 

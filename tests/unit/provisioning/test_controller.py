@@ -249,3 +249,20 @@ def test_an_error_outside_a_batch_does_not_end_the_provisioning_loop(cluster, cl
     controller.provision = lambda batch: provisioned.append(list(batch)) or BatchReport()  # type: ignore[method-assign]
     controller.run(stop, backoff=retry.LoopBackoff(rand=lambda: 0.0))
     assert failed == [True] and provisioned == [[key]]
+
+
+def test_an_api_error_while_adopting_interrupted_launches_is_a_warning(cluster, cloud, caplog) -> None:
+    """Issue 26, found while probing: one failed list of instances (the world's fault) was logged at
+    ERROR; like every loop's failure it is a WARNING, and karpy's own bugs stay ERRORs."""
+    import logging
+
+    controller = controller_for(cloud)
+
+    def list_fails() -> list[Any]:
+        raise CloudError("DescribeInstances: RequestLimitExceeded")
+
+    cloud.list = list_fails  # type: ignore[method-assign]
+    caplog.set_level(logging.INFO, logger="karpy")
+    controller._on_started_leading()
+    (record,) = [r for r in caplog.records if "adopting instances" in r.getMessage()]
+    assert record.levelno == logging.WARNING
