@@ -112,6 +112,13 @@ class BoundedThreadWorker(ThreadWorker):
     plain_ports: frozenset[int] = frozenset()
     _closer: ThreadPoolExecutor | None = None
 
+    def init_process(self) -> None:
+        # gunicorn answers a request it cannot parse (broken framing, bad headers) itself, with an
+        # HTML page; karpy's clients get JSON for every error, as from the apps. The worker process
+        # serves only karpy's apps, so replacing gunicorn's writer here reaches nothing else.
+        gunicorn_util.write_error = write_json_error
+        super().init_process()
+
     def handle(self, conn: Any) -> Any:
         deadline = time.monotonic() + self.request_read_seconds
         plain_init = type(conn).init
@@ -170,6 +177,16 @@ def bounded_worker(
         (BoundedThreadWorker,),
         {"request_read_seconds": request_read_seconds, "plain_ports": plain_ports},
     )
+
+
+def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's `util.write_error`, answering JSON: {"code", "message"} as the apps do."""
+    body = json.dumps({"code": status_int, "message": f"{reason}: {mesg}"})
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body.encode())}\r\n\r\n"
+    )
+    gunicorn_util.write_nonblock(sock, (head + body).encode("latin1", "replace"))
 
 
 def _json(start_response: StartResponse, status: str, message: str) -> list[bytes]:

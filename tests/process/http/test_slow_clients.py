@@ -115,6 +115,23 @@ def test_oversized_body_is_refused_with_json(server: tuple[int, int]) -> None:
     assert reply.json()["code"] == 413
 
 
+@pytest.mark.parametrize(
+    "request_bytes",
+    [b"GET /healthz HTTP/9.9\r\n\r\n", b"POST /filter HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"],
+)
+def test_broken_framing_is_answered_with_json(server: tuple[int, int], request_bytes: bytes) -> None:
+    """Issue 26, found while probing: a request gunicorn cannot parse got its HTML 400 page although
+    every error is JSON; now the same status with a JSON body."""
+    with socket.create_connection(("127.0.0.1", server[0]), timeout=5) as conn:
+        conn.sendall(request_bytes)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"Content-Type: application/json" in head, answer
+    assert json.loads(body)["code"] == 400
+
+
 def test_metrics_port_serves_only_metrics(server: tuple[int, int]) -> None:
     _, metrics_port = server
     base = f"http://127.0.0.1:{metrics_port}"
