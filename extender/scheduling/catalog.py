@@ -11,6 +11,7 @@ manufacturer; aws.amazon.com/neuron = Neuron devices (`NeuronInfo`, else the old
 `InferenceAcceleratorInfo`) and aws.amazon.com/neuroncore = devices x `CoreInfo.Count`, the two
 names the Neuron device plugin registers; vpc.amazonaws.com/efa = `EfaInfo.MaximumEfaInterfaces`.
 Each needs its device plugin on the node, as in Karpenter. Ephemeral storage: see instancetypes.py.
+Labels (`karpenter.k8s.aws/instance-category`, ...): see instancelabels.py.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from extender.api.resources import (
     NVIDIA_GPU,
     Resources,
 )
+from extender.scheduling.instancelabels import instance_labels
 from extender.scheduling.instancetypes import MIB, InstanceType, Offering, eni_max_pods
 from extender.scheduling.pricing import PriceBook, Shape
 
@@ -165,6 +167,7 @@ def build_catalog(
             gpus=gpus,
             extended=_extended(item),
             burstable=bool(item.get("BurstablePerformanceSupported")),
+            type_labels=instance_labels(item),
         )
         if reason := instance_type.fits_overhead():
             if logger:

@@ -27,7 +27,7 @@ root volume.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -125,6 +125,8 @@ class InstanceType:
     extended: Resources = field(default_factory=Resources)
     #: Bytes of the volume kubelet's nodefs lives on (ephemeral-storage capacity).
     root_volume: float = DEFAULT_ROOT_VOLUME
+    #: The cloud provider's labels for the type (karpenter.k8s.aws/*, instancelabels.py), sorted.
+    type_labels: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def build(
@@ -141,6 +143,7 @@ class InstanceType:
         root_volume: float = DEFAULT_ROOT_VOLUME,
         os: str = "linux",
         burstable: bool = False,
+        type_labels: Mapping[str, str] | None = None,
     ) -> InstanceType:
         """Derive capacity, overhead and allocatable from the raw figures."""
         gpus = gpus or Resources()
@@ -168,6 +171,7 @@ class InstanceType:
             allocatable=capacity - overhead,
             offerings=tuple(offerings),
             burstable=burstable,
+            type_labels=tuple(sorted((type_labels or {}).items())),
         )
 
     def with_max_pods(self, max_pods: int) -> InstanceType:
@@ -186,6 +190,7 @@ class InstanceType:
             root_volume=self.root_volume,
             os=self.os,
             burstable=self.burstable,
+            type_labels=dict(self.type_labels),
         )
         return rebuilt
 
@@ -205,4 +210,4 @@ class InstanceType:
         return None
 
     def labels(self) -> dict[str, str]:
-        return {wk.INSTANCE_TYPE: self.name, wk.ARCH: self.arch, wk.OS: self.os}
+        return {**dict(self.type_labels), wk.INSTANCE_TYPE: self.name, wk.ARCH: self.arch, wk.OS: self.os}
