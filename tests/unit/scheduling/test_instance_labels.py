@@ -174,3 +174,24 @@ def test_karpy_plan_shows_the_labels_in_json_and_table(tmp_path: Any, capsys: An
     table = capsys.readouterr().out
     line = next(x for x in table.splitlines() if x.startswith(f"planned-0 {node['instanceType']}:"))
     assert "instance-category=c" in line and f"instance-family={node['instanceType'].split('.')[0]}" in line
+
+
+def test_topology_spread_on_a_type_label_puts_pods_on_different_categories() -> None:
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": wk.INSTANCE_CATEGORY,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "s"}},
+        }
+    ]
+    pods = [make_pod(f"s{i}", labels={"app": "s"}, topologySpreadConstraints=spread) for i in range(3)]
+    # Domains come from the types' labels, with or without a Provisioner requirement on the key.
+    for prov in (
+        make_provisioner(),
+        make_provisioner(requirements=[req(wk.INSTANCE_CATEGORY, "In", "c", "m")]),
+    ):
+        plan = solve(pods, [prov], catalog())
+        categories = [n.node_labels()[wk.INSTANCE_CATEGORY] for n in plan.nodes]
+        assert not plan.unschedulable and len(set(categories)) >= 2
+        assert max(map(categories.count, categories)) - min(map(categories.count, categories)) <= 1
