@@ -20,7 +20,8 @@ from typing import Any
 from extender.api import labels as wk
 from extender.api.provisioner import Provisioner
 
-#: Bumped when what is hashed changes: nodes stamped with another version are not compared.
+#: Bump when what is hashed changes (a field added with a non-zero default, a field moved in or
+#: out): nodes stamped with another version are re-stamped by the drift check, not drifted.
 HASH_VERSION = "v1"
 #: AWSProvider fields left out of the hash (snake_case dataclass field names).
 SELECTOR_FIELDS = frozenset(

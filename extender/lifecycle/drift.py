@@ -22,7 +22,7 @@ from collections.abc import Callable
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.provisioner import Provisioner
-from extender.api.provisioner_hash import HASH_VERSION, provisioner_hash
+from extender.api.provisioner_hash import HASH_VERSION, hash_annotations, provisioner_hash
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 from extender.scheduling.requirements import Requirements
@@ -61,6 +61,12 @@ def current_image(ctx: Context, provisioner: Provisioner, node: Node) -> str | N
 def check(ctx: Context, node: Node, provisioner: Provisioner) -> str | None:
     """The node's drift reason, marking it drifted (annotation, Event, metric) the first time; a
     node that is no longer drifted (the Provisioner changed back) loses the mark."""
+    if node.annotations.get(wk.PROVISIONER_HASH_VERSION_ANNOTATION) != HASH_VERSION:
+        # Launched before hashing, or under another hash version: stamp the current hash, so later
+        # changes are compared (as Karpenter re-stamps on a hash-version change) and no node drifts
+        # only because karpy hashes differently now.
+        for key, value in hash_annotations(provisioner).items():
+            nodepatch.set_annotation(ctx.kube, node.name, key, value)
     reason = drift_reason(node, provisioner, current_image(ctx, provisioner, node))
     marked = node.annotations.get(wk.VOLUNTARY_DISRUPTION_ANNOTATION) == DRIFTED
     if reason is None and marked:

@@ -151,6 +151,8 @@ class NodeWorker:
         """Replace a drifted node through expiry's path; a node not yet being replaced is checked
         again each time (its Provisioner may have changed back)."""
         name, ctx = node.name, self.ctx
+        if self.ledger.held().get(name) not in (None, drift.DRIFTED):
+            return None  # being expired, emptied or consolidated already: one replacement at a time
         with self._lock:
             found = self._drifting.get(name)
         if found is None or name not in self.expiry.active():

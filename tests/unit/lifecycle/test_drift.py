@@ -116,3 +116,15 @@ def test_a_drifted_node_is_marked_once(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx.cloud = Cloud("ami-1")  # type: ignore[assignment]
     assert drift.check(ctx, marked, p) is None
     assert patched[-1] == ("n1", wk.VOLUNTARY_DISRUPTION_ANNOTATION, None)
+
+
+def test_a_node_without_the_current_hash_version_is_stamped_not_drifted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    patched: dict[str, str | None] = {}
+    monkeypatch.setattr(drift.nodepatch, "set_annotation", lambda _, n, k, v: patched.__setitem__(k, v))
+    ctx = Context(Settings(), None, Cloud(None), None, None, Recorder(None))  # type: ignore[arg-type]
+    bare = Node(name="n1", labels={wk.PROVISIONER_NAME: "p", wk.INSTANCE_TYPE: "m5.large", "team": "a"})
+    changed = prov(labels={"team": "a", "tier": "x"})
+    assert drift.check(ctx, bare, changed) is None
+    assert patched == hash_annotations(changed)
