@@ -167,9 +167,12 @@ def deployment(
     replicas: int,
     cpu: str = "1",
     annotations: dict[str, str] | None = None,
+    affinity: dict[str, Any] | None = None,
 ) -> None:
     template = pod_manifest(name, cpu, selector={wk.PROVISIONER_NAME: prov})
     template["metadata"] = {"labels": {"app": name}, "annotations": annotations or {}}
+    if affinity:
+        template["spec"]["affinity"] = affinity
     apps.create_namespaced_deployment(
         namespace,
         {

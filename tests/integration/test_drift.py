@@ -11,7 +11,6 @@ than a launch, and the nodes of an unchanged Provisioner never cordoned or delet
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,18 +19,22 @@ from kubernetes import client
 from extender.api import labels as wk
 from extender.api.provisioner import Provisioner
 from hack.localcluster.awsseed import aws_client, ssm_image_path
+from tests.integration import test_consolidation
 from tests.integration.helpers import unique, wait_for
 from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
+    deployment,
     karpy,
     live_pods,
     messages,
-    provisioner,
 )
 from tests.integration.observed import Objects, Observed
-from tests.integration.test_consolidation import PENDING_LIMIT, Pending, cordoned, nodes_of
+from tests.integration.test_consolidation import PENDING_LIMIT, Pending, consolidating, cordoned, nodes_of
 
 pytestmark = pytest.mark.integration
+
+# test_consolidation's fixture, used by name in the tests below.
+observed = test_consolidation.observed
 
 #: Launch + Ready on kwok for each node in turn, behind a budget of one: generous, but bounded.
 SETTLE = 240
@@ -50,48 +53,11 @@ def drifting(karpy: Karpy) -> Karpy:  # noqa: F811
     return karpy
 
 
-@pytest.fixture
-def observed() -> Iterator[list[Observed]]:
-    started: list[Observed] = []
-    yield started
-    for o in started:
-        o.close()
-
-
 def spread_app(apps: Any, namespace: str, app: str, prov: str, replicas: int) -> None:
     """`replicas` pods of the Provisioner, one per node (required hostname anti-affinity)."""
-    anti = {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": wk.HOSTNAME}
-        ]
-    }
-    apps.create_namespaced_deployment(
-        namespace,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": app},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": app}},
-                "template": {
-                    "metadata": {"labels": {"app": app}},
-                    "spec": {
-                        "terminationGracePeriodSeconds": 0,
-                        "nodeSelector": {wk.PROVISIONER_NAME: prov},
-                        "affinity": {"podAntiAffinity": anti},
-                        "containers": [
-                            {
-                                "name": "pause",
-                                "image": "registry.k8s.io/pause:3.9",
-                                "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}},
-                            }
-                        ],
-                    },
-                },
-            },
-        },
-    )
+    anti = [{"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": wk.HOSTNAME}]
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": anti}}
+    deployment(apps, namespace, app, prov, replicas, cpu="500m", affinity=affinity)
 
 
 def running(core: Any, namespace: str, app: str, count: int) -> dict[str, str]:
@@ -106,17 +72,8 @@ def running(core: Any, namespace: str, app: str, count: int) -> dict[str, str]:
 def drifting_provisioner(
     kube: Any, name: str, budget: str, types: list[str] = AMD64, arch: str = "amd64", **spec: Any
 ) -> None:
-    provisioner(
-        kube,
-        name,
-        [
-            {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-            {"key": wk.INSTANCE_TYPE, "operator": "In", "values": types},
-            {"key": wk.ARCH, "operator": "In", "values": [arch]},
-        ],
-        disruption={"nodes": budget},
-        **spec,
-    )
+    arches = ({"key": wk.ARCH, "operator": "In", "values": [arch]},)
+    consolidating(kube, name, enabled=False, budget=budget, types=types, more=arches, **spec)
 
 
 def patch_spec(kube: Any, name: str, spec: dict[str, Any]) -> None:
