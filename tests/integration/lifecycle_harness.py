@@ -132,7 +132,9 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
         is_leader=leading.is_set,
         unavailable=controller.mark_unavailable,
     )
-    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=Heartbeats())
+    # The interruption poller, as extender/main.py wires it when a queue is configured.
+    sqs = raw_cloud.clients.sqs if settings.aws.interruption_queue else None
+    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=Heartbeats(), sqs=sqs)
     stop = threading.Event()
     lifecycle.start(stop)
     bound.start(kube, stop)
