@@ -16,7 +16,60 @@ CAPACITY_TYPE_ALIAS = "node.k8s.aws/capacity-type"
 PROVISIONER_NAME = "karpenter.sh/provisioner-name"
 
 WELL_KNOWN_LABELS = frozenset({ZONE, INSTANCE_TYPE, ARCH, OS, CAPACITY_TYPE, PROVISIONER_NAME})
-RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh")
+
+# Karpenter's AWS provider labels (`pkg/apis/v1/labels.go`): what an instance type is, derived from
+# DescribeInstanceTypes (scheduling/instancelabels.py). A type lacking a figure (no GPU, no NVMe)
+# lacks the label: DoesNotExist holds for it.
+AWS_LABEL_DOMAIN = "karpenter.k8s.aws"
+INSTANCE_CATEGORY = "karpenter.k8s.aws/instance-category"
+INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+INSTANCE_GENERATION = "karpenter.k8s.aws/instance-generation"
+INSTANCE_SIZE = "karpenter.k8s.aws/instance-size"
+INSTANCE_CAPABILITY_FLEX = "karpenter.k8s.aws/instance-capability-flex"
+INSTANCE_CPU = "karpenter.k8s.aws/instance-cpu"
+INSTANCE_CPU_MANUFACTURER = "karpenter.k8s.aws/instance-cpu-manufacturer"
+INSTANCE_CPU_CLOCK = "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz"
+INSTANCE_MEMORY = "karpenter.k8s.aws/instance-memory"
+INSTANCE_EBS_BANDWIDTH = "karpenter.k8s.aws/instance-ebs-bandwidth"
+INSTANCE_NETWORK_BANDWIDTH = "karpenter.k8s.aws/instance-network-bandwidth"
+INSTANCE_HYPERVISOR = "karpenter.k8s.aws/instance-hypervisor"
+INSTANCE_ENCRYPTION_IN_TRANSIT = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
+INSTANCE_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
+INSTANCE_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+INSTANCE_GPU_MANUFACTURER = "karpenter.k8s.aws/instance-gpu-manufacturer"
+INSTANCE_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
+INSTANCE_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
+INSTANCE_ACCELERATOR_NAME = "karpenter.k8s.aws/instance-accelerator-name"
+INSTANCE_ACCELERATOR_MANUFACTURER = "karpenter.k8s.aws/instance-accelerator-manufacturer"
+INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
+INSTANCE_TYPE_LABELS = frozenset(
+    {
+        INSTANCE_CATEGORY,
+        INSTANCE_FAMILY,
+        INSTANCE_GENERATION,
+        INSTANCE_SIZE,
+        INSTANCE_CAPABILITY_FLEX,
+        INSTANCE_CPU,
+        INSTANCE_CPU_MANUFACTURER,
+        INSTANCE_CPU_CLOCK,
+        INSTANCE_MEMORY,
+        INSTANCE_EBS_BANDWIDTH,
+        INSTANCE_NETWORK_BANDWIDTH,
+        INSTANCE_HYPERVISOR,
+        INSTANCE_ENCRYPTION_IN_TRANSIT,
+        INSTANCE_LOCAL_NVME,
+        INSTANCE_GPU_NAME,
+        INSTANCE_GPU_MANUFACTURER,
+        INSTANCE_GPU_COUNT,
+        INSTANCE_GPU_MEMORY,
+        INSTANCE_ACCELERATOR_NAME,
+        INSTANCE_ACCELERATOR_MANUFACTURER,
+        INSTANCE_ACCELERATOR_COUNT,
+    }
+)
+#: The AMI an instance booted from (Karpenter v0.20-v0.31's label): AMI drift compares it.
+INSTANCE_AMI_ID = "karpenter.k8s.aws/instance-ami-id"
+RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", AWS_LABEL_DOMAIN)
 RESTRICTED_LABELS = frozenset({HOSTNAME})
 
 CAPACITY_TYPE_SPOT = "spot"
@@ -25,6 +78,11 @@ CAPACITY_TYPE_ON_DEMAND = "on-demand"
 NOT_READY_TAINT_KEY = "karpenter.sh/not-ready"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 EMPTINESS_TIMESTAMP_ANNOTATION = "karpenter.sh/emptiness-timestamp"
+#: Stamped on a node at launch: the hash of its Provisioner's node-shaping fields (v0.30 drift).
+PROVISIONER_HASH_ANNOTATION = "karpenter.sh/provisioner-hash"
+PROVISIONER_HASH_VERSION_ANNOTATION = "karpenter.sh/provisioner-hash-version"
+#: Set on a node found drifted (Karpenter v0.21's `karpenter.sh/voluntary-disruption: drifted`).
+VOLUNTARY_DISRUPTION_ANNOTATION = "karpenter.sh/voluntary-disruption"
 DO_NOT_EVICT_ANNOTATION = "karpenter.sh/do-not-evict"
 DO_NOT_CONSOLIDATE_ANNOTATION = "karpenter.sh/do-not-consolidate"
 PROVISIONING_NAMESPACE_LABEL = "karpenter.sh/provisioning"

@@ -42,11 +42,12 @@ AMI_FAMILIES = ("AL2", "Bottlerocket", "Ubuntu")
 # Keys the controller owns on every node; users may not set them as labels.
 RESTRICTED_LABELS = wk.RESTRICTED_LABELS | {wk.PROVISIONER_NAME, wk.EMPTINESS_TIMESTAMP_ANNOTATION}
 # Requirement keys a Provisioner may constrain without declaring them in spec.labels.
-REQUIREMENT_KEYS = wk.WELL_KNOWN_LABELS - {wk.PROVISIONER_NAME}
+REQUIREMENT_KEYS = (wk.WELL_KNOWN_LABELS | wk.INSTANCE_TYPE_LABELS) - {wk.PROVISIONER_NAME}
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_INTEGER = re.compile(r"^-?[0-9]+$")
+# Karpenter: Gt/Lt "must have a single positive integer value" (0 allowed, no sign).
+_INTEGER = re.compile(r"^[0-9]+$")
 
 
 def _quote(value: object) -> str:
@@ -139,7 +140,7 @@ class RequirementSchema(_Base):
         if op in ("Exists", "DoesNotExist") and values:
             raise ValidationError(f"must be empty for operator {op}", "values")
         if op in ("Gt", "Lt") and (len(values) != 1 or not _INTEGER.match(values[0])):
-            raise ValidationError(f"operator {op} takes exactly one integer value", "values")
+            raise ValidationError(f"operator {op} takes exactly one non-negative integer value", "values")
         if op in ("In", "NotIn"):
             if not values:
                 raise ValidationError(f"must not be empty for operator {op}", "values")

@@ -326,6 +326,7 @@ def render_json(plan: Plan, elapsed: float, rejected: Mapping[str, str] | None =
                 "capacityType": node.capacity_type,
                 "pricePerHour": round(node.price, 6),
                 "pods": [p.key for p in node.pods],
+                "labels": dict(sorted(node.node_labels().items())),
             }
             for node in plan.nodes
         ],
@@ -381,7 +382,19 @@ def render_table(
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     unread = [f"Unable to schedule pod {key}, {reason}" for key, reason in (rejected or {}).items()]
-    return "\n".join([*unread, *plan.describe(), "", *lines, "", f"Computed in {elapsed:.3f}s"])
+    described = type_label_lines(plan)
+    return "\n".join([*unread, *plan.describe(), "", *lines, *described, "", f"Computed in {elapsed:.3f}s"])
+
+
+def type_label_lines(plan: Plan) -> list[str]:
+    """Each planned node's instance-type labels (karpenter.k8s.aws/*, domain left out), one line each."""
+    prefix = wk.AWS_LABEL_DOMAIN + "/"
+    lines = []
+    for i, node in enumerate(plan.nodes):
+        shown = [f"{k[len(prefix) :]}={v}" for k, v in node.node_labels().items() if k.startswith(prefix)]
+        if shown:
+            lines.append(f"planned-{i} {node.instance_type.name}: {' '.join(sorted(shown))}")
+    return ["", "LABELS (karpenter.k8s.aws/)", *lines] if lines else []
 
 
 def run(args: argparse.Namespace) -> int:

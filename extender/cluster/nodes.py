@@ -45,6 +45,7 @@ def node_manifest(
     allocatable: Resources,
     arch: str,
     os: str,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -52,6 +53,7 @@ def node_manifest(
         "metadata": {
             "name": name,
             "labels": {**labels, wk.HOSTNAME: name},
+            "annotations": dict(annotations or {}),
             "finalizers": [wk.TERMINATION_FINALIZER],
         },
         "spec": {

@@ -1,10 +1,11 @@
 """Expiry (`ttlSecondsUntilExpired`): replace a node once it is older than its TTL, a few at a time.
 
-A due node takes one of `max_disrupting` slots (cluster-wide, expiry only) and one of its
+A due node takes one of `max_disrupting` slots (cluster-wide, expiry and drift) and one of its
 Provisioner's disruption budget (budgets.py, shared with emptiness and consolidation), is cordoned
 and marked for removal, capacity for its pods is requested from provisioning, and only when those
 replacement nodes are Ready (or the wait cap passes) is the node deleted — the termination
-finalizer then drains it. Oldest expiry first.
+finalizer then drains it. Longest overdue first. `Expiry.replace` is that path for any reason:
+drift (drift.py) replaces a drifted node through it too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from extender.lifecycle.context import Context, go_duration
 
 #: How often a due node waiting for a slot, or for its replacements, is looked at again.
 WAIT_POLL_SECONDS = 2.0
+#: Replacement reason -> the `reason` label of karpenter_nodes_terminated.
+TERMINATION_REASONS = {"expired": "expiration", "drifted": "drift"}
 
 
 def expires_at(node: Node, ttl: float | None) -> datetime | None:
@@ -71,58 +74,92 @@ class Expiry:
         due: Sequence[tuple[str, datetime]],
         admit: Callable[[], bool] | None = None,
     ) -> float | None:
-        """`deleting` = karpy nodes already being terminated; `due` = (name, expiry) of every expired node;
-        `admit` takes a slot of the Provisioner's disruption budget (False = wait for one)."""
-        node_name = node.name
+        """`deleting` = karpy nodes already being terminated; `due` = (name, due time) of every node
+        due for replacement (expired or drifted); `admit` takes a slot of the Provisioner's
+        disruption budget (False = wait for one)."""
         at = expires_at(node, ttl)
-        now = ctx.clock()
         if at is None or node.deleting:
             return None
+        now = ctx.clock()
         if now < at:
             return (at - now).total_seconds()
+        overdue = go_duration((now - at).total_seconds())
+        return self.replace(
+            ctx,
+            node,
+            "expired",
+            at,
+            pods=pods,
+            deleting=deleting,
+            due=due,
+            admit=admit,
+            why=f"after {go_duration(ttl or 0)} (+{overdue})",
+        )
+
+    def replace(
+        self,
+        ctx: Context,
+        node: Node,
+        reason: str,
+        at: datetime,
+        *,
+        pods: Sequence[Pod],
+        deleting: set[str],
+        due: Sequence[tuple[str, datetime]],
+        admit: Callable[[], bool] | None = None,
+        why: str = "",
+    ) -> float | None:
+        """Replace `node` (due since `at`) for `reason` ("expired", "drifted"): wait for a slot and
+        the budget, launch replacements for its pods, delete it once they are Ready. Returns when
+        to look again, None once the node is deleted."""
+        node_name = node.name
+        now = ctx.clock()
         with self._lock:
             disruption = self._active.get(node_name)
             if disruption is None:
                 in_flight = len(deleting | set(self._active))
                 if node_name not in pick(due, now, in_flight, ctx.settings.lifecycle.max_disrupting):
                     ctx.log.debug(
-                        "Expired node %s waits for a disruption slot (%s in flight)",
+                        "%s node %s waits for a disruption slot (%s in flight)",
+                        reason.capitalize(),
                         node_name,
                         sorted(deleting | set(self._active)),
                     )
                     return WAIT_POLL_SECONDS
                 if admit is not None and not admit():
-                    ctx.log.debug("Expired node %s waits for its Provisioner's disruption budget", node_name)
+                    ctx.log.debug(
+                        "%s node %s waits for its Provisioner's disruption budget",
+                        reason.capitalize(),
+                        node_name,
+                    )
                     return WAIT_POLL_SECONDS
                 disruption = self._active[node_name] = Disruption(started=now)
                 start = True
             else:
                 start = False
         if start:
-            self._start(ctx, node_name, pods, disruption)
+            self._start(ctx, node_name, pods, disruption, reason)
         if not self._replacements_ready(ctx, disruption, now):
             return WAIT_POLL_SECONDS
-        ctx.log.info(
-            "Triggering termination for expired node %s after %s (+%s)",
-            node_name,
-            go_duration(ttl or 0),
-            go_duration((now - at).total_seconds()),
-        )
-        metrics.NODES_TERMINATED.labels(reason="expiration").inc()
+        ctx.log.info("Triggering termination for %s node %s %s", reason, node_name, why)
+        metrics.NODES_TERMINATED.labels(reason=TERMINATION_REASONS.get(reason, reason)).inc()
         nodepatch.delete_node(ctx.kube, node_name)
         return None
 
-    def _start(self, ctx: Context, node_name: str, pods: Sequence[Pod], disruption: Disruption) -> None:
-        ctx.mark(node_name, "expired")
+    def _start(
+        self, ctx: Context, node_name: str, pods: Sequence[Pod], disruption: Disruption, reason: str
+    ) -> None:
+        ctx.mark(node_name, reason)
         if cordon(ctx.kube, node_name):
             ctx.log.info("Cordoned node %s", node_name)
         workload = nodepatch.workload(pods)
         if workload and ctx.provisioning is not None:
             disruption.replacements = list(ctx.provisioning.provision_replacements(workload))
             ctx.log.info(
-                "Launched %d replacement node(s) %s for expired node %s",
+                "Launched %d replacement node(s) %s for %s node %s",
                 len(disruption.replacements),
                 disruption.replacements,
+                reason,
                 node_name,
             )
 

@@ -9,6 +9,12 @@ NAMESPACE = "karpenter"
 NODES_TERMINATED = Counter(
     "nodes_terminated", "Nodes whose termination karpy triggered, by reason.", ["reason"], namespace=NAMESPACE
 )
+NODES_DRIFTED = Counter(
+    "nodes_drifted",
+    "Nodes found drifted from their Provisioner, by drift reason.",
+    ["reason"],
+    namespace=NAMESPACE,
+)
 TERMINATION_DURATION = Histogram(
     "nodes_termination_time_seconds",
     "Seconds from a node's deletionTimestamp to its finalizer being removed.",

@@ -1,21 +1,22 @@
 """The node worker: one keyed delay queue of node names, fed by Node and Pod watches.
 
 Each pop reconciles one node with a fresh read: a deleting node goes through the termination
-finalizer; a live one through readiness, finalizer, expiry and emptiness, and is requeued at the
-earliest time any of them asked for (an emptiness or expiry due time), never on a fixed tick.
+finalizer; a live one through readiness, finalizer, expiry, drift and emptiness, and is requeued at
+the earliest time any of them asked for (an emptiness or expiry due time), never on a fixed tick.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from extender.api import labels
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.lifecycle import emptiness, nodepatch, readiness
+from extender.lifecycle import drift, emptiness, nodepatch, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
@@ -47,6 +48,8 @@ class NodeWorker:
         self.terminator = Terminator()
         self._lock = threading.Lock()
         self._cache: dict[str, Node] = {}
+        #: Drifted nodes -> (when found drifted, drift reason), until they are gone.
+        self._drifting: dict[str, tuple[datetime, str]] = {}
 
     # --- watch callbacks -------------------------------------------------------------------------
 
@@ -85,6 +88,7 @@ class NodeWorker:
         if node is None or not node.is_karpy:
             with self._lock:
                 self._cache.pop(name, None)
+                self._drifting.pop(name, None)
             self.expiry.finished(name)
             self.ledger.release(name)
             ctx.unmark(name)
@@ -113,10 +117,13 @@ class NodeWorker:
                 expiry_ttl,
                 pods=pods,
                 deleting=self._deleting(),
-                due=self._expiry_due(),
+                due=self._due(),
                 admit=lambda: self.admit(prov, name, "expired"),
             )
         )
+        expired = (at := expires_at(node, expiry_ttl)) is not None and ctx.clock() >= at
+        if prov is not None and not node.deleting and not expired:
+            delays.append(self._drift(node, prov, pods))
         if not node.deleting and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None
             delays.append(
@@ -140,6 +147,34 @@ class NodeWorker:
             finally:
                 self.queue.done(name)
 
+    def _drift(self, node: Node, prov: Provisioner, pods: list[Pod]) -> float | None:
+        """Replace a drifted node through expiry's path; a node not yet being replaced is checked
+        again each time (its Provisioner may have changed back)."""
+        name, ctx = node.name, self.ctx
+        if self.ledger.held().get(name) not in (None, drift.DRIFTED):
+            return None  # being expired, emptied or consolidated already: one replacement at a time
+        with self._lock:
+            found = self._drifting.get(name)
+        if found is None or name not in self.expiry.active():
+            reason = drift.check(ctx, node, prov)
+            with self._lock:
+                if reason is None:
+                    self._drifting.pop(name, None)
+                    return None
+                found = self._drifting.setdefault(name, (ctx.clock(), reason))
+        since, reason = found
+        return self.expiry.replace(
+            ctx,
+            node,
+            drift.DRIFTED,
+            since,
+            pods=pods,
+            deleting=self._deleting(),
+            due=self._due(),
+            admit=lambda: self.admit(prov, name, drift.DRIFTED),
+            why=f"({reason})",
+        )
+
     def admit(self, prov: Provisioner | None, node: str, reason: str) -> bool:
         """Take a slot of the Provisioner's disruption budget for `node` (shared with consolidation)."""
         if prov is None:
@@ -158,7 +193,7 @@ class NodeWorker:
         with self._lock:
             return {name for name, node in self._cache.items() if node.deleting}
 
-    def _expiry_due(self) -> list[tuple[str, Any]]:
+    def _due(self) -> list[tuple[str, Any]]:
         with self._lock:
             nodes = list(self._cache.values())
         due = []
@@ -167,4 +202,6 @@ class NodeWorker:
             at = expires_at(node, prov.ttl_seconds_until_expired if prov else None)
             if at is not None and not node.deleting:
                 due.append((node.name, at))
+        with self._lock:
+            due += [(name, since) for name, (since, _) in self._drifting.items()]
         return due

@@ -19,6 +19,7 @@ from typing import Any
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.provisioner import Provisioner, Taint
+from extender.api.provisioner_hash import hash_annotations
 from extender.cloud.types import Instance, LaunchRequest
 from extender.cluster.nodes import instance_id, node_manifest
 from extender.scheduling.instancetypes import InstanceType
@@ -145,6 +146,12 @@ def with_deprecated_aliases(labels: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def launched_image(instance: Instance) -> dict[str, str]:
+    """The label recording the AMI the instance booted from (AMI drift compares it); kept in this
+    one place so the node-configuration work can replace where the record comes from."""
+    return {wk.INSTANCE_AMI_ID: instance.image_id} if instance.image_id else {}
+
+
 def _node(
     instance: Instance,
     itype: InstanceType,
@@ -159,6 +166,7 @@ def _node(
         **itype.labels(),
         wk.ZONE: instance.zone,
         wk.CAPACITY_TYPE: instance.capacity_type,
+        **launched_image(instance),
         wk.PROVISIONER_NAME: provisioner.name,
         wk.MANAGED_BY_LABEL: "true",
     }
@@ -175,6 +183,7 @@ def _node(
         allocatable=itype.allocatable,
         arch=itype.arch,
         os=itype.os,
+        annotations=hash_annotations(provisioner),
     )
 
 

@@ -203,6 +203,8 @@ class CandidateCache:
         if (found := self._memo.get(key)) is not None:
             return found
         names, arches, oses = reqs.get(wk.INSTANCE_TYPE), reqs.get(wk.ARCH), reqs.get(wk.OS)
+        # karpenter.k8s.aws/* keys: the type's own labels decide; a type without one is "absent".
+        described = Requirements(tuple((k, v) for k, v in reqs if k in wk.INSTANCE_TYPE_LABELS))
         candidates = []
         for entry in view.entries:
             instance_type = entry.type
@@ -214,6 +216,7 @@ class CandidateCache:
                 names.contains(instance_type.name)
                 and arches.contains(instance_type.arch)
                 and oses.contains(instance_type.os)
+                and (not described.items or described.matches(dict(instance_type.type_labels)))
             ):
                 continue
             offering = self.cheapest_offering(instance_type, reqs)

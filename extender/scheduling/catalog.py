@@ -11,6 +11,7 @@ manufacturer; aws.amazon.com/neuron = Neuron devices (`NeuronInfo`, else the old
 `InferenceAcceleratorInfo`) and aws.amazon.com/neuroncore = devices x `CoreInfo.Count`, the two
 names the Neuron device plugin registers; vpc.amazonaws.com/efa = `EfaInfo.MaximumEfaInterfaces`.
 Each needs its device plugin on the node, as in Karpenter. Ephemeral storage: see instancetypes.py.
+Labels (`karpenter.k8s.aws/instance-category`, ...): see instancelabels.py.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from extender.api.resources import (
     Resources,
 )
 from extender.scheduling import attach
+from extender.scheduling.instancelabels import instance_labels
 from extender.scheduling.instancetypes import MIB, InstanceType, Offering, eni_max_pods
 from extender.scheduling.pricing import PriceBook, Shape
 
@@ -167,6 +169,7 @@ def build_catalog(
             extended=_extended(item),
             burstable=bool(item.get("BurstablePerformanceSupported")),
             volume_limits=((attach.EBS_CSI_DRIVER, attach.ebs_limit(item)),),
+            type_labels=instance_labels(item),
         )
         if reason := instance_type.fits_overhead():
             if logger:

@@ -27,7 +27,7 @@ root volume.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -128,6 +128,8 @@ class InstanceType:
     #: (CSI driver, volumes a new node of the type can attach) for the drivers whose limit is known
     #: before the node runs (attach.py); others are unlimited until its CSINode says otherwise.
     volume_limits: tuple[tuple[str, int], ...] = ()
+    #: The cloud provider's labels for the type (karpenter.k8s.aws/*, instancelabels.py), sorted.
+    type_labels: tuple[tuple[str, str], ...] = ()
 
     def volume_limit(self, driver: str) -> int | None:
         return next((count for name, count in self.volume_limits if name == driver), None)
@@ -148,6 +150,7 @@ class InstanceType:
         os: str = "linux",
         burstable: bool = False,
         volume_limits: tuple[tuple[str, int], ...] = (),
+        type_labels: Mapping[str, str] | None = None,
     ) -> InstanceType:
         """Derive capacity, overhead and allocatable from the raw figures."""
         gpus = gpus or Resources()
@@ -176,6 +179,7 @@ class InstanceType:
             offerings=tuple(offerings),
             burstable=burstable,
             volume_limits=volume_limits,
+            type_labels=tuple(sorted((type_labels or {}).items())),
         )
 
     def with_max_pods(self, max_pods: int) -> InstanceType:
@@ -195,6 +199,7 @@ class InstanceType:
             os=self.os,
             burstable=self.burstable,
             volume_limits=self.volume_limits,
+            type_labels=dict(self.type_labels),
         )
         return rebuilt
 
@@ -214,4 +219,4 @@ class InstanceType:
         return None
 
     def labels(self) -> dict[str, str]:
-        return {wk.INSTANCE_TYPE: self.name, wk.ARCH: self.arch, wk.OS: self.os}
+        return {**dict(self.type_labels), wk.INSTANCE_TYPE: self.name, wk.ARCH: self.arch, wk.OS: self.os}

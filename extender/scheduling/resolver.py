@@ -219,7 +219,10 @@ class Resolver:
         request: Vector | None,
         gpus: frozenset[str] | None,
     ) -> set[str]:
-        if key in (wk.ZONE, wk.CAPACITY_TYPE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS):
+        if (
+            key in (wk.ZONE, wk.CAPACITY_TYPE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS)
+            or key in wk.INSTANCE_TYPE_LABELS
+        ):
             found: set[str] = set()
             kinds = [gpus] if gpus is not None else [frozenset(), *{gpus_of(e.type) for e in view.entries}]
             for kind in kinds:
@@ -252,8 +255,10 @@ class Resolver:
         return found[1]
 
     def _offered(self, instance_type: InstanceType, reqs: Requirements, key: str) -> set[str]:
-        if key in (wk.INSTANCE_TYPE, wk.ARCH, wk.OS):
-            return {instance_type.labels()[key]}
+        if key in (wk.INSTANCE_TYPE, wk.ARCH, wk.OS) or key in wk.INSTANCE_TYPE_LABELS:
+            # A type without the label (no GPU, no NVMe) offers no domain on that key.
+            value = instance_type.labels().get(key)
+            return {value} if value is not None else set()
         result = set()
         for o in instance_type.offerings:
             if not o.available or (instance_type.name, o.zone, o.capacity_type) in self.cache.unavailable:

@@ -132,7 +132,9 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
         is_leader=leading.is_set,
         unavailable=controller.mark_unavailable,
     )
-    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=Heartbeats())
+    # The interruption poller, as extender/main.py wires it when a queue is configured.
+    sqs = raw_cloud.clients.sqs if settings.aws.interruption_queue else None
+    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=Heartbeats(), sqs=sqs)
     stop = threading.Event()
     lifecycle.start(stop)
     bound.start(kube, stop)
@@ -167,9 +169,12 @@ def deployment(
     replicas: int,
     cpu: str = "1",
     annotations: dict[str, str] | None = None,
+    affinity: dict[str, Any] | None = None,
 ) -> None:
     template = pod_manifest(name, cpu, selector={wk.PROVISIONER_NAME: prov})
     template["metadata"] = {"labels": {"app": name}, "annotations": annotations or {}}
+    if affinity:
+        template["spec"]["affinity"] = affinity
     apps.create_namespaced_deployment(
         namespace,
         {

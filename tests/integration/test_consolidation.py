@@ -49,17 +49,27 @@ def fast(karpy: Karpy) -> Karpy:  # noqa: F811
 
 
 def consolidating(
-    kube: Any, name: str, *, enabled: bool = True, budget: str = "10%", types: list[str] = TYPES
+    kube: Any,
+    name: str,
+    *,
+    enabled: bool = True,
+    budget: str = "10%",
+    types: list[str] = TYPES,
+    more: tuple[dict[str, Any], ...] = (),
+    **spec: Any,
 ) -> None:
+    """An on-demand Provisioner of `types` (`more` requirements, `spec` fields) with that budget."""
     provisioner(
         kube,
         name,
         [
             {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
             {"key": wk.INSTANCE_TYPE, "operator": "In", "values": types},
+            *more,
         ],
         consolidation={"enabled": enabled},
         disruption={"nodes": budget},
+        **spec,
     )
 
 

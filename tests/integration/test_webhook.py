@@ -299,7 +299,7 @@ INVALID = [
     (
         "gt",
         _with(requirements=[{"key": "team", "operator": "Gt", "values": ["a"]}], labels={"team": "1"}),
-        "spec.requirements[0].values: operator Gt takes exactly one integer value",
+        "spec.requirements[0].values: operator Gt takes exactly one non-negative integer value",
     ),
     (
         "unknown-key",

@@ -291,6 +291,14 @@ class AWSCloudProvider:
             by_family[family] = self.launch_templates.ensure(spec)
         return {option.name: by_family[ami_family(option)] for option in options}
 
+    def launch_image(self, provisioner: Provisioner, instance_type: str) -> str | None:
+        """The AMI a node of `instance_type` launched now from `provisioner` boots from (drift
+        compares it with the node's); None with the user's own launch template (its AMI is theirs)."""
+        if provisioner.provider.launch_template:
+            return None
+        found = next((t for t in self.get_instance_types(provisioner) if t.name == instance_type), None)
+        return self.amis.image_id(ami_family(found)) if found else None
+
     def instance_tags(self, request: LaunchRequest) -> dict[str, str]:
         """Provider tags may replace Name; the identity tags karpy finds its instances by always win."""
         return {

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.pod import Pod
+from extender.api.provisioner_hash import HASH_VERSION, provisioner_hash
 from extender.cloud.types import Instance
 from extender.provisioning import launcher
 from extender.scheduling.solver import solve
@@ -129,3 +131,18 @@ def test_a_pod_refused_before_binding_gets_a_new_launch_id_the_others_keep_their
     assert ids(None) == ids({}) == ids({"ns/unrelated": 3})
     assert ids({"ns/p-u1": 1}) != ids(None)
     assert ids({"ns/p-u1": 2}) != ids({"ns/p-u1": 1})
+
+
+def test_nodes_carry_the_type_labels_the_ami_and_the_provisioner_hash() -> None:
+    plan = solve([pod("u1")], [PROV], list(catalog()))
+    planned = plan.nodes[0]
+    launched = replace(instance("i-5", itype=planned.instance_type.name), image_id="ami-0abc")
+    node = launcher.node_for(launched, planned, PROV)
+    labels, annotations = node["metadata"]["labels"], node["metadata"]["annotations"]
+    assert labels[wk.INSTANCE_FAMILY] == planned.instance_type.name.split(".")[0]
+    assert labels[wk.INSTANCE_CPU] == str(int(planned.instance_type.cpu))
+    assert labels[wk.INSTANCE_AMI_ID] == "ami-0abc"
+    assert annotations[wk.PROVISIONER_HASH_ANNOTATION] == provisioner_hash(PROV)
+    assert annotations[wk.PROVISIONER_HASH_VERSION_ANNOTATION] == HASH_VERSION
+    # An instance whose AMI the cloud did not report gets no AMI label (no AMI drift for it).
+    assert wk.INSTANCE_AMI_ID not in launcher.node_for(instance("i-6"), planned, PROV)["metadata"]["labels"]

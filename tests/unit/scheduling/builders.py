@@ -61,3 +61,20 @@ def make_pod(
 
 def make_provisioner(name: str = "default", **spec: Any):
     return load_provisioner({"metadata": {"name": name}, "spec": spec})
+
+
+@cache
+def moto_raw_types() -> tuple[dict[str, Any], ...]:
+    """moto's whole DescribeInstanceTypes catalog (1,395 items), read from the file moto serves it from."""
+    import gzip
+
+    import moto
+
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path) as handle:
+        return tuple(json.load(handle).values())
+
+
+@cache
+def moto_catalog() -> tuple[InstanceType, ...]:
+    return tuple(build_catalog(moto_raw_types(), offerings=None, zones=ZONES, prices=PriceBook()))

@@ -85,12 +85,12 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     (
         "gt-two-values",
         {"requirements": [req("team", "Gt", ["1", "2"])], "labels": {"team": "1"}},
-        "spec.requirements[0].values: operator Gt takes exactly one integer value",
+        "spec.requirements[0].values: operator Gt takes exactly one non-negative integer value",
     ),
     (
         "lt-not-integer",
         {"requirements": [req("team", "Lt", ["x"])], "labels": {"team": "1"}},
-        "spec.requirements[0].values: operator Lt takes exactly one integer value",
+        "spec.requirements[0].values: operator Lt takes exactly one non-negative integer value",
     ),
     (
         "exists-with-values",
