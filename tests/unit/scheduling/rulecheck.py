@@ -23,12 +23,15 @@ pod reported unschedulable although an instance type of an applicable Provisione
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.unit.scheduling.builders import raw_types
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -284,6 +287,8 @@ class CPod:
     label_items: tuple[tuple[str, str], ...] = ()
     #: Rules karpy declares it does not model (PVC volumes, matchFields, resourceClaims).
     unmodelled: tuple[str, ...] = ()
+    #: namespace/claim of its persistent and generic ephemeral volumes.
+    claims: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -316,7 +321,9 @@ class CPod:
         return None
 
     @classmethod
-    def parse(cls, raw: Mapping[str, Any]) -> CPod:
+    def parse(cls, raw: Mapping[str, Any], resolved: Mapping[str, str] | None = None) -> CPod:
+        """`resolved`: namespace/claim -> CSI driver of the claims whose volumes are known (no
+        topology of their own); a pod with any other claim is one karpy does not model."""
         meta = raw.get("metadata") or {}
         spec = raw.get("spec") or {}
         namespace = str(meta.get("namespace") or "default")
@@ -370,13 +377,29 @@ class CPod:
             anti=_terms(affinity.get("podAntiAffinity"), namespace, labels),
             owner_kind=str(owner.get("kind") or ""),
             label_items=tuple(sorted(labels.items())),
-            unmodelled=_unmodelled(spec, match_fields),
+            unmodelled=_unmodelled(spec, match_fields, namespace, resolved or {}),
+            claims=tuple(f"{namespace}/{c}" for c in _claim_names(spec, str(meta.get("name")))),
         )
 
 
-def _unmodelled(spec: Mapping[str, Any], match_fields: bool) -> tuple[str, ...]:
+def _claim_names(spec: Mapping[str, Any], pod_name: str) -> list[str]:
+    names = []
+    for volume in spec.get("volumes") or ():
+        if volume.get("persistentVolumeClaim"):
+            names.append(str(volume["persistentVolumeClaim"].get("claimName")))
+        elif (volume.get("ephemeral") or {}).get("volumeClaimTemplate"):
+            names.append(f"{pod_name}-{volume.get('name')}")
+    return names
+
+
+def _unmodelled(
+    spec: Mapping[str, Any], match_fields: bool, namespace: str, resolved: Mapping[str, str]
+) -> tuple[str, ...]:
     reasons = []
     for volume in spec.get("volumes") or ():
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim and f"{namespace}/{claim}" in resolved:
+            continue
         if volume.get("persistentVolumeClaim") or (volume.get("ephemeral") or {}).get("volumeClaimTemplate"):
             reasons.append(f"volume {volume.get('name')} claims a PersistentVolume")
     if match_fields:
@@ -455,6 +478,8 @@ class CNode:
     #: (what, allocatable) pairs that must each hold the node's pods.
     capacities: list[tuple[str, dict[str, float]]] = field(default_factory=list)
     new_pods: list[CPod] = field(default_factory=list)
+    #: CSI driver -> volumes the node can attach (an existing node's CSINode); none = unlimited.
+    attach_limits: dict[str, int] = field(default_factory=dict)
     _projections: dict[frozenset[str], list[dict[str, str]]] = field(default_factory=dict)
     _values: dict[str, tuple[frozenset[str], bool]] = field(default_factory=dict)
 
@@ -493,15 +518,18 @@ class _Cluster:
         namespaces: Mapping[str, Mapping[str, str]] | None,
         daemonsets: Sequence[Mapping[str, Any]],
         unavailable: Iterable[tuple[str, str, str]],
+        claims: Mapping[str, str] | None = None,
     ) -> None:
         self.out: list[str] = []
+        #: namespace/claim -> CSI driver of the claims the scenario resolved.
+        self.claims = dict(claims or {})
         self.namespace_labels = {k: dict(v) for k, v in (namespaces or {}).items()}
         self.unavailable = frozenset(unavailable)
         self.provisioners = {p.name: p for p in provisioners}
         self.daemons = [CPod.parse(d) for d in daemonsets]
         self.new = {}
         for raw in new_pods:
-            pod = CPod.parse(raw)
+            pod = CPod.parse(raw, self.claims)
             if pod.key in self.new:
                 self.out.append(f"input: pod {pod.key} listed twice")
             self.new[pod.key] = pod
@@ -525,9 +553,10 @@ class _Cluster:
                 name=name,
                 worlds=[labels],
                 taints=_taints(_get(raw, "taints") or ()),
-                pods=[CPod.parse(p) for p in _get(raw, "pods") or ()],
+                pods=[CPod.parse(p, self.claims) for p in _get(raw, "pods") or ()],
                 schedulable=bool(_get(raw, "schedulable", True)),
                 capacities=[("allocatable", resource_list(_get(raw, "allocatable")))],
+                attach_limits=dict(_get(raw, "attach_limits") or {}),
             )
             self.nodes.append(node)
             self.by_name[name] = node
@@ -657,6 +686,7 @@ class _Cluster:
                 continue
             self._check_resources(node)
             self._check_ports(node)
+            self._check_volumes(node)
             if node.planned is not None:
                 self._check_provisioner(node)
 
@@ -681,6 +711,29 @@ class _Cluster:
                 over.append(f"pods {pods} > {allocatable['pods']:g}")
             if over:
                 self.out.append(f"resources: {node.name} {what}: " + "; ".join(over))
+
+    def _check_volumes(self, node: CNode) -> None:
+        """kube-scheduler NodeVolumeLimits: a node's distinct volumes of a driver within its limit
+        (an existing node's CSINode; for a new node, every option's EBS CSI limit)."""
+        volumes: dict[str, set[str]] = defaultdict(set)
+        for pod in node.pods:
+            for claim in pod.claims:
+                if driver := self.claims.get(claim):
+                    volumes[driver].add(claim)
+        for driver, held in sorted(volumes.items()):
+            if node.planned is None:
+                limits = [("CSINode", node.attach_limits[driver])] if driver in node.attach_limits else []
+            elif driver == EBS_CSI:
+                limits = [
+                    (what, ebs_attach_limit(what.removeprefix("option "))) for what, _ in node.capacities
+                ]
+            else:
+                limits = []
+            for what, limit in limits:
+                if len(held) > limit:
+                    self.out.append(
+                        f"volumes: {node.name} {what}: {len(held)} {driver} volumes > limit {limit}"
+                    )
 
     def _landing_daemons(self, node: CNode, option: str) -> list[CPod]:
         worlds = [w for w in node.worlds if w.get(INSTANCE_TYPE) == option] or node.worlds
@@ -994,9 +1047,13 @@ def violations(
     daemonsets: Sequence[Mapping[str, Any]] = (),
     unavailable: Iterable[tuple[str, str, str]] = (),
     usage: Mapping[str, Any] | None = None,
+    claims: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Every kube-scheduler rule the plan's final state breaks, one line each (empty: none)."""
-    cluster = _Cluster(new_pods, existing_nodes, plan, provisioners, namespaces, daemonsets, unavailable)
+    """Every kube-scheduler rule the plan's final state breaks, one line each (empty: none).
+    `claims`: namespace/claim -> CSI driver of the claims whose volumes are known."""
+    cluster = _Cluster(
+        new_pods, existing_nodes, plan, provisioners, namespaces, daemonsets, unavailable, claims
+    )
     cluster.check_nodes()
     cluster.check_pods()
     cluster.check_limits(plan, usage or {})
@@ -1118,10 +1175,13 @@ def unjustified_unschedulable(
     daemonsets: Sequence[Mapping[str, Any]] = (),
     unavailable: Iterable[tuple[str, str, str]] = (),
     usage: Mapping[str, Any] | None = None,
+    claims: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Pods reported unschedulable (not for topology, limits or unmodelled rules) that some instance
     type of an applicable Provisioner could hold alone, within the Provisioner's limits."""
-    cluster = _Cluster(new_pods, existing_nodes, plan, provisioners, namespaces, daemonsets, unavailable)
+    cluster = _Cluster(
+        new_pods, existing_nodes, plan, provisioners, namespaces, daemonsets, unavailable, claims
+    )
     used: dict[str, dict[str, float]] = defaultdict(dict)
     for name, amount in (usage or {}).items():
         used[name] = dict(getattr(amount, "amounts", amount))
@@ -1156,3 +1216,26 @@ def unjustified_unschedulable(
                 )
                 break
     return out
+
+
+EBS_CSI = "ebs.csi.aws.com"
+
+
+@functools.cache
+def ebs_attach_limit(type_name: str) -> int:
+    """What the EBS CSI node plugin (aws-ebs-csi-driver v1.30 getVolumesLimit) reports for a new node
+    of the type, written here from the driver's rules, not the solver's: 28 slots on Nitro shared
+    with ENIs (two attached when the plugin starts) and NVMe instance-store disks, 39 on Xen, the
+    dedicated-slot families' own table; less the root volume; at least 1."""
+    raw = next(t for t in raw_types() if t["InstanceType"] == type_name)
+    family, _, size = type_name.partition(".")
+    if family in {"m7i", "m7i-flex", "m7a", "c7i", "c7a", "r7a", "r7i", "r7iz", "u7i"}:
+        table = {"16xlarge": 48, "24xlarge": 64, "32xlarge": 88, "48xlarge": 128}
+        slots = table.get(size, 31 if size.startswith("metal-1") or size.startswith("metal-2") else 32)
+        if size.startswith("metal-3") or size.startswith("metal-4"):
+            slots = 79
+        return max(slots - 1, 1)
+    if raw.get("Hypervisor") != "nitro" and not raw.get("BareMetal"):
+        return 38
+    disks = sum(d.get("Count", 0) for d in (raw.get("InstanceStorageInfo") or {}).get("Disks") or ())
+    return max(28 - 2 - disks - 1, 1)

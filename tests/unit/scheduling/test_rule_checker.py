@@ -218,6 +218,36 @@ def test_host_port_conflicts_are_caught():
     caught(Case([a], cluster=[existing("e1", A, [running])], on_existing={"e1": [a]}), "host ports:")
 
 
+def test_csi_volumes_over_a_nodes_attach_limit_are_caught():
+    """Issue 24, kube-scheduler NodeVolumeLimits: distinct EBS volumes over a new node's limit (every
+    option's, by the EBS CSI driver's rules) or an existing node's CSINode count are violations."""
+    claims = {f"default/v{i}": "ebs.csi.aws.com" for i in range(30)}
+
+    def holder(name: str, first: int, count: int) -> dict:
+        vols = [
+            {"name": f"v{i}", "persistentVolumeClaim": {"claimName": f"v{i}"}}
+            for i in range(first, first + count)
+        ]
+        return pod(name, volumes=vols)
+
+    many, few = holder("many", 0, 30), holder("few", 0, 3)
+    for case, expected in (
+        (Case([many], [node([many], options=("m5.large",))]), "volumes: planned-0 option m5.large: 30"),
+        (Case([few], cluster=[existing("e1", A, [])], on_existing={"e1": [few]}), "volumes: e1 CSINode: 3"),
+    ):
+        for raw in case.cluster:
+            raw["attach_limits"] = {"ebs.csi.aws.com": 2}
+        found = rulecheck.violations(
+            case.new, case.cluster, case.plan(), case.provisioners, catalog(), claims=claims
+        )
+        assert any(line.startswith(expected) for line in found), found
+    fine = Case([few], [node([few], options=("m5.large",))])
+    assert (
+        rulecheck.violations(fine.new, fine.cluster, fine.plan(), fine.provisioners, catalog(), claims=claims)
+        == []
+    )
+
+
 def test_a_daemonset_host_port_on_a_new_node_is_caught():
     """Issue 24: the DaemonSet pods landing on a new node hold their host ports there."""
     exporter = pod("exporter", ports=[{"containerPort": 80, "hostPort": 9100}])
@@ -679,6 +709,8 @@ class Scenario:
     cluster: list[dict]
     unavailable: frozenset
     usage: dict
+    #: namespace/claim -> CSI driver of the pods' EBS claims (issue 24: attach limits).
+    claims: dict = field(default_factory=dict)
 
 
 def _provisioners(rng: random.Random) -> list:
@@ -955,7 +987,30 @@ def scenario(seed: int, features: Features) -> Scenario:
     if limited and rng.random() < 0.5:
         prov = rng.choice(limited)
         usage = {prov.name: Resources.of(cpu=rng.choice([2.0, 6.0, prov.limits.get("cpu") - 1]))}
-    return Scenario(seed, provisioners, new, cluster, unavailable, usage)
+    claims = _ebs_volumes(random.Random(seed * 7919 + 1), new, cluster)
+    return Scenario(seed, provisioners, new, cluster, unavailable, usage, claims)
+
+
+def _ebs_volumes(rng: random.Random, new: list[dict], cluster: list[dict]) -> dict[str, str]:
+    """Issue 24: EBS claims (1, 4 or 12 per pod) on some groups, and CSINode attach limits on some
+    existing nodes, drawn from their own generator so the rest of each scenario stays as it was."""
+    claims: dict[str, str] = {}
+    groups = sorted({raw["metadata"]["labels"]["app"] for raw in new})
+    chosen = rng.sample(groups, min(len(groups), rng.choice([0, 0, 1, 2])))
+    for raw in new:
+        if raw["metadata"]["labels"]["app"] not in chosen:
+            continue
+        name, ns = raw["metadata"]["name"], raw["metadata"]["namespace"]
+        # Up to 12 volumes a pod: a group of ten then needs several nodes by attachments alone.
+        count = (1, 4, 12)[sum(ord(c) for c in raw["metadata"]["labels"]["app"]) % 3]
+        volumes = raw["spec"].setdefault("volumes", [])
+        for i in range(count):
+            volumes.append({"name": f"ebs{i}", "persistentVolumeClaim": {"claimName": f"ebs-{name}-{i}"}})
+            claims[f"{ns}/ebs-{name}-{i}"] = "ebs.csi.aws.com"
+    for node_ in cluster:
+        if node_["provisioner"] and rng.random() < 0.5:
+            node_["attach_limits"] = {"ebs.csi.aws.com": rng.choice([1, 2, 4, 8])}
+    return claims
 
 
 def json_copy(value: Any) -> Any:
@@ -971,7 +1026,9 @@ def _existing_node(raw: dict) -> ExistingNode:
     requested = Resources()
     for p in pods:
         requested = requested + p.requests
+    limits = tuple(sorted((raw.get("attach_limits") or {}).items()))
     return ExistingNode(
+        volume_limits=limits,
         name=raw["name"],
         provisioner=raw["provisioner"],
         instance_type=raw["instance_type"],
@@ -985,6 +1042,21 @@ def _existing_node(raw: dict) -> ExistingNode:
     )
 
 
+def _with_volumes(raw: dict, claims: dict[str, str]) -> Pod:
+    """The pod as the controller parses it: resolved claims (no topology of their own here) and
+    their CSI volumes counted per driver."""
+    ns = raw["metadata"].get("namespace", "default")
+    names = [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in raw["spec"].get("volumes") or ()
+        if "persistentVolumeClaim" in v
+    ]
+    resolved = {n: () for n in names if f"{ns}/{n}" in claims}
+    pod = Pod.from_manifest(raw, resolved or None)
+    counts = Counter(claims[f"{ns}/{n}"] for n in resolved)
+    return dataclasses.replace(pod, csi_volumes=tuple(sorted(counts.items()))) if counts else pod
+
+
 def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | None, list[str]]:
     """One seed: its scenario, the solver's plan and every line the checker reports."""
     from extender.scheduling.solver import solve
@@ -992,7 +1064,7 @@ def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | N
     features = features or Features.probe()
     s = scenario(seed, features)
     try:
-        pods = [Pod.from_manifest(raw) for raw in s.new]
+        pods = [_with_volumes(raw, s.claims) for raw in s.new]
         kwargs: dict[str, Any] = {"unavailable": s.unavailable, "usage": s.usage}
         if s.cluster:
             kwargs["existing_nodes"] = [_existing_node(raw) for raw in s.cluster]
@@ -1004,7 +1076,7 @@ def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | N
     except Exception as err:  # the solver must take every valid workload
         return s, None, [f"solver: {type(err).__name__}: {err}"]
     args = (s.new, s.cluster, plan, s.provisioners, catalog())
-    kw = {"namespaces": NAMESPACES, "unavailable": s.unavailable, "usage": s.usage}
+    kw = {"namespaces": NAMESPACES, "unavailable": s.unavailable, "usage": s.usage, "claims": s.claims}
     return s, plan, rulecheck.violations(*args, **kw) + rulecheck.unjustified_unschedulable(*args, **kw)
 
 
