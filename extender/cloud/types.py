@@ -44,6 +44,8 @@ class Instance:
     state: str
     launch_time: datetime | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: The AMI the instance booted (drift compares it with what its Provisioner resolves to now).
+    image_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.node import Node
+from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner, Taint
 from extender.cloud.types import Instance, LaunchRequest
 from extender.cluster.nodes import instance_id, node_manifest
@@ -175,6 +176,8 @@ def _node(
         allocatable=itype.allocatable,
         arch=itype.arch,
         os=itype.os,
+        # What drift compares with the AMI the Provisioner resolves to now.
+        annotations={AMI_ID_ANNOTATION: instance.image_id} if instance.image_id else None,
     )
 
 

@@ -50,6 +50,7 @@ def to_instance(raw: Mapping[str, Any]) -> Instance:
         state=raw.get("State", {}).get("Name", ""),
         launch_time=raw.get("LaunchTime"),
         tags=tags_of(raw),
+        image_id=raw.get("ImageId", ""),
     )
 
 
