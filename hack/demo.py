@@ -35,7 +35,7 @@ from typing import Any
 from hack.demo_objects import APP, NAMESPACE, REPO, Kube, inflate, local_webhook_configurations, provisioner
 from hack.demo_summary import KARPY_PHRASES, build_summary, render_summary
 from hack.demo_timeline import LogTail, Observations, Observer, Timeline
-from hack.localcluster import build, procs
+from hack.localcluster import build, karpyenv, procs
 from hack.localcluster import cluster as localcluster
 
 SELECTED_TYPE = "c5.xlarge"
@@ -142,7 +142,7 @@ class Demo:
             "KARPY_LOG_LEVEL": "INFO",
             "KARPY_AWS_REGION": aws["region"],
             "KARPY_AWS_ENDPOINT_URL": aws["endpoint_url"],
-            "KARPY_AWS_SSM_PREFIX": aws["ssm_prefix"],
+            **karpyenv.node_config_env(self.state),
             "KARPY_AWS_INTERRUPTION_QUEUE": aws["queue_url"],
             # moto has no Pricing API; prices come from --prices, else karpy's built-in us-east-1 table.
             "KARPY_AWS_PRICING_API": "false",
@@ -264,9 +264,10 @@ class Demo:
         self.timeline.step(f"cluster ready in {self.state['ready_seconds']}s: {self.state['apiserver_url']}")
         self.kube = Kube(self.state["kubeconfig"])
         self.kube.create_file(REPO / "manifests" / "namespace.yaml")
-        self.kube.create_file(REPO / "manifests" / "crd" / "provisioners.karpenter.sh.yaml")
-        wait_for(lambda: self.kube.crd_established("provisioners.karpenter.sh"), 30, "the CRD")  # type: ignore[union-attr]
-        self.timeline.step("applied manifests/namespace.yaml and the Provisioner CRD")
+        for crd in ("provisioners.karpenter.sh", "awsnodetemplates.karpenter.k8s.aws"):
+            self.kube.create_file(REPO / "manifests" / "crd" / f"{crd}.yaml")
+            wait_for(lambda crd=crd: self.kube.crd_established(crd), 30, f"the CRD {crd}")  # type: ignore[union-attr,misc]
+        self.timeline.step("applied manifests/namespace.yaml and the Provisioner and AWSNodeTemplate CRDs")
         logs = self.run_dir / "logs"
         for name in ("karpy-webhook", "karpy-controller"):
             (logs / f"{name}.log").write_bytes(b"")
