@@ -347,6 +347,16 @@ class NodeClassSchema(Schema):
                 raise ValidationError("cannot be set together with launchTemplate", name)
 
     @validates_schema
+    def check_custom(self, data: dict[str, Any], **_: Any) -> None:
+        # No AMI is published for a custom family (Karpenter requires amiSelector too).
+        if (
+            data.get("amiFamily") == nc.CUSTOM
+            and not data.get("amiSelector")
+            and not data.get("launchTemplate")
+        ):
+            raise ValidationError("a Custom AMI family needs amiSelector", "amiSelector")
+
+    @validates_schema
     def check_block_devices(self, data: dict[str, Any], **_: Any) -> None:
         mappings = data.get("blockDeviceMappings") or []
         if sum(1 for m in mappings if m.root_volume) > 1:
