@@ -20,6 +20,7 @@ from extender.cloud.aws.session import Clients, make_clients
 from extender.cloud.types import LaunchRequest
 from extender.scheduling.pricing import PriceBook
 from extender.settings import Settings
+from hack.localcluster import awsseed
 
 pytestmark = pytest.mark.integration
 
@@ -42,6 +43,9 @@ def settings(aws: Any) -> Settings:
     return Settings(
         cluster_name=aws.cluster_name,
         cluster_endpoint="https://127.0.0.1:6443",
+        cluster_ca_bundle="Q0EgYnVuZGxl",
+        cluster_cidr=awsseed.SERVICE_CIDR,
+        cluster_dns=awsseed.CLUSTER_DNS,
         aws=aws.aws_settings(interruption_queue="", price_file="", default_instance_profile="karpy-node"),
     )
 

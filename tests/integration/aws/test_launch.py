@@ -48,11 +48,12 @@ def test_launch_template_carries_ami_security_group_profile_and_bootstrap(
 ) -> None:
     # moto applies only ImageId, tags and UserData of a template to instances, so assert on the template.
     provisioner = Provisioner(name="gpu-free", taints=(Taint("dedicated", "NoSchedule", "ci"),))
+    run = uuid.uuid4().hex[:8]  # finds this test's template on a shared moto
     request = launch(
         ["m6g.large"],
         provisioner=provisioner,
         capacity_types=["on-demand"],
-        labels={"tier": "a"},
+        labels={"tier": "a", "run": run},
         taints=provisioner.taints,
     )
     result = provider.create(request)
@@ -73,16 +74,18 @@ def test_launch_template_carries_ami_security_group_profile_and_bootstrap(
             "LaunchTemplateVersions"
         ]
         if version["LaunchTemplateData"]["ImageId"] == aws.amis["arm64"]
+        and run in base64.b64decode(version["LaunchTemplateData"]["UserData"]).decode()
     )
     assert data["SecurityGroupIds"] == [aws.security_group_id]
     assert data["IamInstanceProfile"] == {"Name": "karpy-node"}
+    # AL2023 by default: nodeadm's NodeConfig (test_node_families.py reads every family in full).
     script = base64.b64decode(data["UserData"]).decode()
-    assert "/etc/eks/bootstrap.sh karpy" in script
+    assert "kind: NodeConfig" in script and "name: karpy" in script
     assert (
-        "--node-labels=karpenter.sh/capacity-type=on-demand,karpenter.sh/provisioner-name=gpu-free,tier=a"
-        in script
+        '--node-labels="karpenter.sh/capacity-type=on-demand,karpenter.sh/provisioner-name=gpu-free,'
+        f'run={run},tier=a"' in script
     )
-    assert "--register-with-taints=dedicated=ci:NoSchedule" in script
+    assert "- key: dedicated\n        value: ci\n        effect: NoSchedule" in script
 
 
 def test_gpu_types_boot_the_accelerated_ami(
