@@ -35,7 +35,7 @@ from typing import Any
 from hack.demo_objects import APP, NAMESPACE, REPO, Kube, inflate, local_webhook_configurations, provisioner
 from hack.demo_summary import KARPY_PHRASES, build_summary, render_summary
 from hack.demo_timeline import LogTail, Observations, Observer, Timeline
-from hack.localcluster import build, karpyenv, procs
+from hack.localcluster import awsseed, build, karpyenv, procs
 from hack.localcluster import cluster as localcluster
 
 SELECTED_TYPE = "c5.xlarge"
@@ -73,6 +73,8 @@ class Demo:
         self.tail: LogTail | None = None
         self.phases: dict[str, dict[str, Any]] = {}
         self.problems: list[str] = []
+        #: The AMI families karpy's nodes booted (show_node_images).
+        self.ami_families: list[str] = []
 
     # --- processes -------------------------------------------------------------------------
 
@@ -211,6 +213,31 @@ class Demo:
         )
         return phase
 
+    def show_node_images(self) -> None:
+        """Which AMI family karpy's nodes boot: each Node's AMI annotation, matched to the seeded
+        SSM parameter that names it (AL2023 unless the Provisioner says otherwise)."""
+        from extender.api.nodeclass import AMI_ID_ANNOTATION
+
+        aws = self.state["aws"]
+        by_ami = {ami: key for key, ami in aws["amis"].items()}
+        parameter = {ami: name for name, ami in aws["ssm_parameters"].items()}
+        families = {}
+        for node in self.kube.karpy_nodes():  # type: ignore[union-attr]
+            ami = node.annotations.get(AMI_ID_ANNOTATION, "")
+            key = by_ami.get(ami, "")
+            families[node.name] = awsseed.AMI_PARAMETERS[key][0] if key else "unknown"
+            where = parameter.get(ami, "?")
+            self.timeline.step(f"{node.name} boots {ami or '?'} ({families[node.name]}, SSM {where})")
+        self.ami_families = sorted(set(families.values()))
+        if self.ami_families != ["AL2023"]:
+            self.problems.append(
+                f"nodes boot {self.ami_families}, expected AL2023 (karpy's default amiFamily)"
+            )
+        else:
+            self.timeline.step(
+                "every node boots AL2023 (nodeadm NodeConfig user data), karpy's default amiFamily"
+            )
+
     def show_status(self) -> None:
         argv = [*karpy_command(), "status", f"--kubeconfig={self.state['kubeconfig']}"]
         if self.args.prices:
@@ -228,6 +255,7 @@ class Demo:
         started = time.time()
         kube.scale(5)
         self._phase("scale_up", started, 5)
+        self.show_node_images()
         self.show_status()
 
         self.timeline.step(
@@ -297,7 +325,7 @@ class Demo:
 
     def summary(self, wall: float) -> dict[str, Any]:
         seen = self.observer.snapshot() if self.observer else Observations()
-        return build_summary(
+        summary = build_summary(
             seen,
             phases=self.phases,
             problems=self.problems,
@@ -307,6 +335,8 @@ class Demo:
             log_counts={p: len(self.timeline.since("controller", p)) for p in KARPY_PHRASES},
             processes=[{"name": p["name"], "pid": p["pid"]} for p in self.started],
         )
+        summary["ami_families"] = self.ami_families
+        return summary
 
     def keep_notice(self) -> str:
         return "\n".join(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from extender.api.nodeclass import GIB, EBS, BlockDeviceMapping, MetadataOptions
+from extender.api.nodeclass import EBS, GIB, BlockDeviceMapping, MetadataOptions
 from extender.cloud.aws.launchtemplates import LaunchTemplateSpec
 
 
