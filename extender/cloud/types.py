@@ -105,6 +105,11 @@ class CloudProvider(Protocol):
 
     def get(self, provider_id: str) -> Instance: ...
 
+    def image_id(self, provisioner: Provisioner, instance_type: InstanceType) -> str:
+        """The AMI a node of `instance_type` launched for `provisioner` boots now; drift compares it
+        with `Instance.image_id` (the Node's `karpenter.k8s.aws/instance-ami-id` annotation)."""
+        ...
+
     def list(self) -> list[Instance]:
         """Every live instance this cluster's karpy launched (by tag)."""
         ...

@@ -25,6 +25,7 @@ from extender.api.labels import (
     LAUNCH_ID_TAG,
     PROVISIONER_NAME,
 )
+from extender.api.nodeclass import AL2023
 from extender.api.provisioner import Provisioner
 from extender.cloud.aws import bootstrap, fleet, instances
 from extender.cloud.aws.amifamily import AMIResolver
@@ -304,6 +305,8 @@ class AWSCloudProvider:
             taints=tuple(request.taints),
             user_data=provisioner.provider.user_data,
         )
+        if provisioner.provider.family == AL2023 and not node.cluster_cidr:
+            log.warning("AL2023 nodes need the cluster's service CIDR to join: set KARPY_CLUSTER_CIDR")
         try:
             return bootstrap.render(provisioner.provider.family, node)
         except ValueError as err:
@@ -319,6 +322,10 @@ class AWSCloudProvider:
             PROVISIONER_NAME: request.provisioner.name,
             LAUNCH_ID_TAG: request.launch_id,
         }
+
+    def image_id(self, provisioner: Provisioner, instance_type: InstanceType) -> str:
+        """The AMI a node of `instance_type` for `provisioner` boots now (amifamily.AMIResolver)."""
+        return self.amis.resolve(provisioner.provider, instance_type)
 
     # -- instances -----------------------------------------------------------------------------
 

@@ -114,7 +114,10 @@ def test_launch_template_per_family_holds_its_ami_block_devices_and_imds(
         launch(list(expected), provisioner=provisioner, capacity_types=["on-demand"], labels={"run": run}),
     )
     assert set(templates) == set(expected)
+    catalog = {t.name: t for t in shared_catalog.get(list(aws.subnets))}
     for instance_type, key in expected.items():
+        # What drift asks: the AMI this Provisioner's node of that type would boot now.
+        assert provider.image_id(provisioner, catalog[instance_type]) == aws.amis[key]
         data = templates[instance_type]
         assert data["ImageId"] == aws.amis[key], (instance_type, key)
         assert data["BlockDeviceMappings"] == DEFAULT_DEVICES[family]
