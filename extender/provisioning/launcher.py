@@ -22,7 +22,7 @@ from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner, Taint
 from extender.cloud.types import Instance, LaunchRequest
 from extender.cluster.nodes import instance_id, node_manifest
-from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.instancetypes import InstanceType, NodeSettings
 from extender.scheduling.plan import PlannedNode
 from extender.scheduling.requirements import Requirements
 
@@ -129,6 +129,8 @@ def adopted_node(
     requirements give the same labels for everything but the pods' extra requirements.
     """
     single = Requirements.from_requirements(provisioner.requirements).single_values()
+    # The catalog entry, under the Provisioner's node settings as the plan had it.
+    itype = itype.for_node(NodeSettings.of(provisioner.kubelet, provisioner.provider))
     return _node(instance, itype, provisioner, single, provisioner.taints, region)
 
 

@@ -44,9 +44,18 @@ def _free_port() -> int:
 class WebhookProcess:
     """`python -m extender.cli.main webhook` as a child process, startable and stoppable."""
 
-    def __init__(self, kubeconfig: str, cert_dir: Path) -> None:
+    def __init__(
+        self,
+        kubeconfig: str,
+        cert_dir: Path,
+        *,
+        config_name: str = CONFIG_NAME,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.cert_dir = cert_dir
+        self.config_name = config_name
+        self.extra_args = extra_args
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = cert_dir / "webhook.log"
@@ -65,9 +74,10 @@ class WebhookProcess:
             "--provisioner-cache-seconds",
             "0.2",
             "--patch-mutating",
-            CONFIG_NAME,
+            self.config_name,
             "--patch-validating",
-            CONFIG_NAME,
+            self.config_name,
+            *self.extra_args,
         ]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)

@@ -129,3 +129,24 @@ def test_a_pod_refused_before_binding_gets_a_new_launch_id_the_others_keep_their
     assert ids(None) == ids({}) == ids({"ns/unrelated": 3})
     assert ids({"ns/p-u1": 1}) != ids(None)
     assert ids({"ns/p-u1": 2}) != ids({"ns/p-u1": 1})
+
+
+def test_nodes_record_their_ami_and_the_allocatable_of_their_kubelet_settings() -> None:
+    from dataclasses import replace
+
+    from extender.api.kubelet import KubeletConfiguration
+    from extender.api.nodeclass import AMI_ID_ANNOTATION
+
+    prov = replace(PROV, kubelet=KubeletConfiguration(max_pods=12, kube_reserved={"cpu": "500m"}))
+    plan = solve([pod("u1"), pod("u2")], [prov], list(catalog()))
+    planned = plan.nodes[0]
+    launched = replace(instance("i-5", itype=planned.instance_type.name), image_id="ami-0abc")
+    node = launcher.node_for(launched, planned, prov)
+    # Drift reads the annotation, through the node index's typed Node.
+    assert node["metadata"]["annotations"] == {AMI_ID_ANNOTATION: "ami-0abc"}
+    assert Node.from_manifest(node).annotations[AMI_ID_ANNOTATION] == "ami-0abc"
+    assert node["status"]["allocatable"]["pods"] == "12"
+    itype = next(t for t in catalog() if t.name == planned.instance_type.name)
+    adopted = launcher.adopted_node(launched, itype, prov)
+    assert adopted["status"]["allocatable"] == node["status"]["allocatable"]
+    assert "annotations" not in launcher.adopted_node(instance("i-6"), itype, prov)["metadata"]
