@@ -223,11 +223,11 @@ class Demo:
         parameter = {ami: name for name, ami in aws["ssm_parameters"].items()}
         families = {}
         for node in self.kube.karpy_nodes():  # type: ignore[union-attr]
-            ami = node.annotations.get(AMI_ID_ANNOTATION, "")
+            name = node["metadata"]["name"]
+            ami = (node["metadata"].get("annotations") or {}).get(AMI_ID_ANNOTATION, "")
             key = by_ami.get(ami, "")
-            families[node.name] = awsseed.AMI_PARAMETERS[key][0] if key else "unknown"
-            where = parameter.get(ami, "?")
-            self.timeline.step(f"{node.name} boots {ami or '?'} ({families[node.name]}, SSM {where})")
+            families[name] = awsseed.AMI_PARAMETERS[key][0] if key else "unknown"
+            self.timeline.step(f"{name} boots {ami or '?'} ({families[name]}, SSM {parameter.get(ami, '?')})")
         self.ami_families = sorted(set(families.values()))
         if self.ami_families != ["AL2023"]:
             self.problems.append(

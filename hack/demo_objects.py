@@ -146,10 +146,11 @@ class Kube:
             or []
         )
 
-    def karpy_nodes(self) -> list[Any]:
-        from extender.cluster.nodes import list_karpy_nodes
+    def karpy_nodes(self) -> list[dict[str, Any]]:
+        """karpy's Nodes as API JSON (the observer reads labels, capacity and conditions from it)."""
+        from extender.cluster.nodes import list_node_manifests
 
-        return list_karpy_nodes(self.api)
+        return list_node_manifests(self.api, karpy_only=True)
 
     def close(self) -> None:
         self.api.close()
