@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from marshmallow import ValidationError
 
 from extender.api import nodeclass as nc
 from extender.cluster.provisioners import load_configured
@@ -148,6 +149,14 @@ def test_example_applies_or_is_refused_naming_the_field(
             # What the controller does with what was stored: resolve providerRef, read the family.
             settings = Settings(cluster_name="demo", aws=AWSSettings(default_instance_profile=PROFILE))
             for prov in stored["Provisioner"]:
+                if (ref := prov["spec"].get("providerRef")) and not stored["AWSNodeTemplate"]:
+                    # Its template was refused (Windows): the controller skips it, saying why.
+                    with pytest.raises(ValidationError) as refused:
+                        load_configured(prov, settings, [])
+                    assert refused.value.messages == [
+                        f'spec.providerRef.name: AWSNodeTemplate "{ref["name"]}" not found'
+                    ]
+                    continue
                 loaded = load_configured(prov, settings, stored["AWSNodeTemplate"])
                 (template,) = stored["AWSNodeTemplate"] or [{"spec": prov["spec"].get("provider") or {}}]
                 assert loaded.provider.family == (template["spec"].get("amiFamily") or nc.DEFAULT_AMI_FAMILY)
