@@ -76,6 +76,25 @@ def provider(
 
 
 @pytest.fixture
+def provider_at(
+    settings: Settings, clients: Clients, shared_catalog: CatalogProvider, clock: FrozenClock
+) -> Callable[..., AWSCloudProvider]:
+    """`provider_at("1.32")`: a provider whose nodes boot the AMIs of that Kubernetes version;
+    `settings=` replaces the session's settings."""
+
+    def build(version: str, *, settings: Settings = settings) -> AWSCloudProvider:
+        return AWSCloudProvider(
+            settings=settings,
+            clients=clients,
+            catalog=shared_catalog,
+            timer=clock,
+            kubernetes_version=lambda: version,
+        )
+
+    return build
+
+
+@pytest.fixture
 def launch(aws: Any) -> Callable[..., LaunchRequest]:
     """A LaunchRequest builder: `launch(["m5.large"], capacity_types=["spot"], count=1, ...)`."""
 

@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 
 from extender.api import nodeclass as nc
-from extender.cloud.aws.instancetypes import CatalogProvider
 from extender.cloud.aws.launchtemplates import block_device_mapping, metadata_options
-from extender.cloud.aws.session import Clients
+from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.types import CloudError, LaunchRequest
-from extender.settings import Settings
-from tests.integration.aws.test_node_families import FAMILIES, provider_for, templates_of
+from tests.integration.aws.test_node_families import FAMILIES, templates_of
 from tests.unit.api.test_karpenter_examples import DOCS, expected_refusals, resolved
 from tests.unit.cloud.test_userdata import READERS
 
@@ -53,10 +51,7 @@ def _ours(selector: Mapping[str, str], cluster: str) -> dict[str, str]:
 @pytest.mark.parametrize("name", LAUNCHABLE)
 def test_example_launches_what_it_describes(
     name: str,
-    settings: Settings,
-    clients: Clients,
-    shared_catalog: CatalogProvider,
-    clock: Any,
+    provider_at: Callable[..., AWSCloudProvider],
     launch: Callable[..., LaunchRequest],
     aws: Any,
 ) -> None:
@@ -70,7 +65,7 @@ def test_example_launches_what_it_describes(
     provisioner = replace(provisioner, provider=node_class)
     family = node_class.family
     version = FAMILIES[family][0] if family in FAMILIES else aws.k8s_version
-    provider = provider_for(settings, clients, shared_catalog, clock, version)
+    provider = provider_at(version)
     request = launch(
         ["m5.large"],
         provisioner=provisioner,

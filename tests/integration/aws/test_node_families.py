@@ -17,11 +17,10 @@ import pytest
 from extender.api import nodeclass as nc
 from extender.api.kubelet import KubeletConfiguration
 from extender.api.provisioner import Provisioner
-from extender.cloud.aws.instancetypes import CatalogProvider
 from extender.cloud.aws.provider import AWSCloudProvider
-from extender.cloud.aws.session import Clients
 from extender.cloud.types import CloudError, LaunchRequest
 from extender.settings import Settings
+from tests.unit.cloud.test_launchtemplates import CONFIGURED_VOLUME, CONFIGURED_VOLUME_EC2
 from tests.unit.cloud.test_userdata import READERS
 
 pytestmark = pytest.mark.integration
@@ -65,14 +64,6 @@ FAMILIES = {
 }
 
 
-def provider_for(
-    settings: Settings, clients: Clients, catalog: CatalogProvider, clock: Any, version: str
-) -> AWSCloudProvider:
-    return AWSCloudProvider(
-        settings=settings, clients=clients, catalog=catalog, timer=clock, kubernetes_version=lambda: version
-    )
-
-
 def templates_of(provider: AWSCloudProvider, request: LaunchRequest) -> dict[str, dict[str, Any]]:
     """Launch `request` (on-demand) and read back, per instance type, the template its override names."""
     fleets: list[dict[str, Any]] = []
@@ -98,14 +89,12 @@ def templates_of(provider: AWSCloudProvider, request: LaunchRequest) -> dict[str
 def test_launch_template_per_family_holds_its_ami_block_devices_and_imds(
     family: str,
     settings: Settings,
-    clients: Clients,
-    shared_catalog: CatalogProvider,
-    clock: Any,
+    provider_at: Callable[..., AWSCloudProvider],
     launch: Callable[..., LaunchRequest],
     aws: Any,
 ) -> None:
     version, expected = FAMILIES[family]
-    provider = provider_for(settings, clients, shared_catalog, clock, version)
+    provider = provider_at(version)
     # A label unique to this run: templates of its own even on a reused moto.
     run = uuid.uuid4().hex[:8]
     provisioner = Provisioner(name=f"p-{family.lower()}", provider=nc.NodeClass(ami_family=family))
@@ -114,7 +103,7 @@ def test_launch_template_per_family_holds_its_ami_block_devices_and_imds(
         launch(list(expected), provisioner=provisioner, capacity_types=["on-demand"], labels={"run": run}),
     )
     assert set(templates) == set(expected)
-    catalog = {t.name: t for t in shared_catalog.get(list(aws.subnets))}
+    catalog = {t.name: t for t in provider.get_instance_types()}
     for instance_type, key in expected.items():
         # What drift asks: the AMI this Provisioner's node of that type would boot now.
         assert provider.image_id(provisioner, catalog[instance_type]) == aws.amis[key]
@@ -133,35 +122,20 @@ def test_launch_template_per_family_holds_its_ami_block_devices_and_imds(
 
 def test_configured_block_devices_metadata_kubelet_and_custom_ami(
     settings: Settings,
-    clients: Clients,
-    shared_catalog: CatalogProvider,
-    clock: Any,
+    provider_at: Callable[..., AWSCloudProvider],
     launch: Callable[..., LaunchRequest],
     aws: Any,
 ) -> None:
-    provider = provider_for(settings, clients, shared_catalog, clock, "1.37")
+    provider = provider_at("1.37")
     # moto drops the Architecture of images registered through it, so select one of its own.
-    (image, *_) = clients.ec2.describe_images(
+    (image, *_) = provider.clients.ec2.describe_images(
         Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}]
     )["Images"]
     node_class = nc.NodeClass(
         ami_family=nc.CUSTOM,
         ami_selector={"aws-ids": image["ImageId"]},
         user_data=f"#!/bin/bash\necho {uuid.uuid4().hex}\n",
-        block_device_mappings=(
-            nc.BlockDeviceMapping(
-                "/dev/xvda",
-                nc.EBS(
-                    volume_size=100 * GIB,
-                    volume_type="gp3",
-                    iops=4000,
-                    throughput=250,
-                    encrypted=True,
-                    kms_key_id="alias/karpy",
-                    delete_on_termination=True,
-                ),
-            ),
-        ),
+        block_device_mappings=(CONFIGURED_VOLUME,),
         metadata_options=nc.MetadataOptions(http_put_response_hop_limit=1, http_tokens="required"),
         detailed_monitoring=True,
     )
@@ -170,20 +144,7 @@ def test_configured_block_devices_metadata_kubelet_and_custom_ami(
         provider, launch(["m5.large"], provisioner=provisioner, capacity_types=["on-demand"])
     ).values()
     assert data["ImageId"] == image["ImageId"]
-    assert data["BlockDeviceMappings"] == [
-        {
-            "DeviceName": "/dev/xvda",
-            "Ebs": {
-                "VolumeSize": 100,
-                "VolumeType": "gp3",
-                "Iops": 4000,
-                "Throughput": 250,
-                "Encrypted": True,
-                "KmsKeyId": "alias/karpy",
-                "DeleteOnTermination": True,
-            },
-        }
-    ]
+    assert data["BlockDeviceMappings"] == [CONFIGURED_VOLUME_EC2]
     assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     assert data["Monitoring"] == {"Enabled": True}
     # Custom: the user's user data only.
@@ -191,30 +152,28 @@ def test_configured_block_devices_metadata_kubelet_and_custom_ami(
 
 
 def test_al2_is_refused_where_aws_publishes_no_al2_ami(
-    settings: Settings,
-    clients: Clients,
-    shared_catalog: CatalogProvider,
-    clock: Any,
+    provider_at: Callable[..., AWSCloudProvider],
     launch: Callable[..., LaunchRequest],
 ) -> None:
-    provider = provider_for(settings, clients, shared_catalog, clock, "1.37")
+    provider = provider_at("1.37")
     provisioner = Provisioner(name="old", provider=nc.NodeClass(ami_family=nc.AL2))
     with pytest.raises(CloudError, match=r"no AL2 EKS AMI for Kubernetes 1\.37 \(1\.32 is the last\)"):
         provider.create(launch(["m5.large"], provisioner=provisioner, capacity_types=["on-demand"]))
 
 
 def test_a_newly_published_ami_is_resolved_after_the_cache_ttl(
-    settings: Settings, clients: Clients, shared_catalog: CatalogProvider, clock: Any, aws: Any
+    settings: Settings, provider_at: Callable[..., AWSCloudProvider], clock: Any, aws: Any
 ) -> None:
     from hack.localcluster import awsseed
 
     ssm_root = f"/karpy-test-{uuid.uuid4().hex[:8]}"
     scoped = replace(settings, aws=replace(settings.aws, ssm_root=ssm_root))
-    provider = provider_for(scoped, clients, shared_catalog, clock, aws.k8s_version)
-    m5 = next(t for t in shared_catalog.get(list(aws.subnets)) if t.name == "m5.large")
-    awsseed.publish_ami(clients.ssm, ssm_root, aws.k8s_version, "amd64", aws.amis["amd64"])
+    provider = provider_at(aws.k8s_version, settings=scoped)
+    ssm = provider.clients.ssm
+    m5 = next(t for t in provider.get_instance_types() if t.name == "m5.large")
+    awsseed.publish_ami(ssm, ssm_root, aws.k8s_version, "amd64", aws.amis["amd64"])
     assert provider.amis.resolve(nc.NodeClass(), m5) == aws.amis["amd64"]
-    awsseed.publish_ami(clients.ssm, ssm_root, aws.k8s_version, "amd64", aws.amis["AL2023/neuron"])
+    awsseed.publish_ami(ssm, ssm_root, aws.k8s_version, "amd64", aws.amis["AL2023/neuron"])
     assert provider.amis.resolve(nc.NodeClass(), m5) == aws.amis["amd64"]  # cached
     clock.tick(61)
     assert provider.amis.resolve(nc.NodeClass(), m5) == aws.amis["AL2023/neuron"]

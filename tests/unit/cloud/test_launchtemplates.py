@@ -50,39 +50,41 @@ def test_template_data_encodes_user_data_and_names_the_profile() -> None:
     assert "IamInstanceProfile" not in spec(instance_profile="").template_data()
 
 
+#: A fully configured EBS volume and the BlockDeviceMapping EC2 is given for it.
+CONFIGURED_VOLUME = BlockDeviceMapping(
+    "/dev/xvda",
+    EBS(
+        volume_size=100 * GIB,
+        volume_type="gp3",
+        iops=4000,
+        throughput=250,
+        encrypted=True,
+        kms_key_id="arn:aws:kms:us-west-2:111122223333:key/k",
+        delete_on_termination=True,
+    ),
+)
+CONFIGURED_VOLUME_EC2 = {
+    "DeviceName": "/dev/xvda",
+    "Ebs": {
+        "VolumeSize": 100,
+        "VolumeType": "gp3",
+        "Iops": 4000,
+        "Throughput": 250,
+        "Encrypted": True,
+        "KmsKeyId": "arn:aws:kms:us-west-2:111122223333:key/k",
+        "DeleteOnTermination": True,
+    },
+}
+
+
 def test_template_data_carries_block_devices_and_metadata_options() -> None:
     data = spec(
-        block_device_mappings=[
-            BlockDeviceMapping(
-                "/dev/xvda",
-                EBS(
-                    volume_size=100 * GIB,
-                    volume_type="gp3",
-                    iops=4000,
-                    throughput=250,
-                    encrypted=True,
-                    kms_key_id="arn:aws:kms:us-west-2:111122223333:key/k",
-                    delete_on_termination=True,
-                ),
-            ),
-            BlockDeviceMapping("/dev/xvdb", EBS(snapshot_id="snap-1")),
-        ],
+        block_device_mappings=[CONFIGURED_VOLUME, BlockDeviceMapping("/dev/xvdb", EBS(snapshot_id="snap-1"))],
         metadata_options=MetadataOptions(http_tokens="optional", http_put_response_hop_limit=1),
         detailed_monitoring=True,
     ).template_data()
     assert data["BlockDeviceMappings"] == [
-        {
-            "DeviceName": "/dev/xvda",
-            "Ebs": {
-                "VolumeSize": 100,
-                "VolumeType": "gp3",
-                "Iops": 4000,
-                "Throughput": 250,
-                "Encrypted": True,
-                "KmsKeyId": "arn:aws:kms:us-west-2:111122223333:key/k",
-                "DeleteOnTermination": True,
-            },
-        },
+        CONFIGURED_VOLUME_EC2,
         {"DeviceName": "/dev/xvdb", "Ebs": {"SnapshotId": "snap-1"}},
     ]
     assert data["MetadataOptions"] == {
