@@ -20,7 +20,7 @@ from extender.api import nodeclass as nc
 from extender.cluster.provisioners import load_configured
 from extender.settings import AWSSettings, Settings
 from hack.localcluster.karpyenv import install_provisioner_crd
-from tests.integration.test_webhook import WebhookProcess
+from tests.integration.test_webhook import WebhookProcess, configuration
 from tests.unit.api.test_karpenter_examples import DOCS, expected_refusals
 
 pytestmark = pytest.mark.integration
@@ -66,25 +66,23 @@ def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     admission = client.AdmissionregistrationV1Api(api_client)
     admission.create_mutating_webhook_configuration(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": CONFIG_NAME},
-            "webhooks": [
+        configuration(
+            "Mutating",
+            CONFIG_NAME,
+            [
                 _hook(
                     "defaulting.webhook.provisioners.karpenter.sh",
                     process.url("/mutate/provisioner"),
                     "Provisioner",
                 )
             ],
-        }
+        )
     )
     admission.create_validating_webhook_configuration(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": CONFIG_NAME},
-            "webhooks": [
+        configuration(
+            "Validating",
+            CONFIG_NAME,
+            [
                 _hook(
                     "validation.webhook.provisioners.karpenter.sh",
                     process.url("/validate/provisioner"),
@@ -96,7 +94,7 @@ def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                     "AWSNodeTemplate",
                 ),
             ],
-        }
+        )
     )
     try:
         process.start()

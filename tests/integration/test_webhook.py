@@ -161,6 +161,16 @@ def _apply_crd(api_client: Any) -> None:
     raise RuntimeError("CRD not established")
 
 
+def configuration(kind: str, name: str, hooks: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Mutating- or ValidatingWebhookConfiguration named `name` holding `hooks`."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": f"{kind}WebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": hooks,
+    }
+
+
 @pytest.fixture(scope="module")
 def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
     from kubernetes import client
@@ -170,11 +180,10 @@ def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     process = WebhookProcess(cluster.kubeconfig, tmp_path_factory.mktemp("webhook"))
     admission = client.AdmissionregistrationV1Api(api_client)
     admission.create_mutating_webhook_configuration(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": CONFIG_NAME},
-            "webhooks": [
+        configuration(
+            "Mutating",
+            CONFIG_NAME,
+            [
                 _webhook(
                     "defaulting.webhook.provisioners.karpenter.sh",
                     process.url("/mutate/provisioner"),
@@ -182,21 +191,20 @@ def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                 ),
                 _webhook("defaulting.webhook.pods.karpy.sh", process.url("/mutate/pod"), pods=True),
             ],
-        }
+        )
     )
     admission.create_validating_webhook_configuration(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": CONFIG_NAME},
-            "webhooks": [
+        configuration(
+            "Validating",
+            CONFIG_NAME,
+            [
                 _webhook(
                     "validation.webhook.provisioners.karpenter.sh",
                     process.url("/validate/provisioner"),
                     pods=False,
-                ),
+                )
             ],
-        }
+        )
     )
     try:
         process.start()
