@@ -17,8 +17,9 @@ class AWSSettings:
     region: str = "us-west-2"
     #: boto3 endpoint_url for EC2/SSM/SQS/EventBridge (moto on loopback in the local cluster); "" = AWS.
     endpoint_url: str = ""
-    #: SSM prefix under which AMI ids are looked up (moto refuses writes under /aws/service).
-    ssm_prefix: str = "/aws/service/eks/optimized-ami"
+    #: Where AWS's public SSM parameters live: each AMI family's parameters are read below it
+    #: (extender/cloud/aws/amifamily.py). Tests mirror it elsewhere: moto refuses writes under /aws/service.
+    ssm_root: str = "/aws/service"
     #: SQS queue (name or URL) fed by the EventBridge interruption rules; "" disables interruption handling.
     interruption_queue: str = ""
     #: Optional price file ({"onDemand": {...}, "spot": {...}}) consulted before the estimate.
@@ -110,6 +111,12 @@ class LeaderElectionSettings:
 class Settings:
     cluster_name: str = "karpy"
     cluster_endpoint: str = ""
+    #: Base64 PEM of the cluster CA that nodes trust (EKS DescribeCluster certificateAuthority.data).
+    cluster_ca_bundle: str = ""
+    #: The cluster's service CIDR; nodeadm (AL2023) requires it in every NodeConfig.
+    cluster_cidr: str = ""
+    #: kubelet clusterDNS for Provisioners whose kubeletConfiguration names none ("" = the AMI's own).
+    cluster_dns: str = ""
     kubeconfig: str = ""
     namespace: str = "karpy"
     log_level: str = "INFO"

@@ -35,7 +35,7 @@ from typing import Any
 from hack.demo_objects import APP, NAMESPACE, REPO, Kube, inflate, local_webhook_configurations, provisioner
 from hack.demo_summary import KARPY_PHRASES, build_summary, render_summary
 from hack.demo_timeline import LogTail, Observations, Observer, Timeline
-from hack.localcluster import build, procs
+from hack.localcluster import awsseed, build, karpyenv, procs
 from hack.localcluster import cluster as localcluster
 
 SELECTED_TYPE = "c5.xlarge"
@@ -73,6 +73,8 @@ class Demo:
         self.tail: LogTail | None = None
         self.phases: dict[str, dict[str, Any]] = {}
         self.problems: list[str] = []
+        #: The AMI families karpy's nodes booted (show_node_images).
+        self.ami_families: list[str] = []
 
     # --- processes -------------------------------------------------------------------------
 
@@ -142,7 +144,7 @@ class Demo:
             "KARPY_LOG_LEVEL": "INFO",
             "KARPY_AWS_REGION": aws["region"],
             "KARPY_AWS_ENDPOINT_URL": aws["endpoint_url"],
-            "KARPY_AWS_SSM_PREFIX": aws["ssm_prefix"],
+            **karpyenv.node_config_env(self.state),
             "KARPY_AWS_INTERRUPTION_QUEUE": aws["queue_url"],
             # moto has no Pricing API; prices come from --prices, else karpy's built-in us-east-1 table.
             "KARPY_AWS_PRICING_API": "false",
@@ -211,6 +213,31 @@ class Demo:
         )
         return phase
 
+    def show_node_images(self) -> None:
+        """Which AMI family karpy's nodes boot: each Node's AMI annotation, matched to the seeded
+        SSM parameter that names it (AL2023 unless the Provisioner says otherwise)."""
+        from extender.api.nodeclass import AMI_ID_ANNOTATION
+
+        aws = self.state["aws"]
+        by_ami = {ami: key for key, ami in aws["amis"].items()}
+        parameter = {ami: name for name, ami in aws["ssm_parameters"].items()}
+        families = {}
+        for node in self.kube.karpy_nodes():  # type: ignore[union-attr]
+            name = node["metadata"]["name"]
+            ami = (node["metadata"].get("annotations") or {}).get(AMI_ID_ANNOTATION, "")
+            key = by_ami.get(ami, "")
+            families[name] = awsseed.AMI_PARAMETERS[key][0] if key else "unknown"
+            self.timeline.step(f"{name} boots {ami or '?'} ({families[name]}, SSM {parameter.get(ami, '?')})")
+        self.ami_families = sorted(set(families.values()))
+        if self.ami_families != ["AL2023"]:
+            self.problems.append(
+                f"nodes boot {self.ami_families}, expected AL2023 (karpy's default amiFamily)"
+            )
+        else:
+            self.timeline.step(
+                "every node boots AL2023 (nodeadm NodeConfig user data), karpy's default amiFamily"
+            )
+
     def show_status(self) -> None:
         argv = [*karpy_command(), "status", f"--kubeconfig={self.state['kubeconfig']}"]
         if self.args.prices:
@@ -228,6 +255,7 @@ class Demo:
         started = time.time()
         kube.scale(5)
         self._phase("scale_up", started, 5)
+        self.show_node_images()
         self.show_status()
 
         self.timeline.step(
@@ -264,9 +292,10 @@ class Demo:
         self.timeline.step(f"cluster ready in {self.state['ready_seconds']}s: {self.state['apiserver_url']}")
         self.kube = Kube(self.state["kubeconfig"])
         self.kube.create_file(REPO / "manifests" / "namespace.yaml")
-        self.kube.create_file(REPO / "manifests" / "crd" / "provisioners.karpenter.sh.yaml")
-        wait_for(lambda: self.kube.crd_established("provisioners.karpenter.sh"), 30, "the CRD")  # type: ignore[union-attr]
-        self.timeline.step("applied manifests/namespace.yaml and the Provisioner CRD")
+        for crd in ("provisioners.karpenter.sh", "awsnodetemplates.karpenter.k8s.aws"):
+            self.kube.create_file(REPO / "manifests" / "crd" / f"{crd}.yaml")
+            wait_for(lambda crd=crd: self.kube.crd_established(crd), 30, f"the CRD {crd}")  # type: ignore[union-attr,misc]
+        self.timeline.step("applied manifests/namespace.yaml and the Provisioner and AWSNodeTemplate CRDs")
         logs = self.run_dir / "logs"
         for name in ("karpy-webhook", "karpy-controller"):
             (logs / f"{name}.log").write_bytes(b"")
@@ -296,7 +325,7 @@ class Demo:
 
     def summary(self, wall: float) -> dict[str, Any]:
         seen = self.observer.snapshot() if self.observer else Observations()
-        return build_summary(
+        summary = build_summary(
             seen,
             phases=self.phases,
             problems=self.problems,
@@ -306,6 +335,8 @@ class Demo:
             log_counts={p: len(self.timeline.since("controller", p)) for p in KARPY_PHRASES},
             processes=[{"name": p["name"], "pid": p["pid"]} for p in self.started],
         )
+        summary["ami_families"] = self.ami_families
+        return summary
 
     def keep_notice(self) -> str:
         return "\n".join(

@@ -147,7 +147,7 @@ class Kube:
         )
 
     def karpy_nodes(self) -> list[dict[str, Any]]:
-        """karpy's Nodes as API JSON (the timeline and the summary read them raw)."""
+        """karpy's Nodes as API JSON (the observer reads labels, capacity and conditions from it)."""
         from extender.cluster.nodes import list_node_manifests
 
         return list_node_manifests(self.api, karpy_only=True)

@@ -5,7 +5,7 @@ Fixtures:
 - ``aws`` (session): a moto server on 127.0.0.1 seeded like an EKS account by
   ``hack.localcluster.awsseed.seed`` — no Kubernetes needed. It yields an
   ``hack.localcluster.awsseed.AwsSeed`` with ``endpoint_url``, ``region``, ``cluster_name``,
-  ``ssm_prefix``, ``k8s_version``, ``subnets`` (zone -> subnet id), ``subnet_ids``,
+  ``ssm_root``, ``k8s_version``, ``subnets`` (zone -> subnet id), ``subnet_ids``,
   ``security_group_id``, ``amis`` (amd64/arm64/gpu -> ami id), ``ssm_parameters``, ``queue_url``,
   ``queue_arn``, ``rules`` and ``client(service)`` (a boto3 client with dummy credentials).
   The server is shared by the whole session: never call ``/moto-api/reset``, and give what you

@@ -1,8 +1,10 @@
-"""The admission blueprint: /mutate/provisioner, /validate/provisioner, /mutate/pod.
+"""The admission blueprint: /mutate/provisioner, /validate/provisioner, /validate/awsnodetemplate,
+/mutate/pod.
 
 Every handler answers a well-formed AdmissionReview; a body that is not one gets HTTP 400. An
 unexpected exception in a handler is logged and answered per the resource's failure policy:
-pods are admitted unchanged (karpy must never block a Deployment), Provisioners are denied.
+pods are admitted unchanged (karpy must never block a Deployment), Provisioners and
+AWSNodeTemplates are denied.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, jsonify, request
 
-from webhook import pod, provisioner
+from webhook import nodetemplate, pod, provisioner
 from webhook.admission import AdmissionRequest, BadReview, Verdict, build_response, parse_review
 from webhook.state import state
 
@@ -65,6 +67,11 @@ def mutate_provisioner() -> tuple[Response, int]:
 @bp.post("/validate/provisioner")
 def validate_provisioner() -> tuple[Response, int]:
     return _answer(provisioner.validate, fail_open=False)
+
+
+@bp.post("/validate/awsnodetemplate")
+def validate_node_template() -> tuple[Response, int]:
+    return _answer(lambda r: nodetemplate.validate(r, state().config), fail_open=False)
 
 
 @bp.post("/mutate/pod")

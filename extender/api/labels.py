@@ -67,8 +67,6 @@ INSTANCE_TYPE_LABELS = frozenset(
         INSTANCE_ACCELERATOR_COUNT,
     }
 )
-#: The AMI an instance booted from (Karpenter v0.20-v0.31's label): AMI drift compares it.
-INSTANCE_AMI_ID = "karpenter.k8s.aws/instance-ami-id"
 RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", AWS_LABEL_DOMAIN)
 RESTRICTED_LABELS = frozenset({HOSTNAME})
 

@@ -18,13 +18,15 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.meta import parse_time_or_none
+from extender.api.nodeclass import API_GROUP as NODECLASS_GROUP
 from extender.api.provisioner import Taint
 from extender.api.quantity import QuantityError
 from extender.api.resources import Resources
 
 #: Annotation domains karpy reads on a node; the others (often KBs of CSI and CNI state per node)
 #: are not kept: the node index holds every node of the cluster.
-KEPT_ANNOTATIONS = (f"{wk.GROUP}/", "karpy.sh/")
+# karpenter.k8s.aws/: the AMI a node was launched from (nodeclass.AMI_ID_ANNOTATION), for drift.
+KEPT_ANNOTATIONS = (f"{wk.GROUP}/", "karpy.sh/", f"{NODECLASS_GROUP}/")
 _NO_ANNOTATIONS: Mapping[str, str] = MappingProxyType({})
 
 

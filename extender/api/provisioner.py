@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# Re-exported: the kubelet block and the node configuration are part of a Provisioner.
+from extender.api.kubelet import KubeletConfiguration as KubeletConfiguration
+from extender.api.nodeclass import ClusterRef as ClusterRef
+from extender.api.nodeclass import NodeClass
 from extender.api.resources import Resources
+
+#: The inline `spec.provider` and a referenced AWSNodeTemplate load into the same NodeClass.
+AWSProvider = NodeClass
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -27,29 +34,6 @@ class Taint:
     key: str
     effect: str
     value: str = ""
-
-
-@dataclass(frozen=True)
-class ClusterRef:
-    name: str
-    endpoint: str = ""
-
-
-@dataclass(frozen=True)
-class AWSProvider:
-    instance_profile: str = ""
-    launch_template: str = ""
-    subnet_selector: Mapping[str, str] = field(default_factory=dict)
-    security_group_selector: Mapping[str, str] = field(default_factory=dict)
-    tags: Mapping[str, str] = field(default_factory=dict)
-    ami_family: str = ""
-    cluster: ClusterRef | None = None
-
-
-@dataclass(frozen=True)
-class KubeletConfiguration:
-    cluster_dns: tuple[str, ...] = ()
-    max_pods: int | None = None
 
 
 #: Karpenter's default disruption budget (NodePool `budgets: [{nodes: "10%"}]`).
@@ -74,7 +58,9 @@ class Provisioner:
     #: (emptiness, expiry, consolidation together) at once: "N" nodes or "N%" of its nodes.
     disruption_budget: str = DEFAULT_DISRUPTION_BUDGET
     kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
-    provider: AWSProvider = field(default_factory=AWSProvider)
+    provider: NodeClass = field(default_factory=NodeClass)
+    #: `spec.providerRef.name`: the AWSNodeTemplate `provider` was loaded from ("" = inline provider).
+    provider_ref: str = ""
     uid: str = ""
     resource_version: str = ""
 

@@ -46,21 +46,35 @@ def default_manifest(
         for key, value in ((labels.ARCH, "amd64"), (labels.CAPACITY_TYPE, labels.CAPACITY_TYPE_ON_DEMAND)):
             if key not in mentioned:
                 requirements.append({"key": key, "operator": "In", "values": [value]})
-    provider = spec.setdefault("provider", {})
+    # A providerRef's AWSNodeTemplate is defaulted when it is loaded (`default_provider`).
+    provider = spec.setdefault("provider", {}) if spec.get("providerRef") is None else None
     if isinstance(provider, dict):
-        cluster = provider.get("cluster")
-        if cluster is None:
-            cluster = provider["cluster"] = {"name": cluster_name}
-            if cluster_endpoint:
-                cluster["endpoint"] = cluster_endpoint
-        name = cluster.get("name") if isinstance(cluster, dict) else None
-        selector = {f"kubernetes.io/cluster/{name or cluster_name}": "*"}
-        for field_name in ("subnetSelector", "securityGroupSelector"):
-            if provider.get(field_name) is None:
-                provider[field_name] = dict(selector)
-        if instance_profile and not provider.get("instanceProfile") and not provider.get("launchTemplate"):
-            provider["instanceProfile"] = instance_profile
+        default_provider(
+            provider,
+            cluster_name=cluster_name,
+            cluster_endpoint=cluster_endpoint,
+            instance_profile=instance_profile,
+        )
     return result
+
+
+def default_provider(
+    provider: dict[str, Any], *, cluster_name: str, cluster_endpoint: str = "", instance_profile: str = ""
+) -> None:
+    """Fill a provider block (inline, or an AWSNodeTemplate's spec) in place: `cluster`, both
+    selectors (`kubernetes.io/cluster/<cluster>: "*"`) and the default instance profile."""
+    cluster = provider.get("cluster")
+    if cluster is None:
+        cluster = provider["cluster"] = {"name": cluster_name}
+        if cluster_endpoint:
+            cluster["endpoint"] = cluster_endpoint
+    name = cluster.get("name") if isinstance(cluster, dict) else None
+    selector = {f"kubernetes.io/cluster/{name or cluster_name}": "*"}
+    for field_name in ("subnetSelector", "securityGroupSelector"):
+        if provider.get(field_name) is None:
+            provider[field_name] = dict(selector)
+    if instance_profile and not provider.get("instanceProfile") and not provider.get("launchTemplate"):
+        provider["instanceProfile"] = instance_profile
 
 
 def canonical_key(key: str) -> str:

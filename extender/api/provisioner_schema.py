@@ -7,15 +7,12 @@ go through it. Errors are flattened to `path: message` lines such as
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from marshmallow import (
-    EXCLUDE,
-    RAISE,
-    Schema,
     ValidationError,
     fields,
     post_load,
@@ -24,12 +21,14 @@ from marshmallow import (
 )
 
 from extender.api import labels as wk
+from extender.api.nodeclass import API_VERSION as NODE_TEMPLATE_API_VERSION
+from extender.api.nodeclass import KIND as NODE_TEMPLATE_KIND
+from extender.api.nodeclass import NodeClass
+from extender.api.nodeclass_schema import KubeletSchema, NodeClassSchema
 from extender.api.provisioner import (
     DEFAULT_DISRUPTION_BUDGET,
     OPERATORS,
     TAINT_EFFECTS,
-    AWSProvider,
-    ClusterRef,
     KubeletConfiguration,
     Provisioner,
     Requirement,
@@ -37,8 +36,10 @@ from extender.api.provisioner import (
 )
 from extender.api.quantity import QuantityError
 from extender.api.resources import COUNTABLE, Resources
+from extender.api.schema_text import Base as _Base
+from extender.api.schema_text import choices as _choices
+from extender.api.schema_text import quote as _quote
 
-AMI_FAMILIES = ("AL2", "Bottlerocket", "Ubuntu")
 # Keys the controller owns on every node; users may not set them as labels.
 RESTRICTED_LABELS = wk.RESTRICTED_LABELS | {wk.PROVISIONER_NAME, wk.EMPTINESS_TIMESTAMP_ANNOTATION}
 # Requirement keys a Provisioner may constrain without declaring them in spec.labels.
@@ -48,16 +49,6 @@ _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Karpenter: Gt/Lt "must have a single positive integer value" (0 allowed, no sign).
 _INTEGER = re.compile(r"^[0-9]+$")
-
-
-def _quote(value: object) -> str:
-    # ASCII-escaped so odd unicode in user input cannot garble the message.
-    text = str(value)
-    return '"' + (text if text.isascii() else text.encode("unicode_escape").decode("ascii")) + '"'
-
-
-def _choices(options: tuple[str, ...]) -> str:
-    return "[" + " ".join(options) + "]"
 
 
 def qualified_name_problem(key: str) -> str | None:
@@ -98,33 +89,6 @@ def validate_labels(value: Mapping[str, str]) -> None:
             errors[f"[{_quote(key)}]"] = problems
     if errors:
         raise ValidationError(errors)
-
-
-def _validate_selector(value: Mapping[str, str]) -> None:
-    if not value:
-        raise ValidationError("must not be empty")
-    errors = {
-        f"[{_quote(k)}]": ["key and value must be non-empty"] for k, v in value.items() if not k or not v
-    }
-    if errors:
-        raise ValidationError(errors)
-
-
-def _validate_tags(value: Mapping[str, str]) -> None:
-    if "" in value:
-        raise ValidationError({'[""]': ["empty tag keys are not supported"]})
-
-
-def _validate_ip(value: str) -> None:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError as err:
-        raise ValidationError(f"{_quote(value)} is not an IP address") from err
-
-
-class _Base(Schema):
-    class Meta:
-        unknown = EXCLUDE
 
 
 class RequirementSchema(_Base):
@@ -177,67 +141,6 @@ class TaintSchema(_Base):
     @post_load
     def make(self, data: dict[str, Any], **_: Any) -> Taint:
         return Taint(key=data["key"], value=data["value"], effect=data["effect"])
-
-
-class ClusterSchema(_Base):
-    name = fields.String(required=True, validate=validate.Length(min=1, error="must not be empty"))
-    endpoint = fields.String(load_default="")
-
-    @post_load
-    def make(self, data: dict[str, Any], **_: Any) -> ClusterRef:
-        return ClusterRef(**data)
-
-
-class AWSProviderSchema(Schema):
-    class Meta:
-        # Strict, as Karpenter decodes the provider: a misspelt selector must not be silently dropped.
-        unknown = RAISE
-
-    apiVersion = fields.String()
-    kind = fields.String()
-    instanceProfile = fields.String(load_default="")
-    launchTemplate = fields.String(load_default="")
-    subnetSelector = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=_validate_selector
-    )
-    securityGroupSelector = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=_validate_selector
-    )
-    tags = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=_validate_tags
-    )
-    amiFamily = fields.String(
-        load_default="",
-        validate=validate.OneOf(("", *AMI_FAMILIES), error='"{input}" not in ' + _choices(AMI_FAMILIES)),
-    )
-    cluster = fields.Nested(ClusterSchema, load_default=None)
-
-    @validates_schema
-    def check_profile(self, data: dict[str, Any], **_: Any) -> None:
-        # A launch template carries its own instance profile.
-        if not data.get("instanceProfile") and not data.get("launchTemplate"):
-            raise ValidationError("missing required field", "instanceProfile")
-
-    @post_load
-    def make(self, data: dict[str, Any], **_: Any) -> AWSProvider:
-        return AWSProvider(
-            instance_profile=data["instanceProfile"],
-            launch_template=data["launchTemplate"],
-            subnet_selector=data["subnetSelector"],
-            security_group_selector=data["securityGroupSelector"],
-            tags=data["tags"],
-            ami_family=data["amiFamily"],
-            cluster=data["cluster"],
-        )
-
-
-class KubeletSchema(_Base):
-    clusterDNS = fields.List(fields.String(validate=_validate_ip), load_default=list)
-    maxPods = fields.Integer(strict=True, load_default=None, validate=validate.Range(min=1))
-
-    @post_load
-    def make(self, data: dict[str, Any], **_: Any) -> KubeletConfiguration:
-        return KubeletConfiguration(cluster_dns=tuple(data["clusterDNS"]), max_pods=data["maxPods"])
 
 
 class ResourceListField(fields.Field[Resources]):
@@ -300,6 +203,21 @@ class DisruptionSchema(_Base):
     nodes = fields.String(load_default=DEFAULT_DISRUPTION_BUDGET, validate=_validate_budget)
 
 
+class ProviderRefSchema(_Base):
+    # Resolved by name only, as Karpenter does; kind and apiVersion may be omitted.
+    apiVersion = fields.String(
+        load_default=NODE_TEMPLATE_API_VERSION,
+        validate=validate.Equal(
+            NODE_TEMPLATE_API_VERSION, error='"{input}" is not ' + NODE_TEMPLATE_API_VERSION
+        ),
+    )
+    kind = fields.String(
+        load_default=NODE_TEMPLATE_KIND,
+        validate=validate.Equal(NODE_TEMPLATE_KIND, error='"{input}" is not ' + NODE_TEMPLATE_KIND),
+    )
+    name = fields.String(required=True, validate=validate.Length(min=1, max=253))
+
+
 class SpecSchema(_Base):
     requirements = fields.List(fields.Nested(RequirementSchema), load_default=list)
     labels = fields.Dict(
@@ -314,7 +232,14 @@ class SpecSchema(_Base):
     consolidation = fields.Nested(ConsolidationSchema, load_default=None)
     disruption = fields.Nested(DisruptionSchema, load_default=None)
     kubeletConfiguration = fields.Nested(KubeletSchema, load_default=None)
-    provider = fields.Nested(AWSProviderSchema, load_default=None)
+    provider = fields.Nested(NodeClassSchema, load_default=None)
+    providerRef = fields.Nested(ProviderRefSchema, load_default=None)
+
+    @validates_schema
+    def check_provider(self, data: dict[str, Any], **_: Any) -> None:
+        # Karpenter v1alpha5 validateProvider: one node configuration, inline or referenced.
+        if data.get("provider") is not None and data.get("providerRef") is not None:
+            raise ValidationError("provider and providerRef are mutually exclusive: set one", "providerRef")
 
     @validates_schema
     def check_consolidation(self, data: dict[str, Any], **_: Any) -> None:
@@ -386,7 +311,8 @@ class ProvisionerSchema(_Base):
             consolidation=bool((spec.get("consolidation") or {}).get("enabled")),
             disruption_budget=(spec.get("disruption") or {}).get("nodes", DEFAULT_DISRUPTION_BUDGET),
             kubelet=spec.get("kubeletConfiguration") or KubeletConfiguration(),
-            provider=spec.get("provider") or AWSProvider(),
+            provider=spec.get("provider") or NodeClass(),
+            provider_ref=(spec.get("providerRef") or {}).get("name", ""),
         )
 
 
@@ -423,11 +349,26 @@ def parse_provisioner(obj: Any) -> Provisioner:
         raise ValidationError(flatten_errors(err.messages)) from err
 
 
-def load_provisioner(obj: Mapping[str, Any]) -> Provisioner:
+def load_provisioner(
+    obj: Mapping[str, Any], node_templates: Mapping[str, NodeClass] | None = None
+) -> Provisioner:
     """Parse a Provisioner manifest (API JSON); every process (webhook, controller, `karpy plan`)
     loads Provisioners through it. Raises ValidationError whose `messages` is a list of
-    `path: message` lines."""
-    return parse_provisioner(dict(obj))
+    `path: message` lines.
+
+    `node_templates` (AWSNodeTemplates by name) resolves `spec.providerRef` into `provider`; a
+    reference to none of them is an error. Without it the reference is kept unresolved (the
+    webhook validates a Provisioner on its own, as Karpenter's does).
+    """
+    provisioner = parse_provisioner(dict(obj))
+    if provisioner.provider_ref and node_templates is not None:
+        template = node_templates.get(provisioner.provider_ref)
+        if template is None:
+            raise ValidationError(
+                [f"spec.providerRef.name: {NODE_TEMPLATE_KIND} {_quote(provisioner.provider_ref)} not found"]
+            )
+        provisioner = replace(provisioner, provider=template)
+    return provisioner
 
 
 def validate_provisioner(obj: Any) -> list[str]:

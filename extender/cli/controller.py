@@ -24,7 +24,10 @@ FLAGS: dict[str, tuple[str, str]] = {
     "log_level": ("", "log_level"),
     "aws_region": ("aws", "region"),
     "aws_endpoint_url": ("aws", "endpoint_url"),
-    "ssm_prefix": ("aws", "ssm_prefix"),
+    "cluster_ca_bundle": ("", "cluster_ca_bundle"),
+    "cluster_cidr": ("", "cluster_cidr"),
+    "cluster_dns": ("", "cluster_dns"),
+    "ssm_root": ("aws", "ssm_root"),
     "price_file": ("aws", "price_file"),
     "bind": ("extender", "bind"),
     "metrics_bind": ("extender", "metrics_bind"),
@@ -45,7 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--aws-region")
     p.add_argument("--aws-endpoint-url", help="EC2/SSM endpoint (moto in tests)")
-    p.add_argument("--ssm-prefix", help="SSM path prefix of the EKS-optimized AMI parameters")
+    p.add_argument("--cluster-ca-bundle", help="base64 PEM of the cluster CA nodes trust")
+    p.add_argument("--cluster-cidr", help="service CIDR of the cluster (AL2023 nodes need it)")
+    p.add_argument("--cluster-dns", help="kubelet clusterDNS when a Provisioner names none")
+    p.add_argument("--ssm-root", help="where AWS's public SSM parameters (AMI ids) are read")
     p.add_argument("--price-file", help="on-demand/spot price JSON consulted before the estimate")
     p.add_argument("--bind", help="HOST:PORT of the extender (default 127.0.0.1:8088)")
     p.add_argument("--metrics-bind", help="HOST:PORT serving only /metrics")

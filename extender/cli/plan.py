@@ -211,15 +211,17 @@ def load_provisioners(paths: list[str], settings: Settings | None = None) -> lis
     settings = settings or plan_settings()
     if not paths:
         return [load_configured({"metadata": {"name": "default"}, "spec": {}}, settings)]
+    docs = [(path, doc) for path in paths for _, doc in _documents(path)]
+    # AWSNodeTemplates given beside the Provisioners resolve their providerRefs.
+    templates = [doc for _, doc in docs if doc.get("kind") == "AWSNodeTemplate"]
     provisioners = []
-    for path in paths:
-        for _, doc in _documents(path):
-            try:
-                provisioners.append(load_configured(doc, settings))
-            except ValidationError as err:
-                raise UsageError(
-                    f"Provisioner {_name(doc).split('/')[-1]} in {path}: {err.messages}"
-                ) from err
+    for path, doc in docs:
+        if doc.get("kind") == "AWSNodeTemplate":
+            continue
+        try:
+            provisioners.append(load_configured(doc, settings, templates))
+        except ValidationError as err:
+            raise UsageError(f"Provisioner {_name(doc).split('/')[-1]} in {path}: {err.messages}") from err
     return provisioners
 
 

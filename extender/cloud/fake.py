@@ -47,6 +47,8 @@ class FakeCloudProvider:
     no_capacity: set[OfferingKey] = field(default_factory=set)
     #: At most this many instances per `create` (a fleet cut short), None for no limit.
     max_per_launch: int | None = None
+    #: The AMI every node boots now (`image_id`), by Provisioner name; "ami-fake" when unnamed.
+    images: dict[str, str] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     requests: list[LaunchRequest] = field(default_factory=list)
     instances: dict[str, Instance] = field(default_factory=dict)
@@ -111,9 +113,14 @@ class FakeCloudProvider:
             state="running",
             launch_time=datetime.now(UTC),
             tags={wk.PROVISIONER_NAME: request.provisioner.name, wk.LAUNCH_ID_TAG: request.launch_id},
+            image_id=self.images.get(request.provisioner.name, "ami-fake"),
         )
         self.instances[instance.id] = instance
         return instance
+
+    def image_id(self, provisioner: Provisioner, instance_type: InstanceType) -> str:
+        self._record("image_id", provisioner.name, instance_type.name)
+        return self.images.get(provisioner.name, "ami-fake")
 
     def delete(self, instance_id: str) -> None:
         self._record("delete", instance_id)

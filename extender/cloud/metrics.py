@@ -65,6 +65,9 @@ class MeteredCloudProvider:
     def get(self, provider_id: str) -> Instance:
         return self._timed("get", lambda: self.provider.get(provider_id))
 
+    def image_id(self, provisioner: Provisioner, instance_type: InstanceType) -> str:
+        return self._timed("image_id", lambda: self.provider.image_id(provisioner, instance_type))
+
     def list(self) -> list[Instance]:
         return self._timed("list", self.provider.list)
 

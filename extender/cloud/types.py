@@ -44,7 +44,7 @@ class Instance:
     state: str
     launch_time: datetime | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
-    #: The AMI the instance booted from ("" when the cloud does not say).
+    #: The AMI the instance booted (drift compares it with what its Provisioner resolves to now).
     image_id: str = ""
 
 
@@ -104,6 +104,11 @@ class CloudProvider(Protocol):
         ...
 
     def get(self, provider_id: str) -> Instance: ...
+
+    def image_id(self, provisioner: Provisioner, instance_type: InstanceType) -> str:
+        """The AMI a node of `instance_type` launched for `provisioner` boots now; drift compares it
+        with `Instance.image_id` (the Node's `karpenter.k8s.aws/instance-ami-id` annotation)."""
+        ...
 
     def list(self) -> list[Instance]:
         """Every live instance this cluster's karpy launched (by tag)."""

@@ -47,15 +47,17 @@ def node_manifest(
     os: str,
     annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": {**labels, wk.HOSTNAME: name},
+        "finalizers": [wk.TERMINATION_FINALIZER],
+    }
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {**labels, wk.HOSTNAME: name},
-            "annotations": dict(annotations or {}),
-            "finalizers": [wk.TERMINATION_FINALIZER],
-        },
+        "metadata": metadata,
         "spec": {
             "providerID": provider_id,
             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],

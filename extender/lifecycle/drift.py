@@ -17,10 +17,9 @@ Ready before the node is drained).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from extender.api import labels as wk
 from extender.api.node import Node
+from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_hash import HASH_VERSION, hash_annotations, provisioner_hash
 from extender.lifecycle import metrics, nodepatch
@@ -38,21 +37,21 @@ def drift_reason(node: Node, provisioner: Provisioner, image: str | None) -> str
         return "ProvisionerDrifted"
     if not Requirements.from_requirements(provisioner.requirements).matches(wk.with_ga_keys(node.labels)):
         return "RequirementsDrifted"
-    launched = node.labels.get(wk.INSTANCE_AMI_ID)
+    launched = node.annotations.get(AMI_ID_ANNOTATION)
     if launched and image and launched != image:
         return "AMIDrift"
     return None
 
 
 def current_image(ctx: Context, provisioner: Provisioner, node: Node) -> str | None:
-    """The AMI the cloud provider would boot the node from today (`launch_image(provisioner,
-    instance type)`, AWSCloudProvider's AMI resolution); None when it cannot say."""
-    resolve: Callable[[Provisioner, str], str | None] | None = getattr(ctx.cloud, "launch_image", None)
-    instance_type = node.labels.get(wk.INSTANCE_TYPE)
-    if resolve is None or not instance_type or wk.INSTANCE_AMI_ID not in node.labels:
+    """The AMI the cloud provider would boot the node from today (`CloudProvider.image_id`); None
+    when it cannot say, and for a Provisioner with its own launch template (the AMI is the user's)."""
+    name = node.labels.get(wk.INSTANCE_TYPE)
+    if provisioner.provider.launch_template or not name or AMI_ID_ANNOTATION not in node.annotations:
         return None
     try:
-        return resolve(provisioner, instance_type)
+        found = next((t for t in ctx.cloud.get_instance_types(provisioner) if t.name == name), None)
+        return ctx.cloud.image_id(provisioner, found) if found else None
     except Exception as err:  # an SSM outage must not stop the node worker: no AMI drift this time
         ctx.log.warning("Resolving the AMI of node %s for drift, %s", node.name, err)
         return None

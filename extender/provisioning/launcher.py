@@ -18,11 +18,12 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.node import Node
+from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner, Taint
 from extender.api.provisioner_hash import hash_annotations
 from extender.cloud.types import Instance, LaunchRequest
 from extender.cluster.nodes import instance_id, node_manifest
-from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.instancetypes import InstanceType, NodeSettings
 from extender.scheduling.plan import PlannedNode
 from extender.scheduling.requirements import Requirements
 
@@ -129,6 +130,8 @@ def adopted_node(
     requirements give the same labels for everything but the pods' extra requirements.
     """
     single = Requirements.from_requirements(provisioner.requirements).single_values()
+    # The catalog entry, under the Provisioner's node settings as the plan had it.
+    itype = itype.for_node(NodeSettings.of(provisioner.kubelet, provisioner.provider))
     return _node(instance, itype, provisioner, single, provisioner.taints, region)
 
 
@@ -147,9 +150,9 @@ def with_deprecated_aliases(labels: Mapping[str, str]) -> dict[str, str]:
 
 
 def launched_image(instance: Instance) -> dict[str, str]:
-    """The label recording the AMI the instance booted from (AMI drift compares it); kept in this
-    one place so the node-configuration work can replace where the record comes from."""
-    return {wk.INSTANCE_AMI_ID: instance.image_id} if instance.image_id else {}
+    """The annotation recording the AMI the instance booted from: what drift compares with the
+    AMI its Provisioner resolves to now (CloudProvider.image_id)."""
+    return {AMI_ID_ANNOTATION: instance.image_id} if instance.image_id else {}
 
 
 def _node(
@@ -166,7 +169,6 @@ def _node(
         **itype.labels(),
         wk.ZONE: instance.zone,
         wk.CAPACITY_TYPE: instance.capacity_type,
-        **launched_image(instance),
         wk.PROVISIONER_NAME: provisioner.name,
         wk.MANAGED_BY_LABEL: "true",
     }
@@ -183,7 +185,7 @@ def _node(
         allocatable=itype.allocatable,
         arch=itype.arch,
         os=itype.os,
-        annotations=hash_annotations(provisioner),
+        annotations={**hash_annotations(provisioner), **launched_image(instance)},
     )
 
 

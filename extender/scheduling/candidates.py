@@ -26,7 +26,7 @@ from extender.api.provisioner import Provisioner
 from extender.api.resources import ACCELERATOR_RESOURCES, PODS, Resources
 from extender.scheduling import attach
 from extender.scheduling.constraints import defined_keys, pod_terms, provisioner_requirements
-from extender.scheduling.instancetypes import InstanceType, Offering, OfferingKey
+from extender.scheduling.instancetypes import InstanceType, NodeSettings, Offering, OfferingKey
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
 
@@ -132,11 +132,11 @@ class ProvisionerView:
     ) -> ProvisionerView:
         reqs, keys = provisioner_requirements(provisioner), defined_keys(provisioner)
         daemons = [d for d in daemonsets if d.tolerates(provisioner.taints) is None]
+        settings = NodeSettings.of(provisioner.kubelet, provisioner.provider)
         entries, excluded = [], []
         landed: dict[str, Pod] = {}
         for instance_type in instance_types:
-            if provisioner.kubelet.max_pods:
-                instance_type = instance_type.with_max_pods(provisioner.kubelet.max_pods)
+            instance_type = instance_type.for_node(settings)
             if reason := instance_type.fits_overhead():
                 excluded.append(f"Excluding instance type {instance_type.name}: {reason}")
                 continue

@@ -11,13 +11,19 @@ CPU tiers actually applied (0.5.x dropped them by a bug):
 - max pods = ENIs x (IPv4 per ENI - 1) + 2, unless the Provisioner's kubelet maxPods overrides it.
 
 Ephemeral storage (Karpenter AWS `instancetype/types.go` ephemeralStorage/kubeReservedResources/
-evictionThreshold, since #3568): capacity = the root EBS volume, kube-reserved 1 GiB, eviction
-`nodefs.available` 10 % of capacity (the EKS AL2 AMI's kubelet defaults), so a 20 GiB root volume
-leaves 17 GiB allocatable. The volume is the AMI's own 20 GiB (Karpenter's `DefaultEBS`): karpy's
-launch templates set no BlockDeviceMappings and its v1alpha5 provider has no blockDeviceMappings,
-so every type gets the default; a custom `launchTemplate` with a larger root volume is
-underestimated (pods are held to 17 GiB, never over-placed). The filesystem kubelet measures is
-slightly smaller than the volume (its metadata); Karpenter ignores that too.
+evictionThreshold, since #3568): capacity = the volume kubelet's nodefs lives on (the node
+configuration's root/data volume, NodeClass.ephemeral_storage; 20 GiB by default), kube-reserved
+1 GiB, eviction `nodefs.available` 10 % of capacity (the EKS AMIs' kubelet defaults), so a 20 GiB
+volume leaves 17 GiB allocatable. A custom `launchTemplate` is assumed to keep the 20 GiB default.
+The filesystem kubelet measures is slightly smaller than the volume (its metadata); Karpenter
+ignores that too.
+
+A Provisioner's kubelet settings (`NodeSettings.of`) change the numbers the way they change the
+kubelet's own allocatable (capacity - kubeReserved - systemReserved - evictionHard): maxPods and
+podsPerCore set the pod capacity; kubeReserved/systemReserved replace the computed values key by
+key; evictionHard memory.available / nodefs.available replace the default thresholds (a percentage
+is of capacity). kube-reserved memory counts the ENI-limited pods on AL2/AL2023/Ubuntu/Custom
+(their bootstrap computes it before maxPods is applied) and the actual pod capacity on Bottlerocket.
 Instance-store NVMe (`InstanceStorageInfo.TotalSizeInGB`) is not counted: the EKS AMI leaves those
 disks unmounted unless bootstrap is told to RAID them (`--local-disks raid0`, Karpenter's
 `instanceStorePolicy: RAID0`, v0.34+), and karpy's user data never does, so kubelet's nodefs is the
@@ -32,6 +38,9 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from extender.api import labels as wk
+from extender.api.kubelet import KubeletConfiguration
+from extender.api.nodeclass import BOTTLEROCKET, NodeClass
+from extender.api.quantity import parse_quantity
 from extender.api.resources import CPU, EPHEMERAL_STORAGE, GPU_RESOURCES, MEMORY, PODS, Resources
 
 MIB = 2**20
@@ -66,22 +75,84 @@ def eni_max_pods(enis: int, ipv4_per_eni: int) -> int:
     return enis * (ipv4_per_eni - 1) + 2
 
 
-def node_overhead(vcpus: float, max_pods: int, root_volume: float = DEFAULT_ROOT_VOLUME) -> Resources:
-    """kube-reserved + system-reserved + eviction threshold."""
-    memory_mib = (
-        KUBE_RESERVED_MEMORY_PER_POD_MIB * max_pods
-        + KUBE_RESERVED_MEMORY_BASE_MIB
-        + SYSTEM_RESERVED_MEMORY_MIB
-        + EVICTION_THRESHOLD_MIB
-    )
-    storage = KUBE_RESERVED_EPHEMERAL_STORAGE + math.ceil(root_volume * EVICTION_NODEFS_AVAILABLE)
-    return Resources(
+@dataclass(frozen=True)
+class NodeSettings:
+    """What a Provisioner's node configuration changes in a type's capacity and overhead."""
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    kube_reserved: Resources | None = None
+    system_reserved: Resources | None = None
+    #: evictionHard thresholds kubelet's allocatable subtracts: "100Mi" or "10%" (of capacity).
+    eviction_memory: str = ""
+    eviction_nodefs: str = ""
+    root_volume: float = DEFAULT_ROOT_VOLUME
+    #: Bottlerocket reserves kube memory for the pods it will run, the EKS AMIs for the ENI limit.
+    reserve_for_max_pods: bool = False
+
+    @classmethod
+    def of(cls, kubelet: KubeletConfiguration, node_class: NodeClass) -> NodeSettings:
+        def reserved(raw: Mapping[str, str]) -> Resources | None:
+            return Resources.parse({k: v for k, v in raw.items() if k != "pid"}) if raw else None
+
+        bottlerocket = node_class.family == BOTTLEROCKET
+        return cls(
+            max_pods=kubelet.max_pods,
+            # Bottlerocket has no pods-per-core setting (Karpenter ignores it there too).
+            pods_per_core=None if bottlerocket else kubelet.pods_per_core,
+            kube_reserved=reserved(kubelet.kube_reserved),
+            system_reserved=reserved(kubelet.system_reserved),
+            eviction_memory=kubelet.eviction_hard.get("memory.available", ""),
+            eviction_nodefs=kubelet.eviction_hard.get("nodefs.available", ""),
+            root_volume=DEFAULT_ROOT_VOLUME if node_class.launch_template else node_class.ephemeral_storage(),
+            reserve_for_max_pods=bottlerocket,
+        )
+
+
+DEFAULT_NODE_SETTINGS = NodeSettings()
+
+
+def _threshold(raw: str, capacity: float, default: float) -> float:
+    if not raw:
+        return default
+    if raw.endswith("%"):
+        # kubelet: a percentage of capacity; 100% would evict everything, Karpenter reads it as 0.
+        fraction = float(raw[:-1]) / 100
+        return 0.0 if fraction >= 1 else math.ceil(capacity * fraction)
+    return parse_quantity(raw)
+
+
+def node_overhead(
+    vcpus: float,
+    max_pods: int,
+    root_volume: float = DEFAULT_ROOT_VOLUME,
+    *,
+    memory: float = 0.0,
+    settings: NodeSettings = DEFAULT_NODE_SETTINGS,
+) -> Resources:
+    """kube-reserved + system-reserved + eviction threshold; `max_pods` is the pod count kube-reserved
+    memory is computed for, `memory` the node's memory capacity (for a percentage threshold)."""
+    kube = Resources(
         {
-            CPU: kube_reserved_cpu(vcpus) + SYSTEM_RESERVED_CPU,
-            MEMORY: memory_mib * MIB,
-            EPHEMERAL_STORAGE: storage,
+            CPU: kube_reserved_cpu(vcpus),
+            MEMORY: (KUBE_RESERVED_MEMORY_PER_POD_MIB * max_pods + KUBE_RESERVED_MEMORY_BASE_MIB) * MIB,
+            EPHEMERAL_STORAGE: KUBE_RESERVED_EPHEMERAL_STORAGE,
         }
     )
+    system = Resources({CPU: SYSTEM_RESERVED_CPU, MEMORY: SYSTEM_RESERVED_MEMORY_MIB * MIB})
+    if settings.kube_reserved:
+        kube = Resources({**kube.amounts, **settings.kube_reserved.amounts})
+    if settings.system_reserved:
+        system = Resources({**system.amounts, **settings.system_reserved.amounts})
+    eviction = Resources(
+        {
+            MEMORY: _threshold(settings.eviction_memory, memory, EVICTION_THRESHOLD_MIB * MIB),
+            EPHEMERAL_STORAGE: _threshold(
+                settings.eviction_nodefs, root_volume, math.ceil(root_volume * EVICTION_NODEFS_AVAILABLE)
+            ),
+        }
+    )
+    return kube + system + eviction
 
 
 class OfferingKey(NamedTuple):
@@ -130,6 +201,10 @@ class InstanceType:
     volume_limits: tuple[tuple[str, int], ...] = ()
     #: The cloud provider's labels for the type (karpenter.k8s.aws/*, instancelabels.py), sorted.
     type_labels: tuple[tuple[str, str], ...] = ()
+    #: The ENI-limited pod count (the catalog's max_pods before any kubelet setting); 0 = max_pods.
+    eni_pods: int = 0
+    #: The node settings capacity and overhead were computed under.
+    settings: NodeSettings = DEFAULT_NODE_SETTINGS
 
     def volume_limit(self, driver: str) -> int | None:
         return next((count for name, count in self.volume_limits if name == driver), None)
@@ -151,18 +226,22 @@ class InstanceType:
         burstable: bool = False,
         volume_limits: tuple[tuple[str, int], ...] = (),
         type_labels: Mapping[str, str] | None = None,
+        eni_pods: int = 0,
+        settings: NodeSettings = DEFAULT_NODE_SETTINGS,
     ) -> InstanceType:
-        """Derive capacity, overhead and allocatable from the raw figures."""
+        """Derive capacity, overhead and allocatable from the raw figures; `max_pods` is the type's
+        ENI-limited pod count unless `eni_pods` gives that, and `settings` may change the pods."""
         gpus = gpus or Resources()
         extended = extended or Resources()
-        base = {
-            CPU: cpu,
-            MEMORY: memory * (1 - VM_MEMORY_OVERHEAD),
-            PODS: max_pods,
-            EPHEMERAL_STORAGE: root_volume,
-        }
+        eni_pods = eni_pods or max_pods
+        max_pods = settings.max_pods or max_pods
+        if settings.pods_per_core:
+            max_pods = min(max_pods, settings.pods_per_core * math.ceil(cpu))
+        node_memory = memory * (1 - VM_MEMORY_OVERHEAD)
+        base = {CPU: cpu, MEMORY: node_memory, PODS: max_pods, EPHEMERAL_STORAGE: root_volume}
         capacity = Resources(base) + gpus + extended
-        overhead = node_overhead(cpu, max_pods, root_volume)
+        reserved_pods = max_pods if settings.reserve_for_max_pods else eni_pods
+        overhead = node_overhead(cpu, reserved_pods, root_volume, memory=node_memory, settings=settings)
         return cls(
             name=name,
             cpu=cpu,
@@ -180,28 +259,38 @@ class InstanceType:
             burstable=burstable,
             volume_limits=volume_limits,
             type_labels=tuple(sorted((type_labels or {}).items())),
+            eni_pods=eni_pods,
+            settings=settings,
+        )
+
+    def for_node(self, settings: NodeSettings) -> InstanceType:
+        """The same type as a node under `settings` (a Provisioner's kubelet and node configuration)."""
+        if settings == self.settings:
+            return self
+        return InstanceType.build(
+            name=self.name,
+            cpu=self.cpu,
+            memory=self.memory,
+            arch=self.arch,
+            max_pods=self.eni_pods or self.max_pods,
+            offerings=self.offerings,
+            gpus=self.gpus,
+            extended=self.extended,
+            root_volume=settings.root_volume,
+            os=self.os,
+            burstable=self.burstable,
+            volume_limits=self.volume_limits,
+            type_labels=dict(self.type_labels),
+            settings=settings,
         )
 
     def with_max_pods(self, max_pods: int) -> InstanceType:
         """The same type under a kubelet maxPods override (kube-reserved memory depends on it)."""
         if max_pods == self.max_pods:
             return self
-        rebuilt = InstanceType.build(
-            name=self.name,
-            cpu=self.cpu,
-            memory=self.memory,
-            arch=self.arch,
-            max_pods=max_pods,
-            offerings=self.offerings,
-            gpus=self.gpus,
-            extended=self.extended,
-            root_volume=self.root_volume,
-            os=self.os,
-            burstable=self.burstable,
-            volume_limits=self.volume_limits,
-            type_labels=dict(self.type_labels),
+        return self.for_node(
+            replace(self.settings, max_pods=max_pods, reserve_for_max_pods=True, root_volume=self.root_volume)
         )
-        return rebuilt
 
     def with_offerings(self, offerings: Iterable[Offering]) -> InstanceType:
         return replace(self, offerings=tuple(offerings))

@@ -7,18 +7,18 @@ What ``seed()`` creates (region default us-west-2, cluster name default ``karpy`
   ``kubernetes.io/cluster/<cluster>=owned``, ``karpenter.sh/discovery=<cluster>``,
   ``kubernetes.io/role/internal-elb=1`` and ``Name=<cluster>-private-<zone>``;
 - a node security group ``<cluster>-node`` in that VPC with the same two discovery tags;
-- three AMIs registered with ``ec2.register_image`` (amd64, arm64, gpu), tagged
-  ``karpy.sh/ami-family=<family>``. moto ignores the Architecture of a registered image (it
-  reports x86_64 for all three); the SSM path, not DescribeImages, is what says arm64/gpu;
-- SSM parameters (type String, DataType aws:ec2:image) mirroring
-  ``/aws/service/eks/optimized-ami`` under ``ssm_prefix`` (default ``/karpy-test/eks/optimized-ami``,
-  because moto refuses writes under ``/aws/service``)::
-
-      <prefix>/<k8s-version>/amazon-linux-2/recommended/image_id         -> amd64 AMI
-      <prefix>/<k8s-version>/amazon-linux-2-arm64/recommended/image_id   -> arm64 AMI
-      <prefix>/<k8s-version>/amazon-linux-2-gpu/recommended/image_id     -> gpu (x86_64) AMI
-
-  with ``<k8s-version>`` like ``1.37``;
+- one AMI per AMI family x architecture x accelerator registered with ``ec2.register_image``,
+  tagged ``karpy.sh/ami-family=<family>``, and the SSM parameter each family publishes for it
+  (type String, DataType aws:ec2:image), mirroring ``/aws/service`` under ``ssm_root`` (default
+  ``/karpy-test``, because moto refuses writes under ``/aws/service``); see ``AMI_PARAMETERS``:
+  AL2023 ``eks/optimized-ami/<k8s>/amazon-linux-2023/<x86_64|arm64>/<standard|nvidia|neuron>/
+  recommended/image_id``, Bottlerocket ``bottlerocket/aws-k8s-<k8s>[-nvidia]/<arch>/latest/image_id``,
+  Ubuntu ``canonical/ubuntu/eks/20.04/<k8s>/stable/current/<amd64|arm64>/hvm/ebs-gp2/ami-id``, all
+  with ``<k8s>`` the seed's version (like ``1.37``), and AL2
+  ``eks/optimized-ami/1.32/amazon-linux-2[-arm64|-gpu]/recommended/image_id`` (AWS publishes no AL2
+  AMI after 1.32). ``amis`` keys: ``amd64``, ``arm64``, ``gpu`` are the AL2023 images karpy boots by
+  default; the rest are ``<family>/<shape>``. moto ignores the Architecture of a registered image
+  (it reports x86_64 for all); the SSM path, not DescribeImages, is what says arm64/gpu;
 - an SQS queue ``<cluster>-interruption`` and four EventBridge rules targeting it:
   ``<cluster>-spot-interruption`` (aws.ec2 "EC2 Spot Instance Interruption Warning"),
   ``<cluster>-rebalance`` (aws.ec2 "EC2 Instance Rebalance Recommendation"),
@@ -52,15 +52,43 @@ from hack.localcluster import procs
 
 DEFAULT_REGION = "us-west-2"
 DEFAULT_CLUSTER = "karpy"
-DEFAULT_SSM_PREFIX = "/karpy-test/eks/optimized-ami"
+DEFAULT_SSM_ROOT = "/karpy-test"
 DEFAULT_K8S_VERSION = "1.37"
+#: The last Kubernetes version AWS published EKS AL2 AMIs for.
+AL2_K8S_VERSION = "1.32"
+#: The cluster's service CIDR and DNS Service IP, as an EKS cluster's defaults.
+SERVICE_CIDR = "10.100.0.0/16"
+CLUSTER_DNS = "10.100.0.10"
 TEST_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
-#: SSM path segment per AMI family, as in the real EKS optimized-AMI parameters.
-AMI_FAMILIES = {
-    "amd64": ("amazon-linux-2", "x86_64"),
-    "arm64": ("amazon-linux-2-arm64", "arm64"),
-    "gpu": ("amazon-linux-2-gpu", "x86_64"),
+#: amis key -> (AMI family, EC2 architecture, SSM parameter under the root; {k} = k8s version), as
+#: each family publishes them (written out here, not taken from karpy, so tests check karpy's paths).
+_AL2023 = "eks/optimized-ami/{k}/amazon-linux-2023"
+_AL2 = f"eks/optimized-ami/{AL2_K8S_VERSION}"
+_UBUNTU = "canonical/ubuntu/eks/20.04/{k}/stable/current"
+AMI_PARAMETERS = {
+    "amd64": ("AL2023", "x86_64", f"{_AL2023}/x86_64/standard/recommended/image_id"),
+    "arm64": ("AL2023", "arm64", f"{_AL2023}/arm64/standard/recommended/image_id"),
+    "gpu": ("AL2023", "x86_64", f"{_AL2023}/x86_64/nvidia/recommended/image_id"),
+    "AL2023/neuron": ("AL2023", "x86_64", f"{_AL2023}/x86_64/neuron/recommended/image_id"),
+    "AL2023/arm64-nvidia": ("AL2023", "arm64", f"{_AL2023}/arm64/nvidia/recommended/image_id"),
+    "AL2/amd64": ("AL2", "x86_64", f"{_AL2}/amazon-linux-2/recommended/image_id"),
+    "AL2/arm64": ("AL2", "arm64", f"{_AL2}/amazon-linux-2-arm64/recommended/image_id"),
+    "AL2/gpu": ("AL2", "x86_64", f"{_AL2}/amazon-linux-2-gpu/recommended/image_id"),
+    "Bottlerocket/amd64": ("Bottlerocket", "x86_64", "bottlerocket/aws-k8s-{k}/x86_64/latest/image_id"),
+    "Bottlerocket/arm64": ("Bottlerocket", "arm64", "bottlerocket/aws-k8s-{k}/arm64/latest/image_id"),
+    "Bottlerocket/amd64-nvidia": (
+        "Bottlerocket",
+        "x86_64",
+        "bottlerocket/aws-k8s-{k}-nvidia/x86_64/latest/image_id",
+    ),
+    "Bottlerocket/arm64-nvidia": (
+        "Bottlerocket",
+        "arm64",
+        "bottlerocket/aws-k8s-{k}-nvidia/arm64/latest/image_id",
+    ),
+    "Ubuntu/amd64": ("Ubuntu", "x86_64", f"{_UBUNTU}/amd64/hvm/ebs-gp2/ami-id"),
+    "Ubuntu/arm64": ("Ubuntu", "arm64", f"{_UBUNTU}/arm64/hvm/ebs-gp2/ami-id"),
 }
 
 #: rule suffix -> EventBridge pattern, as in Karpenter's interruption CloudFormation.
@@ -87,12 +115,12 @@ class AwsSeed:
     endpoint_url: str
     region: str
     cluster_name: str
-    ssm_prefix: str
+    ssm_root: str
     k8s_version: str
     vpc_id: str
     subnets: Mapping[str, str]  # zone -> subnet id
     security_group_id: str
-    amis: Mapping[str, str]  # amd64|arm64|gpu -> ami id
+    amis: Mapping[str, str]  # AMI_PARAMETERS key -> ami id
     ssm_parameters: Mapping[str, str]  # parameter name -> ami id
     queue_url: str
     queue_arn: str
@@ -113,7 +141,7 @@ class AwsSeed:
         values: dict[str, Any] = {
             "region": self.region,
             "endpoint_url": self.endpoint_url,
-            "ssm_prefix": self.ssm_prefix,
+            "ssm_root": self.ssm_root,
             "interruption_queue": self.queue_url,
             "pricing_api": False,
             "kubernetes_version": self.k8s_version,
@@ -148,9 +176,16 @@ def _tags(pairs: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in pairs.items()]
 
 
-def ssm_image_path(prefix: str, k8s_version: str, family: str) -> str:
-    segment = AMI_FAMILIES[family][0]
-    return f"{prefix.rstrip('/')}/{k8s_version}/{segment}/recommended/image_id"
+def ssm_image_path(root: str, k8s_version: str, key: str) -> str:
+    """The seeded SSM parameter of the AMI_PARAMETERS entry `key`."""
+    return f"{root.rstrip('/')}/{AMI_PARAMETERS[key][2].format(k=k8s_version)}"
+
+
+def publish_ami(ssm: Any, root: str, k8s_version: str, key: str, ami: str) -> str:
+    """Point the parameter of `key` at `ami` (as AWS does when it releases an AMI); its name."""
+    name = ssm_image_path(root, k8s_version, key)
+    ssm.put_parameter(Name=name, Value=ami, Type="String", DataType="aws:ec2:image", Overwrite=True)
+    return name
 
 
 def seed(
@@ -158,7 +193,7 @@ def seed(
     *,
     cluster_name: str = DEFAULT_CLUSTER,
     region: str = DEFAULT_REGION,
-    ssm_prefix: str = DEFAULT_SSM_PREFIX,
+    ssm_root: str = DEFAULT_SSM_ROOT,
     k8s_version: str = DEFAULT_K8S_VERSION,
     zones: Sequence[str] | None = None,
 ) -> AwsSeed:
@@ -190,19 +225,18 @@ def seed(
     ssm = aws_client("ssm", endpoint_url, region)
     amis: dict[str, str] = {}
     parameters: dict[str, str] = {}
-    for family, (segment, arch) in AMI_FAMILIES.items():
+    for key, (family, arch, _path) in AMI_PARAMETERS.items():
+        shape = key.rpartition("/")[2]
         ami = ec2.register_image(
-            Name=f"amazon-eks-node-{segment}-{k8s_version}-karpy-test",
-            Description=f"EKS optimized {family} stand-in for karpy tests",
+            Name=f"karpy-test-{family.lower()}-{shape}-{k8s_version}",
+            Description=f"EKS optimized {family} {shape} stand-in for karpy tests",
             Architecture=arch,
             RootDeviceName="/dev/xvda",
         )["ImageId"]
         # register_image drops TagSpecifications in moto, so tag afterwards.
         ec2.create_tags(Resources=[ami], Tags=_tags({"karpy.sh/ami-family": family, **discovery}))
-        name = ssm_image_path(ssm_prefix, k8s_version, family)
-        ssm.put_parameter(Name=name, Value=ami, Type="String", DataType="aws:ec2:image", Overwrite=True)
-        amis[family] = ami
-        parameters[name] = ami
+        amis[key] = ami
+        parameters[publish_ami(ssm, ssm_root, k8s_version, key, ami)] = ami
 
     sqs = aws_client("sqs", endpoint_url, region)
     queue_url = sqs.create_queue(QueueName=f"{cluster_name}-interruption")["QueueUrl"]
@@ -223,7 +257,7 @@ def seed(
         endpoint_url=endpoint_url,
         region=region,
         cluster_name=cluster_name,
-        ssm_prefix=ssm_prefix,
+        ssm_root=ssm_root,
         k8s_version=k8s_version,
         vpc_id=vpc_id,
         subnets=subnets,
@@ -302,14 +336,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--endpoint-url", required=True)
     parser.add_argument("--cluster-name", default=DEFAULT_CLUSTER)
     parser.add_argument("--region", default=DEFAULT_REGION)
-    parser.add_argument("--ssm-prefix", default=DEFAULT_SSM_PREFIX)
+    parser.add_argument("--ssm-root", default=DEFAULT_SSM_ROOT)
     parser.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
     args = parser.parse_args(argv)
     result = seed(
         args.endpoint_url,
         cluster_name=args.cluster_name,
         region=args.region,
-        ssm_prefix=args.ssm_prefix,
+        ssm_root=args.ssm_root,
         k8s_version=args.k8s_version,
     )
     print(json.dumps(result.to_dict(), indent=2))

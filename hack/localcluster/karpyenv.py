@@ -3,6 +3,7 @@ integration tests and the benchmarks that start the real entry point, so neither
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -13,10 +14,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hack.localcluster import awsseed
+
 #: The Provisioner CRD karpy serves (karpenter.sh/v1alpha5).
 PROVISIONER_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "provisioners.karpenter.sh.yaml"
+NODE_TEMPLATE_CRD = PROVISIONER_CRD.with_name("awsnodetemplates.karpenter.k8s.aws.yaml")
 #: The built-in on-demand table shipped in the package (what karpy uses without the Pricing API).
 PRICES = Path(__file__).resolve().parents[2] / "extender" / "data" / "ec2-on-demand-prices.json"
+
+
+def node_config_env(state: Mapping[str, Any]) -> dict[str, str]:
+    """What nodes need to join this cluster: the CA they trust, the service CIDR and DNS IP
+    (AL2023's NodeConfig carries all three), and where the seeded AMI parameters live."""
+    ca = Path(state["ca_cert"]).read_bytes() if state.get("ca_cert") else b""
+    return {
+        "KARPY_CLUSTER_CA_BUNDLE": base64.b64encode(ca).decode(),
+        "KARPY_CLUSTER_CIDR": awsseed.SERVICE_CIDR,
+        "KARPY_CLUSTER_DNS": awsseed.CLUSTER_DNS,
+        "KARPY_AWS_SSM_ROOT": state["aws"]["ssm_root"],
+    }
 
 
 def controller_env(state: dict[str, Any], bind: str) -> dict[str, str]:
@@ -32,7 +48,7 @@ def controller_env(state: dict[str, Any], bind: str) -> dict[str, str]:
         "KARPY_CLUSTER_ENDPOINT": state["apiserver_url"],
         "KARPY_AWS_REGION": seed["region"],
         "KARPY_AWS_ENDPOINT_URL": seed["endpoint_url"],
-        "KARPY_AWS_SSM_PREFIX": seed["ssm_prefix"],
+        **node_config_env(state),
         "KARPY_AWS_PRICING_API": "false",
         "KARPY_AWS_PRICE_FILE": str(PRICES),
         "KARPY_AWS_DEFAULT_INSTANCE_PROFILE": "karpy-node",
@@ -99,13 +115,20 @@ def api_client(state: Mapping[str, Any], *, pool: int | None = None) -> Any:
 
 
 def install_provisioner_crd(api: Any) -> str:
-    """Create (or replace an older revision of) the Provisioner CRD and wait until it is
-    Established (at most 30 s); returns its name."""
+    """Create (or replace older revisions of) the Provisioner CRD and the AWSNodeTemplate CRD its
+    providerRef names, and wait until they are Established (at most 30 s each); returns the
+    Provisioner CRD's name."""
+    install_crd(api, NODE_TEMPLATE_CRD)
+    return install_crd(api, PROVISIONER_CRD)
+
+
+def install_crd(api: Any, path: Path) -> str:
+    """Create (or replace an older revision of) the CRD in `path` and wait until it is Established."""
     import yaml
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    body = yaml.safe_load(PROVISIONER_CRD.read_text())
+    body = yaml.safe_load(path.read_text())
     name = body["metadata"]["name"]
     ext = client.ApiextensionsV1Api(api)
     try:

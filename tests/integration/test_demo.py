@@ -50,6 +50,7 @@ def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path) -> None:
 
     # Scale-up: 5 pods bound; redeploy: 3 + 2 on two c5.xlarge nodes.
     assert summary["phases"]["scale_up"]["pods_bound"] == 5
+    assert summary["ami_families"] == ["AL2023"]  # karpy's default amiFamily, and the demo says so
     redeploy = summary["phases"]["redeploy"]["nodes"].values()
     assert sorted(n["pods"] for n in redeploy) == [2, 3]
     assert {n["instance_type"] for n in redeploy} == {"c5.xlarge"}

@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client
 
 from extender.api import labels as wk
+from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner
 from hack.localcluster.awsseed import aws_client, ssm_image_path
 from tests.integration import test_consolidation
@@ -41,6 +42,13 @@ SETTLE = 240
 #: The first launches.
 UP = 90
 AMD64 = ["c5.large", "c5.xlarge"]
+
+
+def current_ami(cloud: Any, provisioner: str) -> str:
+    """The AMI a new amd64 node of the Provisioner would boot now (what AMI drift compares)."""
+    prov = Provisioner(name=provisioner)
+    itype = next(t for t in cloud.get_instance_types(prov) if t.name == AMD64[0])
+    return str(cloud.image_id(prov, itype))
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +131,7 @@ def test_a_new_ami_in_ssm_drifts_and_replaces_nodes_within_the_budget(
     wait_for(lambda: running(core_v1, namespace, "web", 3), UP, "3 web pods Running")
     wait_for(lambda: running(core_v1, namespace, "arm", 1), UP, "the arm pod Running")
     before, kept = nodes_of(core_v1, prov), names(nodes_of(core_v1, steady))
-    old_ami = {n.metadata.labels[wk.INSTANCE_AMI_ID] for n in before}
+    old_ami = {(n.metadata.annotations or {})[AMI_ID_ANNOTATION] for n in before}
     assert len(before) == 3 and len(old_ami) == 1 and len(kept) == 1
     of_prov = {"label_selector": f"{wk.PROVISIONER_NAME}={prov}"}
     observed.append(Observed(core_v1.list_node, cordoned, max, **of_prov))
@@ -137,7 +145,7 @@ def test_a_new_ami_in_ssm_drifts_and_replaces_nodes_within_the_budget(
     settings = drifting.settings.aws
     ec2 = aws_client("ec2", settings.endpoint_url, settings.region)
     ssm = aws_client("ssm", settings.endpoint_url, settings.region)
-    path = ssm_image_path(settings.ssm_prefix, settings.kubernetes_version, "amd64")
+    path = ssm_image_path(settings.ssm_root, settings.kubernetes_version, "amd64")
     original = ssm.get_parameter(Name=path)["Parameter"]["Value"]
     assert {original} == old_ami
     new_ami = ec2.register_image(
@@ -151,7 +159,7 @@ def test_a_new_ami_in_ssm_drifts_and_replaces_nodes_within_the_budget(
             SETTLE + 60,
             "3 new nodes, pods Running",
         )
-        assert {n.metadata.labels[wk.INSTANCE_AMI_ID] for n in after} == {new_ami}
+        assert {(n.metadata.annotations or {})[AMI_ID_ANNOTATION] for n in after} == {new_ami}
         max_cordoned, pending, disturbed = (o.stop() for o in observed)
         assert max_cordoned == 1, f"{max_cordoned} nodes cordoned at once (budget 1)"
         assert pending is not None and pending <= PENDING_LIMIT, f"a pod was pending {pending}s"
@@ -174,7 +182,7 @@ def test_a_new_ami_in_ssm_drifts_and_replaces_nodes_within_the_budget(
         ssm.put_parameter(Name=path, Value=original, Type="String", DataType="aws:ec2:image", Overwrite=True)
         # Later launches (and tests) must see the original again: wait out the provider's cache.
         wait_for(
-            lambda: drifting.cloud.launch_image(Provisioner(name=prov), AMD64[0]) == original,
+            lambda: current_ami(drifting.cloud, prov) == original,
             90,
             "the provider resolving the original AMI",
         )

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from extender.api import labels as wk
+from extender.api.nodeclass import AMI_ID_ANNOTATION
 from tests.integration.helpers import (
     Karpy,
     all_bound,
@@ -46,7 +47,8 @@ def test_category_r_generation_gt_5_launches_only_such_types_and_nodes_carry_the
     pods = wait_for(all_bound(core_v1, namespace, 4, running=True), 120, "4 pods Running")
     catalog = {t.name: t for t in karpy.cloud.get_instance_types()}
     for node_name in {p.spec.node_name for p in pods}:
-        labels = node_of(core_v1, node_name).metadata.labels
+        node = node_of(core_v1, node_name)
+        labels = node.metadata.labels
         itype = labels[wk.INSTANCE_TYPE]
         expected = dict(catalog[itype].type_labels)
         assert labels[wk.INSTANCE_CATEGORY] == "r" and int(labels[wk.INSTANCE_GENERATION]) > 5, itype
@@ -57,5 +59,5 @@ def test_category_r_generation_gt_5_launches_only_such_types_and_nodes_carry_the
         assert labels[wk.INSTANCE_SIZE] == itype.split(".")[1]
         assert labels[wk.INSTANCE_CPU] == str(int(catalog[itype].cpu))
         # The AMI the instance booted from is recorded (AMI drift compares it).
-        assert labels[wk.INSTANCE_AMI_ID].startswith("ami-")
+        assert node.metadata.annotations[AMI_ID_ANNOTATION].startswith("ami-")
         print(f"\n{node_name}: {itype} " + " ".join(f"{k}={v}" for k, v in sorted(expected.items())))

@@ -47,15 +47,19 @@ def test_seeded_account_is_discoverable_by_tag(aws: awsseed.AwsSeed) -> None:
     assert [g["GroupId"] for g in groups] == [aws.security_group_id]
 
 
-def test_ami_parameters_follow_the_eks_layout(aws: awsseed.AwsSeed) -> None:
+def test_ami_parameters_follow_each_familys_published_layout(aws: awsseed.AwsSeed) -> None:
     ssm = aws.client("ssm")
-    for family, segment in (
-        ("amd64", "amazon-linux-2"),
-        ("arm64", "amazon-linux-2-arm64"),
-        ("gpu", "amazon-linux-2-gpu"),
+    k = aws.k8s_version
+    for key, path in (
+        ("amd64", f"eks/optimized-ami/{k}/amazon-linux-2023/x86_64/standard/recommended/image_id"),
+        ("arm64", f"eks/optimized-ami/{k}/amazon-linux-2023/arm64/standard/recommended/image_id"),
+        ("gpu", f"eks/optimized-ami/{k}/amazon-linux-2023/x86_64/nvidia/recommended/image_id"),
+        ("AL2/amd64", "eks/optimized-ami/1.32/amazon-linux-2/recommended/image_id"),
+        ("Bottlerocket/amd64", f"bottlerocket/aws-k8s-{k}/x86_64/latest/image_id"),
+        ("Ubuntu/arm64", f"canonical/ubuntu/eks/20.04/{k}/stable/current/arm64/hvm/ebs-gp2/ami-id"),
     ):
-        name = f"{aws.ssm_prefix}/{aws.k8s_version}/{segment}/recommended/image_id"
-        assert ssm.get_parameter(Name=name)["Parameter"]["Value"] == aws.amis[family]
+        name = f"{aws.ssm_root}/{path}"
+        assert ssm.get_parameter(Name=name)["Parameter"]["Value"] == aws.amis[key]
     images = aws.client("ec2").describe_images(ImageIds=list(aws.amis.values()))["Images"]
     assert {i["ImageId"] for i in images} == set(aws.amis.values())
 

@@ -44,9 +44,18 @@ def _free_port() -> int:
 class WebhookProcess:
     """`python -m extender.cli.main webhook` as a child process, startable and stoppable."""
 
-    def __init__(self, kubeconfig: str, cert_dir: Path) -> None:
+    def __init__(
+        self,
+        kubeconfig: str,
+        cert_dir: Path,
+        *,
+        config_name: str = CONFIG_NAME,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.cert_dir = cert_dir
+        self.config_name = config_name
+        self.extra_args = extra_args
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = cert_dir / "webhook.log"
@@ -65,9 +74,10 @@ class WebhookProcess:
             "--provisioner-cache-seconds",
             "0.2",
             "--patch-mutating",
-            CONFIG_NAME,
+            self.config_name,
             "--patch-validating",
-            CONFIG_NAME,
+            self.config_name,
+            *self.extra_args,
         ]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
@@ -151,6 +161,16 @@ def _apply_crd(api_client: Any) -> None:
     raise RuntimeError("CRD not established")
 
 
+def configuration(kind: str, name: str, hooks: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Mutating- or ValidatingWebhookConfiguration named `name` holding `hooks`."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": f"{kind}WebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": hooks,
+    }
+
+
 @pytest.fixture(scope="module")
 def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
     from kubernetes import client
@@ -160,11 +180,10 @@ def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     process = WebhookProcess(cluster.kubeconfig, tmp_path_factory.mktemp("webhook"))
     admission = client.AdmissionregistrationV1Api(api_client)
     admission.create_mutating_webhook_configuration(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": CONFIG_NAME},
-            "webhooks": [
+        configuration(
+            "Mutating",
+            CONFIG_NAME,
+            [
                 _webhook(
                     "defaulting.webhook.provisioners.karpenter.sh",
                     process.url("/mutate/provisioner"),
@@ -172,21 +191,20 @@ def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                 ),
                 _webhook("defaulting.webhook.pods.karpy.sh", process.url("/mutate/pod"), pods=True),
             ],
-        }
+        )
     )
     admission.create_validating_webhook_configuration(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": CONFIG_NAME},
-            "webhooks": [
+        configuration(
+            "Validating",
+            CONFIG_NAME,
+            [
                 _webhook(
                     "validation.webhook.provisioners.karpenter.sh",
                     process.url("/validate/provisioner"),
                     pods=False,
-                ),
+                )
             ],
-        }
+        )
     )
     try:
         process.start()

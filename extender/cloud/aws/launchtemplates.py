@@ -1,4 +1,5 @@
-"""Launch templates: one per distinct (AMI, security groups, instance profile, user data, tags).
+"""Launch templates: one per distinct (AMI, security groups, instance profile, user data, tags, block
+devices, metadata options, monitoring).
 
 The name carries a hash of those inputs (`karpy-<cluster>-<hash>`), so equal inputs always map to
 the same template and a changed input makes a new one; nothing is ever updated in place. Templates
@@ -11,55 +12,46 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import shlex
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
 from cachetools import TTLCache
 
-from extender.api.provisioner import Taint
+from extender.api.nodeclass import BlockDeviceMapping, MetadataOptions
 from extender.cloud.aws import errors
 from extender.cloud.aws.selectors import CACHE_TTL_SECONDS
 
-# IMDSv2 only, with a hop limit that lets pods on the node reach it through one extra hop.
-METADATA_OPTIONS = {"HttpEndpoint": "enabled", "HttpTokens": "required", "HttpPutResponseHopLimit": 2}
+GIB = 2**30
 
 
-def user_data(
-    *,
-    cluster: str,
-    endpoint: str,
-    labels: Mapping[str, str],
-    taints: Sequence[Taint],
-    container_runtime: str = "containerd",
-) -> str:
-    """The EKS bootstrap script that joins the node with the provisioner's labels and taints.
+def block_device_mapping(mapping: BlockDeviceMapping) -> dict[str, Any]:
+    """One EC2 BlockDeviceMapping; sizes are whole GiB (EC2's unit), rounded up."""
+    ebs = mapping.ebs
+    fields: dict[str, Any] = {
+        "VolumeSize": math.ceil(ebs.volume_size / GIB) if ebs.volume_size else None,
+        "VolumeType": ebs.volume_type or None,
+        "Iops": ebs.iops,
+        "Throughput": ebs.throughput,
+        "Encrypted": ebs.encrypted,
+        "KmsKeyId": ebs.kms_key_id or None,
+        "DeleteOnTermination": ebs.delete_on_termination,
+        "SnapshotId": ebs.snapshot_id or None,
+    }
+    return {"DeviceName": mapping.device_name, "Ebs": {k: v for k, v in fields.items() if v is not None}}
 
-    Labels and taints are sorted so equal inputs give byte-equal scripts (and one template).
-    """
-    kubelet_args = []
-    if labels:
-        kubelet_args.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())))
-    if taints:
-        rendered = sorted(f"{t.key}={t.value}:{t.effect}" for t in taints)
-        kubelet_args.append("--register-with-taints=" + ",".join(rendered))
-    command = ["/etc/eks/bootstrap.sh", cluster, "--container-runtime", container_runtime]
-    if endpoint:
-        command += ["--apiserver-endpoint", endpoint]
-    if kubelet_args:
-        command += ["--kubelet-extra-args", " ".join(kubelet_args)]
-    return "\n".join(
-        [
-            "#!/bin/bash -xe",
-            "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
-            " ".join(shlex.quote(part) for part in command),
-            "",
-        ]
-    )
+
+def metadata_options(options: MetadataOptions) -> dict[str, Any]:
+    return {
+        "HttpEndpoint": options.http_endpoint,
+        "HttpProtocolIpv6": options.http_protocol_ipv6,
+        "HttpPutResponseHopLimit": options.http_put_response_hop_limit,
+        "HttpTokens": options.http_tokens,
+    }
 
 
 @dataclass(frozen=True)
@@ -69,6 +61,9 @@ class LaunchTemplateSpec:
     instance_profile: str
     user_data: str
     tags: tuple[tuple[str, str], ...]
+    block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
+    metadata_options: MetadataOptions = field(default_factory=MetadataOptions)
+    detailed_monitoring: bool | None = None
 
     @classmethod
     def of(
@@ -79,6 +74,9 @@ class LaunchTemplateSpec:
         instance_profile: str,
         user_data: str,
         tags: Mapping[str, str],
+        block_device_mappings: Sequence[BlockDeviceMapping] = (),
+        metadata_options: MetadataOptions | None = None,
+        detailed_monitoring: bool | None = None,
     ) -> LaunchTemplateSpec:
         return cls(
             image_id,
@@ -86,6 +84,9 @@ class LaunchTemplateSpec:
             instance_profile,
             user_data,
             tuple(sorted(tags.items())),
+            tuple(block_device_mappings),
+            metadata_options or MetadataOptions(),
+            detailed_monitoring,
         )
 
     def name(self, cluster: str) -> str:
@@ -97,10 +98,14 @@ class LaunchTemplateSpec:
             "ImageId": self.image_id,
             "SecurityGroupIds": list(self.security_group_ids),
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
-            "MetadataOptions": dict(METADATA_OPTIONS),
+            "MetadataOptions": metadata_options(self.metadata_options),
         }
+        if self.block_device_mappings:
+            data["BlockDeviceMappings"] = [block_device_mapping(m) for m in self.block_device_mappings]
         if self.instance_profile:
             data["IamInstanceProfile"] = {"Name": self.instance_profile}
+        if self.detailed_monitoring is not None:
+            data["Monitoring"] = {"Enabled": self.detailed_monitoring}
         return data
 
 

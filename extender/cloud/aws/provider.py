@@ -25,11 +25,12 @@ from extender.api.labels import (
     LAUNCH_ID_TAG,
     PROVISIONER_NAME,
 )
+from extender.api.nodeclass import AL2023
 from extender.api.provisioner import Provisioner
-from extender.cloud.aws import fleet, instances
-from extender.cloud.aws.ami import AMIProvider, ami_family
+from extender.cloud.aws import bootstrap, fleet, instances
+from extender.cloud.aws.amifamily import AMIResolver
 from extender.cloud.aws.instancetypes import CatalogProvider
-from extender.cloud.aws.launchtemplates import LaunchTemplateProvider, LaunchTemplateSpec, user_data
+from extender.cloud.aws.launchtemplates import LaunchTemplateProvider, LaunchTemplateSpec
 from extender.cloud.aws.pricing import PricingProvider
 from extender.cloud.aws.ratelimit import TokenBucket
 from extender.cloud.aws.securitygroups import SecurityGroupProvider
@@ -122,9 +123,10 @@ class AWSCloudProvider:
         self.catalog = catalog or CatalogProvider(ec2, price_book=self.pricing.price_book, timer=timer)
         self.subnets = SubnetProvider(ec2, timer=timer)
         self.security_groups = SecurityGroupProvider(ec2, cluster=self._cluster, timer=timer)
-        self.amis = AMIProvider(
+        self.amis = AMIResolver(
             self.clients.ssm,
-            prefix=aws.ssm_prefix,
+            ec2,
+            ssm_root=aws.ssm_root,
             kubernetes_version=kubernetes_version or self._configured_kubernetes_version,
             timer=timer,
         )
@@ -262,42 +264,53 @@ class AWSCloudProvider:
     def _launch_templates(
         self, request: LaunchRequest, options: Sequence[InstanceType], capacity_type: str
     ) -> dict[str, str]:
-        """instance type -> launch template name; one template per AMI family in the options."""
-        provider = request.provisioner.provider
-        if provider.launch_template:
-            return {option.name: provider.launch_template for option in options}
+        """instance type -> launch template name; one template per AMI the options boot."""
+        node_class = request.provisioner.provider
+        if node_class.launch_template:
+            return {option.name: node_class.launch_template for option in options}
         security_groups = self.security_groups.ids(
-            provider.security_group_selector or cluster_selector(self._cluster)
+            node_class.security_group_selector or cluster_selector(self._cluster)
         )
-        script = user_data(
-            cluster=self._cluster,
-            endpoint=self._settings.cluster_endpoint,
-            labels={
-                **request.labels,
-                PROVISIONER_NAME: request.provisioner.name,
-                CAPACITY_TYPE: capacity_type,
-            },
-            taints=request.taints,
-        )
-        by_family: dict[str, str] = {}
-        for family in sorted({ami_family(option) for option in options}):
+        user_data = self.user_data(request, capacity_type)
+        images = self.amis.resolve_all(node_class, options)
+        by_image: dict[str, str] = {}
+        for image in sorted(set(images.values())):
             spec = LaunchTemplateSpec.of(
-                image_id=self.amis.image_id(family),
+                image_id=image,
                 security_group_ids=security_groups,
-                instance_profile=provider.instance_profile or self._settings.aws.default_instance_profile,
-                user_data=script,
-                tags={f"karpenter.sh/cluster/{self._cluster}": "owned", **provider.tags},
+                instance_profile=node_class.instance_profile or self._settings.aws.default_instance_profile,
+                user_data=user_data,
+                tags={f"karpenter.sh/cluster/{self._cluster}": "owned", **node_class.tags},
+                block_device_mappings=node_class.block_devices(),
+                metadata_options=node_class.metadata_options,
+                detailed_monitoring=node_class.detailed_monitoring,
             )
-            by_family[family] = self.launch_templates.ensure(spec)
-        return {option.name: by_family[ami_family(option)] for option in options}
+            by_image[image] = self.launch_templates.ensure(spec)
+        return {option.name: by_image[images[option.name]] for option in options}
 
-    def launch_image(self, provisioner: Provisioner, instance_type: str) -> str | None:
-        """The AMI a node of `instance_type` launched now from `provisioner` boots from (drift
-        compares it with the node's); None with the user's own launch template (its AMI is theirs)."""
-        if provisioner.provider.launch_template:
-            return None
-        found = next((t for t in self.get_instance_types(provisioner) if t.name == instance_type), None)
-        return self.amis.image_id(ami_family(found)) if found else None
+    def user_data(self, request: LaunchRequest, capacity_type: str) -> str:
+        """The user data of the request's AMI family: it joins the node with the Provisioner's labels,
+        taints and kubelet settings (clusterDNS defaults to the configured cluster DNS)."""
+        provisioner = request.provisioner
+        kubelet = provisioner.kubelet
+        if not kubelet.cluster_dns and self._settings.cluster_dns:
+            kubelet = replace(kubelet, cluster_dns=(self._settings.cluster_dns,))
+        node = bootstrap.NodeBootstrap(
+            cluster_name=self._cluster,
+            endpoint=self._settings.cluster_endpoint,
+            ca_bundle=self._settings.cluster_ca_bundle,
+            cluster_cidr=self._settings.cluster_cidr,
+            kubelet=kubelet,
+            labels={**request.labels, PROVISIONER_NAME: provisioner.name, CAPACITY_TYPE: capacity_type},
+            taints=tuple(request.taints),
+            user_data=provisioner.provider.user_data,
+        )
+        if provisioner.provider.family == AL2023 and not node.cluster_cidr:
+            log.warning("AL2023 nodes need the cluster's service CIDR to join: set KARPY_CLUSTER_CIDR")
+        try:
+            return bootstrap.render(provisioner.provider.family, node)
+        except ValueError as err:
+            raise CloudError(f"rendering user data, {err}", code="InvalidUserData") from err
 
     def instance_tags(self, request: LaunchRequest) -> dict[str, str]:
         """Provider tags may replace Name; the identity tags karpy finds its instances by always win."""
@@ -309,6 +322,10 @@ class AWSCloudProvider:
             PROVISIONER_NAME: request.provisioner.name,
             LAUNCH_ID_TAG: request.launch_id,
         }
+
+    def image_id(self, provisioner: Provisioner, instance_type: InstanceType) -> str:
+        """The AMI a node of `instance_type` for `provisioner` boots now (amifamily.AMIResolver)."""
+        return self.amis.resolve(provisioner.provider, instance_type)
 
     # -- instances -----------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from extender.cloud.aws.session import Clients, make_clients
 from extender.cloud.types import LaunchRequest
 from extender.scheduling.pricing import PriceBook
 from extender.settings import Settings
+from hack.localcluster import awsseed
 
 pytestmark = pytest.mark.integration
 
@@ -42,6 +43,9 @@ def settings(aws: Any) -> Settings:
     return Settings(
         cluster_name=aws.cluster_name,
         cluster_endpoint="https://127.0.0.1:6443",
+        cluster_ca_bundle="Q0EgYnVuZGxl",
+        cluster_cidr=awsseed.SERVICE_CIDR,
+        cluster_dns=awsseed.CLUSTER_DNS,
         aws=aws.aws_settings(interruption_queue="", price_file="", default_instance_profile="karpy-node"),
     )
 
@@ -69,6 +73,25 @@ def provider(
     settings: Settings, clients: Clients, shared_catalog: CatalogProvider, clock: FrozenClock
 ) -> AWSCloudProvider:
     return AWSCloudProvider(settings=settings, clients=clients, catalog=shared_catalog, timer=clock)
+
+
+@pytest.fixture
+def provider_at(
+    settings: Settings, clients: Clients, shared_catalog: CatalogProvider, clock: FrozenClock
+) -> Callable[..., AWSCloudProvider]:
+    """`provider_at("1.32")`: a provider whose nodes boot the AMIs of that Kubernetes version;
+    `settings=` replaces the session's settings."""
+
+    def build(version: str, *, settings: Settings = settings) -> AWSCloudProvider:
+        return AWSCloudProvider(
+            settings=settings,
+            clients=clients,
+            catalog=shared_catalog,
+            timer=clock,
+            kubernetes_version=lambda: version,
+        )
+
+    return build
 
 
 @pytest.fixture

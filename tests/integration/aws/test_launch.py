@@ -48,41 +48,43 @@ def test_launch_template_carries_ami_security_group_profile_and_bootstrap(
 ) -> None:
     # moto applies only ImageId, tags and UserData of a template to instances, so assert on the template.
     provisioner = Provisioner(name="gpu-free", taints=(Taint("dedicated", "NoSchedule", "ci"),))
+    run = uuid.uuid4().hex[:8]  # a template of its own on a shared moto
     request = launch(
         ["m6g.large"],
         provisioner=provisioner,
         capacity_types=["on-demand"],
-        labels={"tier": "a"},
+        labels={"tier": "a", "run": run},
         taints=provisioner.taints,
+    )
+    fleets: list[dict[str, Any]] = []
+    ec2 = provider.clients.ec2
+    ec2.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params)
     )
     result = provider.create(request)
     terminate_after.extend(i.id for i in result.instances)
     assert [i.instance_type for i in result.instances] == ["m6g.large"]
     assert [i.capacity_type for i in result.instances] == ["on-demand"]
 
-    ec2 = provider.clients.ec2
-    templates = ec2.describe_launch_templates(
-        Filters=[{"Name": "tag:karpenter.sh/cluster/karpy", "Values": ["owned"]}]
-    )["LaunchTemplates"]
-    names = [t["LaunchTemplateName"] for t in templates]
-    assert all(name.startswith("karpy-karpy-") for name in names)
-    data = next(
-        version["LaunchTemplateData"]
-        for name in names
-        for version in ec2.describe_launch_template_versions(LaunchTemplateName=name)[
-            "LaunchTemplateVersions"
-        ]
-        if version["LaunchTemplateData"]["ImageId"] == aws.amis["arm64"]
-    )
+    # The template the fleet named (moto lists at most 15 templates, so it is not searched for).
+    (config,) = fleets[0]["LaunchTemplateConfigs"]
+    name = config["LaunchTemplateSpecification"]["LaunchTemplateName"]
+    assert name.startswith("karpy-karpy-")
+    (template,) = ec2.describe_launch_templates(LaunchTemplateNames=[name])["LaunchTemplates"]
+    assert {"Key": "karpenter.sh/cluster/karpy", "Value": "owned"} in template["Tags"]
+    (version,) = ec2.describe_launch_template_versions(LaunchTemplateName=name)["LaunchTemplateVersions"]
+    data = version["LaunchTemplateData"]
+    assert data["ImageId"] == aws.amis["arm64"]
     assert data["SecurityGroupIds"] == [aws.security_group_id]
     assert data["IamInstanceProfile"] == {"Name": "karpy-node"}
+    # AL2023 by default: nodeadm's NodeConfig (test_node_families.py reads every family in full).
     script = base64.b64decode(data["UserData"]).decode()
-    assert "/etc/eks/bootstrap.sh karpy" in script
+    assert "kind: NodeConfig" in script and "name: karpy" in script
     assert (
-        "--node-labels=karpenter.sh/capacity-type=on-demand,karpenter.sh/provisioner-name=gpu-free,tier=a"
-        in script
+        '--node-labels="karpenter.sh/capacity-type=on-demand,karpenter.sh/provisioner-name=gpu-free,'
+        f'run={run},tier=a"' in script
     )
-    assert "--register-with-taints=dedicated=ci:NoSchedule" in script
+    assert "- key: dedicated\n        value: ci\n        effect: NoSchedule" in script
 
 
 def test_gpu_types_boot_the_accelerated_ami(

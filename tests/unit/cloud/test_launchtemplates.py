@@ -1,32 +1,11 @@
-"""User data and launch template identity (pure)."""
+"""Launch template identity and data (pure); user data per family is in test_userdata.py."""
 
 from __future__ import annotations
 
 import base64
 
-from extender.api.provisioner import Taint
-from extender.cloud.aws.launchtemplates import LaunchTemplateSpec, user_data
-
-
-def test_user_data_bootstraps_with_sorted_labels_and_taints() -> None:
-    script = user_data(
-        cluster="demo",
-        endpoint="https://api.demo:6443",
-        labels={"b": "2", "a": "1"},
-        taints=[Taint("z", "NoSchedule", "1"), Taint("a", "NoExecute")],
-    )
-    lines = script.splitlines()
-    assert lines[0] == "#!/bin/bash -xe"
-    assert lines[2] == (
-        "/etc/eks/bootstrap.sh demo --container-runtime containerd "
-        "--apiserver-endpoint https://api.demo:6443 "
-        "--kubelet-extra-args '--node-labels=a=1,b=2 --register-with-taints=a=:NoExecute,z=1:NoSchedule'"
-    )
-
-
-def test_user_data_quotes_hostile_values() -> None:
-    script = user_data(cluster="demo; rm -rf /", endpoint="", labels={}, taints=[])
-    assert "'demo; rm -rf /'" in script
+from extender.api.nodeclass import EBS, GIB, BlockDeviceMapping, MetadataOptions
+from extender.cloud.aws.launchtemplates import LaunchTemplateSpec
 
 
 def spec(**changes: object) -> LaunchTemplateSpec:
@@ -54,6 +33,9 @@ def test_each_input_changes_the_template_name() -> None:
         spec(instance_profile="other"),
         spec(user_data="#!/bin/sh\n"),
         spec(tags={"team": "y"}),
+        spec(block_device_mappings=[BlockDeviceMapping("/dev/xvda", EBS(volume_size=30 * GIB))]),
+        spec(metadata_options=MetadataOptions(http_put_response_hop_limit=1)),
+        spec(detailed_monitoring=True),
     ):
         assert changed.name("demo") != base
     assert spec().name("other") != base
@@ -66,3 +48,56 @@ def test_template_data_encodes_user_data_and_names_the_profile() -> None:
     assert data["IamInstanceProfile"] == {"Name": "nodes"}
     assert data["MetadataOptions"]["HttpTokens"] == "required"
     assert "IamInstanceProfile" not in spec(instance_profile="").template_data()
+
+
+#: A fully configured EBS volume and the BlockDeviceMapping EC2 is given for it.
+CONFIGURED_VOLUME = BlockDeviceMapping(
+    "/dev/xvda",
+    EBS(
+        volume_size=100 * GIB,
+        volume_type="gp3",
+        iops=4000,
+        throughput=250,
+        encrypted=True,
+        kms_key_id="arn:aws:kms:us-west-2:111122223333:key/k",
+        delete_on_termination=True,
+    ),
+)
+CONFIGURED_VOLUME_EC2 = {
+    "DeviceName": "/dev/xvda",
+    "Ebs": {
+        "VolumeSize": 100,
+        "VolumeType": "gp3",
+        "Iops": 4000,
+        "Throughput": 250,
+        "Encrypted": True,
+        "KmsKeyId": "arn:aws:kms:us-west-2:111122223333:key/k",
+        "DeleteOnTermination": True,
+    },
+}
+
+
+def test_template_data_carries_block_devices_and_metadata_options() -> None:
+    data = spec(
+        block_device_mappings=[CONFIGURED_VOLUME, BlockDeviceMapping("/dev/xvdb", EBS(snapshot_id="snap-1"))],
+        metadata_options=MetadataOptions(http_tokens="optional", http_put_response_hop_limit=1),
+        detailed_monitoring=True,
+    ).template_data()
+    assert data["BlockDeviceMappings"] == [
+        CONFIGURED_VOLUME_EC2,
+        {"DeviceName": "/dev/xvdb", "Ebs": {"SnapshotId": "snap-1"}},
+    ]
+    assert data["MetadataOptions"] == {
+        "HttpEndpoint": "enabled",
+        "HttpProtocolIpv6": "disabled",
+        "HttpPutResponseHopLimit": 1,
+        "HttpTokens": "optional",
+    }
+    assert data["Monitoring"] == {"Enabled": True}
+
+
+def test_a_size_that_is_not_whole_gib_rounds_up() -> None:
+    mapping = BlockDeviceMapping("/dev/xvda", EBS(volume_size=20e9))  # "20G", as Karpenter v0.10 wrote
+    assert spec(block_device_mappings=[mapping]).template_data()["BlockDeviceMappings"][0]["Ebs"] == {
+        "VolumeSize": 19
+    }

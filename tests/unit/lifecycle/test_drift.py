@@ -9,12 +9,14 @@ import pytest
 
 from extender.api import labels as wk
 from extender.api.node import Node
+from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner_hash import HASH_VERSION, hash_annotations, provisioner_hash
+from extender.cloud.types import CloudError
 from extender.lifecycle import drift, metrics
 from extender.lifecycle.context import Context
 from extender.lifecycle.events import Recorder
 from extender.settings import Settings
-from tests.unit.scheduling.builders import make_provisioner
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 BASE: dict[str, Any] = {
     "requirements": [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large", "c5.large"]}],
@@ -35,9 +37,12 @@ def node_of(provisioner: Any, *, itype: str = "m5.large", ami: str = "ami-1", **
             wk.PROVISIONER_NAME: provisioner.name,
             wk.INSTANCE_TYPE: itype,
             "team": "a",
-            **({wk.INSTANCE_AMI_ID: ami} if ami else {}),
         },
-        annotations={**hash_annotations(provisioner), **annotations},
+        annotations={
+            **hash_annotations(provisioner),
+            **({AMI_ID_ANNOTATION: ami} if ami else {}),
+            **annotations,
+        },
     )
 
 
@@ -94,7 +99,12 @@ class Cloud:
     def __init__(self, image: str | None) -> None:
         self.image = image
 
-    def launch_image(self, provisioner: Any, instance_type: str) -> str | None:
+    def get_instance_types(self, provisioner: Any) -> list[Any]:
+        return [next(t for t in catalog() if t.name == "m5.large")]
+
+    def image_id(self, provisioner: Any, instance_type: Any) -> str:
+        if self.image is None:
+            raise CloudError("no AMI")
         return self.image
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.node import Node
+from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.pod import Pod
 from extender.api.provisioner_hash import HASH_VERSION, provisioner_hash
 from extender.cloud.types import Instance
@@ -141,8 +142,33 @@ def test_nodes_carry_the_type_labels_the_ami_and_the_provisioner_hash() -> None:
     labels, annotations = node["metadata"]["labels"], node["metadata"]["annotations"]
     assert labels[wk.INSTANCE_FAMILY] == planned.instance_type.name.split(".")[0]
     assert labels[wk.INSTANCE_CPU] == str(int(planned.instance_type.cpu))
-    assert labels[wk.INSTANCE_AMI_ID] == "ami-0abc"
+    assert annotations[AMI_ID_ANNOTATION] == "ami-0abc" and AMI_ID_ANNOTATION not in labels
     assert annotations[wk.PROVISIONER_HASH_ANNOTATION] == provisioner_hash(PROV)
     assert annotations[wk.PROVISIONER_HASH_VERSION_ANNOTATION] == HASH_VERSION
-    # An instance whose AMI the cloud did not report gets no AMI label (no AMI drift for it).
-    assert wk.INSTANCE_AMI_ID not in launcher.node_for(instance("i-6"), planned, PROV)["metadata"]["labels"]
+    # An instance whose AMI the cloud did not report gets no AMI record (no AMI drift for it).
+    assert (
+        AMI_ID_ANNOTATION not in launcher.node_for(instance("i-6"), planned, PROV)["metadata"]["annotations"]
+    )
+
+
+def test_nodes_record_their_ami_and_the_allocatable_of_their_kubelet_settings() -> None:
+    from dataclasses import replace
+
+    from extender.api.kubelet import KubeletConfiguration
+    from extender.api.nodeclass import AMI_ID_ANNOTATION
+
+    prov = replace(PROV, kubelet=KubeletConfiguration(max_pods=12, kube_reserved={"cpu": "500m"}))
+    plan = solve([pod("u1"), pod("u2")], [prov], list(catalog()))
+    planned = plan.nodes[0]
+    launched = replace(instance("i-5", itype=planned.instance_type.name), image_id="ami-0abc")
+    node = launcher.node_for(launched, planned, prov)
+    # Drift reads the annotation, through the node index's typed Node.
+    assert node["metadata"]["annotations"][AMI_ID_ANNOTATION] == "ami-0abc"
+    assert Node.from_manifest(node).annotations[AMI_ID_ANNOTATION] == "ami-0abc"
+    assert node["status"]["allocatable"]["pods"] == "12"
+    itype = next(t for t in catalog() if t.name == planned.instance_type.name)
+    adopted = launcher.adopted_node(launched, itype, prov)
+    assert adopted["status"]["allocatable"] == node["status"]["allocatable"]
+    assert AMI_ID_ANNOTATION not in launcher.adopted_node(instance("i-6"), itype, prov)["metadata"].get(
+        "annotations", {}
+    )

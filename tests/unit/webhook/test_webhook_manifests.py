@@ -40,6 +40,7 @@ def test_webhook_paths_exist_and_policies_match_the_issue() -> None:
     assert policies == {
         "defaulting.webhook.provisioners.karpenter.sh": "Fail",
         "validation.webhook.provisioners.karpenter.sh": "Fail",
+        "validation.webhook.awsnodetemplates.karpenter.k8s.aws": "Fail",
         "defaulting.webhook.pods.karpy.sh": "Ignore",
     }
     (pods,) = [h for h in hooks if h["name"] == "defaulting.webhook.pods.karpy.sh"]

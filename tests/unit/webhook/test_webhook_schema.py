@@ -145,7 +145,7 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     (
         "bad-ami-family",
         {"provider": {"instanceProfile": "p", "amiFamily": "Windows"}},
-        'spec.provider.amiFamily: "Windows" not in [AL2 Bottlerocket Ubuntu]',
+        'spec.provider.amiFamily: "Windows" not in [AL2023 AL2 Bottlerocket Ubuntu Custom]',
     ),
     (
         "negative-limit",

@@ -1,0 +1,137 @@
+"""The node configuration: how karpy's nodes boot (AMI, user data, disks, IMDS, network, tags).
+
+One typed value behind both v1alpha5 forms, a Provisioner's inline `spec.provider` and the
+`karpenter.k8s.aws/v1alpha1` AWSNodeTemplate its `spec.providerRef` names. Field names are
+Karpenter's; v1's EC2NodeClass maps onto it field for field: amiFamily, amiSelectorTerms (here the
+v1alpha5 `amiSelector` map), userData, blockDeviceMappings (+ rootVolume), metadataOptions,
+subnet/securityGroup selectors, tags, instanceProfile, detailedMonitoring, context; its `kubelet`
+block is the Provisioner's `kubeletConfiguration` (extender.api.kubelet), where v1alpha5 keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+GIB = 2**30
+
+AL2023, AL2, BOTTLEROCKET, UBUNTU, CUSTOM = "AL2023", "AL2", "Bottlerocket", "Ubuntu", "Custom"
+AMI_FAMILIES = (AL2023, AL2, BOTTLEROCKET, UBUNTU, CUSTOM)
+#: karpy's default: AWS publishes no AL2 EKS AMI for Kubernetes 1.33 and later (Karpenter v0.x
+#: defaulted to AL2, v1 has no default).
+DEFAULT_AMI_FAMILY = AL2023
+#: Karpenter families karpy does not launch (its nodes are Linux).
+UNSUPPORTED_AMI_FAMILIES = ("Windows2019", "Windows2022", "Windows2025")
+
+API_GROUP = "karpenter.k8s.aws"
+API_VERSION = "karpenter.k8s.aws/v1alpha1"
+KIND = "AWSNodeTemplate"
+#: Node annotation: the AMI the node's instance was launched from (for drift).
+AMI_ID_ANNOTATION = "karpenter.k8s.aws/instance-ami-id"
+
+VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
+
+
+@dataclass(frozen=True)
+class EBS:
+    #: Bytes; None with a snapshotId (the snapshot's size).
+    volume_size: float | None = None
+    volume_type: str = ""
+    iops: int | None = None
+    throughput: int | None = None
+    encrypted: bool | None = None
+    kms_key_id: str = ""
+    delete_on_termination: bool | None = None
+    snapshot_id: str = ""
+
+
+@dataclass(frozen=True)
+class BlockDeviceMapping:
+    device_name: str
+    ebs: EBS = field(default_factory=EBS)
+    #: v1's `rootVolume`: this is the volume kubelet's nodefs lives on.
+    root_volume: bool = False
+
+
+@dataclass(frozen=True)
+class MetadataOptions:
+    """IMDS settings; v1alpha5's defaults (IMDSv2 only, hop limit 2 so pods behind one NAT hop reach it)."""
+
+    http_endpoint: str = "enabled"
+    http_protocol_ipv6: str = "disabled"
+    http_put_response_hop_limit: int = 2
+    http_tokens: str = "required"
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    name: str
+    endpoint: str = ""
+
+
+def _ebs(size_gib: int) -> EBS:
+    # Karpenter's DefaultEBS.
+    return EBS(volume_size=size_gib * GIB, volume_type="gp3", encrypted=True)
+
+
+#: Block devices a family's nodes get when the node configuration names none.
+DEFAULT_BLOCK_DEVICES: Mapping[str, tuple[BlockDeviceMapping, ...]] = {
+    AL2023: (BlockDeviceMapping("/dev/xvda", _ebs(20)),),
+    AL2: (BlockDeviceMapping("/dev/xvda", _ebs(20)),),
+    BOTTLEROCKET: (BlockDeviceMapping("/dev/xvda", _ebs(4)), BlockDeviceMapping("/dev/xvdb", _ebs(20))),
+    UBUNTU: (BlockDeviceMapping("/dev/sda1", _ebs(20)),),
+    CUSTOM: (),
+}
+#: The device kubelet's nodefs (ephemeral storage) lives on, per family.
+EPHEMERAL_DEVICE = {AL2023: "/dev/xvda", AL2: "/dev/xvda", BOTTLEROCKET: "/dev/xvdb", UBUNTU: "/dev/sda1"}
+DEFAULT_EPHEMERAL_BYTES = 20 * GIB
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    instance_profile: str = ""
+    #: An unmanaged launch template used as is (AMI, user data, disks are then its own).
+    launch_template: str = ""
+    subnet_selector: Mapping[str, str] = field(default_factory=dict)
+    security_group_selector: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
+    #: "" = DEFAULT_AMI_FAMILY (see `family`).
+    ami_family: str = ""
+    #: v1alpha5 `amiSelector`: tags, or `aws-ids` / `aws::ids`, `aws::name`, `aws::owners`.
+    ami_selector: Mapping[str, str] = field(default_factory=dict)
+    user_data: str | None = None
+    block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
+    metadata_options: MetadataOptions = field(default_factory=MetadataOptions)
+    detailed_monitoring: bool | None = None
+    context: str = ""
+    cluster: ClusterRef | None = None
+
+    @property
+    def family(self) -> str:
+        return self.ami_family or DEFAULT_AMI_FAMILY
+
+    def block_devices(self) -> tuple[BlockDeviceMapping, ...]:
+        """The mappings the launch template carries: the user's, else the family's defaults."""
+        return self.block_device_mappings or DEFAULT_BLOCK_DEVICES[self.family]
+
+    def ephemeral_storage(self) -> float:
+        """Bytes of the volume kubelet's nodefs lives on (Karpenter's `ephemeralStorage`, first match)."""
+        mappings = self.block_device_mappings
+        sized = [m for m in mappings if m.ebs.volume_size]
+        for mapping in sized:
+            if mapping.root_volume:
+                return float(mapping.ebs.volume_size or 0)
+        if self.family == CUSTOM:
+            return (
+                float(mappings[-1].ebs.volume_size or DEFAULT_EPHEMERAL_BYTES)
+                if mappings
+                else DEFAULT_EPHEMERAL_BYTES
+            )
+        device = EPHEMERAL_DEVICE[self.family]
+        for mapping in sized:
+            if mapping.device_name == device:
+                return float(mapping.ebs.volume_size or 0)
+        for mapping in DEFAULT_BLOCK_DEVICES[self.family]:
+            if mapping.device_name == device and mapping.ebs.volume_size:
+                return float(mapping.ebs.volume_size)
+        return DEFAULT_EPHEMERAL_BYTES
