@@ -1,7 +1,9 @@
 """AdmissionReview v1 on the wire, as pure functions: parse a request body, build a response.
 
 A body that is not an AdmissionReview v1 with a request uid raises BadReview (the app answers HTTP 400);
-anything wrong past that point is answered with an AdmissionReview denial that echoes the uid.
+anything wrong past that point is answered with an AdmissionReview denial that echoes the uid, an
+object nested too deeply included (the API server reports a webhook's HTTP 400 as its own 500,
+without the field path).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class AdmissionRequest:
     object: Any = None
     old_object: Any = None
     dry_run: bool = False
+    #: Where the object is nested deeper than MAX_OBJECT_DEPTH ("" = it is not): denied unread.
+    too_deep: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise BadReview(f"body is not JSON: {err}") from err
     if not isinstance(review, dict):
         raise BadReview(f"expected a JSON object, got {type(review).__name__}")
-    if depth(review) > MAX_DEPTH:
-        raise BadReview(f"body is nested deeper than {MAX_DEPTH} levels")
+    too_deep = depth(review) > MAX_DEPTH
     if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
         raise BadReview(f"expected apiVersion {API_VERSION} kind {KIND}")
     request = review.get("request")
@@ -92,6 +95,12 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise BadReview("AdmissionReview request has no uid")
     kind = request.get("kind")
     gvk: dict[str, Any] = kind if isinstance(kind, dict) else {}
+    if too_deep:
+        # Nothing past the path is read: the handlers recurse.
+        where = deepest_path(request.get("object"), MAX_OBJECT_DEPTH) or deepest_path(
+            request, MAX_OBJECT_DEPTH
+        )
+        return AdmissionRequest(uid=uid, kind=GroupVersionKind(), too_deep=where or "request")
     return AdmissionRequest(
         uid=uid,
         kind=GroupVersionKind(_str(gvk.get("group")), _str(gvk.get("version")), _str(gvk.get("kind"))),
@@ -103,6 +112,30 @@ def parse_review(body: bytes) -> AdmissionRequest:
         old_object=request.get("oldObject"),
         dry_run=request.get("dryRun") is True,
     )
+
+
+#: The object sits three levels down in the review (review, request, object).
+MAX_OBJECT_DEPTH = MAX_DEPTH - 3
+#: Path segments shown before the rest is elided.
+SHOWN_SEGMENTS = 6
+
+
+def deepest_path(value: Any, limit: int) -> str:
+    """The field path ("spec.provider.a.b...") at which `value` nests deeper than `limit`, or ""."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            children: list[tuple[Any, str]] = [(v, str(k)) for k, v in item.items()]
+        elif isinstance(item, list):
+            children = [(v, f"[{i}]") for i, v in enumerate(item)]
+        else:
+            continue
+        if len(path) >= limit:
+            shown = "".join(p if p.startswith("[") else f".{p}" for p in path[:SHOWN_SEGMENTS]).lstrip(".")
+            return shown + (f"... ({len(path)} levels)" if len(path) > SHOWN_SEGMENTS else "")
+        stack.extend((child, (*path, name)) for child, name in children)
+    return ""
 
 
 def depth(value: Any) -> int:

@@ -16,7 +16,14 @@ from collections.abc import Callable
 from flask import Blueprint, Response, jsonify, request
 
 from webhook import nodetemplate, pod, provisioner
-from webhook.admission import AdmissionRequest, BadReview, Verdict, build_response, parse_review
+from webhook.admission import (
+    MAX_OBJECT_DEPTH,
+    AdmissionRequest,
+    BadReview,
+    Verdict,
+    build_response,
+    parse_review,
+)
 from webhook.state import state
 
 log = logging.getLogger(__name__)
@@ -39,7 +46,13 @@ def _answer(handler: Handler, *, fail_open: bool) -> tuple[Response, int]:
         state().metrics.observe(request.path, "bad_request", time.perf_counter() - started)
         return jsonify(code=400, message=str(err)), 400
     try:
-        verdict = handler(review)
+        if review.too_deep:
+            message = f"{review.too_deep}: nested deeper than {MAX_OBJECT_DEPTH} levels"
+            verdict = Verdict(warnings=(f"karpy: {message}, admitted unchanged",))
+            if not fail_open:
+                verdict = Verdict.deny(400, message)
+        else:
+            verdict = handler(review)
         result = _result(verdict)
     except RecursionError:
         # Not a bug to page anyone about: the object is absurdly deep. One line, no traceback.

@@ -7,6 +7,7 @@ go through it. Errors are flattened to `path: message` lines such as
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -91,12 +92,22 @@ def validate_labels(value: Mapping[str, str]) -> None:
         raise ValidationError(errors)
 
 
+#: Bounds a Provisioner's requirements (Karpenter v1's NodePool CRD allows 100 requirements); each
+#: value is a node label's, so a few hundred cover any real zone or type list.
+MAX_REQUIREMENTS = 100
+MAX_VALUES = 500
+
+
 class RequirementSchema(_Base):
     key = fields.String(required=True, validate=validate.Length(min=1))
     operator = fields.String(
         required=True, validate=validate.OneOf(OPERATORS, error='"{input}" not in ' + _choices(OPERATORS))
     )
-    values = fields.List(fields.String(), load_default=list)
+    values = fields.List(
+        fields.String(),
+        load_default=list,
+        validate=validate.Length(max=MAX_VALUES, error="at most {max} values"),
+    )
 
     @validates_schema
     def check_values(self, data: dict[str, Any], **_: Any) -> None:
@@ -143,6 +154,10 @@ class TaintSchema(_Base):
         return Taint(key=data["key"], value=data["value"], effect=data["effect"])
 
 
+#: The largest quantity a resource list may give (far above any cluster's total capacity).
+MAX_QUANTITY = 1e15
+
+
 class ResourceListField(fields.Field[Resources]):
     """{"cpu": "1000", "memory": "1000Gi"} -> Resources; a malformed quantity names its key."""
 
@@ -152,9 +167,13 @@ class ResourceListField(fields.Field[Resources]):
         errors: dict[str, list[str]] = {}
         for name, raw in value.items():
             try:
-                Resources.parse({name: raw})
+                parsed = Resources.parse({name: raw}).get(str(name))
             except (QuantityError, TypeError, ValueError) as err:
                 errors[str(name)] = [str(err)]
+                continue
+            if not math.isfinite(parsed) or parsed > MAX_QUANTITY:
+                # "1e400" parses to infinity: a limit nothing can reach is no limit.
+                errors[str(name)] = [f"{_quote(raw)} is larger than {MAX_QUANTITY:g}"]
         if errors:
             raise ValidationError(errors)
         return Resources.parse(value)
@@ -219,7 +238,11 @@ class ProviderRefSchema(_Base):
 
 
 class SpecSchema(_Base):
-    requirements = fields.List(fields.Nested(RequirementSchema), load_default=list)
+    requirements = fields.List(
+        fields.Nested(RequirementSchema),
+        load_default=list,
+        validate=validate.Length(max=MAX_REQUIREMENTS, error="at most {max} requirements"),
+    )
     labels = fields.Dict(
         keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
     )

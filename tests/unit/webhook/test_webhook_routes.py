@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from flask.testing import FlaskClient
 
 from tests.unit.webhook.reviews import (
@@ -162,13 +163,22 @@ def _deep(levels: int) -> Any:
     return value
 
 
-def test_deeply_nested_provisioner_is_refused_in_one_log_line(client: FlaskClient, caplog: Any) -> None:
-    """Found 8: a Provisioner nested ~900 levels parsed, then failed with a RecursionError inside the
-    handler, logged as a traceback of thousands of lines per request (before issue 13)."""
+@pytest.mark.parametrize("levels", [200, 900])
+def test_deeply_nested_provisioner_is_denied_with_its_field_path(
+    client: FlaskClient, caplog: Any, levels: int
+) -> None:
+    """Found 8 (issue 13): a Provisioner nested ~900 levels failed with a RecursionError logged as a
+    traceback of thousands of lines. Issue 26, found while probing: the HTTP 400 that replaced it
+    reached users as the API server's 500 "failed calling webhook", with no field path; it is now a
+    denial naming where the object is too deep."""
     spec = valid_spec()
-    spec["labels"] = {"deep": _deep(900)}
+    spec["provider"] = {**spec.get("provider", {}), "deep": _deep(levels)}
     for path in ("/mutate/provisioner", "/validate/provisioner"):
         caplog.clear()
         status, answer = post(client, path, make_review(provisioner_manifest("default", **spec)))
-        assert status == 400 and "nested deeper" in answer["message"]
+        response = answer["response"]
+        assert status == 200 and response["allowed"] is False and response["status"]["code"] == 400
+        assert response["status"]["message"].startswith("spec.provider.deep.a.a.a")
+        assert "nested deeper than 97 levels" in response["status"]["message"]
+        assert len(response["status"]["message"]) < 200
         assert sum(len(r.getMessage().splitlines()) + len(r.exc_text or "") for r in caplog.records) < 10

@@ -154,6 +154,22 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("bad-quantity", {"limits": {"resources": {"memory": "lots"}}}, "spec.limits.resources.memory:"),
     (
+        # Issue 26, found while probing: parsed to infinity and stored.
+        "infinite-limit",
+        {"limits": {"resources": {"cpu": "1e400"}}},
+        'spec.limits.resources.cpu: "1e400" is larger than 1e+15',
+    ),
+    (
+        # Issue 26, found while probing: 10,000 values were stored.
+        "too-many-values",
+        {
+            "requirements": [
+                {"key": "kubernetes.io/arch", "operator": "In", "values": [f"v{i}" for i in range(10_000)]}
+            ]
+        },
+        "spec.requirements[0].values: at most 500 values",
+    ),
+    (
         # Issue 24: accepted and ignored before.
         "uncountable-limit",
         {"limits": {"resources": {"cpu": "10", "hugepages-2Mi": "1Gi"}}},
@@ -227,3 +243,10 @@ def test_odd_unicode_is_escaped_in_messages() -> None:
         'spec.labels["t\\u202eam\\ud800"]: invalid key name "t\\u202eam\\ud800": '
         "name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
     ]
+
+
+def test_a_huge_value_is_cut_in_the_message() -> None:
+    """Issue 26, found while probing: a 1 MB label value was refused with a 1 MB message repeating it."""
+    problems = validate_provisioner(with_spec(labels={"team": "x" * 1_000_000}))
+    assert problems and all(len(p) < 300 for p in problems), [len(p) for p in problems]
+    assert "(1000000 characters)" in problems[0] and problems[0].startswith('spec.labels["team"]')
