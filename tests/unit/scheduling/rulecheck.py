@@ -1230,11 +1230,11 @@ def ebs_attach_limit(type_name: str) -> int:
     raw = next(t for t in raw_types() if t["InstanceType"] == type_name)
     family, _, size = type_name.partition(".")
     if family in {"m7i", "m7i-flex", "m7a", "c7i", "c7a", "r7a", "r7i", "r7iz", "u7i"}:
-        table = {"16xlarge": 48, "24xlarge": 64, "32xlarge": 88, "48xlarge": 128}
-        slots = table.get(size, 31 if size.startswith("metal-1") or size.startswith("metal-2") else 32)
-        if size.startswith("metal-3") or size.startswith("metal-4"):
-            slots = 79
-        return max(slots - 1, 1)
+        table = {
+            **{"16xlarge": 48, "24xlarge": 64, "32xlarge": 88, "48xlarge": 128},
+            **{"metal-16xl": 31, "metal-24xl": 31, "metal-32xl": 79, "metal-48xl": 79},
+        }
+        return max(table.get(size, 32) - 1, 1)
     if raw.get("Hypervisor") != "nitro" and not raw.get("BareMetal"):
         return 38
     disks = sum(d.get("Count", 0) for d in (raw.get("InstanceStorageInfo") or {}).get("Disks") or ())
