@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 # Re-exported: the kubelet block and the node configuration are part of a Provisioner.
+from extender.api.disruption import Budget
 from extender.api.kubelet import KubeletConfiguration as KubeletConfiguration
 from extender.api.nodeclass import ClusterRef as ClusterRef
 from extender.api.nodeclass import NodeClass
@@ -57,6 +58,16 @@ class Provisioner:
     #: `spec.disruption.nodes`: how many of this Provisioner's nodes may be voluntarily disrupted
     #: (emptiness, expiry, consolidation together) at once: "N" nodes or "N%" of its nodes.
     disruption_budget: str = DEFAULT_DISRUPTION_BUDGET
+    #: v1 `spec.disruption.budgets`; empty means the one budget `disruption_budget` for every reason.
+    budgets: tuple[Budget, ...] = ()
+    #: v1 `spec.disruption.consolidateAfter` in seconds (None = "Never"): how long a node must have
+    #: been empty or under-used before consolidation may take it.
+    consolidate_after: int | None = None
+    #: v1 `spec.template.spec.terminationGracePeriod` in seconds: a drain blocked longer ends.
+    termination_grace_period: int | None = None
+    #: Which API the object came from: "Provisioner" (karpenter.sh/v1alpha5) or "NodePool"
+    #: (karpenter.sh/v1). Decides the node's owner label (`provisioner-name` or `nodepool`).
+    kind: str = "Provisioner"
     kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
     provider: NodeClass = field(default_factory=NodeClass)
     #: `spec.providerRef.name`: the AWSNodeTemplate `provider` was loaded from ("" = inline provider).
