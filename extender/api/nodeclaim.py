@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from extender.api import labels as wk
-from extender.api.meta import format_time
+from extender.api.meta import format_time, parse_time_or_none
 from extender.api.node import Node
 from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.nodeclass import API_GROUP as NODE_CLASS_GROUP
@@ -31,7 +31,6 @@ from extender.api.resources import Resources, resource_list
 GROUP, VERSION = "karpenter.sh", "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "NodeClaim"
-PLURAL = "nodeclaims"
 NODEPOOL_KIND = "NodePool"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 NODE_CLASS_KIND = "EC2NodeClass"
@@ -388,3 +387,24 @@ def spec_taints(claim: Mapping[str, Any], field: str) -> tuple[Taint, ...]:
         Taint(key=str(t.get("key", "")), effect=str(t.get("effect", "")), value=str(t.get("value") or ""))
         for t in (claim.get("spec") or {}).get(field) or ()
     )
+
+
+@dataclass(frozen=True)
+class Record:
+    """What garbage collection reads of a claim: whose node and instance it records, and its age."""
+
+    name: str
+    provider_id: str = ""
+    node_name: str = ""
+    created: datetime | None = None
+
+    @classmethod
+    def from_manifest(cls, claim: Mapping[str, Any]) -> Record:
+        meta = claim.get("metadata") or {}
+        status = claim.get("status") or {}
+        return cls(
+            name=str(meta.get("name") or ""),
+            provider_id=str(status.get("providerID") or ""),
+            node_name=str(status.get("nodeName") or ""),
+            created=parse_time_or_none(meta.get("creationTimestamp")),
+        )

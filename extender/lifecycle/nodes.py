@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from extender.api import labels
+from extender.api import labels, nodeclaim
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
+from extender.cluster.nodeclaims import Tracker
 from extender.lifecycle import drift, emptiness, nodepatch, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
@@ -50,6 +51,8 @@ class NodeWorker:
         self._cache: dict[str, Node] = {}
         #: Drifted nodes -> (when found drifted, drift reason), until they are gone.
         self._drifting: dict[str, tuple[datetime, str]] = {}
+        #: The NodeClaims of NodePool nodes (conditions as the node comes up, drifts, empties).
+        self.claims = Tracker(ctx.kube, ctx.clock)
 
     # --- watch callbacks -------------------------------------------------------------------------
 
@@ -98,6 +101,7 @@ class NodeWorker:
             if step is Step.DONE:
                 self.queue.forget(name)
                 self.expiry.finished(name)
+                self.claims.forget_node(node)
             elif step is Step.WAIT:
                 self.queue.forget(name)
                 self.queue.add(name, TERMINATING_POLL_SECONDS)
@@ -124,6 +128,8 @@ class NodeWorker:
         expired = (at := expires_at(node, expiry_ttl)) is not None and ctx.clock() >= at
         if prov is not None and not node.deleting and not expired:
             delays.append(self._drift(node, prov, pods))
+        if prov is not None and nodeclaim.records(prov):
+            self._record(node, prov, pods)
         if not node.deleting and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None
             delays.append(
@@ -173,6 +179,19 @@ class NodeWorker:
             due=self._due(),
             admit=lambda: self.admit(prov, name, drift.DRIFTED),
             why=f"({reason})",
+        )
+
+    def _record(self, node: Node, prov: Provisioner, pods: list[Pod]) -> None:
+        """The node's NodeClaim: its lifecycle conditions, Drifted as drift found it, Consolidatable
+        once its emptiness TTL has run out (written before emptiness deletes the node)."""
+        with self._lock:
+            found = self._drifting.get(node.name)
+        decision = emptiness.decide(node, pods, prov.ttl_seconds_after_empty, self.ctx.clock())
+        self.claims.sync(
+            node,
+            prov,
+            drifted=found[1] if found else None,
+            consolidatable=decision.action is emptiness.Action.TERMINATE,
         )
 
     def admit(self, prov: Provisioner | None, node: str, reason: str) -> bool:

@@ -19,6 +19,7 @@ from extender.api import labels
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.cloud.types import InstanceNotFoundError
+from extender.cluster import nodeclaims
 from extender.cluster.cordon import cordon
 from extender.cluster.eviction import Outcome, evict
 from extender.cluster.nodes import instance_id
@@ -84,6 +85,7 @@ class Terminator:
         if step is not Step.DONE:
             return step
         self._terminate_instance(ctx, node)
+        nodeclaims.delete_for_node(ctx.kube, node)
         nodepatch.remove_finalizer(ctx.kube, node, labels.TERMINATION_FINALIZER)
         ctx.log.info("Deleted node %s", node_name)
         self._cordoned.discard(node_name)
