@@ -80,7 +80,7 @@ def orphan_claims(
     both gone."""
     cutoff = now - timedelta(seconds=grace)
     names = {n.name for n in nodes}
-    held = {instance_id(n.provider_id) for n in nodes} | {i.id for i in instances}
+    held = {iid for n in nodes if (iid := instance_id(n.provider_id))} | {i.id for i in instances}
     return tuple(
         c.name
         for c in claims
