@@ -169,6 +169,7 @@ class NodeWorker:
                     return None
                 found = self._drifting.setdefault(name, (ctx.clock(), reason))
         since, reason = found
+        self.claims.sync(node, prov, drifted=reason)  # on the claim before the replacement starts
         return self.expiry.replace(
             ctx,
             node,

@@ -92,16 +92,7 @@ def test_nodeclaims_track_nodepool_nodes_from_launch_to_deletion(
     deployment(apps_v1, namespace, "legacy", legacy, 1)
     name = bound_node(core_v1, namespace, "pooled")
 
-    def ready_claim() -> dict[str, Any] | None:
-        found = claims_of(karpy.kube, pool)
-        ready = [
-            c
-            for c in found
-            if (nc.get(nc.conditions_of(c), nc.READY) or nc.Condition("", "", "")).status == "True"
-        ]
-        return ready[0] if ready else None
-
-    claim = wait_for(ready_claim, 60, "the NodePool node's claim Ready")
+    claim = wait_for(lambda: _ready_claim(karpy.kube, pool, name), 60, "the NodePool node's claim Ready")
     node = core_v1.read_node(name)
     status, spec = claim["status"], claim["spec"]
     assert len(claims_of(karpy.kube, pool)) == 1
@@ -181,3 +172,54 @@ def test_the_crd_refuses_an_invalid_claim_with_the_field_path(karpy: Karpy) -> N
     body = refused.value.body
     assert "spec.nodeClassRef.name" in body and "name may not be empty" in body
     assert "spec.requirements[0].key" in body and 'label \\"kubernetes.io/hostname\\" is restricted' in body
+
+
+def test_a_drifted_nodepool_node_shows_drifted_on_its_claim_and_its_replacement_gets_one(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, nodepools: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = unique(NODEPOOL_PREFIX + "drift")
+    provisioner(
+        karpy.kube,
+        pool,
+        [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
+        labels={"tier": "a"},
+        ttlSecondsAfterEmpty=2,
+    )
+    deployment(apps_v1, namespace, "drifting", pool, 1)
+    first = bound_node(core_v1, namespace, "drifting")
+    claim = wait_for(lambda: _ready_claim(karpy.kube, pool, first), 60, "the first node's claim Ready")
+    claim_name = claim["metadata"]["name"]
+
+    # The NodePool's node template changes: its node drifts (ProvisionerDrifted) and is replaced.
+    # Drift is checked when a node is looked at: every 2 s here (test_drift's setting), 5 min by default.
+    monkeypatch.setattr(karpy.settings.lifecycle, "resync_seconds", 2.0)
+    client.CustomObjectsApi(karpy.kube).patch_cluster_custom_object(
+        "karpenter.sh", "v1alpha5", "provisioners", pool, {"spec": {"labels": {"tier": "b"}}}
+    )
+
+    def drifted() -> nc.Condition | None:
+        current = nodeclaims.read(karpy.kube, claim_name)
+        return nc.get(nc.conditions_of(current), nc.DRIFTED) if current else None
+
+    condition = wait_for(drifted, 60, "Drifted on the first node's claim")
+    assert (condition.status, condition.reason) == ("True", "ProvisionerDrifted")
+    second = wait_for(
+        lambda: (n := bound_node(core_v1, namespace, "drifting")) != first and n,
+        90,
+        "the pod on a replacement",
+    )
+    replacement = wait_for(
+        lambda: _ready_claim(karpy.kube, pool, second), 60, "the replacement's claim Ready"
+    )
+    assert nc.get(nc.conditions_of(replacement), nc.DRIFTED) is None
+    wait_for(lambda: nodeclaims.read(karpy.kube, claim_name) is None, 60, "the drifted node's claim deleted")
+    apps_v1.delete_namespaced_deployment("drifting", namespace)
+    wait_for(lambda: claims_of(karpy.kube, pool) == [], 60, "the empty replacement and its claim deleted")
+
+
+def _ready_claim(kube: Any, pool: str, node: str) -> dict[str, Any] | None:
+    for claim in claims_of(kube, pool):
+        ready = nc.get(nc.conditions_of(claim), nc.READY)
+        if claim["status"].get("nodeName") == node and ready is not None and ready.status == "True":
+            return claim
+    return None
