@@ -22,6 +22,7 @@ from extender.api import nodeclaim
 from extender.api.node import Node
 from extender.cloud.types import Instance, InstanceNotFoundError
 from extender.cluster import nodeclaims
+from extender.cluster.errors import ClusterError
 from extender.cluster.nodes import instance_id, list_karpy_nodes
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context, go_duration
@@ -90,9 +91,19 @@ def orphan_claims(
     )
 
 
+def _claims(ctx: Context) -> list[nodeclaim.Record]:
+    """Every NodeClaim; none when they cannot be listed: the records must not stop the collection
+    of instances and nodes."""
+    try:
+        return [nodeclaim.Record.from_manifest(c) for c in nodeclaims.list_claims(ctx.kube)]
+    except ClusterError as err:
+        ctx.log.warning("Listing nodeclaims for garbage collection, %s", err)
+        return []
+
+
 def collect(ctx: Context, *, protected: frozenset[str] = frozenset()) -> Garbage:
     """One GC pass; returns what it removed."""
-    claims = [nodeclaim.Record.from_manifest(c) for c in nodeclaims.list_claims(ctx.kube)]
+    claims = _claims(ctx)
     nodes = list_karpy_nodes(ctx.kube)
     instances = ctx.cloud.list()
     now, grace = ctx.clock(), ctx.settings.lifecycle.gc_grace_seconds

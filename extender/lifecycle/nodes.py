@@ -7,6 +7,7 @@ the earliest time any of them asked for (an emptiness or expiry due time), never
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -51,8 +52,11 @@ class NodeWorker:
         self._cache: dict[str, Node] = {}
         #: Drifted nodes -> (when found drifted, drift reason), until they are gone.
         self._drifting: dict[str, tuple[datetime, str]] = {}
-        #: The NodeClaims of NodePool nodes (conditions as the node comes up, drifts, empties).
-        self.claims = Tracker(ctx.kube, ctx.clock)
+
+    @functools.cached_property
+    def claims(self) -> Tracker:
+        """The NodeClaims of NodePool nodes (conditions as the node comes up, drifts, empties)."""
+        return Tracker(self.ctx.kube, self.ctx.clock)
 
     # --- watch callbacks -------------------------------------------------------------------------
 

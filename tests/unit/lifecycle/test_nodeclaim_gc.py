@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from extender.api.nodeclaim import Record
 from extender.cloud.types import Instance
+from extender.cluster.errors import Unavailable
 from extender.lifecycle import gc
 
 from .builders import T0, node
+from .test_with_fake_cloud import GRACE, World
 
 OLD = T0 - timedelta(minutes=10)
 
@@ -39,3 +43,32 @@ def test_a_claim_goes_only_when_node_and_instance_are_both_gone() -> None:
 
 def test_no_claims_no_garbage() -> None:
     assert gc.orphan_claims([], [node("n1")], [], T0, 120) == ()
+
+
+def test_claims_that_cannot_be_listed_do_not_stop_the_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = World(monkeypatch)
+
+    def unlisted(_: object) -> list[dict[str, object]]:
+        raise Unavailable("listing nodeclaims: connection refused")
+
+    monkeypatch.setattr(gc.nodeclaims, "list_claims", unlisted)
+    world.nodes = [node("gone", instance="i-9999")]
+    world.now = T0 + timedelta(seconds=GRACE + 1)
+    garbage = gc.collect(world.ctx)
+    assert garbage.nodes == ("gone",) and garbage.claims == ()
+    assert world.deleted == ["gone"]
+
+
+def test_orphan_claims_are_deleted_by_a_leader_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    orphan = {
+        "metadata": {"name": "general-0dead", "creationTimestamp": "2026-01-01T11:00:00Z"},
+        "status": {"providerID": "aws:///us-west-2a/i-0dead", "nodeName": "gone"},
+    }
+    deleted: list[str] = []
+    monkeypatch.setattr(gc.nodeclaims, "delete", lambda _, name: deleted.append(name) or True)
+    for leader, expected in ((False, []), (True, ["general-0dead"])):
+        world = World(monkeypatch, leader=leader)
+        monkeypatch.setattr(gc.nodeclaims, "list_claims", lambda _: [orphan])
+        world.now = T0 + timedelta(seconds=GRACE + 1)
+        assert gc.collect(world.ctx).claims == ("general-0dead",)
+        assert deleted == expected
