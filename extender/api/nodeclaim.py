@@ -359,7 +359,12 @@ def manifest(
             "name": provisioner.provider_ref,
         },
         "requirements": requirements(provisioner, labels),
-        "resources": {"requests": resource_list(requests)},
+        # Node resources only: the plan also counts pseudo-resources (CSI attach slots per driver).
+        "resources": {
+            "requests": resource_list(
+                Resources({k: v for k, v in requests.amounts.items() if node.capacity.get(k)})
+            )
+        },
         "taints": [_taint(t) for t in node.taints if t.key not in EPHEMERAL_TAINTS],
         "startupTaints": [],
         "expireAfter": duration(provisioner.ttl_seconds_until_expired),

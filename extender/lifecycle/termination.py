@@ -4,7 +4,8 @@ Runs for karpy nodes that have a deletionTimestamp. Drain evicts through the Evi
 API server enforces PodDisruptionBudgets: non-critical pods first, system-cluster-critical and
 system-node-critical only once the others are gone (the order Karpenter 0.5 meant, not the one its
 code had). DaemonSet and static pods are left to die with the node; a `do-not-evict` pod blocks the
-drain. The instance is terminated only after the drain, and the finalizer removed only after that.
+drain. The instance is terminated only after the drain, then the node's NodeClaim (NodePool nodes)
+is deleted, and the finalizer removed only after that.
 """
 
 from __future__ import annotations

@@ -86,7 +86,8 @@ def kinds(conditions: nc.Conditions) -> dict[str, tuple[str, str]]:
 
 
 def test_the_claim_records_the_launch_as_karpenter_v1_does() -> None:
-    claim = nc.manifest(POOL, node(), "i-0abc123", requests=Resources.of(cpu=1.5, memory=2**30))
+    requests = Resources({"cpu": 1.5, "memory": 2**30, "attachable-volumes-csi-ebs.csi.aws.com": 2})
+    claim = nc.manifest(POOL, node(), "i-0abc123", requests=requests)
     meta, spec = claim["metadata"], claim["spec"]
     assert claim["apiVersion"] == "karpenter.sh/v1" and claim["kind"] == "NodeClaim"
     assert meta["name"] == "general-0abc123"
