@@ -251,10 +251,11 @@ class Tracker:
         with self._lock:
             self._written.pop(name, None)
 
-    def forget_node(self, node: Node) -> None:
+    def forget_node(self, node_name: str) -> None:
         """The node is gone: drop what was remembered of its claim."""
-        if (name := name_of(node)) is not None:
-            self.forget(name)
+        with self._lock:
+            for name in [n for n, w in self._written.items() if w.status.get("nodeName") == node_name]:
+                del self._written[name]
 
 
 def _transitions(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:

@@ -98,6 +98,7 @@ class NodeWorker:
                 self._drifting.pop(name, None)
             self.expiry.finished(name)
             self.ledger.release(name)
+            self.claims.forget_node(name)
             ctx.unmark(name)
             return
         if node.deleting:
@@ -105,7 +106,6 @@ class NodeWorker:
             if step is Step.DONE:
                 self.queue.forget(name)
                 self.expiry.finished(name)
-                self.claims.forget_node(node)
             elif step is Step.WAIT:
                 self.queue.forget(name)
                 self.queue.add(name, TERMINATING_POLL_SECONDS)
