@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from prometheus_client import Counter, Gauge, Histogram
 
 NAMESPACE = "karpenter"
@@ -122,3 +125,15 @@ def disruption(reason: str, outcome: str) -> None:
     if reason not in DISRUPTION_REASONS or outcome not in DISRUPTION_OUTCOMES:
         raise ValueError(f"disruption decision {reason!r}/{outcome!r} is not one of the documented labels")
     DISRUPTION_DECISIONS.labels(reason=reason, outcome=outcome).inc()
+
+
+@contextmanager
+def disrupting(reason: str) -> Iterator[None]:
+    """Around the step that carries out a disruption: `performed` when it returns, `failed` when it
+    raises (the error goes on)."""
+    try:
+        yield
+    except BaseException:
+        disruption(reason, "failed")
+        raise
+    disruption(reason, "performed")

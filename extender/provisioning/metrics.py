@@ -70,7 +70,6 @@ PODS_STARTUP = Histogram(
     ["provisioner", "until"],
     buckets=STARTUP_BUCKETS,
 )
-PENDING_REASONS = ("waiting_for_capacity", "left_to_scheduler", "unmodelled", "over_limit")
 PODS_PENDING = Gauge(
     "karpy_pods_pending",
     "Pending pods karpy sees, by reason (waiting_for_capacity, left_to_scheduler, unmodelled, over_limit).",
