@@ -58,6 +58,11 @@ EXTENDER = Histogram(
 EXTENDER_GUARDED = Counter(
     "karpy_extender_guarded_nodes_total", "Nodes the extender's guard failed, by reason.", ["reason"]
 )
+EXTENDER_ERRORS = Counter(
+    "karpy_extender_errors_total",
+    "Extender requests answered with an error, by verb and reason (bad_request, exception).",
+    ["verb", "reason"],
+)
 FAST_PATH = Counter("karpy_extender_fast_path_total", "Pods enqueued because the guard left them no node.")
 
 # Pod startup, after Karpenter's karpenter_pods_startup_duration_seconds (pkg/metrics): creation ->

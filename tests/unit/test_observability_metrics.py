@@ -228,3 +228,25 @@ def test_an_empty_node_blocked_by_its_budget_is_a_blocked_decision(monkeypatch: 
     assert sample("karpy_disruption_decisions_total", reason="empty", outcome="blocked") == blocked + 1
     emptiness.reconcile(ctx, due, [], 30, admit=lambda: True)
     assert sample("karpy_disruption_decisions_total", reason="empty", outcome="performed") == performed + 1
+
+
+def test_extender_bad_requests_and_failures_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from extender.http import app as extender_app
+
+    client = extender_app.create_app(Settings(), ClusterState(), lambda _pods: None).test_client()
+
+    def errors(verb: str, reason: str) -> float:
+        return sample("karpy_extender_errors_total", verb=verb, reason=reason)
+
+    before = errors("filter", "bad_request"), errors("prioritize", "exception")
+    assert "bad request" in client.post("/filter", data="[]").json["Error"]
+
+    def broken(*_args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(extender_app.guard, "prioritize", broken)
+    assert client.post("/prioritize", json={"Pod": {}, "NodeNames": []}).status_code == 500
+    assert (errors("filter", "bad_request"), errors("prioritize", "exception")) == (
+        before[0] + 1,
+        before[1] + 1,
+    )
