@@ -68,7 +68,8 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
                 return lower  # above the highest finite bound: Prometheus answers that bound
             if count == below:
                 return upper
-            return lower + (upper - lower) * (rank - below) / (count - below)
+            # Prometheus's order of operations (bucketQuantile), so both give the same float.
+            return lower + (upper - lower) * ((rank - below) / (count - below))
         lower, below = upper, count
     return lower
 

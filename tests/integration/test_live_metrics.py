@@ -24,6 +24,7 @@ import json
 import re
 import ssl
 import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -72,6 +73,7 @@ class Run:
     after: dict[Series, float]  # scraped after the scale-down
     live: str  # the Provisioner that scaled up and down
     broken: str  # the Provisioner whose launches fail
+    status: dict[str, Any]  # `karpy status --metrics URL -o json` beside the `during` scrape
 
     def union(self) -> dict[Series, float]:
         return {**self.during, **self.after}
@@ -308,6 +310,21 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                 60,
                 "nodes, launch errors, the queue depth and the interruption message in the scrape",
             )
+            shown = subprocess.run(
+                [
+                    str(Path(sys.executable).with_name("karpy")),
+                    "status",
+                    "--metrics",
+                    scrape_url,
+                    "-o",
+                    "json",
+                ],
+                env={**env, "KARPY_KUBECONFIG": cluster.kubeconfig},
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
             # Scale-down: the pods go, consolidation deletes the empty nodes.
             for name in ("up-0", "up-1", "up-2", "via-scheduler"):
                 core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
@@ -323,7 +340,7 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                 "karpenter.sh", "v1alpha5", "provisioners", name
             )
     sqs.delete_queue(QueueUrl=queue)
-    yield Run(during, after, live, broken)
+    yield Run(during, after, live, broken, json.loads(shown.stdout))
 
 
 def _has_default_account(core: Any, namespace: str) -> bool:
@@ -375,6 +392,13 @@ def test_the_new_metrics_carry_what_the_run_did(run: Run) -> None:
     assert _value(after, "karpy_disruption_decisions_total", reason="consolidated", outcome="performed") >= 1
     assert _value(during, "karpy_extender_errors_total", verb="filter", reason="bad_request") >= 1
     assert _value(during, "karpy_webhook_requests_total", result="bad_request") == 1
+    figures = run.status["figures"]
+    assert figures["source"] == "metrics"
+    bound = next(s for s in figures["startup"] if s["until"] == "bound")
+    assert bound["pods"] == 3 and 0 < bound["p50"] <= bound["p95"]
+    limit = next(lim for lim in figures["limits"] if lim["provisioner"] == live)
+    assert (limit["resource"], limit["limit"], limit["used"] >= 3) == ("cpu", 100, True)
+    assert figures["price_per_hour"] > 0 and figures["lower_bound"] is not None
 
 
 def test_every_dashboard_and_alert_expression_names_live_series(run: Run) -> None:
@@ -420,7 +444,9 @@ def _input_series(scrape: dict[Series, float]) -> list[dict[str, str]]:
         if value != value or value in (float("inf"), float("-inf")):
             continue  # promtool's series notation has no NaN/Inf steps worth testing here
         cumulative = name.endswith(("_total", "_bucket", "_count", "_sum"))
-        values = f"0+{value / 20!r}x20" if cumulative else f"{value!r}+0x20"
+        # Explicit steps, the last exactly the scraped value (a+bxn would add rounding errors).
+        steps = [value * i / 20 for i in range(20)] + [value] if cumulative else [value] * 21
+        values = " ".join(repr(v) for v in steps)
         out.append({"series": _series_text(name, labels), "values": values})
     return out
 
@@ -496,10 +522,34 @@ def test_every_alert_fires_on_the_scraped_series_under_promtool(run: Run, tmp_pa
             }
         )
     assert sum(1 for t in tests if t["exp_alerts"]) >= 6  # all but KarpyNoLeader fire
+    # `karpy status --metrics` shows the startup quantiles the performance dashboard plots: the same
+    # histogram_quantile, here evaluated by Prometheus's engine on the same series.
+    same = []
+    for row in run.status["figures"]["startup"]:
+        if row["until"] != "bound":  # Ready may have been observed between the two scrapes
+            continue
+        for q, key in ((0.5, "p50"), (0.95, "p95")):
+            buckets = 'karpy_pods_startup_duration_seconds_bucket{until="bound"}'
+            quantile = f"histogram_quantile({q}, sum by (le) ({buckets}))"
+            same.append(
+                {
+                    "expr": f"abs({quantile} - {row[key]!r}) < bool 1e-9",
+                    "eval_time": "20m",
+                    "exp_samples": [{"labels": "{}", "value": 1}],
+                }
+            )
+    assert len(same) == 2
     suite = {
         "rule_files": ["rules.yaml"],
         "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": _input_series(run.during), "alert_rule_test": tests}],
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": _input_series(run.during),
+                "alert_rule_test": tests,
+                "promql_expr_test": same,
+            }
+        ],
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(suite))
     promtool = str(promql.binary("promtool"))
