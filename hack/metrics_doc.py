@@ -62,7 +62,7 @@ def _metrics(registry: CollectorRegistry, exporter: str) -> list[Metric]:
     for collector in list(registry._collector_to_names):  # the registered collectors
         if not isinstance(collector, MetricWrapperBase):
             continue  # prometheus_client's own process/platform/gc collectors
-        kind = collector._type
+        kind = str(collector._type)
         name = collector._name + ("_total" if kind == "counter" else "")
         found.append(Metric(name, kind, tuple(collector._labelnames), exporter, collector._documentation))
     return found

@@ -62,7 +62,8 @@ def _fetch(out: Path) -> None:
         )
     info = json.loads(result.stdout or "{}")
     if result.returncode != 0 or info.get("Error") or not info.get("Zip"):
-        raise ComponentError("prometheus-operator CRDs", f"{' '.join(argv)}: {info.get('Error') or result.stderr}")
+        why = info.get("Error") or result.stderr
+        raise ComponentError("prometheus-operator CRDs", f"{' '.join(argv)}: {why}")
     staging = out.with_name(out.name + ".staging")
     staging.mkdir(parents=True, exist_ok=True)
     prefix = f"{MODULE}@{VERSION}/example/prometheus-operator-crd/"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +21,7 @@ from hack.localcluster.procs import ComponentError
 MODULE_DIR = Path(__file__).resolve().parent / "promqlbuild"
 
 
-@dataclass(frozen=True)
-class _PromqlComponent(build.Component):
-    @property
-    def workdir(self) -> Path:
-        return MODULE_DIR
-
-
-PROMQL = _PromqlComponent(
+PROMQL = build.Component(
     "promql",
     "github.com/prometheus/prometheus",
     "prometheus",
@@ -37,6 +29,7 @@ PROMQL = _PromqlComponent(
         "promtool": "github.com/prometheus/prometheus/cmd/promtool",
         "promql-selectors": "karpy.local/promqlbuild/selectors",
     },
+    module_dir=MODULE_DIR,
 )
 
 
