@@ -90,7 +90,8 @@ DISRUPTION_OUTCOMES = ("performed", "blocked", "failed")
 DISRUPTION_DECISIONS = Counter(
     "karpy_disruption_decisions",
     "Disruption decisions on karpy's nodes by reason (empty, expired, interrupted, consolidated, "
-    "drifted) and outcome (performed, blocked by a budget or policy, failed).",
+    "drifted) and outcome (performed; blocked, once per check a budget or the disruption slots hold "
+    "it back; failed).",
     ["reason", "outcome"],
 )
 NODES = Gauge(
