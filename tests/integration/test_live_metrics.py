@@ -179,6 +179,20 @@ def _review(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     }
 
 
+def _drive_webhook(webhook: str, ca: str, namespace: str) -> None:
+    """A Provisioner admitted (mutate, validate), a pod defaulted, one malformed review."""
+    provisioner = {"apiVersion": wk.API_VERSION, "kind": "Provisioner", "metadata": {"name": "x"}, "spec": {}}
+    pod = pod_manifest("p", "1") | {"metadata": {"name": "p", "namespace": namespace}}
+    for path, body in (
+        ("/mutate/provisioner", _review(provisioner, "Provisioner")),
+        ("/validate/provisioner", _review(provisioner, "Provisioner")),
+        ("/mutate/pod", _review(pod, "Pod")),
+    ):
+        assert requests.post(f"{webhook}{path}", json=body, verify=ca, timeout=10).status_code == 200
+    malformed = requests.post(f"{webhook}/validate/provisioner", data=b"{", verify=ca, timeout=10)
+    assert malformed.status_code == 400
+
+
 def _provisioner(kube: Any, name: str, spec: dict[str, Any]) -> None:
     from kubernetes import client
 
@@ -218,128 +232,116 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
     with cluster.api_client() as kube:
         core = client.CoreV1Api(kube)
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-        wait_for(lambda: _has_default_account(core, namespace), 30, "the namespace's default ServiceAccount")
-        spot = [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}]
-        _provisioner(
-            kube,
-            live,
-            {
-                "requirements": spot,
-                "limits": {"resources": {"cpu": "100"}},
-                "consolidation": {"enabled": True},
-            },
-        )
-        _provisioner(
-            kube,
-            broken,
-            {"requirements": spot, "provider": {"securityGroupSelector": {"Name": "karpy-no-such-group"}}},
-        )
-        with (
-            running_controller(
-                env, f"{cluster.extender_url}readyz", folder / "controller.log", ready_seconds=60
-            ),
-            _webhook(cluster, folder) as webhook,
-        ):
-            ca = str(folder / "ca.crt")
-            # Scale-up: three 1-CPU pods for `live`, one pod whose Provisioner cannot launch.
-            create_pods(
-                core,
-                namespace,
-                [pod_manifest(f"up-{i}", "1", selector={wk.PROVISIONER_NAME: live}) for i in range(3)]
-                + [pod_manifest("stuck", "1", selector={wk.PROVISIONER_NAME: broken})],
-            )
+        try:
             wait_for(
-                lambda: _ready_pods(core, namespace) >= 3, 120, "3 pods bound and Ready on karpy's nodes"
+                lambda: _has_default_account(core, namespace), 30, "the namespace's default ServiceAccount"
             )
-            # A pod that fits on karpy's nodes: kube-scheduler places it, asking the extender.
-            via = pod_manifest("via-scheduler", "100m", selector={wk.PROVISIONER_NAME: live})
-            create_pods(core, namespace, [via])
-            wait_for(
-                lambda: _ready_pods(core, namespace) >= 4, 60, "kube-scheduler to place a pod on karpy's node"
+            spot = [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}]
+            _provisioner(
+                kube,
+                live,
+                {
+                    "requirements": spot,
+                    "limits": {"resources": {"cpu": "100"}},
+                    "consolidation": {"enabled": True},
+                },
             )
-            # One interruption message: a spot warning for an instance karpy does not know.
-            warning = {
-                "version": "0",
-                "id": unique("warning"),
-                "detail-type": "EC2 Spot Instance Interruption Warning",
-                "source": "aws.ec2",
-                "time": "2026-12-03T14:00:00Z",
-                "detail": {"instance-id": "i-0123456789abcdef0", "instance-action": "terminate"},
-            }
-            sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(warning))
-            # Webhook traffic: a Provisioner admitted, a pod defaulted, one malformed review.
-            provisioner_obj = {
-                "apiVersion": wk.API_VERSION,
-                "kind": "Provisioner",
-                "metadata": {"name": "x"},
-                "spec": {},
-            }
-            for path, body in (
-                ("/mutate/provisioner", _review(provisioner_obj, "Provisioner")),
-                ("/validate/provisioner", _review(provisioner_obj, "Provisioner")),
-                (
-                    "/mutate/pod",
-                    _review(
-                        pod_manifest("p", "1") | {"metadata": {"name": "p", "namespace": namespace}}, "Pod"
-                    ),
+            _provisioner(
+                kube,
+                broken,
+                {
+                    "requirements": spot,
+                    "provider": {"securityGroupSelector": {"Name": "karpy-no-such-group"}},
+                },
+            )
+            with (
+                running_controller(
+                    env, f"{cluster.extender_url}readyz", folder / "controller.log", ready_seconds=60
                 ),
+                _webhook(cluster, folder) as webhook,
             ):
-                assert requests.post(f"{webhook}{path}", json=body, verify=ca, timeout=10).status_code == 200
-            assert (
-                requests.post(f"{webhook}/validate/provisioner", data=b"{", verify=ca, timeout=10).status_code
-                == 400
-            )
-            # A malformed extender request (kube-scheduler's own calls give the latency series).
-            answer = requests.post(f"{cluster.extender_url}filter", data=b"[]", timeout=10).json()
-            assert "bad request" in answer["Error"]
+                ca = str(folder / "ca.crt")
+                # Scale-up: three 1-CPU pods for `live`, one pod whose Provisioner cannot launch.
+                create_pods(
+                    core,
+                    namespace,
+                    [pod_manifest(f"up-{i}", "1", selector={wk.PROVISIONER_NAME: live}) for i in range(3)]
+                    + [pod_manifest("stuck", "1", selector={wk.PROVISIONER_NAME: broken})],
+                )
+                wait_for(
+                    lambda: _ready_pods(core, namespace) >= 3, 120, "3 pods bound and Ready on karpy's nodes"
+                )
+                # A pod that fits on karpy's nodes: kube-scheduler places it, asking the extender.
+                via = pod_manifest("via-scheduler", "100m", selector={wk.PROVISIONER_NAME: live})
+                create_pods(core, namespace, [via])
+                wait_for(
+                    lambda: _ready_pods(core, namespace) >= 4,
+                    60,
+                    "kube-scheduler to place a pod on karpy's node",
+                )
+                # One interruption message: a spot warning for an instance karpy does not know.
+                warning = {
+                    "version": "0",
+                    "id": unique("warning"),
+                    "detail-type": "EC2 Spot Instance Interruption Warning",
+                    "source": "aws.ec2",
+                    "time": "2026-12-03T14:00:00Z",
+                    "detail": {"instance-id": "i-0123456789abcdef0", "instance-action": "terminate"},
+                }
+                sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(warning))
+                _drive_webhook(webhook, ca, namespace)
+                # A malformed extender request (kube-scheduler's own calls give the latency series).
+                answer = requests.post(f"{cluster.extender_url}filter", data=b"[]", timeout=10).json()
+                assert "bad request" in answer["Error"]
 
-            def scraped_with(*names: str) -> dict[Series, float] | None:
-                scrape = parse_scrape(requests.get(scrape_url, timeout=10).text)
-                scrape.update(parse_scrape(requests.get(f"{webhook}/metrics", verify=ca, timeout=10).text))
-                present = {name for name, _ in scrape}
-                return scrape if all(n in present for n in names) else None
+                def scraped_with(*names: str) -> dict[Series, float] | None:
+                    scrape = parse_scrape(requests.get(scrape_url, timeout=10).text)
+                    scrape.update(
+                        parse_scrape(requests.get(f"{webhook}/metrics", verify=ca, timeout=10).text)
+                    )
+                    present = {name for name, _ in scrape}
+                    return scrape if all(n in present for n in names) else None
 
-            # The observer refreshes every 5 s; the failing launch retries after its backoff.
-            during = wait_for(
-                lambda: scraped_with(
-                    "karpy_nodes",
-                    "karpy_launch_errors_total",
-                    "karpy_interruption_queue_messages",
-                    "karpenter_interruption_received_messages_total",
-                ),
-                60,
-                "nodes, launch errors, the queue depth and the interruption message in the scrape",
-            )
-            shown = subprocess.run(
-                [
-                    str(Path(sys.executable).with_name("karpy")),
-                    "status",
-                    "--metrics",
-                    scrape_url,
-                    "-o",
-                    "json",
-                ],
-                env={**env, "KARPY_KUBECONFIG": cluster.kubeconfig},
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=True,
-            )
-            # Scale-down: the pods go, consolidation deletes the empty nodes.
-            for name in ("up-0", "up-1", "up-2", "via-scheduler"):
-                core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-            wait_for(lambda: not _karpy_nodes(core, live), 120, "consolidation to delete the empty nodes")
-            after = wait_for(
-                lambda: _scaled_down(scraped_with("karpy_disruption_decisions_total"), live),
-                30,
-                "the scale-down in the scrape",
-            )
-        core.delete_namespace(namespace)
-        for name in (live, broken):
-            client.CustomObjectsApi(kube).delete_cluster_custom_object(
-                "karpenter.sh", "v1alpha5", "provisioners", name
-            )
-    sqs.delete_queue(QueueUrl=queue)
+                # The observer refreshes every 5 s; the failing launch retries after its backoff.
+                during = wait_for(
+                    lambda: scraped_with(
+                        "karpy_nodes",
+                        "karpy_launch_errors_total",
+                        "karpy_interruption_queue_messages",
+                        "karpenter_interruption_received_messages_total",
+                    ),
+                    60,
+                    "nodes, launch errors, the queue depth and the interruption message in the scrape",
+                )
+                shown = subprocess.run(
+                    [
+                        str(Path(sys.executable).with_name("karpy")),
+                        "status",
+                        "--metrics",
+                        scrape_url,
+                        "-o",
+                        "json",
+                    ],
+                    env={**env, "KARPY_KUBECONFIG": cluster.kubeconfig},
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=True,
+                )
+                # Scale-down: the pods go, consolidation deletes the empty nodes.
+                for name in ("up-0", "up-1", "up-2", "via-scheduler"):
+                    core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+                wait_for(lambda: not _karpy_nodes(core, live), 120, "consolidation to delete the empty nodes")
+                after = wait_for(
+                    lambda: _scaled_down(scraped_with("karpy_disruption_decisions_total"), live),
+                    30,
+                    "the scale-down in the scrape",
+                )
+        finally:
+            core.delete_namespace(namespace)
+            for name in (live, broken):
+                _delete_provisioner(kube, name)
+            sqs.delete_queue(QueueUrl=queue)
     yield Run(during, after, live, broken, json.loads(shown.stdout))
 
 
@@ -621,3 +623,16 @@ def test_the_charts_monitoring_objects_are_accepted_by_the_api_server(cluster: A
                 }
             )
         assert refused.value.status == 422
+
+
+def _delete_provisioner(kube: Any, name: str) -> None:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        client.CustomObjectsApi(kube).delete_cluster_custom_object(
+            "karpenter.sh", "v1alpha5", "provisioners", name
+        )
+    except ApiException as err:
+        if err.status != 404:
+            raise
