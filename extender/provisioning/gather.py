@@ -131,7 +131,7 @@ class Gatherer:
             return dataclasses.replace(
                 pod,
                 deferred=(*pod.deferred, *resolved.deferred),
-                csi_volumes=claims.csi_volumes(manifest) if claims else (),
+                csi_claims=claims.csi_claims(manifest) if claims else (),
             )
         except PodError as err:
             meta = manifest.get("metadata") or {}

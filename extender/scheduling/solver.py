@@ -19,7 +19,7 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import attach, limits, passes
+from extender.scheduling import attach, claims, limits, passes
 from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
@@ -257,6 +257,7 @@ class _Context:
             pins=outcome.requirements,
             skip=skip,
             sort=sort_key,
+            shared=claims.shared(pods, self.existing),
         )
         packer = self._fill_existing(classes, terms, matcher, repels)
         start = packer.state(classes)

@@ -1044,7 +1044,7 @@ def _existing_node(raw: dict) -> ExistingNode:
 
 def _with_volumes(raw: dict, claims: dict[str, str]) -> Pod:
     """The pod as the controller parses it: resolved claims (no topology of their own here) and
-    their CSI volumes counted per driver."""
+    their CSI volumes by driver."""
     ns = raw["metadata"].get("namespace", "default")
     names = [
         v["persistentVolumeClaim"]["claimName"]
@@ -1053,8 +1053,8 @@ def _with_volumes(raw: dict, claims: dict[str, str]) -> Pod:
     ]
     resolved = {n: () for n in names if f"{ns}/{n}" in claims}
     pod = Pod.from_manifest(raw, resolved or None)
-    counts = Counter(claims[f"{ns}/{n}"] for n in resolved)
-    return dataclasses.replace(pod, csi_volumes=tuple(sorted(counts.items()))) if counts else pod
+    found = tuple(sorted((claims[f"{ns}/{n}"], n) for n in resolved))
+    return dataclasses.replace(pod, csi_claims=found) if found else pod
 
 
 def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | None, list[str]]:
