@@ -24,7 +24,7 @@ claims only kube-scheduler can bind.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubernetes import client
@@ -347,6 +347,24 @@ def _terms(raw_terms: Iterable[Any], field_name: str) -> RequiredTerms | None:
             term.append(Requirement(name, operator, tuple(str(v) for v in expr.get("values") or ())))
         result.append(tuple(term))
     return tuple(result)
+
+
+def parse_pod(manifest: Mapping[str, Any], volumes: Volumes | None) -> tuple[Pod, tuple[str, ...]]:
+    """The pending pod as karpy plans it, with why its claims cannot be placed yet (the pod is then
+    not planned). Its claims resolved to node terms, the claims kube-scheduler binds added to
+    `deferred`, its CSI claims to `csi_claims`; without `volumes` a pod with claims is unmodelled.
+    The controller and `karpy plan` both parse through here. Raises PodError."""
+    if volumes is None:
+        return Pod.from_manifest(manifest), ()
+    resolved = volumes.resolve(manifest)
+    pod = Pod.from_manifest(manifest, resolved.topology)
+    if resolved.unresolved:
+        return pod, resolved.unresolved
+    # kube-scheduler's VolumeBinding binds (or provisions) these claims as it binds the pod: karpy
+    # plans the node and leaves the bind to it.
+    return replace(
+        pod, deferred=(*pod.deferred, *resolved.deferred), csi_claims=volumes.csi_claims(manifest)
+    ), ()
 
 
 def has_claims(pods: Iterable[Mapping[str, Any]]) -> bool:
