@@ -14,6 +14,7 @@ from typing import Any
 
 from extender.cli.main import main
 from tests.unit.scheduling.builders import DATA
+from tests.unit.scheduling.test_cli_plan import DEPLOYMENT  # shop/web, 5 replicas
 
 GP3 = """
 apiVersion: storage.k8s.io/v1
@@ -41,18 +42,6 @@ spec:
         storageClassName: gp3
         accessModes: [ReadWriteOnce]
         resources: {requests: {storage: 10Gi}}
-"""
-
-DEPLOYMENT = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: shop}
-spec:
-  replicas: 2
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: c, resources: {requests: {cpu: "1"}}}]
 """
 
 
@@ -84,7 +73,7 @@ def test_statefulset_on_wait_for_first_consumer_claims_is_bound_by_kube_schedule
     nodes = {f"planned-{i}": n for i, n in enumerate(result["nodes"])}
     assert {nodes[item["node"]]["zone"] for item in bound.values()} == {"us-west-2b"}
     placed = {p for n in result["nodes"] for p in n["pods"]}
-    assert {"shop/web-0", "shop/web-1", *bound} <= placed
+    assert {*(f"shop/web-{i}" for i in range(5)), *bound} <= placed
 
     code, text = _plan(tmp_path, capsys, docs)
     assert code == 0
@@ -203,6 +192,6 @@ def test_a_missing_claim_is_reported_with_its_reason(tmp_path, capsys):
         "invalid": False,
         "unmodelled": True,
     }
-    assert sorted(p for n in result["nodes"] for p in n["pods"]) == ["shop/web-0", "shop/web-1"]
+    assert sorted(p for n in result["nodes"] for p in n["pods"]) == [f"shop/web-{i}" for i in range(5)]
     code, text = _plan(tmp_path, capsys, docs)
     assert code == 0 and "Unable to schedule pod default/db, not provisioning for this pod" in text
