@@ -247,7 +247,8 @@ class Packer:
                 term_counts=counts,
                 anti=anti,
                 ports=[port for pod in node.pods for port in pod.host_ports],
-                claims=claims.held(node.pods),
+                # Only a limit makes a shared claim's charge count (other drivers are unlimited).
+                claims=claims.held(node.pods) if node.volume_limits else set(),
             )
         )
 

@@ -231,6 +231,8 @@ class _Context:
         self.search_budget = search_budget
         self.provisioners = [v.provisioner for v in views]
         self.shapes = Shapes()
+        #: Claims charged once per node (claims.py), found in the first round, which has every pod.
+        self.shared: frozenset[str] | None = None
 
     def round(
         self,
@@ -257,7 +259,7 @@ class _Context:
             pins=outcome.requirements,
             skip=skip,
             sort=sort_key,
-            shared=claims.shared(pods, self.existing),
+            shared=self._shared(pods),
         )
         packer = self._fill_existing(classes, terms, matcher, repels)
         start = packer.state(classes)
@@ -288,6 +290,11 @@ class _Context:
             ),
             existing_only=outcome.existing_only,
         )
+
+    def _shared(self, pods: Sequence[Pod]) -> frozenset[str]:
+        if self.shared is None:
+            self.shared = claims.shared(pods, self.existing)
+        return self.shared
 
     def _domains(
         self,
