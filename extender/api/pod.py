@@ -115,9 +115,10 @@ class Pod:
     #: drained and evicted, never planned or bound; only identity, owners, phase, deletion,
     #: priority, annotations and tolerations are read.
     unreadable: str = ""
-    #: (CSI driver, distinct volumes) of the pod's claims, for the drivers' attach limits
-    #: (kube-scheduler NodeVolumeLimits); resolved with the claims by the edge.
-    csi_volumes: tuple[tuple[str, int], ...] = ()
+    #: (CSI driver, claim name) of each distinct claim of a CSI volume, for the drivers' attach
+    #: limits (kube-scheduler NodeVolumeLimits counts unique volumes per node, so a claim pods
+    #: share is one attachment where they meet); resolved with the claims by the edge.
+    csi_claims: tuple[tuple[str, str], ...] = ()
     #: Names of the pod's PersistentVolumeClaims (generic ephemeral volumes' included), so the
     #: volumes a node's pods hold can be counted against its CSI attach limits.
     claims: tuple[str, ...] = ()
@@ -125,6 +126,14 @@ class Pod:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def csi_volumes(self) -> tuple[tuple[str, int], ...]:
+        """(CSI driver, distinct volumes) of the pod's claims."""
+        counts: dict[str, int] = {}
+        for driver, _ in self.csi_claims:
+            counts[driver] = counts.get(driver, 0) + 1
+        return tuple(sorted(counts.items()))
 
     def owned_by(self, kind: str) -> bool:
         """Karpenter's IsOwnedBy: any owner reference of `kind`, the controller or not."""

@@ -99,7 +99,7 @@ class Interner:
             volume_terms=v(pod.volume_terms),
             unmodelled=v(pod.unmodelled),
             deferred=v(pod.deferred),
-            csi_volumes=v(pod.csi_volumes),
+            csi_claims=v(pod.csi_claims),
             claims=v(pod.claims),
             owner_kind=v(pod.owner_kind),
             owner_name=v(pod.owner_name),
