@@ -24,6 +24,7 @@ from enum import Enum
 from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.resources import Resources
+from extender.lifecycle import budgets
 from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.scheduling.instancetypes import InstanceType
@@ -99,10 +100,11 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     pool = candidates(view, settings)
     if not pool:
         return None
-    slots = free_slots(view)
-    empty = _within_budget([n for n in pool if not movable(n)], slots)
+    # Karpenter's budgets by reason: deleting empty nodes is "Empty", every other move "Underutilized".
+    empty = _within_budget([n for n in pool if not movable(n)], free_slots(view, budgets.EMPTY))
     if empty:
         return Action(Method.EMPTY, tuple(empty))
+    slots = free_slots(view, budgets.UNDERUTILIZED)
     if (action := _karpenter_methods(view, pool, slots, settings)) is not None:
         return action
     # Where Karpenter's moves find nothing, re-plans; of those, the one saving the most $/h per
