@@ -83,7 +83,9 @@ def test_emptiness_expiry_and_consolidation_draw_from_one_budget() -> None:
     assert worker.census("default")["total"] == 6
     assert worker.admit(prov, "n0", "expired")
     # consolidation takes the last slot through the same ledger
-    assert worker.ledger.acquire("default", ["n1"], "consolidation", allowed=nodes("2"), **worker.census("default"))
+    assert worker.ledger.acquire(
+        "default", ["n1"], "consolidation", allowed=nodes("2"), **worker.census("default")
+    )
     assert not worker.admit(prov, "n2", "empty")
     worker.ledger.release("n1")
     assert worker.admit(prov, "n2", "empty")
