@@ -116,6 +116,21 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     return max(replans, key=lambda a: (a.saving / len(a.nodes), -len(a.replacements)), default=None)
 
 
+def decide_karpenter(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
+    """Karpenter's moves only, for comparison (benchmarks.consolidation): empty nodes, multi-node
+    over the candidates its budget covers, then single-node delete or replace over the same; none
+    of karpy's extensions (deletions further down, merge windows, re-plans). Candidates keep karpy's
+    order (Karpenter orders by disruption cost)."""
+    pool = candidates(view, settings)
+    empty = _within_budget([n for n in pool if not movable(n)], free_slots(view, budgets.EMPTY))
+    if empty:
+        return Action(Method.EMPTY, tuple(empty))
+    busy = _within_budget(pool, free_slots(view, budgets.UNDERUTILIZED))[: settings.max_multi_node_candidates]
+    if len(busy) >= 2 and (action := _multi_node(view, busy, settings)) is not None:
+        return action
+    return next((a for n in busy if (a := _simulate(view, (n,), Method.SINGLE, settings)) is not None), None)
+
+
 def _karpenter_methods(
     view: ClusterView, pool: Sequence[NodeState], slots: dict[str, int], settings: Settings
 ) -> Action | None:
