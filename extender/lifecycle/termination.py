@@ -63,11 +63,12 @@ DEFAULT_POD_GRACE_SECONDS = 30
 
 
 def needs_force_delete(pod: Pod, deadline: datetime | None, now: datetime) -> bool:
-    """Karpenter's needsForceDelete: the pod must be deleted now to be gone by `deadline`."""
+    """Karpenter's needsForceDelete: the pod must be deleted now to be gone by `deadline`. A pod
+    already terminating is deleted again only if that can end it sooner (a grace is at least 1 s)."""
     if deadline is None:
         return False
     if pod.deleted_at is not None:
-        return pod.deleted_at > deadline
+        return pod.deleted_at > deadline and pod.deleted_at > now + timedelta(seconds=1)
     return now > _force_at(pod, deadline)
 
 

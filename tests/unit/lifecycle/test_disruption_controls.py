@@ -201,5 +201,7 @@ def test_blocked_pods_are_deleted_so_they_end_by_the_deadline() -> None:
     late = pod("late", deleting_at=deadline + timedelta(seconds=10))
     assert needs_force_delete(late, deadline, T0)
     assert not needs_force_delete(pod("soon", deleting_at=deadline), deadline, T0)
+    # past the deadline, a pod ending within a second is not deleted again (no shorter grace exists)
+    assert not needs_force_delete(late, deadline, deadline + timedelta(seconds=9))
     # no terminationGracePeriod: a blocked drain waits for ever
     assert plan_drain([pinned], deadline + timedelta(days=1), 10**9).force == ()  # type: ignore[list-item]
