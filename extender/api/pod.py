@@ -111,6 +111,8 @@ class Pod:
     phase: str = ""
     #: metadata.deletionTimestamp; None while the pod is not being deleted.
     deleted_at: datetime | None = None
+    #: spec.terminationGracePeriodSeconds (the API server defaults it to 30); None when absent.
+    grace_seconds: int | None = None
     #: Why its spec cannot be read (a PodError), set by `from_live` only: such a pod is counted,
     #: drained and evicted, never planned or bound; only identity, owners, phase, deletion,
     #: priority, annotations and tolerations are read.
@@ -315,6 +317,7 @@ class _PodParser:
             "owner_kinds": frozenset(str(o.get("kind") or "") for o in refs),
             "phase": str(status.get("phase") or "") if isinstance(status, Mapping) else "",
             "deleted_at": parse_time_or_none(meta.get("deletionTimestamp")),
+            "grace_seconds": _int_or_none(spec.get("terminationGracePeriodSeconds")),
         }
 
     def container_requests(self, container: Any, path: str) -> Resources:
@@ -622,3 +625,7 @@ class _PodParser:
                 )
             )
         return tuple(result)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -28,6 +28,7 @@ from kubernetes import client
 from prometheus_client import Gauge
 
 from extender.api import labels as wk
+from extender.api.disruption import DO_NOT_DISRUPT
 from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.cluster import inventory, objects
@@ -41,7 +42,7 @@ T = TypeVar("T")
 Handler = Callable[[str, Pod], None]
 
 #: Annotations of a bound pod karpy reads (consolidation's eligibility); the rest are dropped.
-KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, wk.MIRROR_POD_ANNOTATION})
+KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, DO_NOT_DISRUPT, wk.MIRROR_POD_ANNOTATION})
 #: Interned values beyond the live pods' before the table is rebuilt from the live pods only.
 INTERN_SLACK = 10_000
 
