@@ -29,6 +29,7 @@ from kubernetes import client
 from prometheus_client import Gauge
 
 from extender.api import labels as wk
+from extender.api.disruption import DO_NOT_DISRUPT
 from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.cluster import inventory, objects
@@ -43,7 +44,7 @@ Handler = Callable[[str, Pod], None]
 ManifestHandler = Callable[[str, Mapping[str, Any]], None]
 
 #: Annotations of a bound pod karpy reads (consolidation's eligibility); the rest are dropped.
-KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, wk.MIRROR_POD_ANNOTATION})
+KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, DO_NOT_DISRUPT, wk.MIRROR_POD_ANNOTATION})
 #: Interned values beyond the live pods' before the table is rebuilt from the live pods only.
 INTERN_SLACK = 10_000
 
@@ -101,7 +102,7 @@ class Interner:
             volume_terms=v(pod.volume_terms),
             unmodelled=v(pod.unmodelled),
             deferred=v(pod.deferred),
-            csi_volumes=v(pod.csi_volumes),
+            csi_claims=v(pod.csi_claims),
             claims=v(pod.claims),
             owner_kind=v(pod.owner_kind),
             owner_name=v(pod.owner_name),

@@ -1,4 +1,6 @@
-"""Emptiness TTL (`ttlSecondsAfterEmpty`): annotate empty nodes, terminate them when the TTL runs out.
+"""Emptiness TTL (`ttlSecondsAfterEmpty`, v1 WhenEmpty's `consolidateAfter`): annotate empty nodes,
+terminate them when the TTL runs out, within the Provisioner's "Empty" disruption budget, unless the
+node is annotated `karpenter.sh/do-not-disrupt`.
 
 `decide` is pure (node, its pods, TTL, now -> what to do and when to look again); `reconcile`
 applies it. The node is requeued exactly at timestamp + TTL, so nothing polls.
@@ -15,7 +17,7 @@ from extender.api import labels
 from extender.api.meta import format_time, parse_time
 from extender.api.node import Node
 from extender.api.pod import Pod
-from extender.lifecycle import metrics, nodepatch
+from extender.lifecycle import metrics, nodepatch, protection
 from extender.lifecycle.context import Context, go_duration
 
 
@@ -49,6 +51,10 @@ def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) ->
         return Decision(Action.ADD, requeue_after=ttl)
     due = stamp + timedelta(seconds=ttl)
     if now >= due:
+        # karpenter.sh/do-not-disrupt on the node keeps it; its annotation's removal is a node
+        # event that brings it back here.
+        if protection.node_blocker(node.annotations, pods) is not None:
+            return Decision(Action.NONE)
         return Decision(Action.TERMINATE)
     return Decision(Action.NONE, requeue_after=(due - now).total_seconds())
 
