@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from kubernetes import client
@@ -40,6 +41,7 @@ log = logging.getLogger("karpy.informer")
 
 T = TypeVar("T")
 Handler = Callable[[str, Pod], None]
+ManifestHandler = Callable[[str, Mapping[str, Any]], None]
 
 #: Annotations of a bound pod karpy reads (consolidation's eligibility); the rest are dropped.
 KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, DO_NOT_DISRUPT, wk.MIRROR_POD_ANNOTATION})
@@ -184,6 +186,7 @@ class BoundPods(WatchedIndex):
         super().__init__()
         self._state = _State()
         self._listeners: list[Handler] = []
+        self._manifest_listeners: list[ManifestHandler] = []
 
     def list_function(self, kube: client.ApiClient) -> tuple[Callable[..., Any], dict[str, Any]]:
         return client.CoreV1Api(kube).list_pod_for_all_namespaces, {"field_selector": kube_pods.ASSIGNED}
@@ -191,6 +194,11 @@ class BoundPods(WatchedIndex):
     def subscribe(self, handler: Handler) -> None:
         """`handler(event, pod)` for every listed pod ("SYNC") and watch event."""
         self._listeners.append(handler)
+
+    def subscribe_manifests(self, handler: ManifestHandler) -> None:
+        """`handler(event, API JSON)` for every listed pod ("SYNC") and ADDED/MODIFIED/DELETED event
+        (pod startup reads its conditions, which `Pod` does not keep)."""
+        self._manifest_listeners.append(handler)
 
     # --- the watch side ---------------------------------------------------------------------------
 
@@ -200,7 +208,7 @@ class BoundPods(WatchedIndex):
         for manifest in items:
             pod = Pod.from_live(manifest)
             fresh.add(pod)
-            self._notify("SYNC", pod)
+            self._notify("SYNC", pod, manifest)
         with self._lock:
             vanished = {key: node for key, node in self._state.where.items() if key not in fresh.where}
             self._state = fresh
@@ -231,7 +239,7 @@ class BoundPods(WatchedIndex):
                 state.reintern()
             self.resource_version = version
             INDEXED.set(len(state.where))
-        self._notify(kind, pod)
+        self._notify(kind, pod, manifest)
 
     def assume(self, pod: Pod, node: str) -> None:
         """`pod` was just bound to `node` by karpy: count it now, before its watch event arrives,
@@ -241,10 +249,13 @@ class BoundPods(WatchedIndex):
             state.put(pod.key, node, state.compact(pod, node))
             INDEXED.set(len(state.where))
 
-    def _notify(self, kind: str, pod: Pod) -> None:
-        for handler in self._listeners:
+    def _notify(self, kind: str, pod: Pod, manifest: Mapping[str, Any] | None = None) -> None:
+        calls: list[Callable[[], None]] = [partial(handler, kind, pod) for handler in self._listeners]
+        if manifest is not None:
+            calls += [partial(handler, kind, manifest) for handler in self._manifest_listeners]
+        for call in calls:
             try:
-                handler(kind, pod)
+                call()
             except Exception:  # a listener's fault must not stop the index
                 log.exception("Handling %s of pod %s", kind, pod.key)
 

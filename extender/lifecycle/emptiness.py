@@ -106,10 +106,12 @@ def reconcile(
             return 0.0
         # The budget slot is taken last, so it is held only by a node that is really deleted.
         if admit is not None and not admit():
+            metrics.disruption("empty", "blocked")
             ctx.unmark(node_name)
             ctx.log.debug("Empty node %s waits for a disruption slot", node_name)
             return BUDGET_POLL_SECONDS
         ctx.log.info("Triggering termination after %s for empty node %s", go_duration(ttl or 0), node_name)
         metrics.NODES_TERMINATED.labels(reason="emptiness").inc()
-        nodepatch.delete_node(ctx.kube, node_name)
+        with metrics.disrupting("empty"):
+            nodepatch.delete_node(ctx.kube, node_name)
     return decision.requeue_after

@@ -207,6 +207,7 @@ class Consolidator:
     ) -> bool:
         ctx = self.ctx
         if not self._acquire(action, view):
+            metrics.disruption("consolidated", "blocked")
             ctx.log.info("Consolidation of %s waits for its disruption budget", list(action.names))
             return False
         message = action.describe()
@@ -227,7 +228,8 @@ class Consolidator:
                 return False
             ctx.log.info("Replacement node(s) %s Ready, draining %s", launched, list(action.names))
         for name in action.names:
-            nodepatch.delete_node(ctx.kube, name)
+            with metrics.disrupting("consolidated"):
+                nodepatch.delete_node(ctx.kube, name)
             metrics.NODES_TERMINATED.labels(reason=REASON).inc()
         metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="done").inc()
         return True
@@ -300,3 +302,5 @@ class Consolidator:
             if name in nodes:
                 ctx.recorder.node(nodes[name], "ConsolidationFailed", message, warning=True)
         metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="abandoned").inc()
+        for _ in action.names:
+            metrics.disruption("consolidated", "failed")
