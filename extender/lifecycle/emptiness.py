@@ -33,6 +33,8 @@ class Decision:
     action: Action
     #: Seconds until this node must be looked at again for emptiness; None = only on change.
     requeue_after: float | None = None
+    #: Why a due node is kept (a do-not-disrupt annotation), counted as a blocked decision.
+    blocked: str | None = None
 
 
 def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) -> Decision:
@@ -53,8 +55,8 @@ def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) ->
     if now >= due:
         # karpenter.sh/do-not-disrupt on the node keeps it; its annotation's removal is a node
         # event that brings it back here.
-        if protection.node_blocker(node.annotations, pods) is not None:
-            return Decision(Action.NONE)
+        if (blocker := protection.node_blocker(node.annotations, pods)) is not None:
+            return Decision(Action.NONE, blocked=blocker)
         return Decision(Action.TERMINATE)
     return Decision(Action.NONE, requeue_after=(due - now).total_seconds())
 
@@ -85,6 +87,9 @@ def reconcile(
     node_name = node.name
     now = ctx.clock()
     decision = decide(node, pods, ttl, now)
+    if decision.blocked is not None:
+        metrics.disruption("empty", "blocked")
+        ctx.log.debug("Empty node %s is not disrupted, %s", node_name, decision.blocked)
     if decision.action is Action.ADD:
         nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, format_time(now))
         ctx.log.info("Added TTL to empty node %s", node_name)

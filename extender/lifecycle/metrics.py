@@ -90,8 +90,8 @@ DISRUPTION_OUTCOMES = ("performed", "blocked", "failed")
 DISRUPTION_DECISIONS = Counter(
     "karpy_disruption_decisions",
     "Disruption decisions on karpy's nodes by reason (empty, expired, interrupted, consolidated, "
-    "drifted) and outcome (performed; blocked, once per check a budget or the disruption slots hold "
-    "it back; failed).",
+    "drifted) and outcome (performed; blocked, once per check a budget, the disruption slots or a "
+    "do-not-disrupt annotation hold it back; failed).",
     ["reason", "outcome"],
 )
 NODES = Gauge(

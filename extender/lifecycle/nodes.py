@@ -16,7 +16,7 @@ from extender.api import labels
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.lifecycle import budgets, drift, emptiness, nodepatch, protection, readiness
+from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, protection, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
@@ -173,6 +173,7 @@ class NodeWorker:
         since, reason = found
         if name not in self.expiry.active() and (blocker := protection.node_blocker(node.annotations, pods)):
             # Drift is graceful: a do-not-disrupt node or pod holds it (pod and node events look again).
+            metrics.disruption("drifted", "blocked")
             ctx.log.debug("Drifted node %s is not disrupted, %s", name, blocker)
             return None
         return self.expiry.replace(

@@ -168,6 +168,9 @@ def test_empty_node_annotated_do_not_disrupt_outlives_its_ttl() -> None:
     later = T0 + timedelta(seconds=60)
     assert emptiness.decide(due, [], 30, later).action is emptiness.Action.TERMINATE
     assert emptiness.decide(kept, [], 30, later).action is emptiness.Action.NONE
+    # Counted as a blocked disruption decision (karpy_disruption_decisions_total{outcome="blocked"}).
+    assert emptiness.decide(kept, [], 30, later).blocked == f"node has {DO_NOT_DISRUPT} annotation"
+    assert emptiness.decide(due, [], 30, later).blocked is None
 
 
 # --- terminationGracePeriod -------------------------------------------------------------------------
