@@ -270,6 +270,9 @@ def controller_rbac(dynamic: Any) -> Iterator[None]:
         ),
         ("create", "leases", {"group": "coordination.k8s.io", "namespace": NAMESPACE}),
         ("patch", "pods", {"namespace": NAMESPACE, "name": "karpy-controller-0"}),
+        # A drain still blocked at terminationGracePeriod deletes its pods, as Karpenter v1's
+        # terminator does (pkg/controllers/node/termination/terminator/eviction.go).
+        ("delete", "pods", {"namespace": "default"}),
     ],
 )
 def test_the_controller_may_do_what_karpy_does(
@@ -281,7 +284,6 @@ def test_the_controller_may_do_what_karpy_does(
 @pytest.mark.parametrize(
     ("verb", "resource", "extra"),
     [
-        ("delete", "pods", {"namespace": "default"}),
         ("patch", "pods", {"namespace": "default"}),
         ("update", "nodes", {}),
         ("create", "pods", {"namespace": "default"}),
