@@ -7,10 +7,19 @@ label, ...) in turn, so the pods after it see it counted; the domain becomes an 
 and the packer then only places the pod on nodes in that domain. Counts start from the pods
 already bound to every node of the cluster.
 
-Spread skew is checked conservatively, so a plan that passes here passes kube-scheduler in the
-final cluster: a domain's count includes every batch pod that may end up counted there, while the
-minimum over domains counts only pods that surely are, and the domains include every value a new
-node could take for the pod (as Karpenter does), so the minimum is never over-estimated.
+Spread skew is checked conservatively, so a plan that passes here passes kube-scheduler when the
+pods bind in the plan's bind order: a domain's count includes every batch pod that may end up
+counted there, while the minimum over domains counts only pods that surely are, and the domains
+include every value a new node could take for the pod (as Karpenter does), so the minimum is never
+over-estimated.
+
+Bind order: kube-scheduler's PodTopologySpread filter checks only the incoming pod's own
+constraints (pkg/scheduler/framework/plugins/podtopologyspread/filtering.go), so no pod is refused
+a domain for the spread of pods placed there before it. A pod that would put such a pod over its
+maxSkew goes to another domain where one is left; where none is, it takes the crowded domain and
+a later bind phase: every pod of an earlier phase binds before it, so each pod's rules hold when it
+binds. Phases follow the order pods get domains (a pod never binds before a pod given a domain
+before it), so the pods a rule counts or follows are bound by the time the rule is checked.
 
 Preferences (ScheduleAnyway spread, preferred pod (anti-)affinity) are applied while a domain
 remains; the rest are relaxed, heaviest first within a kind as Karpenter does, and reported.
@@ -108,6 +117,8 @@ class Outcome:
     existing_only: dict[str, Requirements] = field(default_factory=dict)
     #: pod key -> why no domain satisfies the pod's rules.
     failed: dict[str, str] = field(default_factory=dict)
+    #: pod key -> bind phase, for pods that must bind after every pod of the phases before (>= 1).
+    phases: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -139,8 +150,10 @@ class DomainPlanner:
         self._counted_memo: dict[Hashable, frozenset[str]] = {}
         #: (id of a spreader's term, pod namespace and labels) -> selects; terms live in `spreaders`.
         self._selects: dict[Hashable, bool] = {}
-        #: Batch pods with a required spread, grouped by rule and signature: (a pod, its rule,
-        #: its spread keys, the domains the group's pods went to).
+        #: The bind phase pods given domains now join; pods of earlier phases bind before them.
+        self.phase = 0
+        #: Batch pods of the current phase with a required spread, grouped by rule and signature:
+        #: (a pod, its rule, its spread keys, the domains the group's pods went to).
         self.spreaders: dict[SpreadGroup, tuple[Pod, Rule, frozenset[str], set[str]]] = {}
         #: Required anti-affinity of pods (existing, then batch as they get domains): (term, key, domain).
         self.repellers: list[tuple[Counted, str, str]] = []
@@ -316,6 +329,8 @@ class DomainPlanner:
         )
         extra = self.avoid.get(pod.key, Requirements())
         pins: dict[str, str] = {}
+        #: Domains that would crowd a spreading pod of this phase, left as the only choice.
+        crowding: set[tuple[str, str]] = set()
         relaxed: list[str] = []
         for key in keys:
             own = [r for r in rules if r.key == key and not (first_of_group and r in affinity)]
@@ -329,16 +344,14 @@ class DomainPlanner:
             allowed = (new | existing) - repelled
             for rule in hard:
                 allowed &= self._allowed(pod, rule, allowed, spread_keys)
-            # Stay out of domains where this pod would break the spread of a pod placed there
-            # before: kube-scheduler would accept it only if that pod were bound first, and karpy
-            # binds in parallel. With no other domain the pod waits for the next batch.
+            # Prefer domains where this pod breaks no spread of a pod of this phase placed there
+            # before; with none left it joins one and binds in a later phase (kube-scheduler checks
+            # only the incoming pod's own constraints).
             crowded = self._crowded(pod, key, allowed)
-            if crowded and not allowed - crowded:
-                outcome.failed[pod.key] = (
-                    f"joining {key}={sorted(crowded)[0]} would break the topology spread of pods placed there"
-                )
-                return True
-            allowed -= crowded
+            if allowed - crowded:
+                allowed -= crowded
+            else:
+                crowding |= {(key, d) for d in crowded}
             if not allowed and not new and not needs_key:
                 # New nodes will not carry the key, and a node without it passes anti-affinity
                 # and is not counted: keep the pod off the nodes that carry it.
@@ -379,6 +392,12 @@ class DomainPlanner:
             if domain not in new:
                 only = outcome.existing_only.get(pod.key, Requirements())
                 outcome.existing_only[pod.key] = only.intersect(_not_in(key, {domain}))
+        if crowding & set(pins.items()):
+            # The spreading pods it would crowd bind first; nothing later can crowd them.
+            self.phase += 1
+            self.spreaders = {}
+        if self.phase:
+            outcome.phases[pod.key] = self.phase
         pinned = frozenset(pins) | ALWAYS_LABELLED
         for key, domain in pins.items():
             for term, counted_key in counted:
@@ -400,7 +419,8 @@ class DomainPlanner:
         return True
 
     def _crowded(self, pod: Pod, key: str, candidates: AbstractSet[str]) -> set[str]:
-        """Domains where one more pod like `pod` would put a spreading pod there over its maxSkew."""
+        """Domains where one more pod like `pod` would put a spreading pod of this phase there over
+        its maxSkew, were that pod to bind after it."""
         crowded: set[str] = set()
         labels_key = (pod.namespace, tuple(sorted(pod.labels.items())))
         for group, (carrier, rule, keys, domains) in self.spreaders.items():

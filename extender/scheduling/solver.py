@@ -107,7 +107,15 @@ def solve(
         total_price=sum(n.price for n in planned),
         lower_bound=bound,
         notes=tuple(dict.fromkeys([*notes, *result.notes])),
+        bind_phases=_placed_phases(result),
     )
+
+
+def _placed_phases(result: _Round) -> dict[str, int]:
+    placed = {p.key for n in result.nodes for p in n.pods} | {
+        p.key for ps in result.existing.values() for p in ps
+    }
+    return {key: phase for key, phase in result.phases.items() if key in placed}
 
 
 MAX_ROUNDS = 6
@@ -210,6 +218,8 @@ class _Round:
     #: Whether any pod's placement depended on others' (topology rules or host ports).
     topology: bool
     existing_only: Mapping[str, Requirements]
+    #: pod key -> bind phase (domains.py), for pods binding after others.
+    phases: Mapping[str, int]
 
 
 class _Context:
@@ -286,6 +296,7 @@ class _Context:
                 c.host.anti or c.host.affinity or c.host.spread or c.host.repels or c.ports for c in classes
             ),
             existing_only=outcome.existing_only,
+            phases=outcome.phases,
         )
 
     def _domains(

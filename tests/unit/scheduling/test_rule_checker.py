@@ -117,7 +117,11 @@ class Case:
     def check(self) -> list[str]:
         args = (self.new, self.cluster, self.plan(), self.provisioners, catalog())
         kw = {"namespaces": self.namespaces, "usage": self.usage}
-        return rulecheck.violations(*args, **kw) + rulecheck.unjustified_unschedulable(*args, **kw)
+        return (
+            rulecheck.violations(*args, **kw)
+            + rulecheck.unjustified_unschedulable(*args, **kw)
+            + rulecheck.stricter_than_scheduler(*args, **kw)
+        )
 
 
 def caught(case: Case, prefix: str) -> list[str]:
@@ -1077,7 +1081,13 @@ def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | N
         return s, None, [f"solver: {type(err).__name__}: {err}"]
     args = (s.new, s.cluster, plan, s.provisioners, catalog())
     kw = {"namespaces": NAMESPACES, "unavailable": s.unavailable, "usage": s.usage, "claims": s.claims}
-    return s, plan, rulecheck.violations(*args, **kw) + rulecheck.unjustified_unschedulable(*args, **kw)
+    return (
+        s,
+        plan,
+        rulecheck.violations(*args, **kw)
+        + rulecheck.unjustified_unschedulable(*args, **kw)
+        + rulecheck.stricter_than_scheduler(*args, **kw),
+    )
 
 
 def test_random_workloads_break_no_rule_and_leave_no_pod_unjustly_unschedulable():
