@@ -347,11 +347,7 @@ class DomainPlanner:
             # Prefer domains where this pod breaks no spread of a pod of this phase placed there
             # before; with none left it joins one and binds in a later phase (kube-scheduler checks
             # only the incoming pod's own constraints).
-            crowded = self._crowded(pod, key, allowed)
-            if allowed - crowded:
-                allowed -= crowded
-            else:
-                crowding |= {(key, d) for d in crowded}
+            crowding |= {(key, d) for d in self._crowded(pod, key, allowed)}
             if not allowed and not new and not needs_key:
                 # New nodes will not carry the key, and a node without it passes anti-affinity
                 # and is not counted: keep the pod off the nodes that carry it.
