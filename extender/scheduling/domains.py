@@ -16,10 +16,10 @@ over-estimated.
 Bind order: kube-scheduler's PodTopologySpread filter checks only the incoming pod's own
 constraints (pkg/scheduler/framework/plugins/podtopologyspread/filtering.go), so no pod is refused
 a domain for the spread of pods placed there before it. A pod that would put such a pod over its
-maxSkew goes to another domain where one is left; where none is, it takes the crowded domain and
-a later bind phase: every pod of an earlier phase binds before it, so each pod's rules hold when it
-binds. Phases follow the order pods get domains (a pod never binds before a pod given a domain
-before it), so the pods a rule counts or follows are bound by the time the rule is checked.
+maxSkew takes its domain as if that pod were not there, and a later bind phase: every pod of an
+earlier phase binds before it, so each pod's rules hold when it binds. Phases follow the order
+pods get domains (a pod never binds before a pod given a domain before it), so the pods a rule
+counts or follows are bound by the time the rule is checked.
 
 Preferences (ScheduleAnyway spread, preferred pod (anti-)affinity) are applied while a domain
 remains; the rest are relaxed, heaviest first within a kind as Karpenter does, and reported.
@@ -329,8 +329,8 @@ class DomainPlanner:
         )
         extra = self.avoid.get(pod.key, Requirements())
         pins: dict[str, str] = {}
-        #: Domains that would crowd a spreading pod of this phase, left as the only choice.
-        crowding: set[tuple[str, str]] = set()
+        #: Whether a domain it takes would crowd a spreading pod of this phase.
+        crowding = False
         relaxed: list[str] = []
         for key in keys:
             own = [r for r in rules if r.key == key and not (first_of_group and r in affinity)]
@@ -344,10 +344,6 @@ class DomainPlanner:
             allowed = (new | existing) - repelled
             for rule in hard:
                 allowed &= self._allowed(pod, rule, allowed, spread_keys)
-            # Prefer domains where this pod breaks no spread of a pod of this phase placed there
-            # before; with none left it joins one and binds in a later phase (kube-scheduler checks
-            # only the incoming pod's own constraints).
-            crowding |= {(key, d) for d in self._crowded(pod, key, allowed)}
             if not allowed and not new and not needs_key:
                 # New nodes will not carry the key, and a node without it passes anti-affinity
                 # and is not counted: keep the pod off the nodes that carry it.
@@ -384,11 +380,14 @@ class DomainPlanner:
             sticky = self.sticky[(self.signature(pod), key)]
             domain = min(allowed, key=lambda d: (d not in new, load[d], -sticky[d], d))
             pins[key] = domain
+            # It may break the spread of a pod of this phase placed there before: it binds after
+            # that pod (kube-scheduler checks only the incoming pod's own constraints).
+            crowding = crowding or bool(self._crowded(pod, key, {domain}))
             extra = extra.intersect(Requirements.from_labels({key: domain}))
             if domain not in new:
                 only = outcome.existing_only.get(pod.key, Requirements())
                 outcome.existing_only[pod.key] = only.intersect(_not_in(key, {domain}))
-        if crowding & set(pins.items()):
+        if crowding:
             # The spreading pods it would crowd bind first; nothing later can crowd them.
             self.phase += 1
             self.spreaders = {}
@@ -463,6 +462,44 @@ class DomainPlanner:
         if pod.tolerates(node.taints) is not None or not extra.matches(labels):
             return False
         return any(t.matches(labels) for t in pod_terms(pod))
+
+
+def settle_phases(
+    pods: Sequence[Pod], phases: Mapping[str, int], namespace_labels: NamespaceLabels | None
+) -> dict[str, int]:
+    """The bind phases of the placed `pods`, with each pod whose required affinity, or hostname
+    spread (the packer's, which counts every pod of the plan), selects pods of a later phase
+    lifted to that phase: the pods it follows, or counts in the minimum of its spread, bind
+    before it. (A spread on another key counts pods of later phases only where they would crowd
+    it, and they must bind after it.)"""
+    result = {p.key: phases[p.key] for p in pods if phases.get(p.key)}
+    if not result:
+        return result
+    rules = {
+        p.key: [r.term for r in rules_of(p, namespace_labels, hostname=True) if r.hard and r.kind != ANTI]
+        + [r.term for r in rules_of(p, namespace_labels) if r.hard and r.kind == AFFINITY]
+        for p in pods
+    }
+    followers = [p for p in pods if rules[p.key]]
+    changed = True
+    while changed:
+        # Pods alike in namespace and labels are selected alike: the latest phase of each such set.
+        latest: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, Pod]] = {}
+        for pod in pods:
+            if phase := result.get(pod.key, 0):
+                alike = (pod.namespace, tuple(sorted(pod.labels.items())))
+                if phase > latest.get(alike, (0, pod))[0]:
+                    latest[alike] = (phase, pod)
+        changed = False
+        for pod in followers:
+            need = max(
+                (phase for phase, other in latest.values() if any(t.selects(other) for t in rules[pod.key])),
+                default=0,
+            )
+            if need > result.get(pod.key, 0):
+                result[pod.key] = need
+                changed = True
+    return result
 
 
 def _in(key: str, values: Iterable[str]) -> Requirements:

@@ -24,7 +24,7 @@ from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, Matcher, build_classes, existing_repels
-from extender.scheduling.domains import DomainPlanner, Outcome
+from extender.scheduling.domains import DomainPlanner, Outcome, settle_phases
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.options import Fitting, materialize
 from extender.scheduling.packer import Packer, PodClass
@@ -107,15 +107,12 @@ def solve(
         total_price=sum(n.price for n in planned),
         lower_bound=bound,
         notes=tuple(dict.fromkeys([*notes, *result.notes])),
-        bind_phases=_placed_phases(result),
+        bind_phases=settle_phases(
+            [*(p for n in planned for p in n.pods), *(p for ps in result.existing.values() for p in ps)],
+            result.phases,
+            namespaces,
+        ),
     )
-
-
-def _placed_phases(result: _Round) -> dict[str, int]:
-    placed = {p.key for n in result.nodes for p in n.pods} | {
-        p.key for ps in result.existing.values() for p in ps
-    }
-    return {key: phase for key, phase in result.phases.items() if key in placed}
 
 
 MAX_ROUNDS = 6
