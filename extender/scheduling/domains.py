@@ -475,30 +475,45 @@ def settle_phases(
     result = {p.key: phases[p.key] for p in pods if phases.get(p.key)}
     if not result:
         return result
-    rules = {
-        p.key: [r.term for r in rules_of(p, namespace_labels, hostname=True) if r.hard and r.kind != ANTI]
-        + [r.term for r in rules_of(p, namespace_labels) if r.hard and r.kind == AFFINITY]
-        for p in pods
-    }
-    followers = [p for p in pods if rules[p.key]]
-    changed = True
+    # Pods alike in namespace, labels and rules follow alike: one entry per such set.
+    followers: dict[Hashable, tuple[tuple[Counted, ...], list[str]]] = {}
+    for pod in pods:
+        if not pod.pod_affinity and not any(
+            s.hard and s.topology_key == wk.HOSTNAME for s in pod.topology_spread
+        ):
+            continue
+        alike = (pod.namespace, tuple(sorted(pod.labels.items())), pod.pod_affinity, pod.topology_spread)
+        if alike not in followers:
+            terms = [
+                r.term for r in rules_of(pod, namespace_labels, hostname=True) if r.hard and r.kind != ANTI
+            ]
+            terms += [r.term for r in rules_of(pod, namespace_labels) if r.hard and r.kind == AFFINITY]
+            followers[alike] = (tuple(terms), [])
+        followers[alike][1].append(pod.key)
+    selects: dict[tuple[int, Hashable], bool] = {}
+    changed = bool(followers)
     while changed:
         # Pods alike in namespace and labels are selected alike: the latest phase of each such set.
-        latest: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, Pod]] = {}
+        latest: dict[Hashable, tuple[int, Pod]] = {}
         for pod in pods:
             if phase := result.get(pod.key, 0):
                 alike = (pod.namespace, tuple(sorted(pod.labels.items())))
                 if phase > latest.get(alike, (0, pod))[0]:
                     latest[alike] = (phase, pod)
         changed = False
-        for pod in followers:
-            need = max(
-                (phase for phase, other in latest.values() if any(t.selects(other) for t in rules[pod.key])),
-                default=0,
-            )
-            if need > result.get(pod.key, 0):
-                result[pod.key] = need
-                changed = True
+        for terms, keys in followers.values():
+            need = 0
+            for alike, (phase, other) in latest.items():
+                for term in terms:
+                    if (hit := selects.get((id(term), alike))) is None:
+                        hit = selects[(id(term), alike)] = term.selects(other)
+                    if hit:
+                        need = max(need, phase)
+                        break
+            for key in keys:
+                if need > result.get(key, 0):
+                    result[key] = need
+                    changed = True
     return result
 
 
