@@ -482,29 +482,28 @@ def settle_phases(
             s.hard and s.topology_key == wk.HOSTNAME for s in pod.topology_spread
         ):
             continue
-        alike = (pod.namespace, tuple(sorted(pod.labels.items())), pod.pod_affinity, pod.topology_spread)
-        if alike not in followers:
-            terms = [
-                r.term for r in rules_of(pod, namespace_labels, hostname=True) if r.hard and r.kind != ANTI
-            ]
+        rules: Hashable = (pod.namespace, _labels_key(pod), pod.pod_affinity, pod.topology_spread)
+        if rules not in followers:
+            hostname = rules_of(pod, namespace_labels, hostname=True)
+            terms = [r.term for r in hostname if r.hard and r.kind != ANTI]
             terms += [r.term for r in rules_of(pod, namespace_labels) if r.hard and r.kind == AFFINITY]
-            followers[alike] = (tuple(terms), [])
-        followers[alike][1].append(pod.key)
-    selects: dict[tuple[int, Hashable], bool] = {}
+            followers[rules] = (tuple(terms), [])
+        followers[rules][1].append(pod.key)
+    selects: dict[tuple[int, tuple[str, Hashable]], bool] = {}
     changed = bool(followers)
     while changed:
         # Pods alike in namespace and labels are selected alike: the latest phase of each such set.
-        latest: dict[Hashable, tuple[int, Pod]] = {}
+        latest: dict[tuple[str, Hashable], tuple[int, Pod]] = {}
         for pod in pods:
             if phase := result.get(pod.key, 0):
-                alike = (pod.namespace, tuple(sorted(pod.labels.items())))
+                alike = (pod.namespace, _labels_key(pod))
                 if phase > latest.get(alike, (0, pod))[0]:
                     latest[alike] = (phase, pod)
         changed = False
-        for terms, keys in followers.values():
+        for followed, keys in followers.values():
             need = 0
             for alike, (phase, other) in latest.items():
-                for term in terms:
+                for term in followed:
                     if (hit := selects.get((id(term), alike))) is None:
                         hit = selects[(id(term), alike)] = term.selects(other)
                     if hit:
@@ -515,6 +514,10 @@ def settle_phases(
                     result[key] = need
                     changed = True
     return result
+
+
+def _labels_key(pod: Pod) -> Hashable:
+    return tuple(sorted(pod.labels.items()))
 
 
 def _in(key: str, values: Iterable[str]) -> Requirements:
