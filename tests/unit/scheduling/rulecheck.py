@@ -521,9 +521,9 @@ class _Cluster:
         existing_nodes: Sequence[Any],
         plan: Any,
         provisioners: Sequence[Any],
-        namespaces: Mapping[str, Mapping[str, str]] | None,
-        daemonsets: Sequence[Mapping[str, Any]],
-        unavailable: Iterable[tuple[str, str, str]],
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        daemonsets: Sequence[Mapping[str, Any]] = (),
+        unavailable: Iterable[tuple[str, str, str]] = (),
         claims: Mapping[str, str] | None = None,
     ) -> None:
         self.out: list[str] = []
@@ -1281,22 +1281,17 @@ def stricter_than_scheduler(
     plan: Any,
     provisioners: Sequence[Any],
     catalog: Sequence[Any] = (),
-    *,
-    namespaces: Mapping[str, Mapping[str, str]] | None = None,
-    daemonsets: Sequence[Mapping[str, Any]] = (),
-    unavailable: Iterable[tuple[str, str, str]] = (),
-    usage: Mapping[str, Any] | None = None,
-    claims: Mapping[str, str] | None = None,
+    **options: Any,
 ) -> list[str]:
     """Pods reported unschedulable that kube-scheduler would bind: bound last, after every pod the
     plan places (and the pods found so before it, so pods that exclude each other are not all
     counted), to a node of the plan or a schedulable node of the cluster, the pod passes every
     filter in every world of that node (resources, ports, volumes, taints, node affinity, its own
     spread and (anti-)affinity, and the required anti-affinity of the pods there). Pods with rules
-    the checker does not evaluate (unmodelled, DaemonSet pods) are not judged."""
-    cluster = _Cluster(
-        new_pods, existing_nodes, plan, provisioners, namespaces, daemonsets, unavailable, claims
-    )
+    the checker does not evaluate (unmodelled, DaemonSet pods) are not judged. `options`: the
+    keyword arguments of `violations` (usage is not read)."""
+    options.pop("usage", None)
+    cluster = _Cluster(new_pods, existing_nodes, plan, provisioners, **options)
     hosts = [n for n in cluster.nodes if n.schedulable and cluster.node_clean(n)]
     out = []
     for item in plan.unschedulable:
