@@ -148,7 +148,8 @@ class DomainPlanner:
         #: signature -> one batch pod with it (pods alike in signature land alike).
         self.alike: dict[Hashable, Pod] = {}
         self._counted_memo: dict[Hashable, frozenset[str]] = {}
-        #: (id of a spreader's term, pod namespace and labels) -> selects; terms live in `spreaders`.
+        #: (id of a spreader's term, pod namespace and labels) -> selects; the terms live as long as
+        #: the batch's rules (`plan`), so ids are not reused while the memo lives.
         self._selects: dict[Hashable, bool] = {}
         #: The bind phase pods given domains now join; pods of earlier phases bind before them.
         self.phase = 0
