@@ -200,7 +200,6 @@ class Packer:
         # recur (the stored entries keep them alive, so ids stay unique).
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
         self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
-        self._rankings: dict[tuple[int, Vector], list[Candidate]] = {}
         self._mix_trials = MIX_TRIALS
 
     def add_existing(
@@ -457,15 +456,16 @@ class Packer:
         """The seed's types by its own $/pod (larger first on ties), at most `trials`, within limits."""
         assert seed.view is not None and seed.reqs is not None
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
-        key = (id(found), seed.request)
-        if key not in self._rankings:
+
+        def rank() -> list[Candidate]:
             rated = []
             for c in self.cache.usable(found, seed.request):
                 count = fit_count(seed.request, c.entry.alloc)
                 rated.append((c.offering.price / count, -c.offering.price, c))
             rated.sort(key=lambda r: (r[0], r[1]))
-            self._rankings[key] = [c for _, _, c in rated]
-        ranked = self._rankings[key]
+            return [c for _, _, c in rated]
+
+        ranked = found.remember(("ranking", seed.request), rank)
         if not limited or seed.view.provisioner.name not in self.headroom:
             return ranked[: self.trials]
         result = []
@@ -517,13 +517,24 @@ class Packer:
                 for d, r in enumerate(pod_class.request):
                     total[d] += pod_class.left * r
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
-        rated = []
-        for c in self.cache.frontier(found, seed.request):
-            share = min((a / t for a, t in zip(c.entry.alloc, total, strict=True) if t > 0), default=0.0)
-            if share > 0 and self._within_limits(seed, c):
-                rated.append((c.offering.price / share, c.entry.type.name, c))
-        rated.sort(key=lambda r: (r[0], r[1]))
-        return [c for _, _, c in rated[: self._mix_trials]]
+
+        def rank() -> list[Candidate]:
+            rated = []
+            for c in self.cache.frontier(found, seed.request):
+                share = min((a / t for a, t in zip(c.entry.alloc, total, strict=True) if t > 0), default=0.0)
+                if share > 0:
+                    rated.append((c.offering.price / share, c.entry.type.name, c))
+            rated.sort(key=lambda r: (r[0], r[1]))
+            return [c for _, _, c in rated]
+
+        # Every pass of a round ranks the same totals first: ranked once, limits read per pass.
+        result: list[Candidate] = []
+        for candidate in found.remember(("mix", seed.request, tuple(total)), rank):
+            if len(result) == self._mix_trials:
+                break
+            if self._within_limits(seed, candidate):
+                result.append(candidate)
+        return result
 
     def _balanced(
         self,

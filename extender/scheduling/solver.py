@@ -34,6 +34,7 @@ from extender.scheduling.requirements import Requirements
 from extender.scheduling.resolver import Resolver
 from extender.scheduling.shape import Shapes
 from extender.scheduling.topology import NamespaceLabels, Terms, needs_namespace_labels
+from extender.scheduling.views import VIEWS
 
 __all__ = ["SORT_KEYS", "ExistingNode", "Plan", "PlannedNode", "Unschedulable", "solve"]
 
@@ -82,7 +83,7 @@ def solve(
     reads no clock.
     """
     dims = _dims(pods, daemonsets)
-    views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
+    views = [VIEWS.view_of(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
     notes: list[str] = []
     excluded = sorted({line for view in views for line in view.excluded})
     if excluded:
