@@ -42,10 +42,9 @@ class Fitting:
 
         def offered() -> tuple[list[str], list[str]]:
             offerings = [o for c in options for o in c.entry.type.offerings if o.available]
-            return (
-                sorted({o.zone for o in offerings if reqs.allows(wk.ZONE, o.zone)}),
-                sorted({o.capacity_type for o in offerings if reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}),
-            )
+            zones = {o.zone for o in offerings if reqs.allows(wk.ZONE, o.zone)}
+            kinds = {o.capacity_type for o in offerings if reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
+            return sorted(zones), sorted(kinds)
 
         # The set is the one for these requirements, so its memo may depend on them.
         found = self.cache.lookup(node.view, reqs, node.gpus)
