@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypeVar, cast
 
 from extender.api import labels as wk
@@ -184,6 +185,11 @@ class ProvisionerView:
             )
         ports = tuple(port for daemon in landed.values() for port in daemon.host_ports)
         return cls(provisioner, reqs, keys, entries, excluded, daemon_ports=ports)
+
+    @cached_property
+    def accelerator_kinds(self) -> frozenset[frozenset[str]]:
+        """The accelerator kinds of the view's types, each set once (the empty one for plain types)."""
+        return frozenset(gpus_of(e.type) for e in self.entries)
 
     def unlisted(self, requests: Resources) -> tuple[str, ...]:
         """Requested resources that no instance type the pod may use lists, sorted.

@@ -24,7 +24,7 @@ import copy
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.affinity import HostPort
@@ -44,6 +44,8 @@ TRIALS = 6
 #: ranked by what the pending pods cost bought in the type's proportions; the solver also runs
 #: passes with twice as many (which type wins early shifts what is left, so neither always wins).
 MIX_TRIALS = 4
+#: Trial fills a round remembers (`Packer._remembered`); cleared when full.
+MAX_FILLS = 4096
 #: How many earlier nodes a node is offered to when merging.
 MERGE_WINDOW = 4
 NO_ROOM = "no instance type has room for the pod's requests"
@@ -185,6 +187,7 @@ class Packer:
         headroom: limits.Headroom | None = None,
         *,
         trials: int = TRIALS,
+        remember_fills: bool = True,
     ) -> None:
         self.cache = cache
         self.min_request = min_request
@@ -201,6 +204,9 @@ class Packer:
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
         self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
         self._mix_trials = MIX_TRIALS
+        #: Trial fills by pending state (`_remembered`), shared by the round's passes; None for a
+        #: packer whose fills never recur (the local search's repacks of fresh classes).
+        self._fills: dict[Hashable, tuple[object, _Trial]] | None = {} if remember_fills else None
 
     def add_existing(
         self,
@@ -403,10 +409,12 @@ class Packer:
                 best = max(trials, key=lambda t: t.score).replay()
             else:
                 ranking = self._ranking(seed)
-                trials = [self._trial(c, seed, active) for c in ranking]
+                trials = [self._remembered(c, seed, active, None) for c in ranking]
                 best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
                 if best is not None and match is not None:
-                    mixes = [self._balanced(c, seed, active, match) for c in self._mix_ranking(seed, active)]
+                    mixes = [
+                        self._remembered(c, seed, active, match) for c in self._mix_ranking(seed, active)
+                    ]
                     trials = [t for t in [*trials, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
             assert seed.view is not None
@@ -475,6 +483,40 @@ class Packer:
                 if len(result) == self.trials:
                     break
         return result
+
+    def _remembered(
+        self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
+    ) -> _Trial:
+        """`_trial` (match None) or `_balanced`, once per pending state of the round: the passes of a
+        round start alike and often stay alike, so they ask the same fills. A fill reads the type,
+        the pending classes (cursor, host rules) and, for pod affinity, whether a term has pods yet."""
+        if self._fills is None:
+            return self._fill(candidate, seed, active, match)
+        key = (
+            id(candidate),
+            id(match),
+            id(seed),
+            tuple((id(c), c.next, id(c.host)) for c in active),
+            tuple(bool(self.placed_by_term[t]) for c in active for t in c.host.affinity),
+        )
+        if (kept := self._fills.get(key)) is not None:
+            return kept[1].replay()
+        trial = self._fill(candidate, seed, active, match)
+        if len(self._fills) >= MAX_FILLS:
+            self._fills.clear()
+        # A copy: the trial's own node may be committed, then merged or repacked. The entry keeps
+        # the classes and the candidate alive, so the ids in the key stay theirs.
+        self._fills[key] = ((candidate, seed, tuple(active)), trial.replay())
+        return trial
+
+    def _fill(
+        self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
+    ) -> _Trial:
+        return (
+            self._trial(candidate, seed, active)
+            if match is None
+            else self._balanced(candidate, seed, active, match)
+        )
 
     def _trial(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
         """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""

@@ -23,7 +23,6 @@ from extender.scheduling.candidates import (
     Vector,
     fits,
     gpu_kinds,
-    gpus_of,
     vector,
 )
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms, preferences
@@ -222,7 +221,7 @@ class Resolver:
             or key in wk.INSTANCE_TYPE_LABELS
         ):
             found: set[str] = set()
-            kinds = [gpus] if gpus is not None else [frozenset(), *{gpus_of(e.type) for e in view.entries}]
+            kinds = [gpus] if gpus is not None else [frozenset(), *view.accelerator_kinds]
             for kind in kinds:
                 candidates = self.cache.lookup(view, reqs, kind)
                 every = self._every(candidates, reqs, key)
