@@ -417,6 +417,8 @@ class Packer:
                     ]
                     trials = [t for t in [*trials, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
+                # Trials are remembered for the round's other passes: commit a copy.
+                best = best.replay() if best is not None else None
             assert seed.view is not None
             if best is not None and seed.view.provisioner.name not in self.headroom:
                 last = (seed, [t for t in trials if t.node.entries])
@@ -500,13 +502,13 @@ class Packer:
             tuple(bool(self.placed_by_term[t]) for c in active for t in c.host.affinity),
         )
         if (kept := self._fills.get(key)) is not None:
-            return kept[1].replay()
+            return kept[1]
         trial = self._fill(candidate, seed, active, match)
         if len(self._fills) >= MAX_FILLS:
             self._fills.clear()
-        # A copy: the trial's own node may be committed, then merged or repacked. The entry keeps
-        # the classes and the candidate alive, so the ids in the key stay theirs.
-        self._fills[key] = ((candidate, seed, tuple(active)), trial.replay())
+        # Never committed itself (`_greedy` commits a replay). The entry keeps the classes and the
+        # candidate alive, so the ids in the key stay theirs.
+        self._fills[key] = ((candidate, seed, tuple(active)), trial)
         return trial
 
     def _fill(
