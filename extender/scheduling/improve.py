@@ -92,7 +92,7 @@ def _repack(packer: Packer, classes: Sequence[PodClass], trials: int) -> list[No
     """The packer's own greedy on these classes only, trying `trials` types per node; None if any
     pod is left over."""
     fresh = [replace(c, next=0) for c in classes]
-    sub = Packer(packer.cache, packer.min_request, trials=trials, remember_fills=False)
+    sub = Packer(packer.cache, packer.min_request, trials=trials)
     failed: list[Pod] = []
     sub.pack(fresh, lambda pod, _cause, _reason: failed.append(pod))
     return None if failed else sub.nodes

@@ -195,7 +195,6 @@ class Packer:
         headroom: limits.Headroom | None = None,
         *,
         trials: int = TRIALS,
-        remember_fills: bool = True,
     ) -> None:
         self.cache = cache
         self.min_request = min_request
@@ -212,9 +211,9 @@ class Packer:
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
         self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
         self._mix_trials = MIX_TRIALS
-        #: Trial fills by pending state (`_remembered`), shared by the round's passes; None for a
-        #: packer whose fills never recur (the local search's repacks of fresh classes).
-        self._fills: dict[Hashable, tuple[object, _Trial]] | None = {} if remember_fills else None
+        #: Trial fills by pending state (`_remembered`), shared by a round's passes; None unless
+        #: `share_fills` (one pass, or the local search's repacks of fresh classes, never ask twice).
+        self._fills: dict[Hashable, tuple[object, _Trial]] | None = None
 
     def add_existing(
         self,
@@ -493,6 +492,10 @@ class Packer:
                 if len(result) == self.trials:
                     break
         return result
+
+    def share_fills(self) -> None:
+        """Remember trial fills for the passes forked from this packer (`_remembered`)."""
+        self._fills = {}
 
     def _remembered(
         self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None

@@ -263,6 +263,8 @@ class _Context:
         start = packer.state(classes)
         fitting = Fitting(self.cache)
         heuristics = passes.portfolio(classes, self.cache, list(packer.headroom), self.search_budget)
+        if len(heuristics) > 1:
+            packer.share_fills()
         packings = [
             passes.run(h, packer, start, classes, fitting.cheapest, self.search_budget) for h in heuristics
         ]
