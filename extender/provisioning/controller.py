@@ -201,7 +201,14 @@ class ProvisioningController:
                 leading = not leading
             self._requeue(self.parked.take())
             self.nominations.expire()
-            batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
+            if leading:
+                batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
+            else:
+                # Leadership gained while pods wait in the window is taken up at once (adoption,
+                # warm-up) while their window runs: they are not parked for a window of their own.
+                batch, waited = self.batcher.wait(
+                    stop, FOLLOWER_POLL_SECONDS / 5, idle_return=FOLLOWER_POLL_SECONDS, until=self.is_leader
+                )
             if not batch:
                 return
             # `leading`, not only is_leader(): leadership gained during the wait has not adopted the

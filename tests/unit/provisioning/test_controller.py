@@ -204,7 +204,7 @@ def test_leadership_gained_during_a_batch_wait_adopts_before_it_provisions(clust
     stop = threading.Event()
     waits = iter([[key], []])
 
-    def wait(_stop: Any, idle_return: float) -> tuple[list[str], float]:
+    def wait(_stop: Any, *_args: Any, idle_return: float, **_kwargs: Any) -> tuple[list[str], float]:
         batch = next(waits, [])
         if batch:
             leader[0] = True  # elected while the window was open
