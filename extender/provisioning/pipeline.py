@@ -119,6 +119,8 @@ class Pipeline:
             for names, replan in self._launch_groups(groups, report, snapshot):
                 launched.extend(names)
                 retry.extend(replan)
+            if bind and attempt == 0:
+                self.reporter.bound(result, report)  # after the binds, off the batch's path
             if not retry:
                 return launched
             if attempt < MAX_REPLANS:

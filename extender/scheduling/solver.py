@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from extender.api import labels as wk
 from extender.api.affinity import HONOR, TopologySpread
@@ -69,7 +70,7 @@ def solve(
     search_budget: int | None = None,
 ) -> Plan:
     """Pack `pods`; `with_bound=False` skips the cost lower bound (most of a small batch's solve time),
-    which only reports how far the plan may be from optimal.
+    which only reports how far the plan may be from optimal; `Plan.bounding()` computes it later.
 
     `existing_nodes` are every node of the cluster with its pods (topology counts them; karpy packs
     onto the schedulable ones); `namespaces` maps namespace -> labels for namespaceSelector terms.
@@ -100,14 +101,15 @@ def solve(
     final += dropped
     planned, classes = result.nodes, result.classes
     placed_new = {pod.key for node in planned for pod in node.pods}
-    bound = plan_bound(placed_new, classes, context.cache) if with_bound else 0.0
+    bounding = partial(plan_bound, placed_new, classes, context.cache)
     return Plan(
         nodes=tuple(planned),
         existing=result.existing,
         unschedulable=tuple(final),
         total_price=sum(n.price for n in planned),
-        lower_bound=bound,
+        lower_bound=bounding() if with_bound else 0.0,
         notes=tuple(dict.fromkeys([*notes, *result.notes])),
+        bounding=bounding,
     )
 
 
