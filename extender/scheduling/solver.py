@@ -1,4 +1,5 @@
-"""solve(): pending pods + Provisioners + catalog -> Plan. Pure: no API calls, no clock, no globals.
+"""solve(): pending pods + Provisioners + catalog -> Plan. Pure: no API calls, no clock, and no global
+state but memos that never change a plan (views.py keeps each Provisioner's view of the catalog).
 
 A solve is a few rounds (`solve`: a pod dropped by a Provisioner's limits is tried on the next,
 pods that cannot be placed are taken out and the rest planned again). A round (`_Context.round`)

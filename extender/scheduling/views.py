@@ -11,7 +11,6 @@ Karpenter caches the same way: each InstanceType computes its allocatable and re
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,12 +47,13 @@ class _Kept:
 
 
 class ViewCache:
-    """The last MAX_VIEWS views, most recently used last; safe to share between threads."""
+    """The last `size` views, most recently used last. Shared by threads without a lock (the pure
+    core takes none): the kept views are an immutable tuple swapped whole, so a reader always sees
+    a consistent one, and a swap lost to a concurrent one only costs a later rebuild."""
 
     def __init__(self, size: int = MAX_VIEWS) -> None:
         self.size = size
-        self._kept: list[_Kept] = []
-        self._lock = threading.Lock()
+        self._kept: tuple[_Kept, ...] = ()
 
     def view_of(
         self,
@@ -63,22 +63,18 @@ class ViewCache:
         dims: Sequence[str],
     ) -> ProvisionerView:
         catalog, pods, dimensions = tuple(instance_types), tuple(daemonsets), tuple(dims)
-        with self._lock:
-            for i, kept in enumerate(reversed(self._kept)):
-                if kept.serves(provisioner, catalog, pods, dimensions):
-                    if i:
-                        self._kept.remove(kept)
-                        self._kept.append(kept)
-                    return kept.view
+        kept = self._kept
+        for found in reversed(kept):
+            if found.serves(provisioner, catalog, pods, dimensions):
+                if found is not kept[-1]:
+                    self._kept = (*(k for k in kept if k is not found), found)
+                return found.view
         view = ProvisionerView.build(provisioner, catalog, pods, dimensions)
-        with self._lock:
-            self._kept.append(_Kept(provisioner, catalog, pods, dimensions, view))
-            del self._kept[: -self.size]
+        self._kept = (*self._kept, _Kept(provisioner, catalog, pods, dimensions, view))[-self.size :]
         return view
 
     def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
+        self._kept = ()
 
 
 #: The process's views: every solve reads the same catalog until the next refresh.
