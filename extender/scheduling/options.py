@@ -46,9 +46,10 @@ class Fitting:
             kinds = {o.capacity_type for o in offerings if reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
             return sorted(zones), sorted(kinds)
 
-        # The set is the one for these requirements, so its memo may depend on them.
+        # The set is the one for these requirements, so its memo may depend on them; the options
+        # are its candidates, alive while it is.
         found = self.cache.lookup(node.view, reqs, node.gpus)
-        return found.remember(("offers", node.used, limit), offered)
+        return found.remember(("offers", tuple(map(id, options))), offered)
 
 
 def _fitting(found: CandidateSet, used: Vector, limit: int) -> list[Candidate]:

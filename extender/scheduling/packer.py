@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -574,9 +575,16 @@ class Packer:
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
 
         def rank() -> list[Candidate]:
+            # share = min over the requested dimensions of alloc / total, divided as before (a
+            # reciprocal would round differently), picked and divided in C.
+            dims = [d for d, t in enumerate(total) if t > 0]
+            if not dims:
+                return []
+            pick = operator.itemgetter(*dims) if len(dims) > 1 else lambda a: (a[dims[0]],)
+            totals = tuple(total[d] for d in dims)
             rated = []
             for c in self.cache.frontier(found, seed.request):
-                share = min((a / t for a, t in zip(c.entry.alloc, total, strict=True) if t > 0), default=0.0)
+                share = min(map(operator.truediv, pick(c.entry.alloc), totals))
                 if share > 0:
                     rated.append((c.offering.price / share, c.entry.type.name, c))
             rated.sort(key=lambda r: (r[0], r[1]))
