@@ -39,7 +39,7 @@ from hack.localcluster.chaos import (
     _cleanup,
     _ensure_namespace,
 )
-from hack.localcluster.karpyenv import api_client, controller_env, install_provisioner_crd
+from hack.localcluster.karpyenv import api_client, controller_env, create_provisioner, install_provisioner_crd
 
 #: Seconds one pod may take to be bound, and a phase's replica to become ready or lead.
 BIND_SECONDS = 90
@@ -131,17 +131,7 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {work}", flush=True)
     with ExitStack() as stack:
         stack.enter_context(_cleanup(core, custom, ec2, run))
-        custom.create_cluster_custom_object(
-            "karpenter.sh",
-            "v1alpha5",
-            "provisioners",
-            {
-                "apiVersion": "karpenter.sh/v1alpha5",
-                "kind": "Provisioner",
-                "metadata": {"name": run},
-                "spec": {},
-            },
-        )
+        create_provisioner(api, run)
         _ensure_namespace(core, run)
         wait_for(lambda: core.list_namespaced_service_account(run).items, 30, "the default service account")
         a, b = (Replica(name, replica_env(state, run), work / f"karpy-{name}.log") for name in ("a", "b"))
