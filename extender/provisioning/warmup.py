@@ -36,7 +36,7 @@ T = TypeVar("T")
 STEPS = ("informers", "catalog", "solver", "launch")
 #: Attempts per step at start before it is given up (on leadership: one).
 ATTEMPTS = 3
-#: How often the informers' first listing (and, on leadership, the start's warm-up) is looked at.
+#: How often the informers' first listing is looked at.
 INFORMER_POLL_SECONDS = 0.05
 #: Seconds between attempts, doubled each time.
 BACKOFF_SECONDS = 2.0
@@ -98,7 +98,7 @@ class Warmup:
         """`informers`: whether each watch has listed once."""
         self.gather, self.cloud, self.informers = gather, cloud, informers
         self.readiness = readiness or Readiness()
-        #: `run` has begun: leadership gained meanwhile waits for it rather than warming twice.
+        #: `run` has begun: leadership gained before it ends leaves the warming to it.
         self._started = threading.Event()
 
     def run(self, stop: threading.Event) -> None:
@@ -114,11 +114,10 @@ class Warmup:
     def again(self, stop: threading.Event) -> None:
         """On gaining leadership: the catalog, the plan and the launch prerequisites once more (cheap
         while the caches hold them; what expired while following is fetched now, not by a batch).
-        Right after start, the start's warm-up is waited for instead; one attempt per step."""
+        Nothing while the start's warm-up still runs: it is doing the same (a batch meanwhile waits
+        for the catalog it is fetching, under the catalog's lock), and an informer that never syncs
+        must not hold up the loop. One attempt per step."""
         if self._started.is_set() and not self.readiness.ready:
-            while not self.readiness.done_event.wait(INFORMER_POLL_SECONDS):
-                if stop.is_set():
-                    return
             return
         started = time.monotonic()
         self._warm(stop, 1)
