@@ -34,6 +34,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.controller import DEADLINES, LifecycleController
 from extender.lifecycle.events import Recorder
 from extender.lifecycle.leader import LeaderElector
+from extender.observe import Observer
 from extender.provisioning.controller import ProvisioningController
 from extender.serve import serve
 from extender.settings import Settings
@@ -73,6 +74,7 @@ class Controller:
     provisioning: ProvisioningController
     lifecycle: LifecycleController
     heartbeats: Heartbeats
+    observer: Observer | None = None
 
     def start(self, stop: threading.Event) -> None:
         """Start every worker thread, in this order; `stop` ends them all."""
@@ -84,6 +86,8 @@ class Controller:
             self.kube, stop, tick=self.heartbeats.register("informer-pods", DEADLINES["informer-pods"])
         )
         self.provisioning.start(stop)
+        if self.observer is not None:
+            self.observer.start(stop)
 
 
 def build(settings: Settings, heartbeats: Heartbeats) -> Controller:
@@ -112,7 +116,10 @@ def build(settings: Settings, heartbeats: Heartbeats) -> Controller:
     )
     sqs = make_clients(settings.aws).sqs if settings.aws.interruption_queue else None
     lifecycle = LifecycleController(ctx, bound=bound, heartbeats=heartbeats, sqs=sqs)
-    return Controller(kube, state, elector, bound, provisioning, lifecycle, heartbeats)
+    observer = Observer(
+        settings=settings, kube=kube, cloud=cloud, provisioning=provisioning, is_leader=is_leader
+    )
+    return Controller(kube, state, elector, bound, provisioning, lifecycle, heartbeats, observer)
 
 
 def start(settings: Settings, stop: threading.Event, heartbeats: Heartbeats | None = None) -> Controller:

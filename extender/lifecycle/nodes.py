@@ -7,19 +7,22 @@ the earliest time any of them asked for (an emptiness or expiry due time), never
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from extender.api import labels
+from extender.api import labels, nodeclaim
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.lifecycle import drift, emptiness, nodepatch, readiness
+from extender.cluster.nodeclaims import Tracker
+from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, protection, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
+from extender.lifecycle.podevents import PodEvents
 from extender.lifecycle.termination import Step, Terminator
 from extender.lifecycle.workqueue import DelayQueue
 from extender.loops import log_failure
@@ -46,10 +49,17 @@ class NodeWorker:
         #: The disruption budgets emptiness, expiry and consolidation share.
         self.ledger = ledger or DisruptionLedger()
         self.terminator = Terminator()
+        #: Last pod event per node, for consolidateAfter (read by consolidation).
+        self.pod_events = PodEvents(lambda: self.ctx.clock())
         self._lock = threading.Lock()
         self._cache: dict[str, Node] = {}
         #: Drifted nodes -> (when found drifted, drift reason), until they are gone.
         self._drifting: dict[str, tuple[datetime, str]] = {}
+
+    @functools.cached_property
+    def claims(self) -> Tracker:
+        """The NodeClaims of NodePool nodes (conditions as the node comes up, drifts, empties)."""
+        return Tracker(self.ctx.kube, self.ctx.clock)
 
     # --- watch callbacks -------------------------------------------------------------------------
 
@@ -66,6 +76,7 @@ class NodeWorker:
         self.queue.add(node.name)
 
     def on_pod(self, event: str, pod: Pod) -> None:
+        self.pod_events.observe(event, pod)
         node = pod.node_name
         with self._lock:
             known = node in self._cache
@@ -91,10 +102,13 @@ class NodeWorker:
                 self._drifting.pop(name, None)
             self.expiry.finished(name)
             self.ledger.release(name)
+            self.pod_events.forget(name)
+            self.claims.forget_node(name)
             ctx.unmark(name)
             return
         if node.deleting:
-            step = self.terminator.reconcile(ctx, node)
+            owner = self.provisioners(node.provisioner)
+            step = self.terminator.reconcile(ctx, node, owner.termination_grace_period if owner else None)
             if step is Step.DONE:
                 self.queue.forget(name)
                 self.expiry.finished(name)
@@ -103,6 +117,8 @@ class NodeWorker:
                 self.queue.add(name, TERMINATING_POLL_SECONDS)
             else:
                 self.queue.add_backoff(name)
+                if (wake := self.terminator.wake_at(name)) is not None:
+                    self.queue.add(name, (wake - ctx.clock()).total_seconds())
             return
         prov = self.provisioners(node.provisioner)
         delays = [readiness.reconcile(ctx, node), None if prov else PROVISIONER_RECHECK_SECONDS]
@@ -124,6 +140,8 @@ class NodeWorker:
         expired = (at := expires_at(node, expiry_ttl)) is not None and ctx.clock() >= at
         if prov is not None and not node.deleting and not expired:
             delays.append(self._drift(node, prov, pods))
+        if prov is not None and nodeclaim.records(prov):
+            self._record(node, prov, pods)
         if not node.deleting and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None
             delays.append(
@@ -163,6 +181,13 @@ class NodeWorker:
                     return None
                 found = self._drifting.setdefault(name, (ctx.clock(), reason))
         since, reason = found
+        # On the claim before the replacement starts, or while do-not-disrupt holds the node.
+        self.claims.sync(node, prov, drifted=reason)
+        if name not in self.expiry.active() and (blocker := protection.node_blocker(node.annotations, pods)):
+            # Drift is graceful: a do-not-disrupt node or pod holds it (pod and node events look again).
+            metrics.disruption("drifted", "blocked")
+            ctx.log.debug("Drifted node %s is not disrupted, %s", name, blocker)
+            return None
         return self.expiry.replace(
             ctx,
             node,
@@ -175,13 +200,25 @@ class NodeWorker:
             why=f"({reason})",
         )
 
+    def _record(self, node: Node, prov: Provisioner, pods: list[Pod]) -> None:
+        """The node's NodeClaim: its lifecycle conditions, Drifted as drift found it, Consolidatable
+        once its emptiness TTL has run out (written before emptiness deletes the node)."""
+        with self._lock:
+            found = self._drifting.get(node.name)
+        decision = emptiness.decide(node, pods, prov.ttl_seconds_after_empty, self.ctx.clock())
+        self.claims.sync(
+            node,
+            prov,
+            drifted=found[1] if found else None,
+            consolidatable=decision.action is emptiness.Action.TERMINATE,
+        )
+
     def admit(self, prov: Provisioner | None, node: str, reason: str) -> bool:
         """Take a slot of the Provisioner's disruption budget for `node` (shared with consolidation)."""
         if prov is None:
             return True
-        return self.ledger.acquire(
-            prov.name, [node], reason, budget=prov.disruption_budget, **self.census(prov.name)
-        )
+        allowed = budgets.limit(prov, budgets.BUDGET_REASONS[reason], self.ctx.clock())
+        return self.ledger.acquire(prov.name, [node], reason, allowed=allowed, **self.census(prov.name))
 
     def census(self, provisioner: str) -> dict[str, Any]:
         """The Provisioner's node count and its deleting nodes, as the budget counts them."""

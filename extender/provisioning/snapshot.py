@@ -8,7 +8,8 @@ bound to it now) and the rest of the cluster.
 
 The rest of the cluster is the batch's inventory with the batch's own placements: every pod of
 the plan sits on the node the plan gave it as soon as that node is known (existing nodes from the
-start, new ones once checked), and leaves it when its check or its bind fails. Within the group
+start, new ones once checked; a pod of a later bind phase only once checked, as it binds after the
+pods it may crowd), and leaves it when its check or its bind fails. Within the group
 being checked, pods are taken in order, each against those admitted before it. Checking against
 only the binds made so far would refuse sound plans by the order of the binds: with zone spread,
 the second pod bound into a zone whose sibling zone's node is created but not yet bound to would

@@ -21,12 +21,12 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import attach, limits, passes
+from extender.scheduling import attach, claims, limits, passes
 from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, Matcher, build_classes, existing_repels
-from extender.scheduling.domains import DomainPlanner, Outcome
+from extender.scheduling.domains import DomainPlanner, Outcome, settle_phases
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.options import Fitting, materialize
 from extender.scheduling.packer import Packer, PodClass
@@ -110,6 +110,11 @@ def solve(
         total_price=sum(n.price for n in planned),
         lower_bound=bounding() if with_bound else 0.0,
         notes=tuple(dict.fromkeys([*notes, *result.notes])),
+        bind_phases=settle_phases(
+            [*(p for n in planned for p in n.pods), *(p for ps in result.existing.values() for p in ps)],
+            result.phases,
+            namespaces,
+        ),
         bounding=bounding,
     )
 
@@ -214,6 +219,8 @@ class _Round:
     #: Whether any pod's placement depended on others' (topology rules or host ports).
     topology: bool
     existing_only: Mapping[str, Requirements]
+    #: pod key -> bind phase (domains.py), for pods binding after others.
+    phases: Mapping[str, int]
 
 
 class _Context:
@@ -235,6 +242,8 @@ class _Context:
         self.search_budget = search_budget
         self.provisioners = [v.provisioner for v in views]
         self.shapes = Shapes()
+        #: Claims charged once per node (claims.py), found in the first round, which has every pod.
+        self.shared: frozenset[str] | None = None
 
     def round(
         self,
@@ -261,6 +270,7 @@ class _Context:
             pins=outcome.requirements,
             skip=skip,
             sort=sort_key,
+            shared=self._shared(pods),
         )
         packer = self._fill_existing(classes, terms, matcher, repels)
         start = packer.state(classes)
@@ -292,7 +302,13 @@ class _Context:
                 c.host.anti or c.host.affinity or c.host.spread or c.host.repels or c.ports for c in classes
             ),
             existing_only=outcome.existing_only,
+            phases=outcome.phases,
         )
+
+    def _shared(self, pods: Sequence[Pod]) -> frozenset[str]:
+        if self.shared is None:
+            self.shared = claims.shared(pods, self.existing)
+        return self.shared
 
     def _domains(
         self,

@@ -19,6 +19,8 @@ from hack.localcluster import awsseed
 #: The Provisioner CRD karpy serves (karpenter.sh/v1alpha5).
 PROVISIONER_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "provisioners.karpenter.sh.yaml"
 NODE_TEMPLATE_CRD = PROVISIONER_CRD.with_name("awsnodetemplates.karpenter.k8s.aws.yaml")
+#: karpenter.sh/v1 NodeClaim: the record karpy keeps of each node launched for a NodePool.
+NODECLAIM_CRD = PROVISIONER_CRD.with_name("nodeclaims.karpenter.sh.yaml")
 #: The built-in on-demand table shipped in the package (what karpy uses without the Pricing API).
 PRICES = Path(__file__).resolve().parents[2] / "extender" / "data" / "ec2-on-demand-prices.json"
 
@@ -129,10 +131,11 @@ def create_provisioner(api: Any, name: str, spec: Mapping[str, Any] | None = Non
 
 
 def install_provisioner_crd(api: Any) -> str:
-    """Create (or replace older revisions of) the Provisioner CRD and the AWSNodeTemplate CRD its
-    providerRef names, and wait until they are Established (at most 30 s each); returns the
-    Provisioner CRD's name."""
+    """Create (or replace older revisions of) the Provisioner CRD, the AWSNodeTemplate CRD its
+    providerRef names and the NodeClaim CRD, and wait until they are Established (at most 30 s
+    each); returns the Provisioner CRD's name."""
     install_crd(api, NODE_TEMPLATE_CRD)
+    install_crd(api, NODECLAIM_CRD)
     return install_crd(api, PROVISIONER_CRD)
 
 
