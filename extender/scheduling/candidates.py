@@ -35,7 +35,7 @@ from extender.scheduling.requirements import Requirements
 Vector = tuple[float, ...]
 
 #: Candidate sets a view keeps across solves (one per requirement set asked); cleared when full.
-MAX_KEPT_SETS = 4096
+MAX_KEPT_SETS = 1024
 #: Entries one CandidateSet's memo keeps (requests and fills asked of it); cleared when full.
 MAX_MEMO = 4096
 _MISSING = object()
