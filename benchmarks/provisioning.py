@@ -123,19 +123,9 @@ def run(api: Any, count: int, metrics_url: str) -> str:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
     name = f"bench-{uuid.uuid4().hex[:6]}"
-    custom.create_cluster_custom_object(
-        "karpenter.sh",
-        "v1alpha5",
-        "provisioners",
-        {
-            "apiVersion": "karpenter.sh/v1alpha5",
-            "kind": "Provisioner",
-            "metadata": {"name": name},
-            "spec": {},
-        },
-    )
+    karpyenv.create_provisioner(api, name)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     deadline = time.monotonic() + 30
     while True:

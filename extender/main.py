@@ -188,7 +188,11 @@ def run(settings: Settings, *, threads: int = THREADS) -> None:
     def factory() -> Any:
         controller = start(settings, stop)
         app = create_app(
-            settings, controller.state, controller.provisioning.enqueue, heartbeats=controller.heartbeats
+            settings,
+            controller.state,
+            controller.provisioning.enqueue,
+            heartbeats=controller.heartbeats,
+            readiness=controller.provisioning.warmup.readiness,
         )
         return wsgi_app(settings, app)
 

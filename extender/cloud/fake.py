@@ -78,6 +78,9 @@ class FakeCloudProvider:
         self._record("get_instance_types", provisioner)
         return list(self.catalog)
 
+    def prepare(self, requests: Sequence[LaunchRequest]) -> None:
+        self._record("prepare", *requests)
+
     def create(self, request: LaunchRequest) -> LaunchResult:
         with self._lock:
             self.requests.append(request)

@@ -8,7 +8,7 @@ cloudprovider/metrics.Decorate does. Methods outside the interface pass through 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import Counter, Histogram
@@ -58,6 +58,9 @@ class MeteredCloudProvider:
 
     def create(self, request: LaunchRequest) -> LaunchResult:
         return self._timed("create", lambda: self.provider.create(request))
+
+    def prepare(self, requests: Sequence[LaunchRequest]) -> None:
+        self._timed("prepare", lambda: self.provider.prepare(requests))
 
     def delete(self, instance_id: str) -> None:
         self._timed("delete", lambda: self.provider.delete(instance_id))

@@ -99,6 +99,10 @@ class CloudProvider(Protocol):
         """Launch nodes in one call; raises InsufficientCapacityError when nothing could be launched."""
         ...
 
+    def prepare(self, requests: Sequence[LaunchRequest]) -> None:
+        """Resolve and cache what `create` needs for such requests, launching nothing (warm-up)."""
+        ...
+
     def delete(self, instance_id: str) -> None:
         """Terminate; InstanceNotFoundError is raised only for ids the cloud never knew."""
         ...

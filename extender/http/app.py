@@ -1,5 +1,8 @@
 """The scheduler extender: Flask app with /filter, /prioritize, /healthz, /readyz, /metrics.
 
+/readyz answers 503 with the warm-up steps still running (JSON `waiting`) until the controller has
+warmed up (provisioning/warmup.py), then 200 "ok"; /healthz is about the worker loops only.
+
 Wire format is kube-scheduler's ExtenderArgs / ExtenderFilterResult / HostPriorityList (Go field
 names, no json tags, so keys are capitalised). Served by gunicorn in the controller process so
 the guard reads the same ClusterState the workers write. `create_metrics_app` is what the metrics
@@ -22,6 +25,7 @@ from extender.heartbeat import Heartbeats
 from extender.http import guard
 from extender.http.limits import Environ, StartResponse, WSGIApp, bound
 from extender.provisioning import metrics
+from extender.provisioning.warmup import Readiness
 from extender.settings import Settings
 from extender.state import ClusterState
 
@@ -56,8 +60,11 @@ def create_app(
     enqueue: Callable[[Sequence[dict[str, Any]]], None],
     *,
     heartbeats: Heartbeats | None = None,
+    readiness: Readiness | None = None,
 ) -> Flask:
-    """`heartbeats`: the worker loops /healthz watches (extender/heartbeat.py); none by default."""
+    """`heartbeats`: the worker loops /healthz watches (extender/heartbeat.py); none by default.
+    `readiness`: the warm-up steps /readyz waits for (provisioning/warmup.py); without it, /readyz
+    waits for the pending-pod watch alone."""
     app = _limited(Flask("karpy-extender"), settings)
     app.config["KARPY_SETTINGS"] = settings
     app.after_request(_count_failure)
@@ -109,8 +116,11 @@ def create_app(
         return "ok", 200
 
     @app.get("/readyz")
-    def readyz() -> tuple[str, int]:
-        return ("ok", 200) if state.ready else ("pod watch not synced", 503)
+    def readyz() -> tuple[Response | str, int]:
+        waiting = readiness.waiting() if readiness is not None else ([] if state.ready else ["informers"])
+        if waiting:
+            return _json({"status": "warming up", "waiting": waiting}), 503
+        return "ok", 200
 
     @app.get("/metrics")
     def metrics_() -> Response:

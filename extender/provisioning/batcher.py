@@ -82,14 +82,21 @@ class Batcher:
         return len(self._window.items)
 
     def wait(
-        self, stop: threading.Event, poll_seconds: float = 0.5, idle_return: float | None = None
+        self,
+        stop: threading.Event,
+        poll_seconds: float = 0.5,
+        idle_return: float | None = None,
+        until: Callable[[], bool] | None = None,
     ) -> tuple[dict[str, Any], float]:
-        """The next batch and its window duration; ({}, 0) when `stop` is set first, or after
-        `idle_return` seconds with an empty window (so the caller can do periodic work)."""
+        """The next batch and its window duration; ({}, 0) when `stop` is set first, after
+        `idle_return` seconds with an empty window (so the caller can do periodic work), or as soon
+        as `until()` is true (looked at every `poll_seconds`; the window keeps its pods and times)."""
         give_up = None if idle_return is None else time.monotonic() + idle_return
         with self._cond:
             while not stop.is_set():
                 if give_up is not None and not self._window.items and time.monotonic() >= give_up:
+                    break
+                if until is not None and until():
                     break
                 if self._window.due():
                     return self._window.take()

@@ -7,7 +7,8 @@ fast path and retries) and runs each through the pipeline (`pipeline.py`: gather
 
 On start and on every gain of leadership the loop first adopts instances an interrupted launch left
 without a Node (`adopt_instances`), before any batch is planned: the pending pods then pack onto
-those nodes as existing capacity instead of being launched for again.
+those nodes as existing capacity instead of being launched for again. Then it warms up again
+(`warmup.py`: catalog, solver views, launch templates), which every replica first does at start.
 
 Shared state and who guards it:
 - `_lock` (the batch lock): one batch, one replacement launch or one adoption at a time; it guards
@@ -52,6 +53,7 @@ from extender.provisioning.pools import Pools
 from extender.provisioning.register import Registrar
 from extender.provisioning.report import BatchReport, Reporter
 from extender.provisioning.startup import StartupTracker
+from extender.provisioning.warmup import Warmup
 from extender.provisioning.watcher import PodWatcher
 from extender.scheduling.instancetypes import OfferingKey
 from extender.scheduling.plan import PlannedNode
@@ -106,6 +108,12 @@ class ProvisioningController:
         )
         self.bound.subscribe_manifests(self.startup.on_bound)
         self.pipeline = self._pipeline(reporter)
+        self.warmup = Warmup(
+            gather=self.pipeline.gather,
+            cloud=cloud,
+            informers=(lambda: state.ready, self.nodes.synced.is_set, self.bound.synced.is_set),
+        )
+        self._stopping = threading.Event()
 
     def _pipeline(self, reporter: Reporter) -> Pipeline:
         """The stages, each handed the shared pieces it reads or writes."""
@@ -183,19 +191,14 @@ class ProvisioningController:
         self.unavailable.mark([key])
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
-        # Discovering the catalog takes seconds (DescribeInstanceTypes pages, offerings, prices):
-        # fetch it now rather than inside the first batch's latency.
-        warm = threading.Thread(target=self._warm_catalog, name="catalog-warmup", daemon=True)
+        # The catalog, the solver's views of it and the launch prerequisites take seconds to
+        # resolve: now (warmup.py, `/readyz` waits for it) rather than inside the first batch.
+        self._stopping = stop
+        warm = threading.Thread(target=self.warmup.run, args=(stop,), name="warm-up", daemon=True)
         warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
         return [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
-
-    def _warm_catalog(self) -> None:
-        try:
-            self.cloud.get_instance_types(None)
-        except Exception as err:  # the warm-up thread's boundary; the first batch fetches it again
-            log.warning("Discovering instance types failed, %s", err)
 
     def run(self, stop: threading.Event, *, backoff: retry.LoopBackoff | None = None) -> None:
         """One batch a pass until `stop`; a failed batch is parked (its pods come back after their
@@ -211,7 +214,14 @@ class ProvisioningController:
                 leading = not leading
             self._requeue(self.parked.take())
             self.nominations.expire()
-            batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
+            if leading:
+                batch, waited = self.batcher.wait(stop, idle_return=self._idle_seconds(leading))
+            else:
+                # Leadership gained while pods wait in the window is taken up at once (adoption,
+                # warm-up) while their window runs: they are not parked for a window of their own.
+                batch, waited = self.batcher.wait(
+                    stop, FOLLOWER_POLL_SECONDS / 5, idle_return=FOLLOWER_POLL_SECONDS, until=self.is_leader
+                )
             if not batch:
                 return
             # `leading`, not only is_leader(): leadership gained during the wait has not adopted the
@@ -245,6 +255,8 @@ class ProvisioningController:
         except Exception as err:  # the loop's boundary; GC bounds how long an unadopted instance lives
             # The world's failures (API server, AWS) are WARNINGs, karpy's own bugs ERRORs.
             log_failure(log, "adopting instances of interrupted launches", err)
+        # A follower warmed up at its start; what expired since is fetched before the first batch.
+        self.warmup.again(self._stopping)
         # Pods parked while following were waiting for exactly this.
         self._requeue(self.parked.take(everything=True))
 

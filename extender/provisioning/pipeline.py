@@ -136,6 +136,8 @@ class Pipeline:
                 held.extend(later)
             if snapshot is not None and held:
                 self._bind_held(held, report, snapshot)
+            if bind and attempt == 0:
+                self.reporter.bound(result, report)  # after the binds, off the batch's path
             if not retry:
                 return launched
             if attempt < MAX_REPLANS:

@@ -56,6 +56,10 @@ class BatchReport:
     #: Keys of the batch's pods that reached the window through the extender before the pod watch.
     fast_path: frozenset[str] = frozenset()
     timings: dict[str, float] = field(default_factory=dict)
+    #: The lower bound on the $/h of the batch's new nodes (scheduling/bound.py) and their planned
+    #: $/h; set on the event pool after the batch's binds (`Reporter.bound`), None until then.
+    lower_bound: float | None = None
+    planned_price: float = 0.0
     # Launch groups run on a thread pool and update one report; `+=` on a field is not atomic.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -135,6 +139,33 @@ class Reporter:
             message=message,
             warning=warning,
         )
+
+    def bound(self, plan: Plan, report: BatchReport) -> None:
+        """Compute the plan's lower bound on the event pool, after the caller has bound the batch:
+        it only says how far the new nodes' price may be from the cheapest possible (for a small
+        batch it costs ten times the solve), so it never holds up a bind. Logged, and kept on the
+        report."""
+        if not plan.nodes or plan.bounding is None:
+            return
+        bounding, price, count = plan.bounding, plan.total_price, len(plan.nodes)
+
+        def compute() -> None:
+            try:
+                bound = bounding()
+            except Exception:  # the event pool's boundary: a report line, nothing depends on it
+                log.exception("Computing the lower bound of a batch's plan failed")
+                return
+            report.lower_bound, report.planned_price = bound, price
+            gap = f" (+{(price / bound - 1) * 100:.1f}%)" if bound > 0 else ""
+            log.info(
+                "Lower bound of the batch's %d new node(s) $%.4f/h, planned $%.4f/h%s",
+                count,
+                bound,
+                price,
+                gap,
+            )
+
+        self.pools.events.submit(compute)
 
     def plan(self, plan: Plan, provisioners: Mapping[str, Provisioner]) -> list[str]:
         """Log the plan and report the pods it could not place; the keys of those that should wait

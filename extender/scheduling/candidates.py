@@ -16,8 +16,10 @@ agree on the catalog.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, TypeVar, cast
 
 from extender.api import labels as wk
 from extender.api.affinity import HostPort
@@ -31,6 +33,13 @@ from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
 
 Vector = tuple[float, ...]
+
+#: Candidate sets a view keeps across solves (one per requirement set asked); cleared when full.
+MAX_KEPT_SETS = 1024
+#: Entries one CandidateSet's memo keeps (requests and fills asked of it); cleared when full.
+MAX_MEMO = 4096
+_MISSING = object()
+T = TypeVar("T")
 
 
 def vector(resources: Resources, dims: Sequence[str]) -> Vector:
@@ -83,10 +92,24 @@ def fit_count(request: Vector, free: Vector) -> int:
 @dataclass(frozen=True, eq=False)
 class CandidateSet:
     """Compatible types, priced ones cheapest first and then estimated ones cheapest first; compared
-    by identity (the cache hands out one per question)."""
+    by identity (the cache hands out one per question).
+
+    `memo` holds what is derived from the set alone (the types holding a request, their ranking,
+    the node options for a fill), so it lasts as long as the set: across solves, while views.py
+    keeps the view. Cleared when it holds MAX_MEMO entries."""
 
     candidates: tuple[Candidate, ...]
     names: frozenset[str]
+    memo: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+
+    def remember(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, once per key while the memo holds it."""
+        found = self.memo.get(key, _MISSING)
+        if found is _MISSING:
+            if len(self.memo) >= MAX_MEMO:
+                self.memo.clear()
+            found = self.memo[key] = compute()
+        return cast(T, found)
 
 
 def _daemon_fits_type(
@@ -121,6 +144,11 @@ class ProvisionerView:
     daemon_ports: tuple[HostPort, ...] = ()
     #: (pod accelerator kinds, requested names) -> unlisted names; asked once per pod shape.
     _unlisted: dict[tuple[frozenset[str], frozenset[str]], tuple[str, ...]] = field(default_factory=dict)
+    #: (requirements, accelerator kinds, unavailable offerings) -> the compatible types. Lives as
+    #: long as the view, which views.py keeps across solves while the catalog is unchanged.
+    _sets: dict[tuple[Requirements, frozenset[str], frozenset[OfferingKey]], CandidateSet] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def build(
@@ -158,6 +186,11 @@ class ProvisionerView:
         ports = tuple(port for daemon in landed.values() for port in daemon.host_ports)
         return cls(provisioner, reqs, keys, entries, excluded, daemon_ports=ports)
 
+    @cached_property
+    def accelerator_kinds(self) -> frozenset[frozenset[str]]:
+        """The accelerator kinds of the view's types, each set once (the empty one for plain types)."""
+        return frozenset(gpus_of(e.type) for e in self.entries)
+
     def unlisted(self, requests: Resources) -> tuple[str, ...]:
         """Requested resources that no instance type the pod may use lists, sorted.
 
@@ -180,9 +213,6 @@ class CandidateCache:
     def __init__(self, unavailable: Collection[OfferingKey]) -> None:
         self.unavailable = frozenset(unavailable)
         self._memo: dict[tuple[str, Requirements, frozenset[str]], CandidateSet] = {}
-        self._rates: dict[tuple[int, Vector], float] = {}
-        self._usable: dict[tuple[int, Vector], tuple[Candidate, ...]] = {}
-        self._frontier: dict[int, tuple[CandidateSet, tuple[Candidate, ...]]] = {}
 
     def cheapest_offering(self, instance_type: InstanceType, reqs: Requirements) -> Offering | None:
         zones, capacity_types = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
@@ -201,6 +231,10 @@ class CandidateCache:
     def lookup(self, view: ProvisionerView, reqs: Requirements, gpus: frozenset[str]) -> CandidateSet:
         key = (view.provisioner.name, reqs, gpus)
         if (found := self._memo.get(key)) is not None:
+            return found
+        kept = (reqs, gpus, self.unavailable)
+        if (found := view._sets.get(kept)) is not None:
+            self._memo[key] = found
             return found
         names, arches, oses = reqs.get(wk.INSTANCE_TYPE), reqs.get(wk.ARCH), reqs.get(wk.OS)
         # karpenter.k8s.aws/* keys: the type's own labels decide; a type without one is "absent".
@@ -226,18 +260,21 @@ class CandidateCache:
         candidates.sort(key=lambda c: (c.estimated, c.offering.price, c.entry.type.name))
         found = CandidateSet(tuple(candidates), frozenset(c.entry.type.name for c in candidates))
         self._memo[key] = found
+        if len(view._sets) >= MAX_KEPT_SETS:
+            view._sets.clear()
+        view._sets[kept] = found
         return found
 
     def usable(self, found: CandidateSet, request: Vector) -> tuple[Candidate, ...]:
         """The set's types that hold one pod of `request`: the priced ones, or — only when no priced
         type holds it — the estimated ones. So an estimate never makes a type look cheap enough to
         win over a type with a real price."""
-        key = (id(found), request)
-        if (result := self._usable.get(key)) is None:
+
+        def compute() -> tuple[Candidate, ...]:
             holding = [c for c in found.candidates if fit_count(request, c.entry.alloc)]
-            priced = tuple(c for c in holding if not c.estimated)
-            result = self._usable[key] = priced or tuple(holding)
-        return result
+            return tuple(c for c in holding if not c.estimated) or tuple(holding)
+
+        return found.remember(("usable", request), compute)
 
     def frontier(self, found: CandidateSet, request: Vector) -> tuple[Candidate, ...]:
         """`usable` less the types another one beats on every resource at no higher price: only these
@@ -245,7 +282,10 @@ class CandidateCache:
 
         A type that beats one holding the pod holds it too, so the set's frontier (priced and
         estimated types apart, as `usable` keeps them) is computed once and filtered per request."""
-        if (memo := self._frontier.get(id(found))) is None:
+        return found.remember(("frontier", request), lambda: self._frontier(found, request))
+
+    def _frontier(self, found: CandidateSet, request: Vector) -> tuple[Candidate, ...]:
+        if (memo := found.memo.get("frontier")) is None:
             kept: list[Candidate] = []
             top: dict[bool, Vector] = {}
             for c in sorted(
@@ -261,20 +301,19 @@ class CandidateCache:
                 ):
                     kept.append(c)
                     top[c.estimated] = tuple(max(a, m) for a, m in zip(alloc, most, strict=True))
-            memo = self._frontier[id(found)] = (found, tuple(kept))
-        holding = [c for c in memo[1] if fit_count(request, c.entry.alloc)]
+            memo = found.memo["frontier"] = tuple(kept)
+        holding = [c for c in memo if fit_count(request, c.entry.alloc)]
         return tuple(c for c in holding if not c.estimated) or tuple(holding)
 
     def pod_rate(self, found: CandidateSet, request: Vector) -> float:
         """Cheapest $/h per pod when nodes of this set hold only pods of `request` (inf if none fits)."""
-        key = (id(found), request)
-        if (rate := self._rates.get(key)) is None:
-            rate = min(
+        return found.remember(
+            ("rate", request),
+            lambda: min(
                 (c.offering.price / fit_count(request, c.entry.alloc) for c in self.usable(found, request)),
                 default=math.inf,
-            )
-            self._rates[key] = rate
-        return rate
+            ),
+        )
 
 
 def gpus_of(instance_type: InstanceType) -> frozenset[str]:

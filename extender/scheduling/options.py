@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from extender.api import labels as wk
 from extender.api.resources import Resources
-from extender.scheduling.candidates import Candidate, CandidateCache, Vector, fits
+from extender.scheduling.candidates import Candidate, CandidateCache, CandidateSet, Vector, fits
 from extender.scheduling.packer import Node
 from extender.scheduling.plan import PlannedNode
 
@@ -32,37 +32,49 @@ class Fitting:
 
     def _fitting(self, node: Node, limit: int) -> list[Candidate]:
         assert node.view is not None and node.reqs is not None
-        result = []
-        cpu, memory = node.used[0] - 1e-9, node.used[1] - 1e-9
-        for candidate in self.cache.lookup(node.view, node.reqs, node.gpus).candidates:
-            alloc = candidate.entry.alloc
-            # cpu and memory first: they rule out most types without the general check.
-            if alloc[0] >= cpu and alloc[1] >= memory and fits(node.used, alloc):
-                result.append(candidate)
-                if len(result) == limit:
-                    break
-        return result
+        found = self.cache.lookup(node.view, node.reqs, node.gpus)
+        return found.remember(("fitting", node.used, limit), lambda: _fitting(found, node.used, limit))
+
+    def offers(self, node: Node, limit: int) -> tuple[list[str], list[str]]:
+        """Zones and capacity types the node's options offer within its requirements."""
+        assert node.view is not None and node.reqs is not None
+        reqs, options = node.reqs, self(node, limit)
+
+        def offered() -> tuple[list[str], list[str]]:
+            offerings = [o for c in options for o in c.entry.type.offerings if o.available]
+            zones = {o.zone for o in offerings if reqs.allows(wk.ZONE, o.zone)}
+            kinds = {o.capacity_type for o in offerings if reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
+            return sorted(zones), sorted(kinds)
+
+        # The set is the one for these requirements, so its memo may depend on them; the options
+        # are its candidates, alive while it is.
+        found = self.cache.lookup(node.view, reqs, node.gpus)
+        return found.remember(("offers", tuple(map(id, options))), offered)
+
+
+def _fitting(found: CandidateSet, used: Vector, limit: int) -> list[Candidate]:
+    """The set's candidates that hold `used`, cheapest first, at most `limit`."""
+    result = []
+    cpu, memory = used[0] - 1e-9, used[1] - 1e-9
+    for candidate in found.candidates:
+        alloc = candidate.entry.alloc
+        # cpu and memory first: they rule out most types without the general check.
+        if alloc[0] >= cpu and alloc[1] >= memory and fits(used, alloc):
+            result.append(candidate)
+            if len(result) == limit:
+                break
+    return result
 
 
 def materialize(
     nodes: Sequence[Node], fitting: Fitting, max_options: int, dims: Sequence[str]
 ) -> list[PlannedNode]:
     result = []
-    # Zones and capacity types per (requirements, options): the same for every node of a pattern.
-    offers: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
     for node in nodes:
         assert node.view is not None and node.reqs is not None
         options = fitting(node, max_options)
         cheapest = options[0]
-        if (found := offers.get((id(node.reqs), id(options)))) is None:
-            offered = [o for c in options for o in c.entry.type.offerings if o.available]
-            found = offers[(id(node.reqs), id(options))] = (
-                sorted({o.zone for o in offered if node.reqs.allows(wk.ZONE, o.zone)}),
-                sorted(
-                    {o.capacity_type for o in offered if node.reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
-                ),
-            )
-        zones, capacity_types = found
+        zones, capacity_types = fitting.offers(node, max_options)
         provisioner = node.view.provisioner
         labels = {**provisioner.labels, wk.PROVISIONER_NAME: provisioner.name, **node.reqs.single_values()}
         result.append(

@@ -24,7 +24,7 @@ import copy
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.affinity import HostPort
@@ -44,6 +44,8 @@ TRIALS = 6
 #: ranked by what the pending pods cost bought in the type's proportions; the solver also runs
 #: passes with twice as many (which type wins early shifts what is left, so neither always wins).
 MIX_TRIALS = 4
+#: Trial fills a round remembers (`Packer._remembered`); cleared when full.
+MAX_FILLS = 4096
 #: How many earlier nodes a node is offered to when merging.
 MERGE_WINDOW = 4
 NO_ROOM = "no instance type has room for the pod's requests"
@@ -108,7 +110,16 @@ class Node:
     claims: set[str] = field(default_factory=set)
 
     def room(self, request: Vector) -> int:
-        return fit_count(request, tuple(map(operator.sub, self.capacity, self.used)))
+        """fit_count(request, capacity - used), without building the difference (the fills' hot call)."""
+        count: float = 1 << 30
+        for req, cap, used in zip(request, self.capacity, self.used, strict=True):
+            if req > 0:
+                fits = (cap - used + 1e-9) // req
+                if fits < count:
+                    count = fits
+            elif cap - used < -1e-9:
+                return 0
+        return int(count) if count > 0 else 0
 
     def room_for(self, pod_class: PodClass) -> int:
         """How many of the class's pods fit, its shared claims new to the node charged once."""
@@ -215,8 +226,10 @@ class Packer:
         # recur (the stored entries keep them alive, so ids stay unique).
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
         self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
-        self._rankings: dict[tuple[int, Vector], list[Candidate]] = {}
         self._mix_trials = MIX_TRIALS
+        #: Trial fills by pending state (`_remembered`), shared by a round's passes; None unless
+        #: `share_fills` (one pass, or the local search's repacks of fresh classes, never ask twice).
+        self._fills: dict[Hashable, tuple[object, _Trial]] | None = None
 
     def add_existing(
         self,
@@ -421,12 +434,16 @@ class Packer:
                 best = max(trials, key=lambda t: t.score).replay()
             else:
                 ranking = self._ranking(seed)
-                trials = [self._trial(c, seed, active) for c in ranking]
+                trials = [self._remembered(c, seed, active, None) for c in ranking]
                 best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
                 if best is not None and match is not None:
-                    mixes = [self._balanced(c, seed, active, match) for c in self._mix_ranking(seed, active)]
+                    mixes = [
+                        self._remembered(c, seed, active, match) for c in self._mix_ranking(seed, active)
+                    ]
                     trials = [t for t in [*trials, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
+                # Trials are remembered for the round's other passes: commit a copy.
+                best = best.replay() if best is not None else None
             assert seed.view is not None
             if best is not None and seed.view.provisioner.name not in self.headroom:
                 last = (seed, [t for t in trials if t.node.entries])
@@ -474,15 +491,16 @@ class Packer:
         """The seed's types by its own $/pod (larger first on ties), at most `trials`, within limits."""
         assert seed.view is not None and seed.reqs is not None
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
-        key = (id(found), seed.request)
-        if key not in self._rankings:
+
+        def rank() -> list[Candidate]:
             rated = []
             for c in self.cache.usable(found, seed.request):
                 count = fit_count(seed.request, c.entry.alloc)
                 rated.append((c.offering.price / count, -c.offering.price, c))
             rated.sort(key=lambda r: (r[0], r[1]))
-            self._rankings[key] = [c for _, _, c in rated]
-        ranked = self._rankings[key]
+            return [c for _, _, c in rated]
+
+        ranked = found.remember(("ranking", seed.request), rank)
         if not limited or seed.view.provisioner.name not in self.headroom:
             return ranked[: self.trials]
         result = []
@@ -492,6 +510,44 @@ class Packer:
                 if len(result) == self.trials:
                     break
         return result
+
+    def share_fills(self) -> None:
+        """Remember trial fills for the passes forked from this packer (`_remembered`)."""
+        self._fills = {}
+
+    def _remembered(
+        self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
+    ) -> _Trial:
+        """`_trial` (match None) or `_balanced`, once per pending state of the round: the passes of a
+        round start alike and often stay alike, so they ask the same fills. A fill reads the type,
+        the pending classes (cursor, host rules) and, for pod affinity, whether a term has pods yet."""
+        if self._fills is None:
+            return self._fill(candidate, seed, active, match)
+        key = (
+            id(candidate),
+            id(match),
+            id(seed),
+            tuple((id(c), c.next, id(c.host)) for c in active),
+            tuple(bool(self.placed_by_term[t]) for c in active for t in c.host.affinity),
+        )
+        if (kept := self._fills.get(key)) is not None:
+            return kept[1]
+        trial = self._fill(candidate, seed, active, match)
+        if len(self._fills) >= MAX_FILLS:
+            self._fills.clear()
+        # Never committed itself (`_greedy` commits a replay). The entry keeps the classes and the
+        # candidate alive, so the ids in the key stay theirs.
+        self._fills[key] = ((candidate, seed, tuple(active)), trial)
+        return trial
+
+    def _fill(
+        self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
+    ) -> _Trial:
+        return (
+            self._trial(candidate, seed, active)
+            if match is None
+            else self._balanced(candidate, seed, active, match)
+        )
 
     def _trial(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
         """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""
@@ -534,13 +590,31 @@ class Packer:
                 for d, r in enumerate(pod_class.request):
                     total[d] += pod_class.left * r
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
-        rated = []
-        for c in self.cache.frontier(found, seed.request):
-            share = min((a / t for a, t in zip(c.entry.alloc, total, strict=True) if t > 0), default=0.0)
-            if share > 0 and self._within_limits(seed, c):
-                rated.append((c.offering.price / share, c.entry.type.name, c))
-        rated.sort(key=lambda r: (r[0], r[1]))
-        return [c for _, _, c in rated[: self._mix_trials]]
+
+        def rank() -> list[Candidate]:
+            # share = min over the requested dimensions of alloc / total, divided as before (a
+            # reciprocal would round differently), picked and divided in C.
+            dims = [d for d, t in enumerate(total) if t > 0]
+            if not dims:
+                return []
+            pick = operator.itemgetter(*dims) if len(dims) > 1 else lambda a: (a[dims[0]],)
+            totals = tuple(total[d] for d in dims)
+            rated = []
+            for c in self.cache.frontier(found, seed.request):
+                share = min(map(operator.truediv, pick(c.entry.alloc), totals))
+                if share > 0:
+                    rated.append((c.offering.price / share, c.entry.type.name, c))
+            rated.sort(key=lambda r: (r[0], r[1]))
+            return [c for _, _, c in rated]
+
+        # Every pass of a round ranks the same totals first: ranked once, limits read per pass.
+        result: list[Candidate] = []
+        for candidate in found.remember(("mix", seed.request, tuple(total)), rank):
+            if len(result) == self._mix_trials:
+                break
+            if self._within_limits(seed, candidate):
+                result.append(candidate)
+        return result
 
     def _balanced(
         self,

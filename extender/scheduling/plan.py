@@ -6,7 +6,7 @@ Consumed as-is by the provisioning worker (launch + bind), `karpy plan` and the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from extender.api.pod import Pod
@@ -96,7 +96,8 @@ class Plan:
     existing: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
     unschedulable: tuple[Unschedulable, ...] = ()
     total_price: float = 0.0
-    #: LP-relaxation lower bound on the $/h of new capacity for the pods placed on new nodes.
+    #: LP-relaxation lower bound on the $/h of new capacity for the pods placed on new nodes
+    #: (0 unless solve() was asked `with_bound`).
     lower_bound: float = 0.0
     notes: tuple[str, ...] = ()
     #: pod key -> bind phase for placed pods that bind after others (absent: phase 0). Every pod of
@@ -104,6 +105,9 @@ class Plan:
     #: would put a spreading pod over its maxSkew binds after it, as kube-scheduler checks only the
     #: incoming pod's own spread (domains.py).
     bind_phases: Mapping[str, int] = field(default_factory=dict)
+    #: Computes that bound on demand (solver.py keeps what it needs), so a caller can have it after
+    #: acting on the plan: the provisioning pipeline asks it once the batch's pods are bound.
+    bounding: Callable[[], float] | None = field(default=None, compare=False, repr=False)
 
     @property
     def gap(self) -> float | None:

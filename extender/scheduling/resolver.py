@@ -23,7 +23,6 @@ from extender.scheduling.candidates import (
     Vector,
     fits,
     gpu_kinds,
-    gpus_of,
     vector,
 )
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms, preferences
@@ -52,8 +51,6 @@ class Resolver:
         self.dims = dims
         self.notes: list[str] = []
         self._domains: dict[Hashable, frozenset[str]] = {}
-        # Keyed by identity; the stored set keeps the object alive so the id stays unique.
-        self._every_memo: dict[tuple[int, str], tuple[CandidateSet, set[str]]] = {}
 
     def request(self, pod: Pod) -> Vector:
         volumes = {attach.dimension(driver): count for driver, count in pod.csi_volumes}
@@ -224,7 +221,7 @@ class Resolver:
             or key in wk.INSTANCE_TYPE_LABELS
         ):
             found: set[str] = set()
-            kinds = [gpus] if gpus is not None else [frozenset(), *{gpus_of(e.type) for e in view.entries}]
+            kinds = [gpus] if gpus is not None else [frozenset(), *view.accelerator_kinds]
             for kind in kinds:
                 candidates = self.cache.lookup(view, reqs, kind)
                 every = self._every(candidates, reqs, key)
@@ -246,13 +243,11 @@ class Resolver:
         return set()
 
     def _every(self, candidates: CandidateSet, reqs: Requirements, key: str) -> set[str]:
-        memo = (id(candidates), key)
-        if (found := self._every_memo.get(memo)) is None:
-            found = self._every_memo[memo] = (
-                candidates,
-                set().union(*(self._offered(c.entry.type, reqs, key) for c in candidates.candidates)),
-            )
-        return found[1]
+        # The set is the one for `reqs` and the unavailable offerings: its memo may depend on them.
+        return candidates.remember(
+            ("every", key),
+            lambda: set().union(*(self._offered(c.entry.type, reqs, key) for c in candidates.candidates)),
+        )
 
     def _offered(self, instance_type: InstanceType, reqs: Requirements, key: str) -> set[str]:
         if key in (wk.INSTANCE_TYPE, wk.ARCH, wk.OS) or key in wk.INSTANCE_TYPE_LABELS:

@@ -1,4 +1,5 @@
-"""solve(): pending pods + Provisioners + catalog -> Plan. Pure: no API calls, no clock, no globals.
+"""solve(): pending pods + Provisioners + catalog -> Plan. Pure: no API calls, no clock, and no global
+state but memos that never change a plan (views.py keeps each Provisioner's view of the catalog).
 
 A solve is a few rounds (`solve`: a pod dropped by a Provisioner's limits is tried on the next,
 pods that cannot be placed are taken out and the rest planned again). A round (`_Context.round`)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from extender.api import labels as wk
 from extender.api.affinity import HONOR, TopologySpread
@@ -34,6 +36,7 @@ from extender.scheduling.requirements import Requirements
 from extender.scheduling.resolver import Resolver
 from extender.scheduling.shape import Shapes
 from extender.scheduling.topology import NamespaceLabels, Terms, needs_namespace_labels
+from extender.scheduling.views import VIEWS
 
 __all__ = ["SORT_KEYS", "ExistingNode", "Plan", "PlannedNode", "Unschedulable", "solve"]
 
@@ -68,7 +71,7 @@ def solve(
     search_budget: int | None = None,
 ) -> Plan:
     """Pack `pods`; `with_bound=False` skips the cost lower bound (most of a small batch's solve time),
-    which only reports how far the plan may be from optimal.
+    which only reports how far the plan may be from optimal; `Plan.bounding()` computes it later.
 
     `existing_nodes` are every node of the cluster with its pods (topology counts them; karpy packs
     onto the schedulable ones); `namespaces` maps namespace -> labels for namespaceSelector terms.
@@ -82,7 +85,7 @@ def solve(
     reads no clock.
     """
     dims = _dims(pods, daemonsets)
-    views = [ProvisionerView.build(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
+    views = [VIEWS.view_of(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
     notes: list[str] = []
     excluded = sorted({line for view in views for line in view.excluded})
     if excluded:
@@ -99,19 +102,20 @@ def solve(
     final += dropped
     planned, classes = result.nodes, result.classes
     placed_new = {pod.key for node in planned for pod in node.pods}
-    bound = plan_bound(placed_new, classes, context.cache) if with_bound else 0.0
+    bounding = partial(plan_bound, placed_new, classes, context.cache)
     return Plan(
         nodes=tuple(planned),
         existing=result.existing,
         unschedulable=tuple(final),
         total_price=sum(n.price for n in planned),
-        lower_bound=bound,
+        lower_bound=bounding() if with_bound else 0.0,
         notes=tuple(dict.fromkeys([*notes, *result.notes])),
         bind_phases=settle_phases(
             [*(p for n in planned for p in n.pods), *(p for ps in result.existing.values() for p in ps)],
             result.phases,
             namespaces,
         ),
+        bounding=bounding,
     )
 
 
@@ -272,6 +276,8 @@ class _Context:
         start = packer.state(classes)
         fitting = Fitting(self.cache)
         heuristics = passes.portfolio(classes, self.cache, list(packer.headroom), self.search_budget)
+        if len(heuristics) > 1:
+            packer.share_fills()
         packings = [
             passes.run(h, packer, start, classes, fitting.cheapest, self.search_budget) for h in heuristics
         ]

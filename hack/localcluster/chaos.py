@@ -51,6 +51,7 @@ PROVISIONER_NAME = "karpenter.sh/provisioner-name"
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 LEASE_NAMESPACE = "karpy"
 #: Small instance types, so N pods need tens of nodes (tens of launches under faults), not two.
+INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
 INSTANCE_TYPES = ("m5.xlarge", "m5.2xlarge", "c5.xlarge", "c5.2xlarge")
 IS_LEADER = re.compile(r"^karpenter_leader_election_is_leader\s+1(\.0)?\s*$", re.M)
 
@@ -437,24 +438,14 @@ def run(state: dict[str, Any], config: Config, say: Callable[[str], None] = prin
         nodes = NodeTracker(core, run_id)
         stack.callback(nodes.close)
 
-        custom.create_cluster_custom_object(
-            "karpenter.sh",
-            "v1alpha5",
-            "provisioners",
+        karpyenv.create_provisioner(
+            api,
+            run_id,
             {
-                "apiVersion": "karpenter.sh/v1alpha5",
-                "kind": "Provisioner",
-                "metadata": {"name": run_id},
-                "spec": {
-                    "ttlSecondsAfterEmpty": config.empty_ttl_seconds,
-                    "requirements": [
-                        {
-                            "key": "node.kubernetes.io/instance-type",
-                            "operator": "In",
-                            "values": list(INSTANCE_TYPES),
-                        }
-                    ],
-                },
+                "ttlSecondsAfterEmpty": config.empty_ttl_seconds,
+                "requirements": [
+                    {"key": INSTANCE_TYPE_KEY, "operator": "In", "values": list(INSTANCE_TYPES)}
+                ],
             },
         )
         _ensure_namespace(core, run_id)

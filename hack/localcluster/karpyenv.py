@@ -116,6 +116,20 @@ def api_client(state: Mapping[str, Any], *, pool: int | None = None) -> Any:
     return client.ApiClient(configuration)
 
 
+def create_provisioner(api: Any, name: str, spec: Mapping[str, Any] | None = None) -> None:
+    """A karpenter.sh/v1alpha5 Provisioner `name` with `spec` (empty: no constraints)."""
+    from kubernetes import client
+
+    body = {
+        "apiVersion": "karpenter.sh/v1alpha5",
+        "kind": "Provisioner",
+        "metadata": {"name": name},
+        "spec": dict(spec or {}),
+    }
+    custom = client.CustomObjectsApi(api)
+    custom.create_cluster_custom_object("karpenter.sh", "v1alpha5", "provisioners", body)
+
+
 def install_provisioner_crd(api: Any) -> str:
     """Create (or replace older revisions of) the Provisioner CRD, the AWSNodeTemplate CRD its
     providerRef names and the NodeClaim CRD, and wait until they are Established (at most 30 s

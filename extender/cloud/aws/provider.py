@@ -167,18 +167,9 @@ class AWSCloudProvider:
         if launched:
             log.info("Found %d instance(s) of launch %s already running", len(launched), request.launch_id)
             return LaunchResult(instances=launched)
-        catalog = {item.name: item for item in self.get_instance_types(request.provisioner)}
-        options = [catalog[name] for name in request.instance_types if name in catalog]
-        capacity_type = choose_capacity_type(options, request.capacity_types, request.zones)
-        subnets = {
-            zone: s["SubnetId"] for zone, s in self.subnets.by_zone(self._subnet_selector(request)).items()
-        }
+        options, capacity_type, subnets, templates = self._resolve(request)
         overrides = fleet.plan_overrides(
-            options,
-            capacity_type=capacity_type,
-            zones=request.zones,
-            subnets=subnets,
-            templates=self._launch_templates(request, options, capacity_type),
+            options, capacity_type=capacity_type, zones=request.zones, subnets=subnets, templates=templates
         )
         if not overrides:
             raise InsufficientCapacityError(
@@ -201,6 +192,26 @@ class AWSCloudProvider:
             response, capacity_type=capacity_type, zones_by_subnet={v: k for k, v in subnets.items()}
         )
         return self._launch_result(request, outcome, overrides, capacity_type)
+
+    def prepare(self, requests: Sequence[LaunchRequest]) -> None:
+        """Resolve what `create` would for these requests (options, subnets, security groups, AMIs,
+        launch templates) without launching: the warm-up before the first batch. Each resolver
+        caches what it found, so a launch soon after reads it from memory."""
+        for request in requests:
+            self._resolve(request)
+            self.amis.resolve_all(request.provisioner.provider, self.get_instance_types(request.provisioner))
+
+    def _resolve(
+        self, request: LaunchRequest
+    ) -> tuple[list[InstanceType], str, dict[str, str], dict[str, str]]:
+        """The request's options, capacity type, subnet per zone and launch template per option."""
+        catalog = {item.name: item for item in self.get_instance_types(request.provisioner)}
+        options = [catalog[name] for name in request.instance_types if name in catalog]
+        capacity_type = choose_capacity_type(options, request.capacity_types, request.zones)
+        subnets = {
+            zone: s["SubnetId"] for zone, s in self.subnets.by_zone(self._subnet_selector(request)).items()
+        }
+        return options, capacity_type, subnets, self._launch_templates(request, options, capacity_type)
 
     def _launch_result(
         self,

@@ -26,10 +26,13 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @contextmanager
-def running(args: list[str], up: Callable[[], bool], start_seconds: float = 30) -> Iterator[None]:
-    """This server with `args` in a subprocess until the block ends; `up` says when it answers."""
+def running(
+    args: list[str], up: Callable[[], bool], start_seconds: float = 30, module: str = __name__
+) -> Iterator[None]:
+    """This server (or the one `module` runs) with `args` in a subprocess until the block ends;
+    `up` says when it answers."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.process.http.slowserver", *args],
+        [sys.executable, "-m", module, *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,

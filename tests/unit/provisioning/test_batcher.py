@@ -106,3 +106,20 @@ def test_the_watch_does_not_reopen_a_window_for_pods_a_batch_is_placing() -> Non
     state.unclaim(["ns/placing"])
     controller._watched({"ns/placing": {}})
     assert sorted(controller.batcher._window.items) == ["ns/new", "ns/placing"]
+
+
+def test_a_follower_wait_returns_on_leadership_and_the_window_keeps_its_pods() -> None:
+    """Issue 26 (first batch after a failover): a follower waiting with pods in the window only
+    looked at leadership once the window closed, then parked them for a window of their own after
+    the adoption. `until` ends the wait as soon as it is true; the pods stay, with their times."""
+    clock = Clock()
+    batcher = Batcher(BatchingSettings(idle_seconds=1.0, max_seconds=10.0), clock)
+    stop = threading.Event()
+    batcher.add({"ns/a": 1})
+    leading = [False]
+    threading.Timer(0.05, lambda: leading.__setitem__(0, True)).start()
+    started = time.monotonic()
+    assert batcher.wait(stop, poll_seconds=0.01, until=lambda: leading[0]) == ({}, 0.0)
+    assert time.monotonic() - started < 0.5 and len(batcher) == 1
+    clock.now += 1.0
+    assert batcher.wait(stop, poll_seconds=0.01) == ({"ns/a": 1}, 1.0)

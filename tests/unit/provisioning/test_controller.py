@@ -239,7 +239,7 @@ def test_leadership_gained_during_a_batch_wait_adopts_before_it_provisions(clust
     stop = threading.Event()
     waits = iter([[key], []])
 
-    def wait(_stop: Any, idle_return: float) -> tuple[list[str], float]:
+    def wait(_stop: Any, *_args: Any, idle_return: float, **_kwargs: Any) -> tuple[list[str], float]:
         batch = next(waits, [])
         if batch:
             leader[0] = True  # elected while the window was open
@@ -301,3 +301,24 @@ def test_an_api_error_while_adopting_interrupted_launches_is_a_warning(cluster, 
     controller._on_started_leading()
     (record,) = [r for r in caplog.records if "adopting instances" in r.getMessage()]
     assert record.levelno == logging.WARNING
+
+
+def test_the_lower_bound_is_computed_after_the_binds_off_the_batch(cluster, cloud, monkeypatch) -> None:
+    """Issue 26: the plan's lower bound costs about ten times a small batch's solve; the pipeline asks
+    for it only once the batch's pods are bound, on the event pool, and logs and reports it."""
+    from extender.scheduling import solver
+
+    keys = [cluster.add_pod(pod(f"web-{i}")) for i in range(3)]
+    seen: list[tuple[str, int]] = []
+    real = solver.plan_bound
+
+    def recorded(*args: Any) -> float:
+        seen.append((threading.current_thread().name, len(cluster.bound)))
+        return real(*args)
+
+    monkeypatch.setattr(solver, "plan_bound", recorded)
+    controller = controller_for(cloud)
+    report = run(controller, keys)
+    ((thread, bound_then),) = seen
+    assert thread.startswith("events") and bound_then == 3
+    assert report.lower_bound is not None and 0 < report.lower_bound <= report.planned_price

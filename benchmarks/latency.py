@@ -1,0 +1,114 @@
+"""Small-batch latency of `solve()` (no lower bound, as the provisioning pipeline calls it) on
+Karpenter's scheduling-benchmark inputs (benchmarks/packing.py: its 400 fake types, its diverse pods),
+median and p99 for 1, 5 and 100 pods, for this tree and another side by side in one sitting.
+
+Two ways of asking:
+- "same": one batch solved again and again, as Karpenter's BenchmarkScheduling does;
+- "new": a different batch each solve (the diverse pods drawn with seed i), as batches come in a
+  live cluster; what is derived from the catalog carries over, a batch's own pods do not.
+"first" is the first solve of the process (imports done, nothing derived from the catalog yet);
+"cpu" the median of the solving thread's CPU time, which other processes' load disturbs less.
+5,000 pods: three solves each way (the issue's 9x-Karpenter figure is at this size).
+Karpenter's figures on the same inputs (issue 26): 1 pod 0.6 ms, 5 pods 2.8 ms.
+
+    python -m benchmarks.latency [--base /work/wt-base] [--runs 200]
+
+Each tree runs in its own interpreter (`PYTHONPATH=<tree>`); with --base, the trees alternate per
+size so machine load hits both alike. Prints the load average beside the figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SIZES = (1, 5, 100, 5000)
+KARPENTER_MS = {1: 0.6, 5: 2.8}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def measure(size: int, runs: int) -> dict[str, float]:
+    """Milliseconds: the first solve, then median and p99 of `runs` solves per way of asking."""
+    from benchmarks.packing import GIB, diverse_pods, fake_types
+    from extender.api.provisioner import Provisioner
+    from extender.api.resources import Resources
+    from extender.scheduling.solver import solve
+
+    types = fake_types()
+    provisioner = Provisioner(name="default", limits=Resources.of(cpu=10_000_000, memory=10_000_000 * GIB))
+    same = diverse_pods(size, random.Random(42))
+    batches = [diverse_pods(size, random.Random(seed)) for seed in range(runs)]
+    result: dict[str, float] = {}
+    started = time.perf_counter()
+    plan = solve(same, [provisioner], types, with_bound=False)
+    result["first"] = (time.perf_counter() - started) * 1e3
+    result["nodes"], result["price"] = len(plan.nodes), plan.total_price
+    for way, pods_of in (("same", lambda i: same), ("new", lambda i: batches[i])):
+        times, cpu = [], []
+        for i in range(runs):
+            pods = pods_of(i)
+            started, started_cpu = time.perf_counter(), time.thread_time()
+            solve(pods, [provisioner], types, with_bound=False)
+            times.append((time.perf_counter() - started) * 1e3)
+            cpu.append((time.thread_time() - started_cpu) * 1e3)
+        result[f"{way} p50"], result[f"{way} p99"] = statistics.median(times), _percentile(times, 0.99)
+        result[f"{way} cpu"] = statistics.median(cpu)
+    return result
+
+
+def run_tree(tree: Path, size: int, runs: int) -> dict[str, float]:
+    """`measure` in a fresh interpreter importing `tree`'s karpy (this file's workload code)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    script = (
+        "import json, runpy, sys; sys.path.insert(0, sys.argv[1]);"
+        "m = runpy.run_path(sys.argv[2]); print(json.dumps(m['measure'](int(sys.argv[3]), int(sys.argv[4]))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tree), __file__, str(size), str(runs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--base", type=Path, help="another tree (e.g. a worktree of main) to compare with")
+    parser.add_argument("--runs", type=int, default=200, help="solves per size and way (100 pods: a fifth)")
+    args = parser.parse_args()
+    trees = {"this": ROOT, **({"base": args.base.resolve()} if args.base else {})}
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    cols = ("first", "same p50", "same p99", "same cpu", "new p50", "new p99", "new cpu")
+    header = f"{'pods':>5} {'tree':>5} " + " ".join(f"{c:>9}" for c in cols)
+    print(header + f" {'nodes':>6} {'$/h':>8} karpenter")
+    for size in SIZES:
+        runs = args.runs if size < 100 else max(20, args.runs // 5) if size < 1000 else 3
+        for name in sorted(trees, reverse=True):
+            r = run_tree(trees[name], size, runs)
+            karpenter = f"{KARPENTER_MS[size]:.1f} ms" if size in KARPENTER_MS else "-"
+            print(
+                f"{size:>5} {name:>5} "
+                + " ".join(f"{r[c]:>9.2f}" for c in cols)
+                + f" {int(r['nodes']):>6} {r['price']:>8.2f} {karpenter}"
+            )
+    print("milliseconds per solve()")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
