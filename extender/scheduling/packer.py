@@ -123,6 +123,8 @@ class Node:
 
     def room_for(self, pod_class: PodClass) -> int:
         """How many of the class's pods fit, its shared claims new to the node charged once."""
+        if not pod_class.shared:
+            return self.room(pod_class.request)
         free = tuple(map(operator.sub, self.capacity, self.used))
         if pod_class.shared:
             free = claims.shift(free, claims.new_on(self.claims, pod_class.shared), -1.0)
@@ -564,9 +566,11 @@ class Packer:
             if merged is not node.reqs and name not in self._allowed_names(node, merged):
                 continue
             room = node.room_for(pod_class)
-            count = min(self.topology_cap(node, pod_class, pod_class.left), room)
             if ruled(pod_class):
+                count = min(self.topology_cap(node, pod_class, pod_class.left), room)
                 trial.needs = None
+            else:
+                count = min(pod_class.left, room)
             if count <= 0:
                 continue
             # Cut by the room, the same count is found while more than that is left.
@@ -632,11 +636,12 @@ class Packer:
         node = Node(capacity=capacity, used=tuple(0.0 for _ in seed.request), view=seed.view, reqs=seed.reqs)
         node.gpus = seed.gpus
         taken: dict[int, int] = {}
-        pending = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+        # (class, whether hostname rules or ports bind it): a free class's cap is what it wants.
+        pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
         trial = _Trial(candidate, node, 0.0)
         while True:
-            best: tuple[float, PodClass, int, Requirements] | None = None
-            for pod_class in pending:
+            best: tuple[float, PodClass, int, Requirements, int] | None = None
+            for pod_class, bound in pending:
                 assert pod_class.reqs is not None
                 want = pod_class.left - taken.get(id(pod_class), 0)
                 if want <= 0:
@@ -647,19 +652,20 @@ class Packer:
                 ):
                     continue
                 room = node.room_for(pod_class)
-                count = min(self.topology_cap(node, pod_class, want), room)
-                if ruled(pod_class):
+                if bound:
+                    count = min(self.topology_cap(node, pod_class, want), room)
                     trial.needs = None
+                else:
+                    count = min(want, room)
                 if count <= 0:
                     continue
                 fit = match(pod_class.request, capacity, node.used)
                 if best is None or fit > best[0]:
-                    best = (fit, pod_class, count, merged)
+                    best = (fit, pod_class, count, merged, room)
             if best is None:
                 break
-            _, pod_class, count, merged = best
+            _, pod_class, count, merged, room = best
             before = taken.get(id(pod_class), 0)
-            room = node.room_for(pod_class)
             # Cut by the room, the same count is found while more than that is left.
             trial.need(pod_class, before + count + 1 if count == room else 1 << 62)
             count = max(1, count // 2)
