@@ -24,7 +24,7 @@ import copy
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.affinity import HostPort
@@ -159,10 +159,14 @@ class _Trial:
         # Worth per dollar first; on a tie the fuller node, so fewer nodes carry the same pods.
         return (self.value / self.candidate.offering.price, self.value)
 
-    def again(self) -> bool:
+    def again(self, placed: Mapping[int, int] | None = None) -> bool:
         """Whether filling the same type from the pending pods would give the same node: every
-        count was set by the room, not by how many pods were left, and still is."""
-        return self.needs is not None and all(c.left >= n for c, n in self.needs.values())
+        count was set by the room, not by how many pods were left, and still is (once `placed`,
+        class id -> pods, are taken too)."""
+        taken = placed or {}
+        return self.needs is not None and all(
+            c.left - taken.get(id(c), 0) >= n for c, n in self.needs.values()
+        )
 
     def need(self, pod_class: PodClass, left: int) -> None:
         """Record that the fill holds only while `pod_class` has at least `left` pods pending."""
@@ -195,6 +199,30 @@ def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
     """Dot product of a pod's request and the node's room, both as shares of the node: like
     `alignment`, but larger pods first among those that suit the room."""
     return sum(r * (c - u) / (c * c) for r, c, u in zip(request, capacity, used, strict=True) if c > 0)
+
+
+#: Relative slack on `_beaten`'s ceiling, far above the rounding of a fill's sums.
+CEILING_SLACK = 1e-6
+
+
+def _beaten(seed: PodClass, active: Sequence[PodClass], score: float) -> Callable[[Candidate], bool]:
+    """Whether a fill of a candidate's type, from the pending classes the seed's node may take,
+    surely scores below `score` (worth per dollar): its worth is at most all their pods', and at
+    most the type's allocatable of any resource they all request at the most worth per unit."""
+    group = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+    worth = sum(c.left * c.rate for c in group)
+    per_unit = [
+        (d, max(c.rate / c.request[d] for c in group))
+        for d in range(len(seed.request))
+        if all(c.request[d] > 0 for c in group)
+    ]
+
+    def beaten(candidate: Candidate) -> bool:
+        alloc = candidate.entry.alloc
+        most = min([worth, *(rate * (alloc[d] + 1e-9) for d, rate in per_unit)])
+        return most * (1 + CEILING_SLACK) < score * candidate.offering.price
+
+    return beaten
 
 
 def ruled(pod_class: PodClass) -> bool:
@@ -439,11 +467,16 @@ class Packer:
                 trials = [self._remembered(c, seed, active, None) for c in ranking]
                 best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
                 if best is not None and match is not None:
-                    mixes = [
-                        self._remembered(c, seed, active, match) for c in self._mix_ranking(seed, active)
-                    ]
-                    trials = [t for t in [*trials, *mixes] if t.node.entries]
+                    ranked, firsts = self._mix_ranking(seed, active), trials
+                    # A balanced fill that cannot score above the best first-fit one cannot win:
+                    # skip it, unless the next node may repeat this one (`again` reads every trial).
+                    beaten = _beaten(seed, active, best.score[0])
+                    mixes = [self._remembered(c, seed, active, match) for c in ranked if not beaten(c)]
+                    trials = [t for t in [*firsts, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
+                    if len(mixes) < len(ranked) and self._may_repeat(seed, trials, best):
+                        mixes = [self._remembered(c, seed, active, match) for c in ranked]
+                        trials = [t for t in [*firsts, *mixes] if t.node.entries]
                 # Trials are remembered for the round's other passes: commit a copy.
                 best = best.replay() if best is not None else None
             assert seed.view is not None
@@ -478,6 +511,17 @@ class Packer:
             if name in self.headroom:
                 node.charged = self.headroom[name].charge(best.candidate.entry.type)
                 self.headroom[name] = self.headroom[name] - node.charged
+
+    def _may_repeat(self, seed: PodClass, trials: Sequence[_Trial], best: _Trial) -> bool:
+        """Whether, once `best` is committed, the next node may repeat it without trials: the seed
+        still has pods left and every trial would fill as before (the start of `_greedy`)."""
+        assert seed.view is not None
+        if seed.view.provisioner.name in self.headroom:
+            return False
+        placed: Counter[int] = Counter()
+        for pod_class, count in best.node.entries:
+            placed[id(pod_class)] += count
+        return seed.left > placed[id(seed)] and all(t.again(placed) for t in trials)
 
     def limit_reason(self, seed: PodClass) -> str:
         assert seed.view is not None
