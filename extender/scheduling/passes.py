@@ -72,16 +72,30 @@ class FromLP:
         packer.pack(classes, leave_out, mix_trials=0)
 
 
+@dataclass(frozen=True)
+class Rounded:
+    """The FromLP passes, their starts solved only when a round gets to them (`run_all`): the
+    configuration LP costs more than all the other passes of a small batch together."""
+
+    cache: CandidateCache
+    limited: Sequence[str]
+
+    def heuristics(self, classes: Sequence[PodClass]) -> list[Heuristic]:
+        """One FromLP per rounded start of the classes' pending pods (their cursors at the start)."""
+        return [FromLP(nodes) for nodes in rounding.starts(self.cache, classes, self.limited)]
+
+
 def portfolio(
     classes: Sequence[PodClass], cache: CandidateCache, limited: Sequence[str], budget: int | None
-) -> list[Heuristic]:
+) -> list[Heuristic | Rounded]:
     """First-fit alone, and unless the search is off (budget 0), the balanced fills where classes
     could mix and the LP's rounded starts. The order breaks ties between equal packings."""
-    heuristics: list[Heuristic] = [FirstFit()]
+    heuristics: list[Heuristic | Rounded] = [FirstFit()]
     if budget != 0 and mixes(classes):
         heuristics += [Balanced(m, n) for n in (MIX_TRIALS, 2 * MIX_TRIALS) for m in (alignment, overlap)]
-    if budget != 0:
-        heuristics += [FromLP(nodes) for nodes in rounding.starts(cache, classes, limited)]
+    # The LP leaves limited Provisioners out (their headroom is charged node by node).
+    if budget != 0 and any(c.left and c.view and c.view.provisioner.name not in limited for c in classes):
+        heuristics.append(Rounded(cache, limited))
     return heuristics
 
 
@@ -115,7 +129,7 @@ def run(
 
 
 def run_all(
-    heuristics: Sequence[Heuristic],
+    heuristics: Sequence[Heuristic | Rounded],
     base: Packer,
     start: State,
     classes: Sequence[PodClass],
@@ -128,7 +142,13 @@ def run_all(
     least = floor(base.cache, classes)
     packings: list[Packing] = []
     chosen: Packing | None = None
-    for heuristic in heuristics:
+    pending = list(reversed(heuristics))
+    while pending:
+        heuristic = pending.pop()
+        if isinstance(heuristic, Rounded):
+            base.restore(start)  # the LP reads the pending pods
+            pending += reversed(heuristic.heuristics(classes))
+            continue
         packing = run(heuristic, base, start, classes, price, budget)
         packings.append(packing)
         if chosen is None or _better(packing, chosen, price):
