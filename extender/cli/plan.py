@@ -36,7 +36,7 @@ WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
 PLAN_INSTANCE_PROFILE = "karpy-plan-launches-nothing"
 #: Nodes `--existing` counts as karpy's (karpy may place pods on them); any other node only brings
 #: its topology domains and pods.
-KARPY_NODE_LABELS = (wk.MANAGED_BY_LABEL, wk.PROVISIONER_NAME)
+KARPY_NODE_LABELS = (wk.MANAGED_BY_LABEL, *wk.OWNER_LABELS)
 #: Most pods one plan expands to (replicas included): 3x the 50,000 pods karpy is measured at.
 #: More is a typo (`replicas: 100000000`) that would otherwise expand for minutes and exhaust memory.
 MAX_PODS = 150_000
@@ -212,16 +212,21 @@ def load_provisioners(paths: list[str], settings: Settings | None = None) -> lis
     if not paths:
         return [load_configured({"metadata": {"name": "default"}, "spec": {}}, settings)]
     docs = [(path, doc) for path in paths for _, doc in _documents(path)]
-    # AWSNodeTemplates given beside the Provisioners resolve their providerRefs.
+    # AWSNodeTemplates and EC2NodeClasses given beside them resolve providerRefs and nodeClassRefs.
     templates = [doc for _, doc in docs if doc.get("kind") == "AWSNodeTemplate"]
+    classes = [doc for _, doc in docs if doc.get("kind") == "EC2NodeClass"]
     provisioners = []
     for path, doc in docs:
-        if doc.get("kind") == "AWSNodeTemplate":
+        if doc.get("kind") in ("AWSNodeTemplate", "EC2NodeClass"):
             continue
+        kind = "NodePool" if doc.get("kind") == "NodePool" else "Provisioner"
         try:
-            provisioners.append(load_configured(doc, settings, templates))
+            provisioners.append(load_configured(doc, settings, templates, classes))
         except ValidationError as err:
-            raise UsageError(f"Provisioner {_name(doc).split('/')[-1]} in {path}: {err.messages}") from err
+            raise UsageError(f"{kind} {_name(doc).split('/')[-1]} in {path}: {err.messages}") from err
+    names = [p.name for p in provisioners]
+    if clash := sorted({n for n in names if names.count(n) > 1}):
+        raise UsageError(f"{', '.join(clash)}: a Provisioner and a NodePool may not share a name")
     return provisioners
 
 

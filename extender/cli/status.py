@@ -144,7 +144,7 @@ def node_row(node: Mapping[str, Any], pods: int, prices: PriceBook, now: float) 
     price = prices.price(instance_type, capacity_type, shape, zone)
     return NodeRow(
         name=_meta(node).get("name", ""),
-        provisioner=labels.get(wk.PROVISIONER_NAME, ""),
+        provisioner=wk.owner_of(labels) or "",
         instance_type=instance_type,
         zone=zone,
         capacity_type=capacity_type,

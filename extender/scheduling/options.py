@@ -64,7 +64,8 @@ def materialize(
             )
         zones, capacity_types = found
         provisioner = node.view.provisioner
-        labels = {**provisioner.labels, wk.PROVISIONER_NAME: provisioner.name, **node.reqs.single_values()}
+        owner = {provisioner.owner_label: provisioner.name}
+        labels = {**provisioner.labels, **owner, **node.reqs.single_values()}
         result.append(
             PlannedNode(
                 provisioner=provisioner.name,
