@@ -207,7 +207,7 @@ def test_an_unknown_node_class_is_named() -> None:
         ),
         (
             {"securityGroupSelectorTerms": [{"name": "sg"}]},
-            "spec.securityGroupSelectorTerms[0].name: selecting by name (select by tags) is not supported by karpy",
+            "spec.securityGroupSelectorTerms[0].name: selecting by name (select by tags)",
         ),
         (
             {"amiSelectorTerms": [{"alias": "windows2022@latest"}]},
