@@ -58,6 +58,8 @@ V1_METADATA_OPTIONS = {
     "httpPutResponseHopLimit": 1,
     "httpTokens": "required",
 }
+#: v1alpha5 fields ec2nodeclass_provider fills from v1 ones (errors are reported on the v1 names).
+TRANSLATED_FIELDS = ("amiSelector", "subnetSelector", "securityGroupSelector", "instanceProfile")
 #: Fields both versions share, checked by NodeClassSchema under the same names.
 SHARED_FIELDS = (
     "userData",
@@ -77,8 +79,8 @@ class EC2NodeClass:
     uid: str = ""
 
 
-#: Karpenter v1's alias pattern: `family@latest` or `family@v<digits and dots>`.
-_ALIAS_VERSION = re.compile(r"^(latest|v[0-9][0-9.]*)$")
+#: An alias version: `latest` or a release (`v20240625`, `1.10.0`), kept to what an SSM path holds.
+_ALIAS_VERSION = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 def alias_version(terms: Any) -> str:
@@ -223,7 +225,9 @@ def load_ec2nodeclass(
     try:
         node_class = NodeClassSchema().load(provider)
     except ValidationError as err:
-        errors += flatten_errors(err.messages, "spec")
+        # The translated v1alpha5 fields were checked above, under their v1 names.
+        translated = tuple(f"spec.{name}" for name in TRANSLATED_FIELDS)
+        errors += [line for line in flatten_errors(err.messages, "spec") if not line.startswith(translated)]
     try:
         kubelet = KubeletSchema().load(spec.get("kubelet") or {})
     except ValidationError as err:
