@@ -47,7 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--pods", required=True, help="YAML stream of Pods / Deployments / ReplicaSets / Jobs"
     )
-    parser.add_argument("--provisioner", action="append", default=[], help="Provisioner YAML (repeatable)")
+    parser.add_argument(
+        "--provisioner",
+        action="append",
+        default=[],
+        help="Provisioner or NodePool YAML, with their AWSNodeTemplates or EC2NodeClasses (repeatable)",
+    )
     parser.add_argument("--instance-types", help="DescribeInstanceTypes JSON; default: ask the EC2 endpoint")
     parser.add_argument("--offerings", help="DescribeInstanceTypeOfferings JSON")
     parser.add_argument(
