@@ -662,6 +662,11 @@ def nics(*items: tuple[int, int, str]) -> Edit:
     )
 
 
+def soft(signal: str, threshold: str) -> Edit:
+    """kubelet.evictionSoft with its grace period (1m), as NC's evictionSoft cases set them."""
+    return kubelet({"evictionSoft": {signal: threshold}, "evictionSoftGracePeriod": {signal: "1m0s"}})
+
+
 SIGNALS = {
     "memory.available": "5%",
     "nodefs.available": "10%",
@@ -680,21 +685,10 @@ GRACE = {
 }
 
 
-def selector_term_cases(kind: str, label: str, id_value: str) -> list[Case]:
-    """NC's SubnetSelectorTerms / SecurityGroupSelectorTerms contexts (the same cases for both)."""
+def tag_term_cases(kind: str, label: str) -> list[Case]:
+    """NC's cases every tag-selecting term list shares (subnet, security group, capacity
+    reservation, ami)."""
     return [
-        nc(
-            f"should succeed with a valid {label} selector on tags",
-            True,
-            terms(kind, {"tags": {"test": "testvalue"}}),
-        ),
-        nc(f"should succeed with a valid {label} selector on id", True, terms(kind, {"id": id_value})),
-        nc(
-            f"should fail when {label} selector terms is set to nil",
-            False,
-            at(f"spec.{kind}SelectorTerms", None),
-        ),
-        nc(f"should fail when no {label} selector terms exist", False, terms(kind)),
         nc(f"should fail when a {label} selector term has no values", False, terms(kind, {})),
         nc(
             f"should fail when a {label} selector term has no tag map values",
@@ -722,6 +716,25 @@ def selector_term_cases(kind: str, label: str, id_value: str) -> list[Case]:
                 {"tags": {"": "testvalue4"}},
             ),
         ),
+    ]
+
+
+def selector_term_cases(kind: str, label: str, id_value: str) -> list[Case]:
+    """NC's SubnetSelectorTerms / SecurityGroupSelectorTerms contexts (the same cases for both)."""
+    return [
+        nc(
+            f"should succeed with a valid {label} selector on tags",
+            True,
+            terms(kind, {"tags": {"test": "testvalue"}}),
+        ),
+        nc(f"should succeed with a valid {label} selector on id", True, terms(kind, {"id": id_value})),
+        nc(
+            f"should fail when {label} selector terms is set to nil",
+            False,
+            at(f"spec.{kind}SelectorTerms", None),
+        ),
+        nc(f"should fail when no {label} selector terms exist", False, terms(kind)),
+        *tag_term_cases(kind, label),
         nc(
             "should fail when specifying id with tags",
             False,
@@ -862,37 +875,7 @@ NODECLASS_CASES: list[Case] = [
         True,
         at("spec.capacityReservationSelectorTerms", None),
     ),
-    nc(
-        "should fail when a capacity reservation selector term has no values",
-        False,
-        terms("capacityReservation", {}),
-    ),
-    nc(
-        "should fail when a capacity reservation selector term has no tag map values",
-        False,
-        terms("capacityReservation", GO_EMPTY_TAGS),
-    ),
-    nc(
-        "should fail when a capacity reservation selector term has a tag map key that is empty",
-        False,
-        terms("capacityReservation", {"tags": {"test": ""}}),
-    ),
-    nc(
-        "should fail when a capacity reservation selector term has a tag map value that is empty",
-        False,
-        terms("capacityReservation", {"tags": {"": "testvalue"}}),
-    ),
-    nc(
-        "should fail when the last capacity reservation selector is invalid",
-        False,
-        terms(
-            "capacityReservation",
-            {"tags": {"test": "testvalue"}},
-            {"tags": {"test2": "testvalue2"}},
-            {"tags": {"test3": "testvalue3"}},
-            {"tags": {"": "testvalue4"}},
-        ),
-    ),
+    *tag_term_cases("capacityReservation", "capacity reservation"),
     nc(
         "should fail when specifying id with tags in a single term",
         False,
@@ -964,29 +947,7 @@ NODECLASS_CASES: list[Case] = [
         True,
         terms("ami", {"owner": "testowner", "tags": {"test": "testvalue"}}),
     ),
-    nc("should fail when a ami selector term has no values", False, terms("ami", {})),
-    nc("should fail when a ami selector term has no tag map values", False, terms("ami", GO_EMPTY_TAGS)),
-    nc(
-        "should fail when a ami selector term has a tag map key that is empty",
-        False,
-        terms("ami", {"tags": {"test": ""}}),
-    ),
-    nc(
-        "should fail when a ami selector term has a tag map value that is empty",
-        False,
-        terms("ami", {"tags": {"": "testvalue"}}),
-    ),
-    nc(
-        "should fail when the last ami selector is invalid",
-        False,
-        terms(
-            "ami",
-            {"tags": {"test": "testvalue"}},
-            {"tags": {"test2": "testvalue2"}},
-            {"tags": {"test3": "testvalue3"}},
-            {"tags": {"": "testvalue4"}},
-        ),
-    ),
+    *tag_term_cases("ami", "ami"),
     *[
         nc(
             f"should fail when specifying id with other fields / {n}",
@@ -1082,37 +1043,22 @@ NODECLASS_CASES: list[Case] = [
     nc(
         "should fail on evictionSoft with invalid keys",
         False,
-        kubelet({"evictionSoft": {"memory": "5%"}, "evictionSoftGracePeriod": {"memory": "1m0s"}}),
+        soft("memory", "5%"),
     ),
     nc(
         "should fail on invalid formatted percentage value in evictionSoft",
         False,
-        kubelet(
-            {
-                "evictionSoft": {"memory.available": "5%3"},
-                "evictionSoftGracePeriod": {"memory.available": "1m0s"},
-            }
-        ),
+        soft("memory.available", "5%3"),
     ),
     nc(
         "should fail on invalid percentage value (too large) in evictionSoft",
         False,
-        kubelet(
-            {
-                "evictionSoft": {"memory.available": "110%"},
-                "evictionSoftGracePeriod": {"memory.available": "1m0s"},
-            }
-        ),
+        soft("memory.available", "110%"),
     ),
     nc(
         "should fail on invalid quantity value in evictionSoft",
         False,
-        kubelet(
-            {
-                "evictionSoft": {"memory.available": "110GB"},
-                "evictionSoftGracePeriod": {"memory.available": "1m0s"},
-            }
-        ),
+        soft("memory.available", "110GB"),
     ),
     nc(
         "should fail when eviction soft doesn't have matching grace period",
