@@ -4,7 +4,7 @@ PYTHON ?= .venv/bin/python
 .PHONY: test venv build-cluster cluster-up cluster-down cluster-status
 
 # All tests: unit, integration on the local control plane + moto, property and fuzz tests.
-test: venv build-cluster
+test: venv build-cluster promtool monitoring-crds
 	.venv/bin/pytest tests
 
 # The project's Python environment (re-created when pyproject.toml changes).
@@ -43,3 +43,14 @@ demo-down: venv
 # The Helm CLI built from the Go module proxy into ~/.cache/karpy (hack/helm.py); prints its path.
 helm: venv
 	$(PYTHON) -m hack.helm
+
+# --- monitoring: the live-metrics test's tools (owner: issue 26) ---
+.PHONY: promtool monitoring-crds
+
+# promtool and promql-selectors built from github.com/prometheus/prometheus into ~/.cache/karpy (hack/promql.py).
+promtool: venv
+	$(PYTHON) -m hack.promql
+
+# The Prometheus Operator's ServiceMonitor/PodMonitor/PrometheusRule CRDs from its Go module (hack/monitoring_crds.py).
+monitoring-crds: venv
+	$(PYTHON) -m hack.monitoring_crds

@@ -4,7 +4,9 @@ policy costs, and how far it stays from the cheapest shape that could hold the p
 Policies: `emptiness` (only empty nodes are removed, karpy without consolidation: each after its
 TTL, within the Provisioner's disruption budget), `karpy` (consolidation: the worker's pass, the
 product's `extender.lifecycle.consolidation.decide.decide`, every `consolidation_interval_seconds`,
-confirmed after the validation delay, within the default 10 % disruption budget), `ca`
+confirmed after the validation delay, within the default 10 % disruption budget), `karpenter` (the
+same worker with Karpenter's moves only, `decide_karpenter`: empty nodes, multi-node delete,
+single-node delete or replace, no re-plans), `ca`
 (Cluster-Autoscaler-style: a node under 50 % of its cpu and memory for 10 minutes is removed when
 its pods fit on the other nodes, one at a time; empty nodes at once).
 
@@ -150,6 +152,8 @@ class Result:
     launching_dollars: float = 0.0
     draining_dollars: float = 0.0
     actions: int = 0
+    #: Nodes deleted by scale-down (each a disruption: a drain and its pods evicted).
+    disrupted: int = 0
     seconds: float = 0.0
     #: Wall time of each consolidation decide() call (karpy policies).
     decide_seconds: list[float] = dataclasses.field(default_factory=list)
@@ -261,6 +265,7 @@ class Cluster:
         """The nodes take no more pods, drain from `drain_from` and are gone `DRAIN_SECONDS` later
         (paid for until then)."""
         names = set(names)
+        self.result.disrupted += len(names)
         for name in names:
             self.life[name].drain_from = drain_from
         self.nodes = {
@@ -331,24 +336,26 @@ class Cluster:
         self.worker_free_at = self.clock + wait
 
 
-def timed_decide(cluster: Cluster) -> consolidation.Action | None:
+def timed_decide(cluster: Cluster, karpenter: bool = False) -> consolidation.Action | None:
     view = cluster.view()
     started = time.perf_counter()
-    action = consolidation.decide(view, SETTINGS)
+    decide = consolidation.decide_karpenter if karpenter else consolidation.decide
+    action = decide(view, SETTINGS)
     cluster.result.decide_seconds.append(time.perf_counter() - started)
     return action
 
 
-def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
+def karpy_step(cluster: Cluster, end: float, launch: float, karpenter: bool = False) -> int:
     """The consolidation worker's passes until `end`: decide, wait the validation delay, decide
-    again, act if the same (worker.Consolidator.reconcile, on the simulated cluster)."""
+    again, act if the same (worker.Consolidator.reconcile, on the simulated cluster); `karpenter`:
+    with Karpenter's moves only (decide.decide_karpenter)."""
     interval = LIFECYCLE.consolidation_interval_seconds
     validation = LIFECYCLE.consolidation_validation_seconds
     actions = 0
     t = max(cluster.clock, cluster.worker_free_at) + interval
     while t < end:
         cluster.advance(t)
-        first = timed_decide(cluster)
+        first = timed_decide(cluster, karpenter)
         if first is None:
             # Nothing changes until a node is Ready, leaves or comes of age: skip the idle passes.
             change = cluster.next_change()
@@ -359,7 +366,7 @@ def karpy_step(cluster: Cluster, end: float, launch: float) -> int:
         if t + validation >= end:
             break  # the load changes at the step boundary: this decision would not survive
         cluster.advance(t + validation)
-        again = timed_decide(cluster)
+        again = timed_decide(cluster, karpenter)
         if again is not None and first.same_as(again):
             cluster.execute(again, launch)
             actions += 1
@@ -461,12 +468,14 @@ def simulate(
     bound: Curve,
     launch: float = LAUNCH_SECONDS,
 ) -> Result:
-    """`policy`: emptiness, ca, or karpy[@budget] (consolidation under that disruption budget)."""
+    """`policy`: emptiness, ca, karpy[@budget] (consolidation under that disruption budget) or
+    karpenter[@budget] (the same worker with Karpenter's moves only)."""
     policy, _, budget = policy.partition("@")
     budget = budget or "10%"
     started = time.perf_counter()
-    prov = provisioner(consolidate=policy == "karpy", budget=budget)
-    result = Result(policy if policy != "karpy" else f"karpy@{budget}")
+    consolidating = policy in ("karpy", "karpenter")
+    prov = provisioner(consolidate=consolidating, budget=budget)
+    result = Result(f"{policy}@{budget}" if consolidating else policy)
     cluster = Cluster(types, prov, result, random.Random(seed))
     shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in WORKLOAD}
     now = 0.0
@@ -476,8 +485,8 @@ def simulate(
         cluster.provision(cluster.scale(wanted_at(hour), shapes), launch)
         if policy == "emptiness":
             result.actions += emptiness_step(cluster, now + step)
-        elif policy == "karpy":
-            result.actions += karpy_step(cluster, now + step, launch)
+        elif consolidating:
+            result.actions += karpy_step(cluster, now + step, launch, karpenter=policy == "karpenter")
         elif policy == "ca":
             result.actions += ca_step(cluster)
         result.bound_dollars += interpolate(bound, hour) * step / 3600
@@ -493,7 +502,9 @@ def main() -> None:
     parser.add_argument("--step-minutes", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--bound-minutes", type=float, default=30.0, help="lower-bound sampling interval")
-    parser.add_argument("--policies", default="emptiness,karpy,karpy@50%,karpy@100%,ca")
+    parser.add_argument(
+        "--policies", default="emptiness,karpenter,karpy,karpenter@50%,karpy@50%,karpenter@100%,karpy@100%,ca"
+    )
     parser.add_argument("--launch-seconds", type=float, default=LAUNCH_SECONDS, help="CreateFleet to Ready")
     args = parser.parse_args()
     types = catalog()
@@ -514,13 +525,25 @@ def main() -> None:
     ]
     steps = [i * args.step_minutes / 60 for i in range(int(args.hours * 60 / args.step_minutes))]
     fresh = sum(interpolate(curve, h, column=2) for h in steps) * args.step_minutes / 60
-    header = ("policy", "node-h", "$", "bound $", "$ over bound", "vs bound", "actions", "sim s")
-    print("{:<11} {:>8} {:>9} {:>9} {:>13} {:>9} {:>8} {:>6}".format(*header))
+    header = (
+        "policy",
+        "node-h",
+        "$",
+        "$/h",
+        "bound $",
+        "$ over bound",
+        "vs bound",
+        "actions",
+        "disrupted",
+        "sim s",
+    )
+    print("{:<15} {:>8} {:>9} {:>7} {:>9} {:>13} {:>9} {:>8} {:>9} {:>6}".format(*header))
     for r in results:
         gap = r.dollars / r.bound_dollars - 1 if r.bound_dollars else float("nan")
         print(
-            f"{r.policy:<11} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.bound_dollars:>9.2f}"
-            f" {r.over_bound:>13.2f} {gap * 100:>8.1f}% {r.actions:>8} {r.seconds:>6.1f}"
+            f"{r.policy:<15} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.dollars / args.hours:>7.3f}"
+            f" {r.bound_dollars:>9.2f} {r.over_bound:>13.2f} {gap * 100:>8.1f}% {r.actions:>8}"
+            f" {r.disrupted:>9} {r.seconds:>6.1f}"
         )
     for r in results:
         if r.decide_seconds:
@@ -536,6 +559,10 @@ def main() -> None:
         )
     by = {r.policy: r for r in results}
     for name in (r.policy for r in results if r.policy.startswith("karpy")):
+        twin = name.replace("karpy", "karpenter")
+        if twin in by:
+            saving = 1 - by[name].dollars / by[twin].dollars
+            print(f"{name} vs {twin} (Karpenter's moves only): {saving * 100:.1f}% cheaper")
         for other in ("emptiness", "ca"):
             if other in by:
                 saving = 1 - by[name].dollars / by[other].dollars
@@ -547,7 +574,7 @@ def main() -> None:
             f"{r.policy:<11} serving ${r.serving_dollars:.2f}, launching ${r.launching_dollars:.2f},"
             f" draining ${r.draining_dollars:.2f}"
         )
-        if r.policy.startswith("karpy"):
+        if r.policy.startswith(("karpy", "karpenter")):
             # The scratch plan pays no transitions: what this policy would cost if its serving
             # nodes matched that plan at every instant, with the moves it made to get there.
             floor = fresh + transitions

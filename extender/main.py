@@ -36,6 +36,7 @@ from extender.lifecycle.controller import DEADLINES, LifecycleController
 from extender.lifecycle.events import Recorder
 from extender.lifecycle.leader import LeaderElector
 from extender.loops import run_forever
+from extender.observe import Observer
 from extender.provisioning.controller import ProvisioningController
 from extender.serve import serve
 from extender.settings import Settings
@@ -75,6 +76,7 @@ class Controller:
     provisioning: ProvisioningController
     lifecycle: LifecycleController
     heartbeats: Heartbeats
+    observer: Observer | None = None
     #: One pass writing the status of every NodePool and EC2NodeClass (leader only).
     v1_status: Callable[[], None] = lambda: None
 
@@ -88,6 +90,8 @@ class Controller:
             self.kube, stop, tick=self.heartbeats.register("informer-pods", DEADLINES["informer-pods"])
         )
         self.provisioning.start(stop)
+        if self.observer is not None:
+            self.observer.start(stop)
         tick = self.heartbeats.register("v1-status", V1_STATUS_DEADLINE)
 
         def status_pass() -> float:
@@ -133,12 +137,17 @@ def build(settings: Settings, heartbeats: Heartbeats) -> Controller:
     )
     sqs = make_clients(settings.aws).sqs if settings.aws.interruption_queue else None
     lifecycle = LifecycleController(ctx, bound=bound, heartbeats=heartbeats, sqs=sqs)
+    observer = Observer(
+        settings=settings, kube=kube, cloud=cloud, provisioning=provisioning, is_leader=is_leader
+    )
 
     def v1_status() -> None:
         if is_leader():
             v1status.refresh(kube, cloud.node_class_status, settings)
 
-    return Controller(kube, state, elector, bound, provisioning, lifecycle, heartbeats, v1_status)
+    return Controller(
+        kube, state, elector, bound, provisioning, lifecycle, heartbeats, observer, v1_status=v1_status
+    )
 
 
 def start(settings: Settings, stop: threading.Event, heartbeats: Heartbeats | None = None) -> Controller:

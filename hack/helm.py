@@ -9,7 +9,6 @@ Usage: ``python -m hack.helm`` (``make helm``) prints the binary's path, buildin
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from hack.localcluster import build
@@ -18,14 +17,9 @@ from hack.localcluster.procs import ComponentError
 MODULE_DIR = Path(__file__).resolve().parent / "helmbuild"
 
 
-@dataclass(frozen=True)
-class _HelmComponent(build.Component):
-    @property
-    def workdir(self) -> Path:
-        return MODULE_DIR
-
-
-HELM = _HelmComponent("helm", "helm.sh/helm/v4", "helm", {"helm": "helm.sh/helm/v4/cmd/helm"})
+HELM = build.Component(
+    "helm", "helm.sh/helm/v4", "helm", {"helm": "helm.sh/helm/v4/cmd/helm"}, module_dir=MODULE_DIR
+)
 
 
 def binary() -> Path:

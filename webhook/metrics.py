@@ -31,6 +31,9 @@ class WebhookMetrics:
             ["result"],
             registry=self.registry,
         )
+        # Both outcomes exported from the start, so the errors alert sees the first failure as an increase.
+        for result in ("ok", "error"):
+            self.provisioner_lists.labels(result)
 
     def observe(self, path: str, result: str, seconds: float) -> None:
         self.requests.labels(path, result).inc()

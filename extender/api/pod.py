@@ -111,13 +111,16 @@ class Pod:
     phase: str = ""
     #: metadata.deletionTimestamp; None while the pod is not being deleted.
     deleted_at: datetime | None = None
+    #: spec.terminationGracePeriodSeconds (the API server defaults it to 30); None when absent.
+    grace_seconds: int | None = None
     #: Why its spec cannot be read (a PodError), set by `from_live` only: such a pod is counted,
     #: drained and evicted, never planned or bound; only identity, owners, phase, deletion,
     #: priority, annotations and tolerations are read.
     unreadable: str = ""
-    #: (CSI driver, distinct volumes) of the pod's claims, for the drivers' attach limits
-    #: (kube-scheduler NodeVolumeLimits); resolved with the claims by the edge.
-    csi_volumes: tuple[tuple[str, int], ...] = ()
+    #: (CSI driver, claim name) of each distinct claim of a CSI volume, for the drivers' attach
+    #: limits (kube-scheduler NodeVolumeLimits counts unique volumes per node, so a claim pods
+    #: share is one attachment where they meet); resolved with the claims by the edge.
+    csi_claims: tuple[tuple[str, str], ...] = ()
     #: Names of the pod's PersistentVolumeClaims (generic ephemeral volumes' included), so the
     #: volumes a node's pods hold can be counted against its CSI attach limits.
     claims: tuple[str, ...] = ()
@@ -125,6 +128,14 @@ class Pod:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def csi_volumes(self) -> tuple[tuple[str, int], ...]:
+        """(CSI driver, distinct volumes) of the pod's claims."""
+        counts: dict[str, int] = {}
+        for driver, _ in self.csi_claims:
+            counts[driver] = counts.get(driver, 0) + 1
+        return tuple(sorted(counts.items()))
 
     def owned_by(self, kind: str) -> bool:
         """Karpenter's IsOwnedBy: any owner reference of `kind`, the controller or not."""
@@ -306,6 +317,7 @@ class _PodParser:
             "owner_kinds": frozenset(str(o.get("kind") or "") for o in refs),
             "phase": str(status.get("phase") or "") if isinstance(status, Mapping) else "",
             "deleted_at": parse_time_or_none(meta.get("deletionTimestamp")),
+            "grace_seconds": _int_or_none(spec.get("terminationGracePeriodSeconds")),
         }
 
     def container_requests(self, container: Any, path: str) -> Resources:
@@ -613,3 +625,7 @@ class _PodParser:
                 )
             )
         return tuple(result)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,11 +1,12 @@
 """`karpy plan`: dry-run the scheduling core on YAML/JSON files and print the plan (table or JSON).
 
-Reads pods (Pods, or Deployments/ReplicaSets/Jobs expanded into replicas), Provisioners (with the
-controller's defaults), an EC2 DescribeInstanceTypes response (or asks the configured EC2
-endpoint), optional offerings, prices, DaemonSets and the cluster's existing Nodes with their pods
-and Namespaces; calls extender.scheduling.solver.solve. A pod karpy cannot parse or does not
-model is reported under `unschedulable` and the rest is planned; unusable input otherwise raises
-UsageError (exit 2).
+Reads pods (Pods, or Deployments/ReplicaSets/StatefulSets/Jobs expanded into replicas), Provisioners
+(with the controller's defaults), an EC2 DescribeInstanceTypes response (or asks the configured EC2
+endpoint), optional offerings, prices, DaemonSets and the cluster's existing Nodes with their pods,
+Namespaces and CSINodes; PersistentVolumeClaims, PersistentVolumes and StorageClasses in either file
+resolve the pods' claims as the controller resolves them (`extender.cluster.volumes.parse_pod`);
+calls extender.scheduling.solver.solve. A pod karpy cannot parse or does not model is reported
+under `unschedulable` and the rest is planned; unusable input otherwise raises UsageError (exit 2).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 import json
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
 from extender.cli.main import UsageError
+from extender.cluster.volumes import Volumes, parse_pod
 from extender.scheduling.catalog import CatalogError, build_catalog
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.pricing import PriceBook
@@ -32,6 +34,8 @@ from extender.settings import Settings
 
 DEFAULT_ZONES = "us-west-2a,us-west-2b,us-west-2c"
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+#: Objects the pods' claims resolve against, read from the pods and the existing file alike.
+VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 #: Stands in for an instance profile when none is configured: a plan launches nothing.
 PLAN_INSTANCE_PROFILE = "karpy-plan-launches-nothing"
 #: Nodes `--existing` counts as karpy's (karpy may place pods on them); any other node only brings
@@ -45,7 +49,10 @@ MAX_PODS = 150_000
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("plan", help="compute which nodes karpy would launch for some pods (dry run)")
     parser.add_argument(
-        "--pods", required=True, help="YAML stream of Pods / Deployments / ReplicaSets / Jobs"
+        "--pods",
+        required=True,
+        help="YAML stream of Pods / Deployments / ReplicaSets / StatefulSets / Jobs, and the "
+        "PersistentVolumeClaims, PersistentVolumes and StorageClasses their claims use",
     )
     parser.add_argument(
         "--provisioner",
@@ -62,8 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--daemonsets", help="YAML stream of DaemonSets whose pods land on every node")
     parser.add_argument(
         "--existing",
-        help="the cluster as it is: YAML stream or List of Nodes, the Pods bound to them and Namespaces "
-        "(e.g. kubectl get nodes,pods,namespaces -A -o yaml); pods go onto karpy's nodes "
+        help="the cluster as it is: YAML stream or List of Nodes, the Pods bound to them, Namespaces, "
+        "CSINodes, PersistentVolumeClaims, PersistentVolumes and StorageClasses (e.g. kubectl get "
+        "nodes,pods,namespaces,csinodes,pvc,pv,storageclasses -A -o yaml); pods go onto karpy's nodes "
         f"({' or '.join(KARPY_NODE_LABELS)}) first",
     )
     parser.add_argument(
@@ -126,6 +134,19 @@ def _from_template(owner: Mapping[str, Any], index: int) -> dict[str, Any]:
     meta = owner.get("metadata") or {}
     template = (owner.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
+    spec = template.get("spec") or {}
+    if kind == "StatefulSet" and (claims := _claim_templates(owner)):
+        # The StatefulSet controller gives replica i the claim <template>-<set>-<i> of each
+        # volumeClaimTemplate, as the volume named after the template.
+        names = {_claim_name(t) for t in claims}
+        volumes = [
+            v for v in spec.get("volumes") or () if not (isinstance(v, Mapping) and v.get("name") in names)
+        ]
+        volumes += [
+            {"name": name, "persistentVolumeClaim": {"claimName": f"{name}-{meta.get('name')}-{index}"}}
+            for name in sorted(names)
+        ]
+        spec = {**spec, "volumes": volumes}
     return {
         "kind": "Pod",
         "metadata": {
@@ -135,8 +156,47 @@ def _from_template(owner: Mapping[str, Any], index: int) -> dict[str, Any]:
             "annotations": template_meta.get("annotations") or {},
             "ownerReferences": [{"kind": kind, "name": meta.get("name"), "controller": True}],
         },
-        "spec": template.get("spec") or {},
+        "spec": spec,
     }
+
+
+def _claim_templates(owner: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    templates = (owner.get("spec") or {}).get("volumeClaimTemplates") or ()
+    return [t for t in templates if isinstance(t, Mapping) and _claim_name(t)]
+
+
+def _claim_name(template: Mapping[str, Any]) -> str:
+    return str((template.get("metadata") or {}).get("name") or "")
+
+
+def _add_implied_claims(owner: Mapping[str, Any], count: int, volumes: Volumes) -> None:
+    """The claims a StatefulSet's controller would create for `count` replicas, unless given."""
+    meta = owner.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    for template in _claim_templates(owner):
+        for index in range(count):
+            name = f"{_claim_name(template)}-{meta.get('name')}-{index}"
+            volumes.claims.setdefault(
+                f"{namespace}/{name}",
+                {"metadata": {"name": name, "namespace": namespace}, "spec": template.get("spec") or {}},
+            )
+
+
+def load_volumes(docs: Iterable[Mapping[str, Any]]) -> Volumes:
+    """The PersistentVolumeClaims, PersistentVolumes and StorageClasses among `docs`, keyed as the
+    controller keys them (claims by namespace/name)."""
+    volumes = Volumes()
+    for doc in docs:
+        kind = doc.get("kind")
+        meta = doc.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if kind == "PersistentVolumeClaim":
+            volumes.claims[f"{meta.get('namespace') or 'default'}/{name}"] = doc
+        elif kind == "PersistentVolume":
+            volumes.volumes[name] = doc
+        elif kind == "StorageClass":
+            volumes.classes[name] = doc
+    return volumes
 
 
 @dataclass
@@ -145,13 +205,25 @@ class Pods:
 
     pods: list[Pod] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
+    #: Pods whose claims cannot be placed yet: pod key -> why (the controller's UnmodelledRule).
+    unresolved: dict[str, str] = field(default_factory=dict)
 
 
-def load_pods(path: str) -> Pods:
+def load_pods(
+    path: str, docs: Sequence[Mapping[str, Any]] | None = None, volumes: Volumes | None = None
+) -> Pods:
+    """The pods of `path` (or of its already read `docs`), their claims resolved against `volumes`
+    (default: the volume objects of the same file)."""
+    docs = [doc for _, doc in _documents(path)] if docs is None else docs
+    volumes = volumes if volumes is not None else load_volumes(docs)
     result = Pods()
     total = 0
-    for _, doc in _documents(path):
+    expanded: list[tuple[str, Mapping[str, Any], list[Mapping[str, Any]]]] = []
+    for doc in docs:
         kind = doc.get("kind", "Pod")
+        if kind in VOLUME_KINDS:
+            continue
+        manifests: list[Mapping[str, Any]]
         if kind == "Pod":
             manifests = [doc]
         elif kind in WORKLOAD_KINDS:
@@ -165,20 +237,30 @@ def load_pods(path: str) -> Pods:
                     f"{kind} {_name(doc)} spec.{field_name}: {count} would plan more than {MAX_PODS} pods"
                 )
             manifests = [_from_template(doc, i) for i in range(count)]
+            if kind == "StatefulSet":
+                _add_implied_claims(doc, count, volumes)
         else:
             raise UsageError(
                 f"{path}: {kind} {_name(doc)}: unknown kind {kind!r}, expected Pod or one of "
-                f"{', '.join(WORKLOAD_KINDS)}"
+                f"{', '.join((*WORKLOAD_KINDS, *VOLUME_KINDS))}"
             )
         total += len(manifests)
         if total > MAX_PODS:
             raise UsageError(f"{path}: more than {MAX_PODS} pods to plan")
+        expanded.append((kind, doc, manifests))
+    # Parsed once every document is read: a claim may come after the pods that use it.
+    for kind, doc, manifests in expanded:
         for manifest in manifests:
             try:
-                result.pods.append(Pod.from_manifest(manifest))
+                pod, unresolved = parse_pod(manifest, volumes)
             except PodError as err:
                 where = "" if kind == "Pod" else f"{kind} {_name(doc)} (template): "
                 result.rejected[_name(manifest)] = f"{where}{err}"
+                continue
+            if unresolved:
+                result.unresolved[pod.key] = f"not provisioning for this pod, {'; '.join(unresolved)}"
+            else:
+                result.pods.append(pod)
     return result
 
 
@@ -249,17 +331,23 @@ def is_karpy_node(labels: Mapping[str, str]) -> bool:
     return any(key in labels for key in KARPY_NODE_LABELS)
 
 
-def load_existing(path: str) -> Existing:
+def load_existing(
+    path: str, docs: Sequence[Mapping[str, Any]] | None = None, volumes: Volumes | None = None
+) -> Existing:
     """Nodes (karpy's take pods unless cordoned or deleting), the non-terminal Pods bound to them,
-    and Namespaces; other kinds and unbound pods are left out."""
+    Namespaces, and CSINodes (each node's attach limits, counted against the unique CSI volumes its
+    pods hold, their claims looked up in `volumes`); other kinds and unbound pods are left out."""
     from extender.api.node import Node
-    from extender.cluster import inventory
+    from extender.cluster import csinodes, inventory
     from extender.cluster.namespaces import labels_by_name
 
+    docs = [doc for _, doc in _documents(path)] if docs is None else docs
+    volumes = volumes if volumes is not None else load_volumes(docs)
     nodes: list[Node] = []
     bound: dict[str, list[Mapping[str, Any]]] = {}
     namespaces: dict[str, dict[str, str]] | None = None
-    for _, doc in _documents(path):
+    limits = csinodes.limits_by_node(doc for doc in docs if doc.get("kind") == "CSINode")
+    for doc in docs:
         kind = doc.get("kind")
         if kind == "Node":
             nodes.append(Node.from_manifest(doc))
@@ -272,11 +360,10 @@ def load_existing(path: str) -> Existing:
             namespaces.update(labels_by_name([doc]))
     result = Existing(usage=inventory.usage(nodes), namespaces=namespaces)
     for node in nodes:
-        on_node = bound.get(node.name, [])
+        pods = inventory.node_pods(bound.get(node.name, []))
         takes_pods = is_karpy_node(node.labels) and not node.unschedulable and not node.deleting
-        result.nodes.append(
-            inventory.existing_node(node, inventory.node_pods(on_node), schedulable=takes_pods)
-        )
+        attach = (limits[node.name], volumes.in_use(pods.pods)) if node.name in limits else None
+        result.nodes.append(inventory.existing_node(node, pods, schedulable=takes_pods, volumes=attach))
     return result
 
 
@@ -311,13 +398,20 @@ def _from_ec2() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return instancetypes.describe_instance_types(ec2), instancetypes.describe_offerings(ec2)
 
 
-def unschedulable(plan: Plan, rejected: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Pods karpy could not read (`invalid`), then the solver's (`unmodelled`: a rule karpy does not
-    model; neither: nothing karpy may launch or use fits)."""
+def unschedulable(
+    plan: Plan, rejected: Mapping[str, str], unresolved: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Pods karpy could not read (`invalid`), those whose claims cannot be placed yet (`unmodelled`),
+    then the solver's (`unmodelled`: a rule karpy does not model; neither: nothing karpy may launch
+    or use fits)."""
     return [
         *(
             {"pod": key, "reason": reason, "invalid": True, "unmodelled": False}
             for key, reason in rejected.items()
+        ),
+        *(
+            {"pod": key, "reason": reason, "invalid": False, "unmodelled": True}
+            for key, reason in (unresolved or {}).items()
         ),
         *(
             {"pod": u.pod.key, "reason": u.reason, "invalid": False, "unmodelled": u.unmodelled}
@@ -326,7 +420,8 @@ def unschedulable(plan: Plan, rejected: Mapping[str, str]) -> list[dict[str, Any
     ]
 
 
-def render_json(plan: Plan, elapsed: float, rejected: Mapping[str, str] | None = None) -> dict[str, Any]:
+def render_json(plan: Plan, elapsed: float, loaded: Pods | None = None) -> dict[str, Any]:
+    loaded = loaded or Pods()
     placed = plan.placed()
     return {
         "nodes": [
@@ -347,7 +442,7 @@ def render_json(plan: Plan, elapsed: float, rejected: Mapping[str, str] | None =
             {"pod": key, "node": placed[key], "notEvaluated": list(rules)}
             for key, rules in plan.left_to_scheduler().items()
         ],
-        "unschedulable": unschedulable(plan, rejected or {}),
+        "unschedulable": unschedulable(plan, loaded.rejected, loaded.unresolved),
         "totalPricePerHour": round(plan.total_price, 6),
         "lowerBoundPricePerHour": round(plan.lower_bound, 6),
         "notes": list(plan.notes),
@@ -356,11 +451,9 @@ def render_json(plan: Plan, elapsed: float, rejected: Mapping[str, str] | None =
 
 
 def render_table(
-    plan: Plan,
-    elapsed: float,
-    rejected: Mapping[str, str] | None = None,
-    existing: Sequence[ExistingNode] = (),
+    plan: Plan, elapsed: float, loaded: Pods | None = None, existing: Sequence[ExistingNode] = ()
 ) -> str:
+    loaded = loaded or Pods()
     rows = [("NODE", "PROVISIONER", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS", "OPTIONS")]
     known = {n.name: n for n in existing}
     for name, pods in plan.existing.items():
@@ -393,9 +486,25 @@ def render_table(
         )
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    unread = [f"Unable to schedule pod {key}, {reason}" for key, reason in (rejected or {}).items()]
-    described = type_label_lines(plan)
+    unread = [
+        f"Unable to schedule pod {key}, {reason}"
+        for key, reason in [*loaded.rejected.items(), *loaded.unresolved.items()]
+    ]
+    described = [*scheduler_bound_lines(plan), *type_label_lines(plan)]
     return "\n".join([*unread, *plan.describe(), "", *lines, *described, "", f"Computed in {elapsed:.3f}s"])
+
+
+def scheduler_bound_lines(plan: Plan) -> list[str]:
+    """The placed pods kube-scheduler binds, apart from those karpy binds: pod, node, why."""
+    placed = plan.placed()
+    rows = [("POD", "NODE", "LEFT TO KUBE-SCHEDULER")]
+    rows += [(key, placed[key], "; ".join(rules)) for key, rules in plan.left_to_scheduler().items()]
+    if len(rows) == 1:
+        return []
+    widths = [max(len(r[c]) for r in rows) for c in range(2)]
+    lines = [f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}".rstrip() for r in rows]
+    title = "BOUND BY KUBE-SCHEDULER (karpy plans their node and holds their room; kube-scheduler binds them)"
+    return ["", title, *lines]
 
 
 def type_label_lines(plan: Plan) -> list[str]:
@@ -411,10 +520,18 @@ def type_label_lines(plan: Plan) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     zones = [z.strip() for z in args.zones.split(",") if z.strip()]
-    loaded = load_pods(args.pods)
+    pod_docs = [doc for _, doc in _documents(args.pods)]
+    existing_docs = list(_documents(args.existing)) if args.existing else []
+    # Claims resolve against the volume objects of both files, as against the cluster's.
+    volumes = load_volumes([*pod_docs, *(doc for _, doc in existing_docs)])
+    existing = (
+        load_existing(args.existing, [doc for _, doc in existing_docs], volumes)
+        if args.existing
+        else Existing()
+    )
+    loaded = load_pods(args.pods, pod_docs, volumes)
     provisioners = load_provisioners(args.provisioner)
     daemonsets = load_daemonsets(args.daemonsets) if args.daemonsets else []
-    existing = load_existing(args.existing) if args.existing else Existing()
     if args.instance_types:
         types = _json_file(args.instance_types, "InstanceTypes")
         offerings = _json_file(args.offerings, "InstanceTypeOfferings") if args.offerings else None
@@ -428,9 +545,13 @@ def run(args: argparse.Namespace) -> int:
     if args.consolidate:
         from extender.cli import consolidation
 
-        docs = list(_documents(args.existing)) if args.existing else []
         return consolidation.run(
-            args, docs, provisioners=provisioners, catalog=catalog, daemonsets=daemonsets, pending=loaded.pods
+            args,
+            existing_docs,
+            provisioners=provisioners,
+            catalog=catalog,
+            daemonsets=daemonsets,
+            pending=loaded.pods,
         )
     started = time.perf_counter()
     plan = solve(
@@ -445,7 +566,7 @@ def run(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - started
     if args.output == "json":
-        print(json.dumps(render_json(plan, elapsed, loaded.rejected), indent=2))
+        print(json.dumps(render_json(plan, elapsed, loaded), indent=2))
     else:
-        print(render_table(plan, elapsed, loaded.rejected, existing.nodes))
+        print(render_table(plan, elapsed, loaded, existing.nodes))
     return 0

@@ -1,5 +1,7 @@
 """`karpy status`: the Provisioners, the nodes karpy launched (type, zone, capacity type, age, $/h)
-and the pods still waiting for a node, read from the API server.
+and the pods still waiting for a node, read from the API server; then the dashboards' figures (pod
+startup p50/p95, usage against limits, $/h against the lower bound; extender/cli/figures.py), from
+the controller's /metrics with --metrics. `--watch [SECONDS]` redraws them until Ctrl-C.
 
 Prices come from the price file (--prices or KARPY_AWS_PRICE_FILE) when it lists the type, else from
 the documented estimate in extender.scheduling.pricing; the SOURCE column says which.
@@ -12,13 +14,14 @@ import argparse
 import dataclasses
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from extender.api import labels as wk
 from extender.api.quantity import QuantityError, format_cpu, format_memory, parse_quantity
+from extender.cli import figures as dash
 from extender.cli.main import UsageError
 from extender.scheduling.pricing import PriceBook, Shape
 
@@ -292,9 +295,52 @@ def render(status: Status) -> str:
     return "\n".join(out)
 
 
-def as_json(status: Status) -> str:
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}s"
+
+
+def _amount(resource: str, value: float) -> str:
+    return format_memory(value) if resource == "memory" else f"{value:g}"
+
+
+def render_figures(figures: dash.Figures) -> str:
+    source = "controller metrics" if figures.source == "metrics" else "pods on karpy's nodes now"
+    out = [f"POD STARTUP (creation to bound / Ready; {source})"]
+    out += _table(
+        ("UNTIL", "PODS", "P50", "P95"),
+        [(s.until, str(s.pods), _seconds(s.p50), _seconds(s.p95)) for s in figures.startup],
+    )
+    out += ["", f"LIMITS ({len(figures.limits)})"]
+    out += _table(
+        ("PROVISIONER", "RESOURCE", "USED", "LIMIT", "USED%"),
+        [
+            (
+                lim.provisioner,
+                lim.resource,
+                _amount(lim.resource, lim.used),
+                _amount(lim.resource, lim.limit),
+                "-" if lim.share is None else f"{100 * lim.share:.0f}%",
+            )
+            for lim in figures.limits
+        ],
+    )
+    cost = f"COST ${figures.price_per_hour:.4f}/h"
+    if figures.lower_bound is None or figures.consolidating_cost is None:
+        cost += ", lower bound - (from the controller: --metrics)"
+    else:
+        cost += (
+            f", consolidating Provisioners ${figures.consolidating_cost:.4f}/h against a lower bound of "
+            f"${figures.lower_bound:.4f}/h"
+        )
+        if figures.lower_bound > 0:
+            cost += f" ({figures.consolidating_cost / figures.lower_bound:.2f}x)"
+    return "\n".join([*out, "", cost])
+
+
+def as_json(status: Status, figures: dash.Figures | None = None) -> str:
+    extra = {"figures": dataclasses.asdict(figures)} if figures is not None else {}
     return json.dumps(
-        {**dataclasses.asdict(status), "pricePerHour": round(status.price_per_hour, 6)}, indent=2
+        {**dataclasses.asdict(status), "pricePerHour": round(status.price_per_hour, 6), **extra}, indent=2
     )
 
 
@@ -313,6 +359,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         help='{"onDemand": {...}, "spot": {...}} price file '
         "(env KARPY_AWS_PRICE_FILE; default: the documented estimate)",
     )
+    parser.add_argument(
+        "--metrics",
+        default=None,
+        help="the controller's /metrics URL (e.g. through kubectl port-forward svc/karpy-controller 8089): "
+        "startup, limits and the lower bound as the dashboards show them (env KARPY_STATUS_METRICS_URL)",
+    )
+    parser.add_argument(
+        "--watch",
+        nargs="?",
+        type=float,
+        const=WATCH_DEFAULT,
+        default=None,
+        metavar="SECONDS",
+        help=f"redraw every SECONDS ({WATCH_MIN:g}-{WATCH_MAX:g}, default {WATCH_DEFAULT:g}) until Ctrl-C",
+    )
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.set_defaults(func=run)
 
@@ -328,7 +389,70 @@ def _price_book(path: str) -> PriceBook:
         raise UsageError(str(err)) from err
 
 
+WATCH_DEFAULT, WATCH_MIN, WATCH_MAX = 5.0, 1.0, 3600.0
+CLEAR = "\x1b[H\x1b[2J"
+
+
+def watch(
+    draw: Callable[[], str],
+    every: float,
+    *,
+    out: Callable[[str], None] = print,
+    sleep: Callable[[float], None] = time.sleep,
+    rounds: int | None = None,
+) -> int:
+    """Redraw `draw()` every `every` seconds until Ctrl-C (or `rounds` draws); a failed refresh shows
+    its error and the next round tries again."""
+    if not WATCH_MIN <= every <= WATCH_MAX:
+        raise UsageError(f"--watch: SECONDS must be between {WATCH_MIN:g} and {WATCH_MAX:g}, got {every:g}")
+    drawn = 0
+    try:
+        while rounds is None or drawn < rounds:
+            try:
+                text = draw()
+            except (UsageError, KeyboardInterrupt):
+                raise
+            except Exception as err:  # the API server or the controller away for a moment
+                text = f"error: {err}"
+            out(f"{CLEAR}{text}\n\n(every {every:g}s, {time.strftime('%H:%M:%S')}; Ctrl-C to stop)")
+            drawn += 1
+            if rounds is None or drawn < rounds:
+                sleep(every)
+    except KeyboardInterrupt:
+        out("")
+    return 0
+
+
+def _scrape(url: str) -> str:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.read().decode()
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise UsageError(f"reading metrics from {url}: {getattr(err, 'reason', err)}") from err
+
+
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    metrics_url = args.metrics if args.metrics is not None else os.environ.get("KARPY_STATUS_METRICS_URL", "")
+
+    def draw() -> str:
+        status, figures = collect(args, metrics_url)
+        if args.output == "json":
+            return as_json(status, figures)
+        return render(status) + "\n\n" + render_figures(figures)
+
+    if args.watch is not None:
+        return watch(draw, args.watch)
+    print(draw())
+    return 0
+
+
+def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Figures]:
+    """One reading of the cluster (and of the controller's metrics when named)."""
     from kubernetes import client
 
     from extender.api.nodepool import API_VERSION as NODEPOOL_API_VERSION
@@ -355,13 +479,11 @@ def run(args: argparse.Namespace) -> int:
         provisioners += [
             {**pool, "kind": "NodePool"} for pool in list_custom(kube, group, version, NODEPOOL_PLURAL)
         ]
+        karpy_nodes = nodes.list_node_manifests(kube, karpy_only=True)
+        assigned = pods.list_assigned(kube)
         status = summarize(
-            provisioners,
-            nodes.list_node_manifests(kube, karpy_only=True),
-            pods.list_pending(kube)[0],
-            pods.list_assigned(kube),
-            prices=prices,
-            now=time.time(),
+            provisioners, karpy_nodes, pods.list_pending(kube)[0], assigned, prices=prices, now=time.time()
         )
-    print(as_json(status) if args.output == "json" else render(status))
-    return 0
+    if metrics_url:
+        return status, dash.from_metrics(_scrape(metrics_url))
+    return status, dash.from_api(provisioners, karpy_nodes, assigned, price_per_hour=status.price_per_hour)

@@ -22,12 +22,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from kubernetes import client
 from prometheus_client import Gauge
 
 from extender.api import labels as wk
+from extender.api.disruption import DO_NOT_DISRUPT
 from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.cluster import inventory, objects
@@ -39,9 +41,10 @@ log = logging.getLogger("karpy.informer")
 
 T = TypeVar("T")
 Handler = Callable[[str, Pod], None]
+ManifestHandler = Callable[[str, Mapping[str, Any]], None]
 
 #: Annotations of a bound pod karpy reads (consolidation's eligibility); the rest are dropped.
-KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, wk.MIRROR_POD_ANNOTATION})
+KEPT_ANNOTATIONS = frozenset({wk.DO_NOT_EVICT_ANNOTATION, DO_NOT_DISRUPT, wk.MIRROR_POD_ANNOTATION})
 #: Interned values beyond the live pods' before the table is rebuilt from the live pods only.
 INTERN_SLACK = 10_000
 
@@ -99,7 +102,7 @@ class Interner:
             volume_terms=v(pod.volume_terms),
             unmodelled=v(pod.unmodelled),
             deferred=v(pod.deferred),
-            csi_volumes=v(pod.csi_volumes),
+            csi_claims=v(pod.csi_claims),
             claims=v(pod.claims),
             owner_kind=v(pod.owner_kind),
             owner_name=v(pod.owner_name),
@@ -183,6 +186,7 @@ class BoundPods(WatchedIndex):
         super().__init__()
         self._state = _State()
         self._listeners: list[Handler] = []
+        self._manifest_listeners: list[ManifestHandler] = []
 
     def list_function(self, kube: client.ApiClient) -> tuple[Callable[..., Any], dict[str, Any]]:
         return client.CoreV1Api(kube).list_pod_for_all_namespaces, {"field_selector": kube_pods.ASSIGNED}
@@ -190,6 +194,11 @@ class BoundPods(WatchedIndex):
     def subscribe(self, handler: Handler) -> None:
         """`handler(event, pod)` for every listed pod ("SYNC") and watch event."""
         self._listeners.append(handler)
+
+    def subscribe_manifests(self, handler: ManifestHandler) -> None:
+        """`handler(event, API JSON)` for every listed pod ("SYNC") and ADDED/MODIFIED/DELETED event
+        (pod startup reads its conditions, which `Pod` does not keep)."""
+        self._manifest_listeners.append(handler)
 
     # --- the watch side ---------------------------------------------------------------------------
 
@@ -199,7 +208,7 @@ class BoundPods(WatchedIndex):
         for manifest in items:
             pod = Pod.from_live(manifest)
             fresh.add(pod)
-            self._notify("SYNC", pod)
+            self._notify("SYNC", pod, manifest)
         with self._lock:
             vanished = {key: node for key, node in self._state.where.items() if key not in fresh.where}
             self._state = fresh
@@ -230,7 +239,7 @@ class BoundPods(WatchedIndex):
                 state.reintern()
             self.resource_version = version
             INDEXED.set(len(state.where))
-        self._notify(kind, pod)
+        self._notify(kind, pod, manifest)
 
     def assume(self, pod: Pod, node: str) -> None:
         """`pod` was just bound to `node` by karpy: count it now, before its watch event arrives,
@@ -240,10 +249,13 @@ class BoundPods(WatchedIndex):
             state.put(pod.key, node, state.compact(pod, node))
             INDEXED.set(len(state.where))
 
-    def _notify(self, kind: str, pod: Pod) -> None:
-        for handler in self._listeners:
+    def _notify(self, kind: str, pod: Pod, manifest: Mapping[str, Any] | None = None) -> None:
+        calls: list[Callable[[], None]] = [partial(handler, kind, pod) for handler in self._listeners]
+        if manifest is not None:
+            calls += [partial(handler, kind, manifest) for handler in self._manifest_listeners]
+        for call in calls:
             try:
-                handler(kind, pod)
+                call()
             except Exception:  # a listener's fault must not stop the index
                 log.exception("Handling %s of pod %s", kind, pod.key)
 

@@ -59,3 +59,21 @@ def _message(err: ClusterError) -> str:
     text = str(err)
     prefix = f": {err.status} "
     return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def delete(kube: Any, namespace: str, name: str, uid: str, grace_seconds: int) -> tuple[Outcome, str]:
+    """DELETE the pod with `gracePeriodSeconds` (no PDB is consulted): a drain's deadline. A grace
+    of at least 1 s keeps it a graceful deletion (0 would remove it from etcd at once, breaking the
+    at-most-one-pod guarantee), as Karpenter's forceDelete clamps it."""
+    body: dict[str, Any] = {"gracePeriodSeconds": max(grace_seconds, 1)}
+    if uid:
+        body["preconditions"] = {"uid": uid}
+    try:
+        with translated(""):
+            call_json(client.CoreV1Api(kube).delete_namespaced_pod, name, namespace, body=body)
+    except ClusterError as err:
+        if err.status == 0:
+            raise
+        outcome, message = _classify(err)
+        return (outcome if outcome is Outcome.GONE else Outcome.ERROR), message
+    return Outcome.EVICTED, ""

@@ -65,6 +65,11 @@ class NodeIndex(WatchedIndex):
             with self._lock:
                 self._nodes.setdefault(node.name, node)
 
+    def get(self, name: str) -> Node | None:
+        """One node as the index holds it now (no listing)."""
+        with self._lock:
+            return self._nodes.get(name)
+
     def current(self, list_now: Callable[[], Iterable[Mapping[str, Any]]]) -> list[Node]:
         """Every node as the watch keeps it (waiting for its first listing), or, without a running
         watch, as `list_now()` lists them."""

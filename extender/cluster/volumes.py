@@ -24,7 +24,7 @@ claims only kube-scheduler can bind.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubernetes import client
@@ -37,11 +37,33 @@ from extender.api.quantity import QuantityError, parse_quantity
 from extender.cluster.watch import list_objects
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+DEFAULT_CLASS_ANNOTATIONS = (DEFAULT_CLASS_ANNOTATION, "storageclass.beta.kubernetes.io/is-default-class")
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 #: StorageClass provisioner of statically provisioned volumes: nothing creates a volume, the claim
 #: binds to an existing one.
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+#: In-tree volume plugins migrated to CSI, as kube-scheduler's NodeVolumeLimits translates them
+#: (k8s.io/csi-translation-lib v0.37 plugins/*.go): a StorageClass provisioner, and the PersistentVolume
+#: source field, with the CSI driver whose attach limit the volume counts against.
+IN_TREE_DRIVERS = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/azure-file": "file.csi.azure.com",
+    "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+}
+IN_TREE_SOURCES = {
+    "awsElasticBlockStore": "ebs.csi.aws.com",
+    "gcePersistentDisk": "pd.csi.storage.gke.io",
+    "cinder": "cinder.csi.openstack.org",
+    "azureDisk": "disk.csi.azure.com",
+    "azureFile": "file.csi.azure.com",
+    "vsphereVolume": "csi.vsphere.vmware.com",
+    "portworxVolume": "pxd.portworx.com",
+}
 #: CSI drivers' zone keys: labels their node plugin adds once the node runs, the zone all the same.
 CSI_ZONE_KEYS = frozenset({"topology.ebs.csi.aws.com/zone"})
 
@@ -98,19 +120,16 @@ class Volumes:
                 deferred.append(f"{where} {why}")
         return Resolution(topology, tuple(deferred), tuple(unresolved))
 
-    def csi_volumes(self, pod: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-        """(CSI driver, distinct volumes) of the pod's claims, as kube-scheduler's NodeVolumeLimits
-        counts them: a bound claim by its PersistentVolume's CSI driver, an unbound one by its class's
-        provisioner. In-tree and non-CSI volumes (NFS, hostPath) count against no limit."""
-        counts: dict[str, int] = {}
-        seen: set[str] = set()
+    def csi_claims(self, pod: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """(CSI driver, claim name) of each distinct claim of `pod`, as kube-scheduler's
+        NodeVolumeLimits counts them: a bound claim by its PersistentVolume's CSI driver, an unbound
+        one by its class's provisioner; an in-tree plugin that migrated to CSI by that driver.
+        Other volumes (NFS, hostPath, emptyDir) count against no limit."""
+        found: dict[str, str] = {}
         for claim in self._claims(pod):
-            if claim.name in seen:
-                continue
-            seen.add(claim.name)
-            if driver := self._driver(claim.spec):
-                counts[driver] = counts.get(driver, 0) + 1
-        return tuple(sorted(counts.items()))
+            if claim.name not in found and (driver := self._driver(claim.spec)):
+                found[claim.name] = driver
+        return tuple(sorted((driver, name) for name, driver in found.items()))
 
     def in_use(self, pods: Iterable[Pod]) -> tuple[tuple[str, int], ...]:
         """(CSI driver, distinct volumes) the pods bound to one node hold: a claim two pods share is
@@ -129,11 +148,14 @@ class Volumes:
 
     def _driver(self, spec: Mapping[str, Any]) -> str | None:
         if volume_name := spec.get("volumeName"):
-            pv = self.volumes.get(str(volume_name)) or {}
-            driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver")
-            return str(driver) if driver else None
+            pv_spec = (self.volumes.get(str(volume_name)) or {}).get("spec") or {}
+            if driver := (pv_spec.get("csi") or {}).get("driver"):
+                return str(driver)
+            return next((d for source, d in IN_TREE_SOURCES.items() if pv_spec.get(source)), None)
         provisioner = str((self._class(spec.get("storageClassName")) or {}).get("provisioner") or "")
-        return provisioner if provisioner and not provisioner.startswith("kubernetes.io/") else None
+        if provisioner.startswith("kubernetes.io/"):
+            return IN_TREE_DRIVERS.get(provisioner)
+        return provisioner or None
 
     def _claims(self, pod: Mapping[str, Any]) -> Iterator[_Claim]:
         """Each persistent and generic ephemeral volume of `pod`."""
@@ -231,15 +253,21 @@ class Volumes:
             return self.classes.get(str(name))
         if name == "":
             return None  # "" asks for no class: a pre-bound volume only
-        return next(
-            (
-                c
-                for c in self.classes.values()
-                if ((c.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION)
-                == "true"
-            ),
-            None,
-        )
+        # The DefaultStorageClass admission plugin's choice (k8s pkg/volume/util GetDefaultClass):
+        # the newest default class, then the first by name.
+        defaults = [c for c in self.classes.values() if _is_default(c)]
+        defaults.sort(key=_name)
+        defaults.sort(key=_created, reverse=True)
+        return defaults[0] if defaults else None
+
+
+def _created(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def _is_default(storage_class: Mapping[str, Any]) -> bool:
+    annotations = (storage_class.get("metadata") or {}).get("annotations") or {}
+    return any(annotations.get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -319,6 +347,24 @@ def _terms(raw_terms: Iterable[Any], field_name: str) -> RequiredTerms | None:
             term.append(Requirement(name, operator, tuple(str(v) for v in expr.get("values") or ())))
         result.append(tuple(term))
     return tuple(result)
+
+
+def parse_pod(manifest: Mapping[str, Any], volumes: Volumes | None) -> tuple[Pod, tuple[str, ...]]:
+    """The pending pod as karpy plans it, with why its claims cannot be placed yet (the pod is then
+    not planned). Its claims resolved to node terms, the claims kube-scheduler binds added to
+    `deferred`, its CSI claims to `csi_claims`; without `volumes` a pod with claims is unmodelled.
+    The controller and `karpy plan` both parse through here. Raises PodError."""
+    if volumes is None:
+        return Pod.from_manifest(manifest), ()
+    resolved = volumes.resolve(manifest)
+    pod = Pod.from_manifest(manifest, resolved.topology)
+    if resolved.unresolved:
+        return pod, resolved.unresolved
+    # kube-scheduler's VolumeBinding binds (or provisions) these claims as it binds the pod: karpy
+    # plans the node and leaves the bind to it.
+    return replace(
+        pod, deferred=(*pod.deferred, *resolved.deferred), csi_claims=volumes.csi_claims(manifest)
+    ), ()
 
 
 def has_claims(pods: Iterable[Mapping[str, Any]]) -> bool:

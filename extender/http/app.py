@@ -36,6 +36,7 @@ def _body() -> Any:
 
 
 def _bad_request(why: str) -> Response:
+    metrics.EXTENDER_ERRORS.labels(verb="filter", reason="bad_request").inc()
     # A 200 with Error: kube-scheduler (ignorable) skips us instead of failing the pod.
     return _json({"NodeNames": None, "Nodes": None, "FailedNodes": {}, "Error": f"karpy: bad request, {why}"})
 
@@ -59,6 +60,7 @@ def create_app(
     """`heartbeats`: the worker loops /healthz watches (extender/heartbeat.py); none by default."""
     app = _limited(Flask("karpy-extender"), settings)
     app.config["KARPY_SETTINGS"] = settings
+    app.after_request(_count_failure)
 
     @app.post("/filter")
     def filter_() -> Response:
@@ -115,6 +117,14 @@ def create_app(
         return _metrics()
 
     return app
+
+
+def _count_failure(response: Response) -> Response:
+    """A scheduling request that failed (a 5xx, the JSON error answer of an exception): the
+    extender-errors alert reads it."""
+    if response.status_code >= 500 and request.path in ("/filter", "/prioritize"):
+        metrics.EXTENDER_ERRORS.labels(verb=request.path.strip("/"), reason="exception").inc()
+    return response
 
 
 def _metrics() -> Response:

@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes import client
 
 from extender.api import labels
+from extender.api.provisioner import Provisioner
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.informer import start_informer
 from extender.cluster.nodes import list_karpy_nodes
@@ -69,9 +70,10 @@ class Lifecycle:
         *,
         monotonic: Callable[[], float] = time.monotonic,
         queue: DelayQueue[str] | None = None,
+        provisioners: Callable[[], list[Provisioner]] | None = None,
     ) -> None:
         self.ctx = ctx
-        lookup = ProvisionerLookup(ctx.kube, settings=ctx.settings)
+        lookup = ProvisionerLookup(ctx.kube, settings=ctx.settings, lister=provisioners)
         self.nodes = NodeWorker(ctx, lookup.get, queue=queue)
         self._monotonic = monotonic
         self._was_leader = False
@@ -128,17 +130,35 @@ class LifecycleController:
     provisioning; `start` runs them. They act only while `ctx.is_leader()`; each ticks its entry
     in `heartbeats` (read by the extender's /healthz) with its deadline from DEADLINES.
 
-    `sqs`: the client of `settings.aws.interruption_queue`, None when no queue is configured."""
+    `sqs`: the client of `settings.aws.interruption_queue`, None when no queue is configured.
+    `provisioners`: lists the Provisioners the lifecycle acts on (default: the cluster's, loaded as
+    `cluster.provisioners.list_configured` loads them)."""
 
-    def __init__(self, ctx: Context, *, bound: BoundPods, heartbeats: Heartbeats, sqs: Any = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        bound: BoundPods,
+        heartbeats: Heartbeats,
+        sqs: Any = None,
+        provisioners: Callable[[], list[Provisioner]] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.heartbeats = heartbeats
-        self.lifecycle = Lifecycle(ctx, queue=_TickingQueue(self._tick("lifecycle-node-workers")))
+        queue = _TickingQueue(self._tick("lifecycle-node-workers"))
+        self.lifecycle = Lifecycle(ctx, queue=queue, provisioners=provisioners)
         # A pod bound, finished or deleted may leave its node empty: the node worker looks again.
         bound.subscribe(self.lifecycle.nodes.on_pod)
         # Consolidation (issue 12): shares the node worker's disruption budgets.
         nodes = self.lifecycle.nodes
-        self.consolidator = Consolidator(ctx, nodes.ledger, nodes.census, bound=bound)
+        self.consolidator = Consolidator(
+            ctx,
+            nodes.ledger,
+            nodes.census,
+            bound=bound,
+            pod_events=nodes.pod_events,
+            provisioners=provisioners,
+        )
         self.poller: InterruptionPoller | None = None
         if sqs is not None:
             handler = InterruptionHandler(ctx, lambda: list_karpy_nodes(ctx.kube))

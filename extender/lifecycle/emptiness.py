@@ -1,4 +1,6 @@
-"""Emptiness TTL (`ttlSecondsAfterEmpty`): annotate empty nodes, terminate them when the TTL runs out.
+"""Emptiness TTL (`ttlSecondsAfterEmpty`, v1 WhenEmpty's `consolidateAfter`): annotate empty nodes,
+terminate them when the TTL runs out, within the Provisioner's "Empty" disruption budget, unless the
+node is annotated `karpenter.sh/do-not-disrupt`.
 
 `decide` is pure (node, its pods, TTL, now -> what to do and when to look again); `reconcile`
 applies it. The node is requeued exactly at timestamp + TTL, so nothing polls.
@@ -15,7 +17,7 @@ from extender.api import labels
 from extender.api.meta import format_time, parse_time
 from extender.api.node import Node
 from extender.api.pod import Pod
-from extender.lifecycle import metrics, nodepatch
+from extender.lifecycle import metrics, nodepatch, protection
 from extender.lifecycle.context import Context, go_duration
 
 
@@ -31,6 +33,8 @@ class Decision:
     action: Action
     #: Seconds until this node must be looked at again for emptiness; None = only on change.
     requeue_after: float | None = None
+    #: Why a due node is kept (a do-not-disrupt annotation), counted as a blocked decision.
+    blocked: str | None = None
 
 
 def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) -> Decision:
@@ -49,6 +53,10 @@ def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) ->
         return Decision(Action.ADD, requeue_after=ttl)
     due = stamp + timedelta(seconds=ttl)
     if now >= due:
+        # karpenter.sh/do-not-disrupt on the node keeps it; its annotation's removal is a node
+        # event that brings it back here.
+        if (blocker := protection.node_blocker(node.annotations, pods)) is not None:
+            return Decision(Action.NONE, blocked=blocker)
         return Decision(Action.TERMINATE)
     return Decision(Action.NONE, requeue_after=(due - now).total_seconds())
 
@@ -79,6 +87,9 @@ def reconcile(
     node_name = node.name
     now = ctx.clock()
     decision = decide(node, pods, ttl, now)
+    if decision.blocked is not None:
+        metrics.disruption("empty", "blocked")
+        ctx.log.debug("Empty node %s is not disrupted, %s", node_name, decision.blocked)
     if decision.action is Action.ADD:
         nodepatch.set_annotation(ctx.kube, node_name, labels.EMPTINESS_TIMESTAMP_ANNOTATION, format_time(now))
         ctx.log.info("Added TTL to empty node %s", node_name)
@@ -100,10 +111,12 @@ def reconcile(
             return 0.0
         # The budget slot is taken last, so it is held only by a node that is really deleted.
         if admit is not None and not admit():
+            metrics.disruption("empty", "blocked")
             ctx.unmark(node_name)
             ctx.log.debug("Empty node %s waits for a disruption slot", node_name)
             return BUDGET_POLL_SECONDS
         ctx.log.info("Triggering termination after %s for empty node %s", go_duration(ttl or 0), node_name)
         metrics.NODES_TERMINATED.labels(reason="emptiness").inc()
-        nodepatch.delete_node(ctx.kube, node_name)
+        with metrics.disrupting("empty"):
+            nodepatch.delete_node(ctx.kube, node_name)
     return decision.requeue_after

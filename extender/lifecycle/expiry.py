@@ -119,6 +119,7 @@ class Expiry:
             if disruption is None:
                 in_flight = len(deleting | set(self._active))
                 if node_name not in pick(due, now, in_flight, ctx.settings.lifecycle.max_disrupting):
+                    metrics.disruption(reason, "blocked")
                     ctx.log.debug(
                         "%s node %s waits for a disruption slot (%s in flight)",
                         reason.capitalize(),
@@ -127,6 +128,7 @@ class Expiry:
                     )
                     return WAIT_POLL_SECONDS
                 if admit is not None and not admit():
+                    metrics.disruption(reason, "blocked")
                     ctx.log.debug(
                         "%s node %s waits for its Provisioner's disruption budget",
                         reason.capitalize(),
@@ -143,7 +145,8 @@ class Expiry:
             return WAIT_POLL_SECONDS
         ctx.log.info("Triggering termination for %s node %s %s", reason, node_name, why)
         metrics.NODES_TERMINATED.labels(reason=TERMINATION_REASONS.get(reason, reason)).inc()
-        nodepatch.delete_node(ctx.kube, node_name)
+        with metrics.disrupting(reason):
+            nodepatch.delete_node(ctx.kube, node_name)
         return None
 
     def _start(

@@ -203,7 +203,8 @@ class InterruptionHandler:
             )
         ctx.log.info("Triggering termination for interrupted node %s (%s)", node_name, message.kind)
         metrics.NODES_TERMINATED.labels(reason="interruption").inc()
-        nodepatch.delete_node(ctx.kube, node_name)
+        with metrics.disrupting("interrupted"):
+            nodepatch.delete_node(ctx.kube, node_name)
 
 
 class InterruptionPoller:
@@ -231,6 +232,7 @@ class InterruptionPoller:
     def poll_once(self, wait_seconds: int | None = None) -> int:
         """Receive up to 10 messages, handle them in parallel; returns how many were received."""
         s = self.ctx.settings.lifecycle
+        self._read_depth()
         resp = self.sqs.receive_message(
             QueueUrl=self.queue_url(),
             MaxNumberOfMessages=10,
@@ -268,6 +270,22 @@ class InterruptionPoller:
             backoff=backoff,
             logger=self.ctx.log,
         )
+
+    def _read_depth(self) -> None:
+        """The queue's backlog, for the backing-up alert: one GetQueueAttributes per poll (a long
+        poll waits up to sqs_wait_seconds, so this is at most a few calls a minute)."""
+        try:
+            attrs = (
+                self.sqs.get_queue_attributes(
+                    QueueUrl=self.queue_url(), AttributeNames=["ApproximateNumberOfMessages"]
+                ).get("Attributes")
+                or {}
+            )
+            depth = float(attrs.get("ApproximateNumberOfMessages", 0))
+        except Exception as err:  # a gauge must not stop the handling of interruptions
+            self.ctx.log.debug("Reading the depth of interruption queue %s failed, %s", self.queue, err)
+            return
+        metrics.INTERRUPTION_QUEUE_MESSAGES.set(depth)
 
     def _one(self, sqs_message: Mapping[str, Any]) -> None:
         """Never raises: a message that cannot be parsed is deleted, one whose action failed stays

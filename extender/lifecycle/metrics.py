@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from prometheus_client import Counter, Gauge, Histogram
 
 NAMESPACE = "karpenter"
@@ -80,3 +83,58 @@ LOWER_BOUND_COST = Gauge(
     ["provisioner"],
     namespace=NAMESPACE,
 )
+
+# karpy's own lifecycle metrics (namespace `karpy`), beside the Karpenter-named ones above.
+DISRUPTION_REASONS = ("empty", "expired", "interrupted", "consolidated", "drifted")
+DISRUPTION_OUTCOMES = ("performed", "blocked", "failed")
+DISRUPTION_DECISIONS = Counter(
+    "karpy_disruption_decisions",
+    "Disruption decisions on karpy's nodes by reason (empty, expired, interrupted, consolidated, "
+    "drifted) and outcome (performed; blocked, once per check a budget, the disruption slots or a "
+    "do-not-disrupt annotation hold it back; failed).",
+    ["reason", "outcome"],
+)
+NODES = Gauge(
+    "karpy_nodes",
+    "karpy's nodes by Provisioner, capacity type, instance type and zone.",
+    ["provisioner", "capacity_type", "instance_type", "zone"],
+)
+NODES_PRICE = Gauge(
+    "karpy_nodes_price_dollars_per_hour",
+    "$/h of karpy's nodes by Provisioner, capacity type, instance type and zone.",
+    ["provisioner", "capacity_type", "instance_type", "zone"],
+)
+PROVISIONER_USAGE = Gauge(
+    "karpy_provisioner_usage",
+    "Resources a Provisioner's nodes use against its limits (cpu in cores, memory in bytes, counts), "
+    "in-flight launches included.",
+    ["provisioner", "resource_type"],
+)
+PROVISIONER_LIMIT = Gauge(
+    "karpy_provisioner_limit",
+    "A Provisioner's limits (cpu in cores, memory in bytes, counts).",
+    ["provisioner", "resource_type"],
+)
+INTERRUPTION_QUEUE_MESSAGES = Gauge(
+    "karpy_interruption_queue_messages",
+    "Messages waiting in the interruption queue (SQS ApproximateNumberOfMessages), read each poll.",
+)
+
+
+def disruption(reason: str, outcome: str) -> None:
+    """Count one disruption decision; an unknown reason or outcome is a programming error."""
+    if reason not in DISRUPTION_REASONS or outcome not in DISRUPTION_OUTCOMES:
+        raise ValueError(f"disruption decision {reason!r}/{outcome!r} is not one of the documented labels")
+    DISRUPTION_DECISIONS.labels(reason=reason, outcome=outcome).inc()
+
+
+@contextmanager
+def disrupting(reason: str) -> Iterator[None]:
+    """Around the step that carries out a disruption: `performed` when it returns, `failed` when it
+    raises (the error goes on)."""
+    try:
+        yield
+    except BaseException:
+        disruption(reason, "failed")
+        raise
+    disruption(reason, "performed")

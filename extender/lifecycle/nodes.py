@@ -16,10 +16,11 @@ from extender.api import labels
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.lifecycle import drift, emptiness, nodepatch, readiness
+from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, protection, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
+from extender.lifecycle.podevents import PodEvents
 from extender.lifecycle.termination import Step, Terminator
 from extender.lifecycle.workqueue import DelayQueue
 from extender.loops import log_failure
@@ -46,6 +47,8 @@ class NodeWorker:
         #: The disruption budgets emptiness, expiry and consolidation share.
         self.ledger = ledger or DisruptionLedger()
         self.terminator = Terminator()
+        #: Last pod event per node, for consolidateAfter (read by consolidation).
+        self.pod_events = PodEvents(lambda: self.ctx.clock())
         self._lock = threading.Lock()
         self._cache: dict[str, Node] = {}
         #: Drifted nodes -> (when found drifted, drift reason), until they are gone.
@@ -66,6 +69,7 @@ class NodeWorker:
         self.queue.add(node.name)
 
     def on_pod(self, event: str, pod: Pod) -> None:
+        self.pod_events.observe(event, pod)
         node = pod.node_name
         with self._lock:
             known = node in self._cache
@@ -91,10 +95,12 @@ class NodeWorker:
                 self._drifting.pop(name, None)
             self.expiry.finished(name)
             self.ledger.release(name)
+            self.pod_events.forget(name)
             ctx.unmark(name)
             return
         if node.deleting:
-            step = self.terminator.reconcile(ctx, node)
+            owner = self.provisioners(node.provisioner)
+            step = self.terminator.reconcile(ctx, node, owner.termination_grace_period if owner else None)
             if step is Step.DONE:
                 self.queue.forget(name)
                 self.expiry.finished(name)
@@ -103,6 +109,8 @@ class NodeWorker:
                 self.queue.add(name, TERMINATING_POLL_SECONDS)
             else:
                 self.queue.add_backoff(name)
+                if (wake := self.terminator.wake_at(name)) is not None:
+                    self.queue.add(name, (wake - ctx.clock()).total_seconds())
             return
         prov = self.provisioners(node.provisioner)
         delays = [readiness.reconcile(ctx, node), None if prov else PROVISIONER_RECHECK_SECONDS]
@@ -163,6 +171,11 @@ class NodeWorker:
                     return None
                 found = self._drifting.setdefault(name, (ctx.clock(), reason))
         since, reason = found
+        if name not in self.expiry.active() and (blocker := protection.node_blocker(node.annotations, pods)):
+            # Drift is graceful: a do-not-disrupt node or pod holds it (pod and node events look again).
+            metrics.disruption("drifted", "blocked")
+            ctx.log.debug("Drifted node %s is not disrupted, %s", name, blocker)
+            return None
         return self.expiry.replace(
             ctx,
             node,
@@ -179,9 +192,8 @@ class NodeWorker:
         """Take a slot of the Provisioner's disruption budget for `node` (shared with consolidation)."""
         if prov is None:
             return True
-        return self.ledger.acquire(
-            prov.name, [node], reason, budget=prov.disruption_budget, **self.census(prov.name)
-        )
+        allowed = budgets.limit(prov, budgets.BUDGET_REASONS[reason], self.ctx.clock())
+        return self.ledger.acquire(prov.name, [node], reason, allowed=allowed, **self.census(prov.name))
 
     def census(self, provisioner: str) -> dict[str, Any]:
         """The Provisioner's node count and its deleting nodes, as the budget counts them."""

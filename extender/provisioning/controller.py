@@ -51,6 +51,7 @@ from extender.provisioning.pipeline import Pipeline
 from extender.provisioning.pools import Pools
 from extender.provisioning.register import Registrar
 from extender.provisioning.report import BatchReport, Reporter
+from extender.provisioning.startup import StartupTracker
 from extender.provisioning.watcher import PodWatcher
 from extender.scheduling.instancetypes import OfferingKey
 from extender.scheduling.plan import PlannedNode
@@ -100,6 +101,10 @@ class ProvisioningController:
         # A pod bound (the index) or deleted (the pending watch) ends the room held for it.
         self.bound.subscribe(self.nominations.bound)
         self.watcher.on_gone = self.nominations.gone
+        self.startup = StartupTracker(
+            self._provisioner_of, is_leader=is_leader, clock=time.time, monotonic=clock
+        )
+        self.bound.subscribe_manifests(self.startup.on_bound)
         self.pipeline = self._pipeline(reporter)
 
     def _pipeline(self, reporter: Reporter) -> Pipeline:
@@ -154,6 +159,8 @@ class ProvisioningController:
         """Pods from the watch, less those a batch is placing now: kube-scheduler's refusal of a
         claimed pod updates it, and it would only open a second window. A batch binds, parks or
         re-adds every pod it claimed."""
+        for pod in pods.values():
+            self.startup.pending(pod)
         self._requeue(key for key in pods if not self.state.claimed(key))
 
     def _requeue(self, keys: Iterable[str]) -> list[str]:
@@ -162,9 +169,15 @@ class ProvisioningController:
 
     def enqueue(self, pods: Sequence[Mapping[str, Any]]) -> None:
         """Fast path: pods (API JSON) the extender's guard left without a node."""
+        for pod in pods:
+            self.startup.pending(pod)
         new = self._requeue(pod_key(p) for p in pods)
         with self._fast_lock:
             self._fast_path.update(new)
+
+    def _provisioner_of(self, node_name: str) -> str | None:
+        node = self.nodes.get(node_name)
+        return node.provisioner if node is not None else None
 
     def mark_unavailable(self, key: OfferingKey) -> None:
         self.unavailable.mark([key])
@@ -208,6 +221,7 @@ class ProvisioningController:
                 return
             log.info("Batched %d pods in %.3fs", len(batch), waited)
             metrics.BATCH_WAIT.observe(waited)
+            metrics.BATCH_PODS.observe(len(batch))
             try:
                 report = self.provision(batch)
             except Exception:

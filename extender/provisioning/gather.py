@@ -16,7 +16,6 @@ Called only under the controller's batch lock.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -118,21 +117,12 @@ class Gatherer:
 
     def _parse_pending(self, manifest: Mapping[str, Any], claims: kube_volumes.Volumes | None) -> Pod | None:
         try:
-            resolved = claims.resolve(manifest) if claims else None
-            pod = inventory.parse_pod(manifest, resolved.topology if resolved else None)
-            if resolved is None:
-                return pod
-            if resolved.unresolved:
-                message = f"not provisioning for this pod, {'; '.join(resolved.unresolved)}"
+            pod, unresolved = kube_volumes.parse_pod(manifest, claims)
+            if unresolved:
+                message = f"not provisioning for this pod, {'; '.join(unresolved)}"
                 self.reporter.ignoring(pod, UNMODELLED_REASON, message)
                 return None
-            # kube-scheduler's VolumeBinding binds (or provisions) these claims as it binds the pod:
-            # karpy plans the node and leaves the bind to it.
-            return dataclasses.replace(
-                pod,
-                deferred=(*pod.deferred, *resolved.deferred),
-                csi_volumes=claims.csi_volumes(manifest) if claims else (),
-            )
+            return pod
         except PodError as err:
             meta = manifest.get("metadata") or {}
             pod = Pod(

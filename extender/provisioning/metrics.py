@@ -5,7 +5,7 @@ Names follow Karpenter 0.5's `karpenter_allocation_controller_*_duration_seconds
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 # Karpenter's DurationBuckets (pkg/metrics/constants.go) trimmed to what a batch can take.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60)
@@ -58,4 +58,35 @@ EXTENDER = Histogram(
 EXTENDER_GUARDED = Counter(
     "karpy_extender_guarded_nodes_total", "Nodes the extender's guard failed, by reason.", ["reason"]
 )
+EXTENDER_ERRORS = Counter(
+    "karpy_extender_errors_total",
+    "Extender requests answered with an error, by verb and reason (bad_request, exception).",
+    ["verb", "reason"],
+)
 FAST_PATH = Counter("karpy_extender_fast_path_total", "Pods enqueued because the guard left them no node.")
+
+# Pod startup, after Karpenter's karpenter_pods_startup_duration_seconds (pkg/metrics): creation ->
+# bound and creation -> Ready, for pods on karpy's nodes; pods wait minutes, so the buckets reach 30 min.
+STARTUP_BUCKETS = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800)
+PODS_STARTUP = Histogram(
+    "karpy_pods_startup_duration_seconds",
+    "Seconds from a pod's creation to its being bound (until=bound) or Ready (until=ready), "
+    "for pods on karpy's nodes.",
+    ["provisioner", "until"],
+    buckets=STARTUP_BUCKETS,
+)
+PODS_PENDING = Gauge(
+    "karpy_pods_pending",
+    "Pending pods karpy sees, by reason (waiting_for_capacity, left_to_scheduler, unmodelled, over_limit).",
+    ["reason"],
+)
+PODS_PENDING_OLDEST = Gauge(
+    "karpy_pods_pending_oldest_seconds",
+    "Age of the oldest pending pod, by reason (0 when none).",
+    ["reason"],
+)
+BATCH_PODS = Histogram(
+    "karpy_batch_pods",
+    "Pods per provisioning batch.",
+    buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000),
+)

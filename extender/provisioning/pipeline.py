@@ -101,6 +101,7 @@ class Pipeline:
                     if not unbound:
                         return launched
                     remaining = unbound
+            self.reporter.reasons.clear(p.key for p in remaining)
             result = plan(remaining, ctx, inv, self.unavailable.current(), onto_existing=bind)
             packing = self.clock() - t0
             metrics.PACKING.observe(packing)

@@ -25,6 +25,7 @@ from extender.cluster import events, inventory
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.errors import ClusterError
+from extender.provisioning import pending
 from extender.provisioning.pools import Pools
 from extender.scheduling.plan import Plan
 
@@ -78,11 +79,14 @@ class Reporter:
             maxsize=10_000, ttl=REPORT_TTL_SECONDS, timer=clock
         )
         self._lock = threading.Lock()
+        #: Why each pod a batch could not place still waits (karpy_pods_pending{reason}).
+        self.reasons = pending.PendingReasons(clock)
 
     def ignoring(self, pod: Pod, reason: str, message: str) -> None:
         """Log and record (Warning Event) why karpy will not provision for `pod`, once per
         REPORT_TTL_SECONDS for the same pod and message."""
         key = (pod.uid or pod.key, message)
+        self.reasons.set(pod.key, pending.UNMODELLED)
         with self._lock:
             seen = key in self._reported
             self._reported[key] = True
@@ -157,6 +161,7 @@ class Reporter:
             )
             if item.over_limits:
                 limited.setdefault(item.over_limits, item.reason)
+                self.reasons.set(item.pod.key, pending.OVER_LIMIT)
             park.append(item.pod.key)
         for name, reason in limited.items():
             if name in provisioners:

@@ -24,6 +24,7 @@ Pure: plain data in, a reason string (naming the rule) or None out.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -31,6 +32,7 @@ from extender.api import labels as wk
 from extender.api.affinity import HONOR, LabelSelector, PodAffinityTerm, TopologySpread, selects
 from extender.api.pod import Pod
 from extender.api.resources import CPU, PODS, Resources
+from extender.scheduling import claims
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
@@ -384,8 +386,13 @@ def _existing_anti_affinity(
 
 
 def _volume_limits(pod: Pod, node: ExistingNode) -> str | None:
-    """kube-scheduler NodeVolumeLimits: the node's CSINode limit per driver, counting its pods' volumes."""
-    for driver, count in pod.csi_volumes:
+    """kube-scheduler NodeVolumeLimits: the node's CSINode limit per driver, counting its pods' unique
+    volumes (a claim a pod there already holds takes no more room)."""
+    if not pod.csi_claims:
+        return None
+    there = claims.held(node.pods)
+    new = Counter(driver for driver, name in pod.csi_claims if claims.key(pod.namespace, name) not in there)
+    for driver, count in sorted(new.items()):
         room = node.volume_room(driver)
         if count > room:
             return f"node(s) exceed max volume count: {driver} has room for {max(room, 0)}, pod needs {count}"

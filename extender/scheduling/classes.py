@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from extender.api.pod import Pod
+from extender.scheduling import claims
 from extender.scheduling import shape as grouping
 from extender.scheduling.candidates import gpu_kinds
 from extender.scheduling.packer import PodClass
@@ -89,9 +90,11 @@ def build_classes(
     pins: Mapping[str, Requirements],
     skip: Mapping[str, set[str]],
     sort: str,
+    shared: frozenset[str] = frozenset(),
 ) -> list[PodClass]:
     """The pods' classes in packing order. `pins`: each pod's domain pins and exclusions (the domain
-    planner's); `skip`: Provisioners each pod is no longer tried on."""
+    planner's); `skip`: Provisioners each pod is no longer tried on; `shared`: keys of the claims
+    counted once per node (claims.shared)."""
     hosts: dict[Hashable, tuple[HostConstraints, HostConstraints]] = {}
     for pod in pods:
         if (host_key := shapes(pod).key(grouping.HOST_RULES)) not in hosts:
@@ -104,7 +107,8 @@ def build_classes(
         shape = shapes(pod)
         extra = pins.get(pod.key, Requirements())
         excluded = frozenset(skip.get(pod.key, ()))
-        key = (shape.key(grouping.CLASS), matcher(pod), extra, excluded)
+        together = claims.of(pod, shared, resolver.dims) if shared and pod.csi_claims else ()
+        key = (shape.key(grouping.CLASS), matcher(pod), extra, excluded, together)
         if key in classes:
             classes[key].pods.append(pod)
             continue
@@ -112,7 +116,7 @@ def build_classes(
         host, hard_host = hosts[shape.key(grouping.HOST_RULES)]
         classes[key] = PodClass(
             pods=[pod],
-            request=resolver.request(pod),
+            request=claims.shift(resolver.request(pod), (i for i, _ in together), -1.0),
             gpus=gpu_kinds(pod.requests),
             host=host,
             hard_host=hard_host,
@@ -122,6 +126,7 @@ def build_classes(
             reqs=reqs,
             reason=reason,
             ports=pod.host_ports,
+            shared=together,
         )
     ordered = sorted(classes.values(), key=sort_key(sort, list(classes.values())))
     # Pods whose hostname affinity points at other pods go after the pods they follow.

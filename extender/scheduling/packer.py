@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from extender.api.affinity import HostPort
 from extender.api.pod import Pod
 from extender.api.resources import Resources
-from extender.scheduling import attach, limits
+from extender.scheduling import attach, claims, limits
 from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.plan import ExistingNode
@@ -76,6 +76,8 @@ class PodClass:
     next: int = 0
     #: $/h each pod is worth (its cheapest $/pod alone); set by the packer.
     rate: float = 0.0
+    #: Claims the pods share with other pods (claims.py): charged once per node, not in `request`.
+    shared: claims.Shared = ()
 
     @property
     def left(self) -> int:
@@ -102,12 +104,25 @@ class Node:
     spread_caps: dict[int, int] = field(default_factory=dict)
     #: What this node took from its Provisioner's limits headroom (each resource they name).
     charged: Resources = field(default_factory=Resources)
+    #: Keys of the claims its pods hold: a shared claim is charged to the node once.
+    claims: set[str] = field(default_factory=set)
 
     def room(self, request: Vector) -> int:
         return fit_count(request, tuple(map(operator.sub, self.capacity, self.used)))
 
+    def room_for(self, pod_class: PodClass) -> int:
+        """How many of the class's pods fit, its shared claims new to the node charged once."""
+        free = tuple(map(operator.sub, self.capacity, self.used))
+        if pod_class.shared:
+            free = claims.shift(free, claims.new_on(self.claims, pod_class.shared), -1.0)
+        return fit_count(pod_class.request, free)
+
     def add(self, pod_class: PodClass, count: int) -> None:
-        self.used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))
+        used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))
+        if pod_class.shared and count > 0:
+            used = claims.shift(used, claims.new_on(self.claims, pod_class.shared), 1.0)
+            self.claims.update(claim for _, claim in pod_class.shared)
+        self.used = used
         self.entries.append((pod_class, count))
         for term in pod_class.matches:
             self.term_counts[term] += count
@@ -232,6 +247,8 @@ class Packer:
                 term_counts=counts,
                 anti=anti,
                 ports=[port for pod in node.pods for port in pod.host_ports],
+                # Only a limit makes a shared claim's charge count (other drivers are unlimited).
+                claims=claims.held(node.pods) if node.volume_limits else set(),
             )
         )
 
@@ -309,7 +326,7 @@ class Packer:
                 continue
             if not pod_class.pod_reqs.matches(node.existing.labels):
                 continue
-            count = min(self.topology_cap(node, pod_class, pod_class.left), node.room(pod_class.request))
+            count = min(self.topology_cap(node, pod_class, pod_class.left), node.room_for(pod_class))
             if count > 0:
                 node.add(pod_class, count)
                 self._commit(node, pod_class, count)
@@ -358,7 +375,7 @@ class Packer:
             merged = self._merge(node, pod_class.reqs)
             if merged is None or name not in self._allowed_names(node, merged):
                 continue
-            count = min(want, pod_class.left, node.room(pod_class.request))
+            count = min(want, pod_class.left, node.room_for(pod_class))
             count = self.topology_cap(node, pod_class, count)
             if count > 0:
                 node.reqs = merged
@@ -426,7 +443,7 @@ class Packer:
                     continue
                 if not ranking and self._ranking(seed, limited=False):
                     cause, reason = Cause.LIMITS, self.limit_reason(seed)
-                elif any(t.node.room(seed.request) for t in trials):
+                elif any(t.node.room_for(seed) for t in trials):
                     cause, reason = Cause.HOST_RULES, UNMET_TOPOLOGY
                 else:
                     cause, reason = Cause.NO_ROOM, NO_ROOM
@@ -490,7 +507,7 @@ class Packer:
                 continue
             if merged is not node.reqs and name not in self._allowed_names(node, merged):
                 continue
-            room = node.room(pod_class.request)
+            room = node.room_for(pod_class)
             count = min(self.topology_cap(node, pod_class, pod_class.left), room)
             if ruled(pod_class):
                 trial.needs = None
@@ -555,7 +572,7 @@ class Packer:
                     merged is not node.reqs and name not in self._allowed_names(node, merged)
                 ):
                     continue
-                room = node.room(pod_class.request)
+                room = node.room_for(pod_class)
                 count = min(self.topology_cap(node, pod_class, want), room)
                 if ruled(pod_class):
                     trial.needs = None
@@ -568,7 +585,7 @@ class Packer:
                 break
             _, pod_class, count, merged = best
             before = taken.get(id(pod_class), 0)
-            room = node.room(pod_class.request)
+            room = node.room_for(pod_class)
             # Cut by the room, the same count is found while more than that is left.
             trial.need(pod_class, before + count + 1 if count == room else 1 << 62)
             count = max(1, count // 2)
@@ -599,6 +616,7 @@ class Packer:
         trial = Node(capacity=target.used, used=target.used, view=target.view, reqs=merged, gpus=target.gpus)
         trial.term_counts, trial.anti = Counter(target.term_counts), set(target.anti)
         trial.ports, trial.spread_caps = list(target.ports), dict(target.spread_caps)
+        trial.claims = set(target.claims)
         trial.capacity = tuple(float("inf") for _ in target.used)
         for pod_class, count in node.entries:
             if self.topology_cap(trial, pod_class, count) < count:
@@ -623,7 +641,7 @@ class Packer:
         target.reqs, target.used = merged, trial.used
         target.entries.extend(node.entries)
         target.term_counts, target.anti, target.ports = trial.term_counts, trial.anti, trial.ports
-        target.spread_caps = trial.spread_caps
+        target.spread_caps, target.claims = trial.spread_caps, trial.claims
         target.pods.extend(node.pods)
         return True
 

@@ -19,7 +19,7 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import attach, limits, passes
+from extender.scheduling import attach, claims, limits, passes
 from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
@@ -231,6 +231,8 @@ class _Context:
         self.search_budget = search_budget
         self.provisioners = [v.provisioner for v in views]
         self.shapes = Shapes()
+        #: Claims charged once per node (claims.py), found in the first round, which has every pod.
+        self.shared: frozenset[str] | None = None
 
     def round(
         self,
@@ -257,6 +259,7 @@ class _Context:
             pins=outcome.requirements,
             skip=skip,
             sort=sort_key,
+            shared=self._shared(pods),
         )
         packer = self._fill_existing(classes, terms, matcher, repels)
         start = packer.state(classes)
@@ -287,6 +290,11 @@ class _Context:
             ),
             existing_only=outcome.existing_only,
         )
+
+    def _shared(self, pods: Sequence[Pod]) -> frozenset[str]:
+        if self.shared is None:
+            self.shared = claims.shared(pods, self.existing)
+        return self.shared
 
     def _domains(
         self,

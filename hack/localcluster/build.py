@@ -42,10 +42,12 @@ class Component:
     module: str  # the upstream module whose version keys the cache
     folder: str  # cache folder prefix
     packages: dict[str, str]  # binary name -> Go package
+    #: The Go module pinning the version, when it is not gobuild/<name> (hack/helmbuild, hack/promqlbuild).
+    module_dir: Path | None = None
 
     @property
     def workdir(self) -> Path:
-        return GOBUILD / self.name
+        return self.module_dir or GOBUILD / self.name
 
     def version(self) -> str:
         text = (self.workdir / "go.mod").read_text()

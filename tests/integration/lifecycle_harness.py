@@ -5,22 +5,26 @@ provisioning controller, extender and lifecycle workers in this process against 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from werkzeug.serving import make_server
 
 from extender.api import labels as wk
+from extender.api.provisioner import Provisioner
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster.boundpods import BoundPods
+from extender.cluster.provisioners import list_configured
 from extender.heartbeat import Heartbeats
 from extender.http.app import create_app
-from extender.lifecycle.context import Context
+from extender.lifecycle.context import Context, utcnow
 from extender.lifecycle.controller import LifecycleController
 from extender.lifecycle.events import Recorder
 from extender.provisioning.controller import ProvisioningController
@@ -66,13 +70,37 @@ class Extender:
             self._start()
 
 
+class OffsetClock:
+    """The lifecycle's clock: real UTC time plus `offset`, so a test can stand at a chosen "now"
+    (a budget's schedule window) while time still passes."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return utcnow() + self.offset
+
+    def stand_at(self, hour: int, minute: int) -> None:
+        """Move "now" forward to the next hh:mm UTC (never backwards: node ages stay positive)."""
+        real = utcnow()
+        target = real.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if target <= real:
+            target += timedelta(days=1)
+        self.offset = target - real
+
+
 @dataclass
 class Karpy(ProvisioningKarpy):
-    """The provisioning module's harness plus the lifecycle's settings, event recorder and extender."""
+    """The provisioning module's harness plus the lifecycle's settings, event recorder and extender;
+    `clock` is the lifecycle's, `v1` sets v1 disruption fields (budgets, consolidate_after,
+    termination_grace_period) on the Provisioners the lifecycle loads, by name, until the NodePool
+    CRD carries them."""
 
     settings: Settings
     recorder: Recorder
     extender: Extender
+    clock: OffsetClock = field(default_factory=OffsetClock)
+    v1: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def make_settings(cluster: Any) -> Settings:
@@ -122,6 +150,11 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
         settings=settings, kube=kube, cloud=cloud, state=state, bound=bound, is_leader=leading.is_set
     )
     recorder = Recorder(kube)
+    clock, v1 = OffsetClock(), {}
+
+    def provisioners() -> list[Provisioner]:
+        return [dataclasses.replace(p, **v1.get(p.name, {})) for p in list_configured(kube, settings)]
+
     ctx = Context(
         settings=settings,
         kube=kube,
@@ -131,17 +164,20 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
         recorder=recorder,
         is_leader=leading.is_set,
         unavailable=controller.mark_unavailable,
+        clock=clock,
     )
     # The interruption poller, as extender/main.py wires it when a queue is configured.
     sqs = raw_cloud.clients.sqs if settings.aws.interruption_queue else None
-    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=Heartbeats(), sqs=sqs)
+    lifecycle = LifecycleController(
+        ctx, bound=bound, heartbeats=Heartbeats(), sqs=sqs, provisioners=provisioners
+    )
     stop = threading.Event()
     lifecycle.start(stop)
     bound.start(kube, stop)
     controller.start(stop)
     extender = Extender(cluster.extender_port, create_app(settings, state, controller.enqueue))
     try:
-        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender)
+        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender, clock, v1)
     finally:
         stop.set()
         extender.stop()

@@ -24,6 +24,7 @@ from enum import Enum
 from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.resources import Resources
+from extender.lifecycle import budgets
 from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.scheduling.instancetypes import InstanceType
@@ -99,10 +100,11 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     pool = candidates(view, settings)
     if not pool:
         return None
-    slots = free_slots(view)
-    empty = _within_budget([n for n in pool if not movable(n)], slots)
+    # Karpenter's budgets by reason: deleting empty nodes is "Empty", every other move "Underutilized".
+    empty = _within_budget([n for n in pool if not movable(n)], free_slots(view, budgets.EMPTY))
     if empty:
         return Action(Method.EMPTY, tuple(empty))
+    slots = free_slots(view, budgets.UNDERUTILIZED)
     if (action := _karpenter_methods(view, pool, slots, settings)) is not None:
         return action
     # Where Karpenter's moves find nothing, re-plans; of those, the one saving the most $/h per
@@ -112,6 +114,21 @@ def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
     # while the merges it displaced wait.
     replans = _replans(view, pool, slots, settings)
     return max(replans, key=lambda a: (a.saving / len(a.nodes), -len(a.replacements)), default=None)
+
+
+def decide_karpenter(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
+    """Karpenter's moves only, for comparison (benchmarks.consolidation): empty nodes, multi-node
+    over the candidates its budget covers, then single-node delete or replace over the same; none
+    of karpy's extensions (deletions further down, merge windows, re-plans). Candidates keep karpy's
+    order (Karpenter orders by disruption cost)."""
+    pool = candidates(view, settings)
+    empty = _within_budget([n for n in pool if not movable(n)], free_slots(view, budgets.EMPTY))
+    if empty:
+        return Action(Method.EMPTY, tuple(empty))
+    busy = _within_budget(pool, free_slots(view, budgets.UNDERUTILIZED))[: settings.max_multi_node_candidates]
+    if len(busy) >= 2 and (action := _multi_node(view, busy, settings)) is not None:
+        return action
+    return next((a for n in busy if (a := _simulate(view, (n,), Method.SINGLE, settings)) is not None), None)
 
 
 def _karpenter_methods(

@@ -2,9 +2,10 @@
 
 Ported from Karpenter's consolidation candidate filtering (pkg/controllers/disruption: `candidates`,
 `podsPreventEviction`, the "should not consolidate ..." cases of its suite): do-not-consolidate
-nodes, do-not-evict pods, pods whose PDB allows no eviction, pods without a controller, nodes
-younger than a minimum age, and whole Provisioners while pods are pending for them or a launch is
-in flight.
+nodes, do-not-disrupt nodes and pods (protection.py; do-not-evict pods too), pods whose PDB allows
+no eviction, pods without a controller, nodes younger than a minimum age or whose last pod event is
+more recent than the NodePool's `consolidateAfter`, and whole Provisioners while pods are pending for
+them or a launch is in flight.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from extender.api import labels as wk
+from extender.api.disruption import DO_NOT_DISRUPT
 from extender.api.pod import Pod
-from extender.lifecycle import budgets
+from extender.api.provisioner import Provisioner
+from extender.lifecycle import budgets, protection
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance, Settings
 from extender.scheduling.provisioners import select_provisioner
 
@@ -23,9 +26,18 @@ def movable(node: NodeState) -> tuple[Pod, ...]:
     return tuple(p for p in node.node.pods if not p.node_bound)
 
 
+def consolidate_after(prov: Provisioner) -> float | None:
+    """Seconds a node must have gone without a pod event before consolidation may take it; None =
+    never. A NodePool's `consolidateAfter: Never` (None) disables consolidation; a v1alpha5
+    Provisioner has no such field and waits for nothing."""
+    if prov.consolidate_after is not None:
+        return float(prov.consolidate_after)
+    return None if prov.kind == "NodePool" else 0.0
+
+
 def pod_blocker(pod: Pod, pdbs: Sequence[PdbAllowance]) -> str | None:
-    if pod.do_not_evict:
-        return f"pod {pod.key} has do-not-evict annotation"
+    if (reason := protection.pod_blocker(pod)) is not None:
+        return reason
     if not pod.owner_kind:
         return f"pod {pod.key} has no controller, it would not come back"
     for pdb in pdbs:
@@ -45,10 +57,17 @@ def node_blocker(node: NodeState, view: ClusterView, settings: Settings) -> str 
         return "already being disrupted"
     if not node.ready:
         return "not ready"
+    if node.do_not_disrupt:
+        return f"node has {DO_NOT_DISRUPT} annotation"
     if node.do_not_consolidate:
         return f"node has {wk.DO_NOT_CONSOLIDATE_ANNOTATION} annotation"
     if node.age_seconds < settings.min_node_age_seconds:
         return f"node is younger than {settings.min_node_age_seconds:g}s"
+    wait = consolidate_after(provisioner)
+    if wait is None:
+        return f"consolidateAfter is Never for {provisioner.kind.lower()} {provisioner.name}"
+    if wait > 0 and (node.idle_seconds is None or node.idle_seconds < wait):
+        return f"its last pod event is more recent than consolidateAfter ({wait:g}s)"
     for pod in movable(node):
         if (reason := pod_blocker(pod, view.pdbs)) is not None:
             return reason
@@ -69,14 +88,14 @@ def provisioner_blocker(name: str, view: ClusterView, settings: Settings) -> str
     return None
 
 
-def free_slots(view: ClusterView) -> dict[str, int]:
-    """Provisioner -> nodes its disruption budget still lets go (disrupting nodes count as taken)."""
+def free_slots(view: ClusterView, reason: str = budgets.UNDERUTILIZED) -> dict[str, int]:
+    """Provisioner -> nodes its disruption budgets for `reason` still let go at the view's time
+    (disrupting nodes count as taken, whatever their reason)."""
     result = {}
     for provisioner in view.provisioners:
         own = [n for n in view.nodes if n.karpy and n.provisioner == provisioner.name]
-        result[provisioner.name] = budgets.free(
-            provisioner.disruption_budget, len(own), sum(1 for n in own if n.disrupting)
-        )
+        disrupting = sum(1 for n in own if n.disrupting)
+        result[provisioner.name] = budgets.free_by_reason(provisioner, reason, len(own), disrupting, view.now)
     return result
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
+from extender.api.disruption import DO_NOT_DISRUPT
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Requirement
@@ -73,9 +74,12 @@ def build(
     batch_in_flight: bool = False,
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     unavailable: frozenset[OfferingKey] = frozenset(),
+    pod_events: Mapping[str, datetime] | None = None,
 ) -> ClusterView:
     """`bound`: the pods bound to `nodes` (the bound-pod index's snapshot, or
-    `boundpods.group(manifests)`); `pending`: readable, live pending pods (`inventory.parse_pods`)."""
+    `boundpods.group(manifests)`); `pending`: readable, live pending pods (`inventory.parse_pods`);
+    `pod_events`: node -> its last pod event (podevents.py; a node missing from it counts from its
+    creation, None: nothing is known and `consolidateAfter` holds every node)."""
     by_type = {t.name: t for t in instance_types}
     models = list(nodes)
     # Marked and budget-holding nodes take no pods, as in provisioning's inventory.
@@ -83,6 +87,7 @@ def build(
     states = []
     for model, existing in zip(models, built.existing, strict=True):
         created = model.created
+        last = pod_events.get(model.name, created) if pod_events is not None else None
         states.append(
             NodeState(
                 node=existing,
@@ -93,6 +98,8 @@ def build(
                 ready=model.ready,
                 disrupting=model.deleting or model.unschedulable or model.name in marked,
                 do_not_consolidate=model.annotations.get(wk.DO_NOT_CONSOLIDATE_ANNOTATION) == "true",
+                do_not_disrupt=model.annotations.get(DO_NOT_DISRUPT) == "true",
+                idle_seconds=(now - last).total_seconds() if last is not None else None,
             )
         )
     waiting = [p for p in pending if not p.deleting and not p.is_daemonset]
@@ -106,4 +113,5 @@ def build(
         batch_in_flight=batch_in_flight,
         namespaces=namespaces,
         unavailable=unavailable,
+        now=now,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from extender.api.affinity import LabelSelector
 from extender.api.pod import Pod
@@ -38,6 +39,11 @@ class NodeState:
     #: Cordoned, deleting, marked for removal or holding a disruption slot: already on its way out.
     disrupting: bool = False
     do_not_consolidate: bool = False
+    #: `karpenter.sh/do-not-disrupt: "true"` on the node.
+    do_not_disrupt: bool = False
+    #: Seconds since the last pod event on the node (bound, terminal, terminating, deleted), or
+    #: since karpy first saw it; None when unknown. v1's `consolidateAfter` waits on it.
+    idle_seconds: float | None = None
 
     @property
     def name(self) -> str:
@@ -102,6 +108,8 @@ class ClusterView:
     #: Namespace -> labels for namespaceSelector terms; None when unknown.
     namespaces: Mapping[str, Mapping[str, str]] | None = None
     unavailable: frozenset[OfferingKey] = field(default_factory=frozenset)
+    #: When the view was read: budgets with a schedule are evaluated at it (None: every window open).
+    now: datetime | None = None
 
     def provisioner(self, name: str) -> Provisioner | None:
         return next((p for p in self.provisioners if p.name == name), None)

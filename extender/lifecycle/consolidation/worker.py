@@ -32,12 +32,14 @@ from extender.cluster.boundpods import BoundPods
 from extender.cluster.cordon import cordon, uncordon
 from extender.cluster.provisioners import list_configured
 from extender.cluster.watch import list_objects
-from extender.lifecycle import metrics, nodepatch
+from extender.lifecycle import budgets, metrics, nodepatch
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.consolidation import snapshot
-from extender.lifecycle.consolidation.decide import Action, decide
+from extender.lifecycle.consolidation.decide import Action, Method, decide
+from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
 from extender.lifecycle.consolidation.view import ClusterView, Settings
 from extender.lifecycle.context import Context
+from extender.lifecycle.podevents import PodEvents
 from extender.loops import run_forever
 from extender.retry import call
 from extender.scheduling.solver import solve
@@ -51,6 +53,11 @@ REPORT_SHARE = 20
 REASON = "consolidation"
 
 
+def budget_reason(action: Action) -> str:
+    """The budget reason of an action: deleting empty nodes is Empty, the rest Underutilized."""
+    return budgets.EMPTY if action.method is Method.EMPTY else budgets.UNDERUTILIZED
+
+
 class Consolidator:
     def __init__(
         self,
@@ -60,6 +67,7 @@ class Consolidator:
         *,
         provisioners: Callable[[], list[Provisioner]] | None = None,
         bound: BoundPods | None = None,
+        pod_events: PodEvents | None = None,
     ) -> None:
         self.ctx = ctx
         self.ledger = ledger
@@ -69,6 +77,10 @@ class Consolidator:
         self._report_every = REPORT_INTERVAL_SECONDS
         #: Every bound pod, kept by the index's watch (shared with provisioning in the controller).
         self.bound = bound if bound is not None else BoundPods()
+        #: Last pod event per node (the node worker's), for consolidateAfter; None: every node
+        #: counts from its creation.
+        self.pod_events = pod_events
+        self._blocked: set[tuple[str, str]] = set()
 
     @property
     def settings(self) -> Settings:
@@ -96,6 +108,7 @@ class Consolidator:
         view, _ = self.observe(provisioners)
         self.report(view)
         action = decide(view, self.settings)
+        self._log_blocked(view)
         if action is None:
             return None
         delay = self.ctx.settings.lifecycle.consolidation_validation_seconds
@@ -137,6 +150,7 @@ class Consolidator:
             batch_in_flight=binding,
             namespaces=kube_namespaces.list_labels(kube),
             unavailable=refused,
+            pod_events=self.pod_events.last(n.name for n in nodes) if self.pod_events is not None else {},
         )
         return view, {n.name: n for n in nodes}
 
@@ -164,6 +178,23 @@ class Consolidator:
             metrics.LOWER_BOUND_COST.labels(provisioner=prov.name).set(bound)
         self._report_every = max(REPORT_INTERVAL_SECONDS, REPORT_SHARE * (time.monotonic() - now))
 
+    def _log_blocked(self, view: ClusterView) -> None:
+        """Say once (until it changes) which Provisioners have candidates that a budget allowing no
+        disruption for the reason holds back (Karpenter's DisruptionBlocked event)."""
+        pool = candidates(view, self.settings)
+        blocked: set[tuple[str, str]] = set()
+        for reason in (budgets.EMPTY, budgets.UNDERUTILIZED):
+            slots = free_slots(view, reason)
+            wanting = {n.provisioner for n in pool if (reason == budgets.EMPTY) == (not movable(n))}
+            blocked |= {(p, reason) for p in wanting if slots.get(p, 0) == 0}
+        for name, reason in sorted(blocked - self._blocked):
+            self.ctx.log.info(
+                "No allowed disruptions for disruption reason %s due to blocking budget (provisioner %s)",
+                reason,
+                name,
+            )
+        self._blocked = blocked
+
     # --- acting ----------------------------------------------------------------------------------
 
     def execute(
@@ -176,6 +207,7 @@ class Consolidator:
     ) -> bool:
         ctx = self.ctx
         if not self._acquire(action, view):
+            metrics.disruption("consolidated", "blocked")
             ctx.log.info("Consolidation of %s waits for its disruption budget", list(action.names))
             return False
         message = action.describe()
@@ -196,7 +228,8 @@ class Consolidator:
                 return False
             ctx.log.info("Replacement node(s) %s Ready, draining %s", launched, list(action.names))
         for name in action.names:
-            nodepatch.delete_node(ctx.kube, name)
+            with metrics.disrupting("consolidated"):
+                nodepatch.delete_node(ctx.kube, name)
             metrics.NODES_TERMINATED.labels(reason=REASON).inc()
         metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="done").inc()
         return True
@@ -205,11 +238,12 @@ class Consolidator:
         by_provisioner: dict[str, list[str]] = defaultdict(list)
         for node in action.nodes:
             by_provisioner[node.provisioner].append(node.name)
+        reason = budget_reason(action)
+        now = self.ctx.clock()
         taken: list[str] = []
         for name, members in by_provisioner.items():
-            prov = view.provisioner(name)
-            budget = prov.disruption_budget if prov else "0"
-            if not self.ledger.acquire(name, members, REASON, budget=budget, **self.census(name)):
+            allowed = budgets.limit(view.provisioner(name), reason, now)
+            if not self.ledger.acquire(name, members, REASON, allowed=allowed, **self.census(name)):
                 for held in taken:
                     self.ledger.release(held)
                 return False
@@ -268,3 +302,5 @@ class Consolidator:
             if name in nodes:
                 ctx.recorder.node(nodes[name], "ConsolidationFailed", message, warning=True)
         metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="abandoned").inc()
+        for _ in action.names:
+            metrics.disruption("consolidated", "failed")

@@ -31,6 +31,7 @@ import boto3
 import pytest
 import requests
 from botocore.exceptions import ClientError
+from prometheus_client import REGISTRY
 
 from extender.api.provisioner import AWSProvider, Provisioner
 from extender.cloud.aws.provider import AWSCloudProvider
@@ -179,6 +180,8 @@ def test_karpy_receives_and_deletes_interruption_messages(account: Account) -> N
     handler.handle.return_value = "ignored"
     poller = InterruptionPoller(ctx, sqs, queue, handler)
     assert poller.poll_once(wait_seconds=1) == 1  # ReceiveMessage allowed
+    # GetQueueAttributes allowed: the backlog gauge read the one message before it was received.
+    assert REGISTRY.get_sample_value("karpy_interruption_queue_messages") == 1.0
     (message,), _ = handler.handle.call_args
     assert message.instance_ids == (account.foreign,)
     left = admin_sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]

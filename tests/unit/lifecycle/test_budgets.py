@@ -4,6 +4,7 @@ voluntary disruption mechanism."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,7 +12,7 @@ from extender.api import labels
 from extender.api.node import Node
 from extender.api.provisioner_schema import load_provisioner
 from extender.lifecycle import budgets, emptiness
-from extender.lifecycle.budgets import DisruptionLedger
+from extender.lifecycle.budgets import DisruptionLedger, nodes
 from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
 from extender.settings import Settings
@@ -39,37 +40,38 @@ def test_allowed_rounds_percentages_up(budget: str, total: int, expected: int) -
 
 def test_mechanisms_share_one_budget() -> None:
     ledger = DisruptionLedger()
-    assert ledger.acquire("p", ["a"], "expired", budget="2", total=10)
-    assert ledger.acquire("p", ["b"], "empty", budget="2", total=10)
-    assert not ledger.acquire("p", ["c"], "consolidation", budget="2", total=10)
+    assert ledger.acquire("p", ["a"], "expired", allowed=nodes("2"), total=10)
+    assert ledger.acquire("p", ["b"], "empty", allowed=nodes("2"), total=10)
+    assert not ledger.acquire("p", ["c"], "consolidation", allowed=nodes("2"), total=10)
     assert ledger.held("p") == {"a": "expired", "b": "empty"}
     ledger.release("a")
-    assert ledger.acquire("p", ["c"], "consolidation", budget="2", total=10)
+    assert ledger.acquire("p", ["c"], "consolidation", allowed=nodes("2"), total=10)
 
 
 def test_acquire_is_all_or_nothing_and_counts_deleting_nodes() -> None:
     ledger = DisruptionLedger()
-    assert not ledger.acquire("p", ["a", "b", "c"], "consolidation", budget="2", total=10)
+    assert not ledger.acquire("p", ["a", "b", "c"], "consolidation", allowed=nodes("2"), total=10)
     assert ledger.held() == {}
-    assert not ledger.acquire("p", ["a"], "empty", budget="1", total=10, deleting={"z"})
+    assert not ledger.acquire("p", ["a"], "empty", allowed=nodes("1"), total=10, deleting={"z"})
     # a node already held (or already deleting) needs no second slot
-    assert ledger.acquire("p", ["z"], "empty", budget="1", total=10, deleting={"z"})
-    assert ledger.acquire("p", ["a"], "empty", budget="1", total=10)
-    assert ledger.acquire("p", ["a"], "empty", budget="1", total=10)
+    assert ledger.acquire("p", ["z"], "empty", allowed=nodes("1"), total=10, deleting={"z"})
+    assert ledger.acquire("p", ["a"], "empty", allowed=nodes("1"), total=10)
+    assert ledger.acquire("p", ["a"], "empty", allowed=nodes("1"), total=10)
 
 
 def test_budgets_are_per_provisioner() -> None:
     ledger = DisruptionLedger()
-    assert ledger.acquire("p", ["a"], "empty", budget="1", total=3)
-    assert ledger.acquire("q", ["b"], "empty", budget="1", total=3)
-    assert not ledger.acquire("p", ["c"], "empty", budget="1", total=3)
+    assert ledger.acquire("p", ["a"], "empty", allowed=nodes("1"), total=3)
+    assert ledger.acquire("q", ["b"], "empty", allowed=nodes("1"), total=3)
+    assert not ledger.acquire("p", ["c"], "empty", allowed=nodes("1"), total=3)
 
 
 # --- the ledger as emptiness, expiry and consolidation use it ---------------------------------------
 
 
 def _worker_with(nodes: list[Node]) -> NodeWorker:
-    worker = NodeWorker(ctx=None, provisioners=lambda _name: None)  # type: ignore[arg-type]
+    clock_only = SimpleNamespace(clock=lambda: T0)
+    worker = NodeWorker(ctx=clock_only, provisioners=lambda _name: None)  # type: ignore[arg-type]
     for obj in nodes:
         worker.track("ADDED", obj)
     return worker
@@ -81,7 +83,9 @@ def test_emptiness_expiry_and_consolidation_draw_from_one_budget() -> None:
     assert worker.census("default")["total"] == 6
     assert worker.admit(prov, "n0", "expired")
     # consolidation takes the last slot through the same ledger
-    assert worker.ledger.acquire("default", ["n1"], "consolidation", budget="2", **worker.census("default"))
+    assert worker.ledger.acquire(
+        "default", ["n1"], "consolidation", allowed=nodes("2"), **worker.census("default")
+    )
     assert not worker.admit(prov, "n2", "empty")
     worker.ledger.release("n1")
     assert worker.admit(prov, "n2", "empty")

@@ -66,3 +66,12 @@ def test_a_spot_node_is_not_replanned_into_several_spot_nodes() -> None:
     cluster = view(node("n", "c5a.2xlarge", lopsided(), capacity_type="spot"), provisioners=(spot,))
     assert consolidation.simulate_removal(cluster, cluster.nodes).nodes[1:]  # two spot nodes would do
     assert decide(cluster) is None
+
+
+def test_karpenter_moves_only_do_not_replan() -> None:
+    """decide_karpenter (benchmarks.consolidation's `karpenter` policy): the moves Karpenter has,
+    so where only a re-plan saves, nothing; where Karpenter's single-node applies, the same action."""
+    assert consolidation.decide_karpenter(view(node("n", "c5a.2xlarge", lopsided()))) is None
+    small = view(node("a", "m5.2xlarge", [pod("x", "1")]), node("b", "m5.2xlarge", [pod("y", "1")]))
+    ours, theirs = decide(small), consolidation.decide_karpenter(small)
+    assert ours is not None and theirs is not None and theirs.same_as(ours)

@@ -10,7 +10,7 @@ import pytest
 
 from extender.api.node import Node
 from extender.api.pod import Pod
-from extender.lifecycle.budgets import DisruptionLedger
+from extender.lifecycle.budgets import DisruptionLedger, nodes
 from extender.lifecycle.consolidation import worker as worker_module
 from extender.lifecycle.consolidation.decide import Action, Method, decide, simulate_removal
 from extender.lifecycle.consolidation.worker import Consolidator
@@ -123,7 +123,7 @@ def test_no_slot_in_the_budget_means_no_action(api: dict[str, list[str]]) -> Non
     action = decide(cluster)
     assert action is not None
     worker, marks, _, ledger = consolidator(Provisioning(["new"]))
-    assert ledger.acquire("default", ["other"], "expired", budget="100%", total=1)
+    assert ledger.acquire("default", ["other"], "expired", allowed=nodes("100%"), total=1)
     worker.census = lambda _p: {"total": 1, "deleting": set()}
     assert not worker.execute(action, {}, manifests(action), cluster, threading.Event())
     assert api["cordon"] == [] and marks.marks == {}

@@ -46,7 +46,8 @@ def test_binding_respects_the_csinode_limit():
 
     def pod(volumes: tuple[tuple[str, int], ...]) -> Pod:
         parsed = Pod.from_manifest({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}})
-        return dataclasses.replace(parsed, csi_volumes=volumes)
+        claims = tuple((driver, f"claim-{i}") for driver, count in volumes for i in range(count))
+        return dataclasses.replace(parsed, csi_claims=claims, claims=tuple(name for _, name in claims))
 
     node = ExistingNode(
         name="n1",

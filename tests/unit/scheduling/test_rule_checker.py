@@ -992,8 +992,9 @@ def scenario(seed: int, features: Features) -> Scenario:
 
 
 def _ebs_volumes(rng: random.Random, new: list[dict], cluster: list[dict]) -> dict[str, str]:
-    """Issue 24: EBS claims (1, 4 or 12 per pod) on some groups, and CSINode attach limits on some
-    existing nodes, drawn from their own generator so the rest of each scenario stays as it was."""
+    """Issue 24: EBS claims (1, 4 or 12 per pod, and on half the groups one claim the group shares) on
+    some groups, and CSINode attach limits on some existing nodes, drawn from their own generator so
+    the rest of each scenario stays as it was."""
     claims: dict[str, str] = {}
     groups = sorted({raw["metadata"]["labels"]["app"] for raw in new})
     chosen = rng.sample(groups, min(len(groups), rng.choice([0, 0, 1, 2])))
@@ -1007,6 +1008,11 @@ def _ebs_volumes(rng: random.Random, new: list[dict], cluster: list[dict]) -> di
         for i in range(count):
             volumes.append({"name": f"ebs{i}", "persistentVolumeClaim": {"claimName": f"ebs-{name}-{i}"}})
             claims[f"{ns}/ebs-{name}-{i}"] = "ebs.csi.aws.com"
+        # Half the groups also share one claim: one attachment on each node their pods meet on.
+        if sum(ord(c) for c in raw["metadata"]["labels"]["app"]) % 2 == 0:
+            shared = f"ebs-shared-{raw['metadata']['labels']['app']}"
+            volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": shared}})
+            claims[f"{ns}/{shared}"] = "ebs.csi.aws.com"
     for node_ in cluster:
         if node_["provisioner"] and rng.random() < 0.5:
             node_["attach_limits"] = {"ebs.csi.aws.com": rng.choice([1, 2, 4, 8])}
@@ -1044,7 +1050,7 @@ def _existing_node(raw: dict) -> ExistingNode:
 
 def _with_volumes(raw: dict, claims: dict[str, str]) -> Pod:
     """The pod as the controller parses it: resolved claims (no topology of their own here) and
-    their CSI volumes counted per driver."""
+    their CSI volumes by driver."""
     ns = raw["metadata"].get("namespace", "default")
     names = [
         v["persistentVolumeClaim"]["claimName"]
@@ -1053,8 +1059,8 @@ def _with_volumes(raw: dict, claims: dict[str, str]) -> Pod:
     ]
     resolved = {n: () for n in names if f"{ns}/{n}" in claims}
     pod = Pod.from_manifest(raw, resolved or None)
-    counts = Counter(claims[f"{ns}/{n}"] for n in resolved)
-    return dataclasses.replace(pod, csi_volumes=tuple(sorted(counts.items()))) if counts else pod
+    found = tuple(sorted((claims[f"{ns}/{n}"], n) for n in resolved))
+    return dataclasses.replace(pod, csi_claims=found) if found else pod
 
 
 def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | None, list[str]]:

@@ -245,7 +245,7 @@ def pod(name: str | None = None, *, volumes: Volumes | None = None, **options: A
     if volumes is None:
         return Pod.from_manifest(manifest)
     parsed = Pod.from_manifest(manifest, volumes.topology(manifest))
-    return dataclasses.replace(parsed, csi_volumes=volumes.csi_volumes(manifest))
+    return dataclasses.replace(parsed, csi_claims=volumes.csi_claims(manifest))
 
 
 def pods(count: int, **options: Any) -> list[Pod]:
@@ -384,11 +384,9 @@ def _uncertain_keys(node: PlannedNode) -> set[str]:
 
 
 def _volumes_in_use(pods: Iterable[Pod]) -> tuple[tuple[str, int], ...]:
-    counts: dict[str, int] = {}
-    for p in pods:
-        for driver, count in p.csi_volumes:
-            counts[driver] = counts.get(driver, 0) + count
-    return tuple(sorted(counts.items()))
+    """(driver, unique volumes) the pods hold: a claim pods share is one (kube-scheduler NodeVolumeLimits)."""
+    unique = {(driver, f"{p.namespace}/{name}") for p in pods for driver, name in p.csi_claims}
+    return tuple(sorted(Counter(driver for driver, _ in unique).items()))
 
 
 class Cluster:
