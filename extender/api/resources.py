@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from extender.api.quantity import parse_quantity
+from extender.api.quantity import format_cpu, format_memory, parse_quantity
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -87,3 +87,17 @@ def total(items: Iterable[Resources]) -> Resources:
     for item in items:
         result = result + item
     return result
+
+
+def _quantity(name: str, amount: float) -> str:
+    if name == CPU:
+        return format_cpu(amount)
+    if name == MEMORY:
+        # Whole KiB: the catalog's memory is a fraction of the EC2 figure and need not be integral.
+        return format_memory(int(amount // 1024) * 1024)
+    return str(int(amount))
+
+
+def resource_list(resources: Resources) -> dict[str, str]:
+    """A Kubernetes ResourceList (API JSON quantities) of `resources`, names sorted."""
+    return {name: _quantity(name, amount) for name, amount in sorted(resources.amounts.items())}

@@ -15,24 +15,10 @@ from extender import retry
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.provisioner import Taint
-from extender.api.quantity import format_cpu, format_memory
-from extender.api.resources import CPU, MEMORY, Resources
+from extender.api.resources import Resources, resource_list
 from extender.cluster.client import call_json
 from extender.cluster.errors import AlreadyExists, NotFound, is_transient, translated
 from extender.cluster.watch import list_objects
-
-
-def _quantity(name: str, amount: float) -> str:
-    if name == CPU:
-        return format_cpu(amount)
-    if name == MEMORY:
-        # Whole KiB: the catalog's memory is a fraction of the EC2 figure and need not be integral.
-        return format_memory(int(amount // 1024) * 1024)
-    return str(int(amount))
-
-
-def resource_list(resources: Resources) -> dict[str, str]:
-    return {name: _quantity(name, amount) for name, amount in sorted(resources.amounts.items())}
 
 
 def node_manifest(

@@ -5,19 +5,24 @@
   without its finalizer.
 - A karpy Node whose instance is gone is deleted (its finalizer then drains it and finds the
   instance already terminated).
-Nodes are listed before instances so that a Node listed always has its instance in the later list
-unless the instance is really gone.
+- A NodeClaim whose node and instance are both gone is deleted (its node's termination would have
+  deleted it, unless that failed or the node went without its finalizer).
+NodeClaims are listed before Nodes, and Nodes before instances, so that an object listed always has
+what it points at in the later list unless that is really gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from extender.api import nodeclaim
 from extender.api.node import Node
 from extender.cloud.types import Instance, InstanceNotFoundError
+from extender.cluster import nodeclaims
+from extender.cluster.errors import ClusterError
 from extender.cluster.nodes import instance_id, list_karpy_nodes
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context, go_duration
@@ -27,6 +32,7 @@ from extender.lifecycle.context import Context, go_duration
 class Garbage:
     instances: tuple[Instance, ...]
     nodes: tuple[str, ...]
+    claims: tuple[str, ...] = ()
 
 
 def find_garbage(
@@ -64,13 +70,45 @@ def find_garbage(
     return Garbage(instances=orphans, nodes=dangling)
 
 
+def orphan_claims(
+    claims: Sequence[nodeclaim.Record],
+    nodes: Sequence[Node],
+    instances: Iterable[Instance],
+    now: datetime,
+    grace: float,
+) -> tuple[str, ...]:
+    """Pure: the NodeClaims older than `grace` whose node (by name or provider id) and instance are
+    both gone."""
+    cutoff = now - timedelta(seconds=grace)
+    names = {n.name for n in nodes}
+    held = {iid for n in nodes if (iid := instance_id(n.provider_id))} | {i.id for i in instances}
+    return tuple(
+        c.name
+        for c in claims
+        if c.node_name not in names
+        and instance_id(c.provider_id) not in held
+        and (c.created or now) <= cutoff
+    )
+
+
+def _claims(ctx: Context) -> list[nodeclaim.Record]:
+    """Every NodeClaim; none when they cannot be listed: the records must not stop the collection
+    of instances and nodes."""
+    try:
+        return [nodeclaim.Record.from_manifest(c) for c in nodeclaims.list_claims(ctx.kube)]
+    except ClusterError as err:
+        ctx.log.warning("Listing nodeclaims for garbage collection, %s", err)
+        return []
+
+
 def collect(ctx: Context, *, protected: frozenset[str] = frozenset()) -> Garbage:
     """One GC pass; returns what it removed."""
+    claims = _claims(ctx)
     nodes = list_karpy_nodes(ctx.kube)
     instances = ctx.cloud.list()
-    garbage = find_garbage(
-        nodes, instances, ctx.clock(), ctx.settings.lifecycle.gc_grace_seconds, protected=protected
-    )
+    now, grace = ctx.clock(), ctx.settings.lifecycle.gc_grace_seconds
+    garbage = find_garbage(nodes, instances, now, grace, protected=protected)
+    garbage = replace(garbage, claims=orphan_claims(claims, nodes, instances, now, grace))
     for instance in garbage.instances:
         if not ctx.is_leader():
             break
@@ -90,4 +128,9 @@ def collect(ctx: Context, *, protected: frozenset[str] = frozenset()) -> Garbage
         ctx.mark(name, "instance gone")
         nodepatch.delete_node(ctx.kube, name)
         metrics.GC_NODES.inc()
+    for name in garbage.claims:
+        if not ctx.is_leader():
+            break
+        ctx.log.info("Garbage collecting nodeclaim %s whose node and instance are gone", name)
+        nodeclaims.delete(ctx.kube, name)
     return garbage

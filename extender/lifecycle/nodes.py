@@ -7,15 +7,17 @@ the earliest time any of them asked for (an emptiness or expiry due time), never
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from extender.api import labels
+from extender.api import labels, nodeclaim
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
+from extender.cluster.nodeclaims import Tracker
 from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, protection, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
@@ -53,6 +55,11 @@ class NodeWorker:
         self._cache: dict[str, Node] = {}
         #: Drifted nodes -> (when found drifted, drift reason), until they are gone.
         self._drifting: dict[str, tuple[datetime, str]] = {}
+
+    @functools.cached_property
+    def claims(self) -> Tracker:
+        """The NodeClaims of NodePool nodes (conditions as the node comes up, drifts, empties)."""
+        return Tracker(self.ctx.kube, self.ctx.clock)
 
     # --- watch callbacks -------------------------------------------------------------------------
 
@@ -96,6 +103,7 @@ class NodeWorker:
             self.expiry.finished(name)
             self.ledger.release(name)
             self.pod_events.forget(name)
+            self.claims.forget_node(name)
             ctx.unmark(name)
             return
         if node.deleting:
@@ -132,6 +140,8 @@ class NodeWorker:
         expired = (at := expires_at(node, expiry_ttl)) is not None and ctx.clock() >= at
         if prov is not None and not node.deleting and not expired:
             delays.append(self._drift(node, prov, pods))
+        if prov is not None and nodeclaim.records(prov):
+            self._record(node, prov, pods)
         if not node.deleting and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None
             delays.append(
@@ -171,6 +181,8 @@ class NodeWorker:
                     return None
                 found = self._drifting.setdefault(name, (ctx.clock(), reason))
         since, reason = found
+        # On the claim before the replacement starts, or while do-not-disrupt holds the node.
+        self.claims.sync(node, prov, drifted=reason)
         if name not in self.expiry.active() and (blocker := protection.node_blocker(node.annotations, pods)):
             # Drift is graceful: a do-not-disrupt node or pod holds it (pod and node events look again).
             metrics.disruption("drifted", "blocked")
@@ -186,6 +198,19 @@ class NodeWorker:
             due=self._due(),
             admit=lambda: self.admit(prov, name, drift.DRIFTED),
             why=f"({reason})",
+        )
+
+    def _record(self, node: Node, prov: Provisioner, pods: list[Pod]) -> None:
+        """The node's NodeClaim: its lifecycle conditions, Drifted as drift found it, Consolidatable
+        once its emptiness TTL has run out (written before emptiness deletes the node)."""
+        with self._lock:
+            found = self._drifting.get(node.name)
+        decision = emptiness.decide(node, pods, prov.ttl_seconds_after_empty, self.ctx.clock())
+        self.claims.sync(
+            node,
+            prov,
+            drifted=found[1] if found else None,
+            consolidatable=decision.action is emptiness.Action.TERMINATE,
         )
 
     def admit(self, prov: Provisioner | None, node: str, reason: str) -> bool:

@@ -4,8 +4,8 @@ Runs for karpy nodes that have a deletionTimestamp. Drain evicts through the Evi
 API server enforces PodDisruptionBudgets: non-critical pods first, system-cluster-critical and
 system-node-critical only once the others are gone (the order Karpenter 0.5 meant, not the one its
 code had). DaemonSet and static pods are left to die with the node; a `do-not-evict` or
-`do-not-disrupt` pod blocks the drain. The instance is terminated only after the drain, and the
-finalizer removed only after that.
+`do-not-disrupt` pod blocks the drain. The instance is terminated only after the drain, then the
+node's NodeClaim (NodePool nodes) is deleted, and the finalizer removed only after that.
 
 With a `terminationGracePeriod` (v1) a blocked drain ends: the node's deadline is its deletion time
 plus that period, and a pod still there is deleted (no PDB, no annotation consulted) once
@@ -28,6 +28,7 @@ from extender.api.meta import format_time
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.cloud.types import InstanceNotFoundError
+from extender.cluster import nodeclaims
 from extender.cluster.cordon import cordon
 from extender.cluster.eviction import Outcome, delete, evict
 from extender.cluster.nodes import instance_id
@@ -142,6 +143,7 @@ class Terminator:
         if step is not Step.DONE:
             return step
         self._terminate_instance(ctx, node)
+        nodeclaims.delete_for_node(ctx.kube, node)
         nodepatch.remove_finalizer(ctx.kube, node, labels.TERMINATION_FINALIZER)
         ctx.log.info("Deleted node %s", node_name)
         self._cordoned.discard(node_name)

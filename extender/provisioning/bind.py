@@ -10,13 +10,17 @@ parked instead). 409 on bind counts as bound: someone placed the pod, which is a
 Pods with rules karpy leaves to kube-scheduler (`Pod.deferred`) are not bound: their room is held
 on the node for kube-scheduler to bind them (extender/provisioning/nominate.py), and the re-check
 of the others counts that room as taken.
+
+Pods bind in the plan's bind phases (`Plan.bind_phases`): `by_phase` splits a node's pods, and
+`Held` carries the binds of later phases, which the pipeline makes after every earlier one.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from cachetools import TTLCache
 from kubernetes import client
@@ -39,6 +43,33 @@ log = logging.getLogger("karpy.controller.provisioning")
 #: A pod the re-check refused twice within this long waits for the parked retry, not the next batch;
 #: its refusals also change the launch id of the next node planned for it (launcher.launch_id).
 REFUSED_TTL_SECONDS = 300.0
+
+
+def by_phase(pods: Sequence[Pod], phases: Mapping[str, int]) -> dict[int, list[Pod]]:
+    """The pods per bind phase (phase 0 always present, maybe empty)."""
+    result: dict[int, list[Pod]] = {0: []}
+    for pod in pods:
+        result.setdefault(phases.get(pod.key, 0), []).append(pod)
+    return result
+
+
+@dataclass(frozen=True)
+class Held:
+    """Pods of one node held for a later bind phase."""
+
+    phase: int
+    node: str
+    pods: tuple[Pod, ...]
+    provisioner: str
+
+    @classmethod
+    def split(cls, node: str, pods: Sequence[Pod], provisioner: str, phases: Mapping[str, int]) -> list[Held]:
+        """The binds of `pods` to `node` after the first phase."""
+        return [
+            cls(phase, node, tuple(group), provisioner)
+            for phase, group in sorted(by_phase(pods, phases).items())
+            if phase and group
+        ]
 
 
 class Binder:

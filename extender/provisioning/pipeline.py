@@ -9,18 +9,24 @@ Launch groups run in parallel on the launch pool. The batch waits for every grou
 those that failed, before it returns: its caller then releases the claims, and a claim released
 while a sibling group is still binding would let kube-scheduler place those pods a second time.
 
+Pods bind in the plan's bind order (`Plan.bind_phases`): each group binds the pods of phase 0 as
+soon as its nodes are registered; the pods of later phases (a pod that would put a spreading pod
+over its maxSkew, and those planned after it) bind once every group is done, phase by phase, so
+every pod of an earlier phase is bound (or refused) before them, as kube-scheduler would have
+seen the pods one at a time.
+
 Not thread-safe by itself: the controller runs it under its batch lock.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import wait
 
 from extender.api.pod import Pod
 from extender.provisioning import launcher, metrics
-from extender.provisioning.bind import Binder
+from extender.provisioning.bind import Binder, Held, by_phase
 from extender.provisioning.gather import Context, Gatherer
 from extender.provisioning.launch import Launched, Launcher, pods_of
 from extender.provisioning.offerings import UnavailableOfferings
@@ -107,20 +113,30 @@ class Pipeline:
             metrics.PACKING.observe(packing)
             report.add("packing", packing)
             waiting = self.reporter.plan(result, ctx.provisioners)
-            snapshot = BindSnapshot(inv.existing, inv.namespaces, result.existing) if bind else None
-            if snapshot is not None:
+            phases = result.bind_phases
+            held: list[Held] = []
+            snapshot = None
+            if bind:
+                # The picture for the re-check holds only what binds first; later phases join it
+                # as they bind.
+                first = {node: by_phase(placed, phases)[0] for node, placed in result.existing.items()}
+                snapshot = BindSnapshot(inv.existing, inv.namespaces, first)
                 self.park(waiting)
                 for node, placed in result.existing.items():
-                    report.count("bound", self.binder.bind(node, placed, "", report, snapshot))
+                    held += Held.split(node, placed, "", phases)
+                    report.count("bound", self.binder.bind(node, first[node], "", report, snapshot))
             groups = launcher.group(result.nodes, ctx.provisioners, attempt, self.binder.refusals())
             report.count(
                 "option_lists",
                 len({(n.provisioner, tuple(t.name for t in n.options)) for n in result.nodes}),
             )
             retry: list[Pod] = []
-            for names, replan in self._launch_groups(groups, report, snapshot):
+            for names, replan, later in self._launch_groups(groups, report, snapshot, phases):
                 launched.extend(names)
                 retry.extend(replan)
+                held.extend(later)
+            if snapshot is not None and held:
+                self._bind_held(held, report, snapshot)
             if not retry:
                 return launched
             if attempt < MAX_REPLANS:
@@ -131,12 +147,17 @@ class Pipeline:
         return launched
 
     def _launch_groups(
-        self, groups: Sequence[launcher.LaunchGroup], report: BatchReport, snapshot: BindSnapshot | None
-    ) -> list[tuple[list[str], tuple[Pod, ...]]]:
-        """Each group's (node names, pods to re-plan), after every group has finished."""
-        futures = [self.pools.launch.submit(self._group, g, report, snapshot) for g in groups]
+        self,
+        groups: Sequence[launcher.LaunchGroup],
+        report: BatchReport,
+        snapshot: BindSnapshot | None,
+        phases: Mapping[str, int],
+    ) -> list[tuple[list[str], tuple[Pod, ...], list[Held]]]:
+        """Each group's (node names, pods to re-plan, binds held for a later phase), after every
+        group has finished."""
+        futures = [self.pools.launch.submit(self._group, g, report, snapshot, phases) for g in groups]
         wait(futures)
-        results: list[tuple[list[str], tuple[Pod, ...]]] = []
+        results: list[tuple[list[str], tuple[Pod, ...], list[Held]]] = []
         for group, future in zip(groups, futures, strict=True):
             err = future.exception()
             if err is None:
@@ -151,22 +172,48 @@ class Pipeline:
             )
             if snapshot is not None:
                 self.park(p.key for p in pods_of(group.nodes))
-            results.append(([], ()))
+            results.append(([], (), []))
         return results
 
     def _group(
-        self, group: launcher.LaunchGroup, report: BatchReport, snapshot: BindSnapshot | None
-    ) -> tuple[list[str], tuple[Pod, ...]]:
-        """Launch one group, register its nodes and (with `snapshot`) bind their pods."""
+        self,
+        group: launcher.LaunchGroup,
+        report: BatchReport,
+        snapshot: BindSnapshot | None,
+        phases: Mapping[str, int],
+    ) -> tuple[list[str], tuple[Pod, ...], list[Held]]:
+        """Launch one group, register its nodes and (with `snapshot`) bind their pods of the first
+        bind phase; the binds of later phases are returned."""
         outcome: Launched = self.launcher.launch(group, report)
         if snapshot is not None:
             self.park(p.key for p in outcome.park)
         provisioner = group.request.provisioner
         names: list[str] = []
+        held: list[Held] = []
         for instance, planned in outcome.instances:
             name = self.registrar.register(instance, planned, provisioner, report)
             names.append(name)
             if snapshot is not None:
-                bound = self.binder.bind(name, planned.pods, provisioner.name, report, snapshot)
-                report.count("bound", bound)
-        return names, outcome.replan
+                held += Held.split(name, planned.pods, provisioner.name, phases)
+                first = by_phase(planned.pods, phases)[0]
+                report.count("bound", self.binder.bind(name, first, provisioner.name, report, snapshot))
+        return names, outcome.replan, held
+
+    def _bind_held(self, held: Sequence[Held], report: BatchReport, snapshot: BindSnapshot) -> None:
+        """The binds of later phases, phase by phase: the nodes of one phase in parallel, the next
+        phase once every bind of this one has finished."""
+        for phase in sorted({h.phase for h in held}):
+            binds = [h for h in held if h.phase == phase]
+            log.info("Binding %d pod(s) of bind phase %d", sum(len(h.pods) for h in binds), phase)
+            futures = [
+                self.pools.launch.submit(self.binder.bind, h.node, h.pods, h.provisioner, report, snapshot)
+                for h in binds
+            ]
+            wait(futures)
+            for h, future in zip(binds, futures, strict=True):
+                err = future.exception()
+                if err is None:
+                    report.count("bound", future.result())
+                    continue
+                log.error("Failed to bind %d pod(s) to node %s, %s", len(h.pods), h.node, err)
+                self.park(p.key for p in h.pods)

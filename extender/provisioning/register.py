@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
 
 from extender.api import labels as wk
+from extender.api import nodeclaim
+from extender.api.node import Node
 from extender.api.provisioner import Provisioner
 from extender.cloud.types import Instance
+from extender.cluster import nodeclaims
 from extender.cluster import nodes as kube_nodes
 from extender.provisioning import launcher, metrics
 from extender.provisioning.gather import Context
@@ -47,6 +51,15 @@ class Registrar:
         t0 = self.clock()
         manifest = launcher.node_for(instance, planned, provisioner, region=self.region)
         name: str = manifest["metadata"]["name"]
+        if nodeclaim.records(provisioner):
+            # Before the Node: the lifecycle looks for the claim as soon as the Node appears.
+            nodeclaims.record_launch(
+                self.kube,
+                provisioner,
+                Node.from_manifest(manifest),
+                requests=planned.requests,
+                now=datetime.now(UTC),
+            )
         kube_nodes.create_node(self.kube, manifest)
         self.created(manifest)
         created = self.clock() - t0

@@ -8,7 +8,8 @@ bound to it now) and the rest of the cluster.
 
 The rest of the cluster is the batch's inventory with the batch's own placements: every pod of
 the plan sits on the node the plan gave it as soon as that node is known (existing nodes from the
-start, new ones once checked), and leaves it when its check or its bind fails. Within the group
+start, new ones once checked; a pod of a later bind phase only once checked, as it binds after the
+pods it may crowd), and leaves it when its check or its bind fails. Within the group
 being checked, pods are taken in order, each against those admitted before it. Checking against
 only the binds made so far would refuse sound plans by the order of the binds: with zone spread,
 the second pod bound into a zone whose sibling zone's node is created but not yet bound to would
@@ -25,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from extender.api.pod import Pod
 from extender.api.resources import Resources
-from extender.scheduling import admission
+from extender.scheduling import admission, claims
 from extender.scheduling.plan import ExistingNode
 
 log = logging.getLogger("karpy.controller.provisioning")
@@ -45,7 +46,24 @@ def with_pods(node: ExistingNode, pods: Sequence[Pod]) -> ExistingNode:
         pods=(*node.pods, *extra),
         requested=node.requested + added,
         pod_count=node.pod_count + len(extra),
+        volumes_in_use=_attach(node, extra, +1),
     )
+
+
+def _attach(node: ExistingNode, pods: Sequence[Pod], sign: int) -> tuple[tuple[str, int], ...]:
+    """The node's volumes in use with the CSI claims of `pods` (joining: +1, leaving: -1) that no
+    other pod on it holds: kube-scheduler's NodeVolumeLimits counts a node's unique volumes."""
+    if not node.volume_limits or not any(p.csi_claims for p in pods):
+        return node.volumes_in_use
+    leaving = {p.key for p in pods} if sign < 0 else set()
+    others = claims.held(p for p in node.pods if p.key not in leaving)
+    counts = dict(node.volumes_in_use)
+    for pod in pods:
+        for driver, name in pod.csi_claims:
+            if (key := claims.key(pod.namespace, name)) not in others:
+                others.add(key)
+                counts[driver] = max(counts.get(driver, 0) + sign, 0)
+    return tuple(sorted(counts.items()))
 
 
 def without_pod(node: ExistingNode, key: str) -> ExistingNode:
@@ -71,6 +89,17 @@ class BindSnapshot:
         planned: Mapping[str, Sequence[Pod]] | None = None,
     ) -> None:
         self._nodes = {n.name: n for n in nodes}
+        #: CSINode figures as the batch read them: the node read again before binding has none.
+        self._volumes = {n.name: n for n in nodes if n.volume_limits}
+        #: claim key -> CSI driver, for the claims of the batch's pods and of the pods bound before.
+        self._drivers = {
+            claims.key(p.namespace, name): driver
+            for p in (
+                *(p for n in self._volumes.values() for p in n.pods),
+                *(p for g in (planned or {}).values() for p in g),
+            )
+            for driver, name in p.csi_claims
+        }
         self._namespaces = namespaces
         #: Nodes holding a pod with required anti-affinity (their terms may exclude any pod).
         self._anti = {n.name for n in nodes if any(p.pod_anti_affinity for p in n.pods)}
@@ -114,6 +143,7 @@ class BindSnapshot:
             for pod in pods:
                 if self._where.get(pod.key) == live.name:
                     del self._where[pod.key]
+            live = self._with_volumes(live)
             self._nodes[live.name] = live
             if any(p.pod_anti_affinity for p in live.pods):
                 self._anti.add(live.name)
@@ -134,6 +164,25 @@ class BindSnapshot:
                 else:
                     refused.append((pod, reason))
         return admitted, refused
+
+    def _with_volumes(self, live: ExistingNode) -> ExistingNode:
+        """`live` with the batch's CSINode limits, its volumes in use counted from the pods on it now
+        (claims of a driver the batch knows), never fewer than the batch counted at its start."""
+        read = self._volumes.get(live.name)
+        if read is None or live.volume_limits:
+            return live
+        known: dict[str, set[str]] = {}
+        for pod in live.pods:
+            for name in pod.claims:
+                key = claims.key(pod.namespace, name)
+                if (driver := self._drivers.get(key)) is not None:
+                    known.setdefault(driver, set()).add(key)
+        in_use = dict(read.volumes_in_use)
+        for driver, keys in known.items():
+            in_use[driver] = max(in_use.get(driver, 0), len(keys))
+        return dataclasses.replace(
+            live, volume_limits=read.volume_limits, volumes_in_use=tuple(sorted(in_use.items()))
+        )
 
     def forget(self, name: str, pods: Sequence[Pod]) -> None:
         """Pods whose bind failed: they are not on `name` after all."""

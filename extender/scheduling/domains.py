@@ -7,10 +7,19 @@ label, ...) in turn, so the pods after it see it counted; the domain becomes an 
 and the packer then only places the pod on nodes in that domain. Counts start from the pods
 already bound to every node of the cluster.
 
-Spread skew is checked conservatively, so a plan that passes here passes kube-scheduler in the
-final cluster: a domain's count includes every batch pod that may end up counted there, while the
-minimum over domains counts only pods that surely are, and the domains include every value a new
-node could take for the pod (as Karpenter does), so the minimum is never over-estimated.
+Spread skew is checked conservatively, so a plan that passes here passes kube-scheduler when the
+pods bind in the plan's bind order: a domain's count includes every batch pod that may end up
+counted there, while the minimum over domains counts only pods that surely are, and the domains
+include every value a new node could take for the pod (as Karpenter does), so the minimum is never
+over-estimated.
+
+Bind order: kube-scheduler's PodTopologySpread filter checks only the incoming pod's own
+constraints (pkg/scheduler/framework/plugins/podtopologyspread/filtering.go), so no pod is refused
+a domain for the spread of pods placed there before it. A pod that would put such a pod over its
+maxSkew takes its domain as if that pod were not there, and a later bind phase: every pod of an
+earlier phase binds before it, so each pod's rules hold when it binds. Phases follow the order
+pods get domains (a pod never binds before a pod given a domain before it), so the pods a rule
+counts or follows are bound by the time the rule is checked.
 
 Preferences (ScheduleAnyway spread, preferred pod (anti-)affinity) are applied while a domain
 remains; the rest are relaxed, heaviest first within a kind as Karpenter does, and reported.
@@ -108,6 +117,8 @@ class Outcome:
     existing_only: dict[str, Requirements] = field(default_factory=dict)
     #: pod key -> why no domain satisfies the pod's rules.
     failed: dict[str, str] = field(default_factory=dict)
+    #: pod key -> bind phase, for pods that must bind after every pod of the phases before (>= 1).
+    phases: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -137,10 +148,13 @@ class DomainPlanner:
         #: signature -> one batch pod with it (pods alike in signature land alike).
         self.alike: dict[Hashable, Pod] = {}
         self._counted_memo: dict[Hashable, frozenset[str]] = {}
-        #: (id of a spreader's term, pod namespace and labels) -> selects; terms live in `spreaders`.
+        #: (id of a spreader's term, pod namespace and labels) -> selects; the terms live as long as
+        #: the batch's rules (`plan`), so ids are not reused while the memo lives.
         self._selects: dict[Hashable, bool] = {}
-        #: Batch pods with a required spread, grouped by rule and signature: (a pod, its rule,
-        #: its spread keys, the domains the group's pods went to).
+        #: The bind phase pods given domains now join; pods of earlier phases bind before them.
+        self.phase = 0
+        #: Batch pods of the current phase with a required spread, grouped by rule and signature:
+        #: (a pod, its rule, its spread keys, the domains the group's pods went to).
         self.spreaders: dict[SpreadGroup, tuple[Pod, Rule, frozenset[str], set[str]]] = {}
         #: Required anti-affinity of pods (existing, then batch as they get domains): (term, key, domain).
         self.repellers: list[tuple[Counted, str, str]] = []
@@ -316,6 +330,8 @@ class DomainPlanner:
         )
         extra = self.avoid.get(pod.key, Requirements())
         pins: dict[str, str] = {}
+        #: Whether a domain it takes would crowd a spreading pod of this phase.
+        crowding = False
         relaxed: list[str] = []
         for key in keys:
             own = [r for r in rules if r.key == key and not (first_of_group and r in affinity)]
@@ -329,16 +345,6 @@ class DomainPlanner:
             allowed = (new | existing) - repelled
             for rule in hard:
                 allowed &= self._allowed(pod, rule, allowed, spread_keys)
-            # Stay out of domains where this pod would break the spread of a pod placed there
-            # before: kube-scheduler would accept it only if that pod were bound first, and karpy
-            # binds in parallel. With no other domain the pod waits for the next batch.
-            crowded = self._crowded(pod, key, allowed)
-            if crowded and not allowed - crowded:
-                outcome.failed[pod.key] = (
-                    f"joining {key}={sorted(crowded)[0]} would break the topology spread of pods placed there"
-                )
-                return True
-            allowed -= crowded
             if not allowed and not new and not needs_key:
                 # New nodes will not carry the key, and a node without it passes anti-affinity
                 # and is not counted: keep the pod off the nodes that carry it.
@@ -375,10 +381,19 @@ class DomainPlanner:
             sticky = self.sticky[(self.signature(pod), key)]
             domain = min(allowed, key=lambda d: (d not in new, load[d], -sticky[d], d))
             pins[key] = domain
+            # It may break the spread of a pod of this phase placed there before: it binds after
+            # that pod (kube-scheduler checks only the incoming pod's own constraints).
+            crowding = crowding or bool(self._crowded(pod, key, {domain}))
             extra = extra.intersect(Requirements.from_labels({key: domain}))
             if domain not in new:
                 only = outcome.existing_only.get(pod.key, Requirements())
                 outcome.existing_only[pod.key] = only.intersect(_not_in(key, {domain}))
+        if crowding:
+            # The spreading pods it would crowd bind first; nothing later can crowd them.
+            self.phase += 1
+            self.spreaders = {}
+        if self.phase:
+            outcome.phases[pod.key] = self.phase
         pinned = frozenset(pins) | ALWAYS_LABELLED
         for key, domain in pins.items():
             for term, counted_key in counted:
@@ -400,7 +415,8 @@ class DomainPlanner:
         return True
 
     def _crowded(self, pod: Pod, key: str, candidates: AbstractSet[str]) -> set[str]:
-        """Domains where one more pod like `pod` would put a spreading pod there over its maxSkew."""
+        """Domains where one more pod like `pod` would put a spreading pod of this phase there over
+        its maxSkew, were that pod to bind after it."""
         crowded: set[str] = set()
         labels_key = (pod.namespace, tuple(sorted(pod.labels.items())))
         for group, (carrier, rule, keys, domains) in self.spreaders.items():
@@ -447,6 +463,62 @@ class DomainPlanner:
         if pod.tolerates(node.taints) is not None or not extra.matches(labels):
             return False
         return any(t.matches(labels) for t in pod_terms(pod))
+
+
+def settle_phases(
+    pods: Sequence[Pod], phases: Mapping[str, int], namespace_labels: NamespaceLabels | None
+) -> dict[str, int]:
+    """The bind phases of the placed `pods`, with each pod whose required affinity, or hostname
+    spread (the packer's, which counts every pod of the plan), selects pods of a later phase
+    lifted to that phase: the pods it follows, or counts in the minimum of its spread, bind
+    before it. (A spread on another key counts pods of later phases only where they would crowd
+    it, and they must bind after it.)"""
+    result = {p.key: phases[p.key] for p in pods if phases.get(p.key)}
+    if not result:
+        return result
+    # Pods alike in namespace, labels and rules follow alike: one entry per such set.
+    followers: dict[Hashable, tuple[tuple[Counted, ...], list[str]]] = {}
+    for pod in pods:
+        if not pod.pod_affinity and not any(
+            s.hard and s.topology_key == wk.HOSTNAME for s in pod.topology_spread
+        ):
+            continue
+        rules: Hashable = (pod.namespace, _labels_key(pod), pod.pod_affinity, pod.topology_spread)
+        if rules not in followers:
+            hostname = rules_of(pod, namespace_labels, hostname=True)
+            terms = [r.term for r in hostname if r.hard and r.kind != ANTI]
+            terms += [r.term for r in rules_of(pod, namespace_labels) if r.hard and r.kind == AFFINITY]
+            followers[rules] = (tuple(terms), [])
+        followers[rules][1].append(pod.key)
+    selects: dict[tuple[int, tuple[str, Hashable]], bool] = {}
+    changed = bool(followers)
+    while changed:
+        # Pods alike in namespace and labels are selected alike: the latest phase of each such set.
+        latest: dict[tuple[str, Hashable], tuple[int, Pod]] = {}
+        for pod in pods:
+            if phase := result.get(pod.key, 0):
+                alike = (pod.namespace, _labels_key(pod))
+                if phase > latest.get(alike, (0, pod))[0]:
+                    latest[alike] = (phase, pod)
+        changed = False
+        for followed, keys in followers.values():
+            need = 0
+            for alike, (phase, other) in latest.items():
+                for term in followed:
+                    if (hit := selects.get((id(term), alike))) is None:
+                        hit = selects[(id(term), alike)] = term.selects(other)
+                    if hit:
+                        need = max(need, phase)
+                        break
+            for key in keys:
+                if need > result.get(key, 0):
+                    result[key] = need
+                    changed = True
+    return result
+
+
+def _labels_key(pod: Pod) -> Hashable:
+    return tuple(sorted(pod.labels.items()))
 
 
 def _in(key: str, values: Iterable[str]) -> Requirements:

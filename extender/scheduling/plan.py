@@ -99,6 +99,11 @@ class Plan:
     #: LP-relaxation lower bound on the $/h of new capacity for the pods placed on new nodes.
     lower_bound: float = 0.0
     notes: tuple[str, ...] = ()
+    #: pod key -> bind phase for placed pods that bind after others (absent: phase 0). Every pod of
+    #: a phase binds before any pod of a later one; within a phase the order is free. A pod that
+    #: would put a spreading pod over its maxSkew binds after it, as kube-scheduler checks only the
+    #: incoming pod's own spread (domains.py).
+    bind_phases: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def gap(self) -> float | None:
@@ -112,6 +117,10 @@ class Plan:
         result = {p.key: f"planned-{i}" for i, node in enumerate(self.nodes) for p in node.pods}
         result.update({p.key: name for name, pods in self.existing.items() for p in pods})
         return result
+
+    def phase(self, pod_key: str) -> int:
+        """The bind phase of a placed pod (0 = first)."""
+        return self.bind_phases.get(pod_key, 0)
 
     def left_to_scheduler(self) -> dict[str, tuple[str, ...]]:
         """Placed pods kube-scheduler binds (pod key -> the rules karpy left to it): karpy reserves
@@ -146,6 +155,12 @@ class Plan:
         for key, rules in self.left_to_scheduler().items():
             lines.append(
                 f"Leaving pod {key} to kube-scheduler to bind, karpy does not evaluate {'; '.join(rules)}"
+            )
+        if self.bind_phases:
+            last = max(self.bind_phases.values())
+            lines.append(
+                f"Binding {len(self.bind_phases)} pod(s) in {last} later phase(s), after the pods"
+                " whose topology spread they count"
             )
         for item in self.unschedulable:
             lines.append(f"Unable to schedule pod {item.pod.key}, {item.reason}")

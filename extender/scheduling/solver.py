@@ -24,7 +24,7 @@ from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, Matcher, build_classes, existing_repels
-from extender.scheduling.domains import DomainPlanner, Outcome
+from extender.scheduling.domains import DomainPlanner, Outcome, settle_phases
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.options import Fitting, materialize
 from extender.scheduling.packer import Packer, PodClass
@@ -107,6 +107,11 @@ def solve(
         total_price=sum(n.price for n in planned),
         lower_bound=bound,
         notes=tuple(dict.fromkeys([*notes, *result.notes])),
+        bind_phases=settle_phases(
+            [*(p for n in planned for p in n.pods), *(p for ps in result.existing.values() for p in ps)],
+            result.phases,
+            namespaces,
+        ),
     )
 
 
@@ -210,6 +215,8 @@ class _Round:
     #: Whether any pod's placement depended on others' (topology rules or host ports).
     topology: bool
     existing_only: Mapping[str, Requirements]
+    #: pod key -> bind phase (domains.py), for pods binding after others.
+    phases: Mapping[str, int]
 
 
 class _Context:
@@ -289,6 +296,7 @@ class _Context:
                 c.host.anti or c.host.affinity or c.host.spread or c.host.repels or c.ports for c in classes
             ),
             existing_only=outcome.existing_only,
+            phases=outcome.phases,
         )
 
     def _shared(self, pods: Sequence[Pod]) -> frozenset[str]:

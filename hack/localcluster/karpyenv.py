@@ -24,6 +24,8 @@ V1_CRDS = (
     PROVISIONER_CRD.with_name("ec2nodeclasses.karpenter.k8s.aws.yaml"),
     PROVISIONER_CRD.with_name("nodepools.karpenter.sh.yaml"),
 )
+#: karpenter.sh/v1 NodeClaim: the record karpy keeps of each node launched for a NodePool.
+NODECLAIM_CRD = PROVISIONER_CRD.with_name("nodeclaims.karpenter.sh.yaml")
 #: The built-in on-demand table shipped in the package (what karpy uses without the Pricing API).
 PRICES = Path(__file__).resolve().parents[2] / "extender" / "data" / "ec2-on-demand-prices.json"
 
@@ -121,9 +123,10 @@ def api_client(state: Mapping[str, Any], *, pool: int | None = None) -> Any:
 
 def install_provisioner_crd(api: Any) -> str:
     """Create (or replace older revisions of) the Provisioner CRD, the AWSNodeTemplate CRD its
-    providerRef names and the v1 NodePool and EC2NodeClass CRDs, and wait until they are
+    providerRef names, the v1 NodePool, EC2NodeClass and NodeClaim CRDs, and wait until they are
     Established (at most 30 s each); returns the Provisioner CRD's name."""
     install_crd(api, NODE_TEMPLATE_CRD)
+    install_crd(api, NODECLAIM_CRD)
     name = install_crd(api, PROVISIONER_CRD)
     # Both API versions in one cluster, as the chart installs them.
     for path in V1_CRDS:

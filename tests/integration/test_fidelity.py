@@ -390,3 +390,38 @@ def test_g_a_claim_bound_to_a_zonal_volume_gets_capacity_in_that_zone_and_a_wait
     finally:
         core_v1.delete_persistent_volume(pv)
         storage.delete_storage_class(wffc)
+
+
+def test_h_a_pod_counted_by_a_spread_joins_its_zone_and_binds_after_it(
+    karpy: Karpy, core_v1: Any, namespace: str
+) -> None:
+    """Issue 24: kube-scheduler's PodTopologySpread checks only the incoming pod's own constraints
+    (podtopologyspread/filtering.go). A pod the spreading pod counts, pinned to the spreader's
+    zone, is bound there after it (main refused it: "would break the topology spread of pods
+    placed there"); the spreader is not refused at its re-check either."""
+    name = unique("spread-join")
+    provisioner(
+        karpy.kube,
+        name,
+        [
+            {"key": wk.INSTANCE_TYPE, "operator": "In", "values": [BIG]},
+            {"key": wk.ZONE, "operator": "In", "values": [ZONE_A, ZONE_B, ZONE_C]},
+        ],
+    )
+    # The larger pod gets its domain first (karpy takes pods by size), so the joiner comes after it.
+    spreader = with_labels(pod_manifest("spreader", "1", selector={wk.PROVISIONER_NAME: name}), app="web")
+    spreader["spec"]["topologySpreadConstraints"] = spread(wk.ZONE, app="web")
+    joiner = with_labels(
+        pod_manifest("joiner", "500m", selector={wk.PROVISIONER_NAME: name, wk.ZONE: ZONE_A}), app="web"
+    )
+    create_pods(core_v1, namespace, [spreader, joiner])
+    pods = bound_pods(core_v1, namespace, ["spreader", "joiner"], 90, "both pods bound")
+    zones = {pod: labels[wk.ZONE] for pod, labels in node_labels(core_v1, pods).items()}
+    assert zones == {"spreader": ZONE_A, "joiner": ZONE_A}, zones
+    # In one batch: neither pod is refused at its re-check nor left for a later batch.
+    warnings = [
+        f"{e.involved_object.name}: {e.reason} {e.message}"
+        for e in core_v1.list_namespaced_event(namespace).items
+        if e.source and e.source.component == "karpy" and e.type == "Warning"
+    ]
+    assert not warnings, warnings

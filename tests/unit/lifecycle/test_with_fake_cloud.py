@@ -59,6 +59,7 @@ class World:
         self.state = ClusterState()
         self.now = T0
         monkeypatch.setattr(gc, "list_karpy_nodes", lambda _: list(self.nodes))
+        monkeypatch.setattr(gc.nodeclaims, "list_claims", lambda _: [])
         monkeypatch.setattr(gc.nodepatch, "delete_node", lambda _, name: self.deleted.append(name))
         self.ctx = Context(
             settings=Settings(),

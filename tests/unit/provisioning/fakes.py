@@ -4,6 +4,8 @@ as the adapters return it)."""
 
 from __future__ import annotations
 
+import threading
+from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +44,12 @@ class FakeCluster:
         self.namespaces = {"ns": {"team": "a"}, "default": {}}
         self.events: list[dict[str, Any]] = []
         self.bound: dict[str, str] = {}
+        #: Pod keys in the order their binds reached the apiserver.
+        self.bind_order: list[str] = []
+        #: pod key -> pod key: the bind of the first waits (a short while) for a bind of the
+        #: second to start, so a bind order not enforced shows as the second bound first.
+        self.bind_waits_for: dict[str, str] = {}
+        self._bind_started: dict[str, threading.Event] = defaultdict(threading.Event)
         #: node -> pods that appear on it between planning and binding (kube-scheduler's doing).
         self.arrive: dict[str, list[dict[str, Any]]] = {}
         self.provisioners = [make_provisioner("default")]
@@ -87,8 +95,12 @@ class FakeCluster:
         return True
 
     def bind(self, _: Any, *, namespace: str, name: str, uid: str, node: str) -> None:
+        self._bind_started[f"{namespace}/{name}"].set()
+        if (other := self.bind_waits_for.get(f"{namespace}/{name}")) is not None:
+            self._bind_started[other].wait(timeout=0.3)
         self.pods[f"{namespace}/{name}"]["spec"]["nodeName"] = node
         self.bound[f"{namespace}/{name}"] = node
+        self.bind_order.append(f"{namespace}/{name}")
 
     def add_node(self, name: str, zone: str, *, karpy: bool, cpu: str = "8") -> None:
         labels = {wk.ZONE: zone, wk.HOSTNAME: name, wk.INSTANCE_TYPE: "m5.2xlarge"}

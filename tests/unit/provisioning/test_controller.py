@@ -18,7 +18,7 @@ from extender.cluster.errors import Unavailable
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.provisioning.fakes import Clock, FakeCluster, pod
+from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, Clock, FakeCluster, pod
 from tests.unit.scheduling.builders import catalog
 
 
@@ -100,6 +100,41 @@ def test_a_fleet_cut_short_replans_the_pods_of_the_nodes_it_did_not_launch(clust
     assert len(cluster.nodes) == 2 and set(cluster.bound) == set(keys)
     assert len(set(cluster.bound.values())) == 2
     assert report.fleet_calls == 2 and report.nodes == 2
+
+
+def zone_spread_pair() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A zone-spreading pod and a pod its spread counts that can only join its zone: kube-scheduler
+    binds the second only after the first (podtopologyspread/filtering.go checks the incoming
+    pod's own constraints), so karpy must bind them in that order."""
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": wk.ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    spreader = pod("spreader", labels={"app": "web"}, topologySpreadConstraints=[constraint])
+    joiner = pod("joiner", labels={"app": "web"}, nodeSelector={wk.ZONE: ZONE_A})
+    return spreader, joiner
+
+
+@pytest.mark.parametrize("onto", ["new node", "existing node", "two existing nodes"])
+def test_a_pod_of_a_later_bind_phase_binds_after_the_pods_before_it(cluster, cloud, onto) -> None:
+    if onto == "existing node":
+        cluster.add_node("karpy-a", ZONE_A, karpy=True)
+    if onto == "two existing nodes":
+        # Room for one pod each: the re-check of the first sees the other node as planned, so the
+        # pod of the later phase must not be in that picture yet.
+        cluster.add_node("karpy-a", ZONE_A, karpy=True, cpu="1.5")
+        cluster.add_node("karpy-a2", ZONE_A, karpy=True, cpu="1.5")
+        cluster.add_node("other-b", ZONE_B, karpy=False, cpu="0")
+    spreader, joiner = (cluster.add_pod(p) for p in zone_spread_pair())
+    # Were the joiner's bind not held back, it would reach the apiserver while the spreader's waits.
+    cluster.bind_waits_for[spreader] = joiner
+    report = run(controller_for(cloud), [spreader, joiner])
+    assert cluster.bind_order == [spreader, joiner] and report.bound == 2
+    on = {cluster.nodes[cluster.bound[key]]["metadata"]["labels"][wk.ZONE] for key in (spreader, joiner)}
+    assert on == {ZONE_A} and (onto != "new node") == cluster.bound[joiner].startswith("karpy-a")
+    assert not [e for e in cluster.events if "not binding" in str(e)]
 
 
 def refuse_cheapest(request: LaunchRequest) -> InsufficientCapacityError:

@@ -3,6 +3,8 @@ on the live node since planning refuses the pods it affects."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.resources import Resources
@@ -177,3 +179,48 @@ def test_a_plain_pod_is_still_refused_by_the_anti_affinity_of_a_pod_elsewhere() 
     admitted, refused = snapshot.admit(node("same-zone", "us-west-2a"), [plain])
     assert admitted == [] and "keeper" in refused[0][1]
     assert snapshot.admit(node("other-zone", "us-west-2b"), [plain]) == ([plain], [])
+
+
+EBS = "ebs.csi.aws.com"
+
+
+def volume_pod(name: str, claim: str) -> Pod:
+    pod = Pod.from_manifest(
+        {
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+            },
+        }
+    )
+    # As cluster/volumes.resolve leaves a pod whose claim is bound to an EBS CSI volume.
+    return dataclasses.replace(pod, unmodelled=(), csi_claims=((EBS, claim),))
+
+
+def test_the_recheck_counts_csi_attach_limits_of_the_nodes_csinode() -> None:
+    """kube-scheduler NodeVolumeLimits (pkg/scheduler/framework/plugins/nodevolumelimits/csi.go):
+    the node as read again before binding has no CSINode figures of its own; the batch's (limit 3,
+    one volume in use) still count, and so do the volumes of pods admitted before in the group.
+    A claim a pod there already holds takes no more room."""
+    bound = volume_pod("bound", "c0")
+    limited = dataclasses.replace(
+        node("n1", "us-west-2a", (bound,)), volume_limits=((EBS, 3),), volumes_in_use=((EBS, 1),)
+    )
+    group = [volume_pod("p1", "c1"), volume_pod("p2", "c2"), volume_pod("p3", "c0"), volume_pod("p4", "c4")]
+    snapshot = BindSnapshot([limited], namespaces={}, planned={"n1": group})
+    live = node("n1", "us-west-2a", (Pod.from_manifest(_manifest_of(bound)),))
+    admitted, refused = snapshot.admit(live, group)
+    assert [p.name for p in admitted] == ["p1", "p2", "p3"]
+    assert [p.name for p, _ in refused] == ["p4"] and "exceed max volume count" in refused[0][1]
+
+
+def _manifest_of(pod: Pod) -> dict[str, object]:
+    """A bound pod as listed again from the API server: its claims named, not resolved to drivers."""
+    return {
+        "metadata": {"name": pod.name, "namespace": pod.namespace},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": n}} for n in pod.claims],
+        },
+    }

@@ -6,9 +6,13 @@ rule from kube-scheduler's Filter plugins (pkg/scheduler/framework/plugins/): No
 NodePorts, TaintToleration, NodeAffinity, PodTopologySpread, InterPodAffinity. From the solver it
 only reads plain data (Plan, PlannedNode, InstanceType, Provisioner fields).
 
-The FINAL state is checked: every pod the plan places (on new nodes and on existing nodes via
-`plan.existing`) must pass each filter as if it were the last pod scheduled, with all other pods,
-existing and planned, in place.
+Each pod is checked in the state at its bind, in the plan's bind order (`Plan.bind_phases`; every
+pod of a phase binds before any pod of a later one, pods absent from it are phase 0): every pod the
+plan places (on new nodes and on existing nodes via `plan.existing`) must pass each filter as if it
+were the last pod of its phase scheduled, with the running pods, the pods of earlier phases and the
+other pods of its phase in place; pods of later phases are not there yet. As in kube-scheduler
+(podtopologyspread/filtering.go, interpodaffinity/filtering.go), a pod meets its own spread and
+(anti-)affinity and the required anti-affinity of the pods already there, never their spread.
 
 A planned node's labels are certain for `PlannedNode.labels`, the Provisioner's labels and name,
 and `kubernetes.io/hostname` (unique per node). The keys that depend on the launch choice take
@@ -18,7 +22,9 @@ node; a rule that relates several nodes (spread, inter-pod affinity) must hold f
 combination of their worlds, which `_worst_skew` and `_breakable` decide without enumerating them.
 
 `violations(...)` returns one line per broken rule; `unjustified_unschedulable(...)` one line per
-pod reported unschedulable although an instance type of an applicable Provisioner holds it alone.
+pod reported unschedulable although an instance type of an applicable Provisioner holds it alone;
+`stricter_than_scheduler(...)` one line per pod reported unschedulable although kube-scheduler
+would bind it, last, to a node of the plan or the cluster.
 """
 
 from __future__ import annotations
@@ -515,9 +521,9 @@ class _Cluster:
         existing_nodes: Sequence[Any],
         plan: Any,
         provisioners: Sequence[Any],
-        namespaces: Mapping[str, Mapping[str, str]] | None,
-        daemonsets: Sequence[Mapping[str, Any]],
-        unavailable: Iterable[tuple[str, str, str]],
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        daemonsets: Sequence[Mapping[str, Any]] = (),
+        unavailable: Iterable[tuple[str, str, str]] = (),
         claims: Mapping[str, str] | None = None,
     ) -> None:
         self.out: list[str] = []
@@ -535,6 +541,8 @@ class _Cluster:
             self.new[pod.key] = pod
         self.nodes: list[CNode] = []
         self.by_name: dict[str, CNode] = {}
+        #: pod key -> bind phase of the plan's pods (running pods are there before any).
+        self.phases: dict[str, int] = dict(getattr(plan, "bind_phases", None) or {})
         self._add_existing(existing_nodes)
         self._add_plan(plan)
         self._term_memo: dict[tuple, bool] = {}
@@ -670,11 +678,19 @@ class _Cluster:
             self._term_memo[key] = term.selects(pod, self.namespace_labels)
         return self._term_memo[key]
 
-    def count(self, node: CNode, selector: Selector | None, namespace: str) -> int:
-        key = (id(node), selector, namespace)
+    def phase(self, pod: CPod) -> int:
+        """The bind phase of a pod of the plan; -1 for a running pod."""
+        return self.phases.get(pod.key, 0) if self.new.get(pod.key) is pod else -1
+
+    def bound(self, node: CNode, upto: int) -> list[CPod]:
+        """The node's pods bound by the end of phase `upto`."""
+        return [p for p in node.pods if self.phase(p) <= upto]
+
+    def count(self, node: CNode, selector: Selector | None, namespace: str, upto: int) -> int:
+        key = (id(node), selector, namespace, upto)
         if key not in self._count_memo:
             self._count_memo[key] = sum(
-                1 for p in node.pods if p.namespace == namespace and _selects(selector, p.labels)
+                1 for p in self.bound(node, upto) if p.namespace == namespace and _selects(selector, p.labels)
             )
         return self._count_memo[key]
 
@@ -864,17 +880,18 @@ class _Cluster:
         peers_only: bool,
     ) -> tuple[int, str]:
         nodes = []
+        upto = self.phase(pod)
         for m in self.nodes:
             if peers_only:
                 k = sum(
                     1
-                    for q in m.pods
+                    for q in self.bound(m, upto)
                     if q.namespace == pod.namespace
                     and _selects(spread.selector, q.labels)
                     and (q.key not in self.new or self.new[q.key] is not q or spread in q.spreads)
                 )
             else:
-                k = self.count(m, spread.selector, pod.namespace)
+                k = self.count(m, spread.selector, pod.namespace, upto)
             if m is node:
                 k -= own
             nodes.append((self._states(m, pod, spread, keys), k, m is node))
@@ -890,9 +907,11 @@ class _Cluster:
     def _check_inter_pod(self, pod: CPod, node: CNode, where: str) -> None:
         if self._carriers is None:
             self._carriers = [(m, q, t) for m in self.nodes for q in m.pods for t in q.anti]
+        upto = self.phase(pod)
         for m, q, term in self._carriers:
             if (
                 q is not pod
+                and self.phase(q) <= upto
                 and self.term_selects(term, pod)
                 and self._same_domain_possible(node, m, term.topology_key)
             ):
@@ -902,7 +921,7 @@ class _Cluster:
                 )
         if not pod.anti and not pod.affinity:
             return
-        others = [(m, q) for m in self.nodes for q in m.pods if q is not pod]
+        others = [(m, q) for m in self.nodes for q in self.bound(m, upto) if q is not pod]
         for term in pod.anti:
             for m, q in others:
                 if self.term_selects(term, q) and self._same_domain_possible(node, m, term.topology_key):
@@ -933,6 +952,44 @@ class _Cluster:
                     f"pod affinity: {where} may have no pod matching its terms in its {term.topology_key}"
                     f" domain ({len(group)} matching pod(s) elsewhere)"
                 )
+
+    # -- stricter than kube-scheduler
+
+    def node_clean(self, node: CNode) -> bool:
+        """Whether the node-level filters hold for the pods the plan gives the node."""
+        saved, self.out = self.out, []
+        try:
+            self._check_resources(node)
+            self._check_ports(node)
+            self._check_volumes(node)
+            return not self.out
+        finally:
+            self.out = saved
+
+    def bind_last(self, pod: CPod, node: CNode) -> bool:
+        """Bind `pod` to `node` after every pod placed so far if every filter passes it there (it
+        then stays, and counts for the next); whether it did."""
+        saved, self.out = self.out, []
+        self.phases[pod.key] = max(self.phases.values(), default=0) + 1
+        node.pods.append(pod)
+        node.new_pods.append(pod)
+        self._count_memo.clear()
+        self._carriers = None
+        try:
+            self._check_resources(node)
+            self._check_ports(node)
+            self._check_volumes(node)
+            self._check_pod(pod, node)
+            passed = not self.out
+        finally:
+            self.out = saved
+        if not passed:
+            node.pods.remove(pod)
+            node.new_pods.remove(pod)
+            del self.phases[pod.key]
+            self._count_memo.clear()
+            self._carriers = None
+        return passed
 
     # -- limits
 
@@ -1215,6 +1272,43 @@ def unjustified_unschedulable(
                     f" provisioner {provisioner.name} holds it alone"
                 )
                 break
+    return out
+
+
+def stricter_than_scheduler(
+    new_pods: Sequence[Mapping[str, Any]],
+    existing_nodes: Sequence[Any],
+    plan: Any,
+    provisioners: Sequence[Any],
+    catalog: Sequence[Any] = (),
+    **options: Any,
+) -> list[str]:
+    """Pods reported unschedulable that kube-scheduler would bind: bound last, after every pod the
+    plan places (and the pods found so before it, so pods that exclude each other are not all
+    counted), to a node of the plan or a schedulable node of the cluster, the pod passes every
+    filter in every world of that node (resources, ports, volumes, taints, node affinity, its own
+    spread and (anti-)affinity, and the required anti-affinity of the pods there). Pods with rules
+    the checker does not evaluate (unmodelled, DaemonSet pods) are not judged. `options`: the
+    keyword arguments of `violations` (usage is not read)."""
+    options.pop("usage", None)
+    cluster = _Cluster(new_pods, existing_nodes, plan, provisioners, **options)
+    hosts = [n for n in cluster.nodes if n.schedulable and cluster.node_clean(n)]
+    out = []
+    for item in plan.unschedulable:
+        pod = cluster.new.get(item.pod.key)
+        if (
+            pod is None
+            or pod.unmodelled
+            or pod.owner_kind == "DaemonSet"
+            or getattr(item, "unmodelled", False)
+        ):
+            continue
+        host = next((n for n in hosts if cluster.bind_last(pod, n)), None)
+        if host is not None:
+            out.append(
+                f"stricter: {pod.key} reported as '{item.reason}' but kube-scheduler would bind it last"
+                f" to {host.name}"
+            )
     return out
 
 

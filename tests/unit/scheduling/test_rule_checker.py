@@ -106,18 +106,25 @@ class Case:
     provisioners: list = field(default_factory=lambda: [make_provisioner()])
     namespaces: dict | None = None
     usage: dict | None = None
+    #: pod name -> bind phase (Plan.bind_phases).
+    phases: dict[str, int] = field(default_factory=dict)
 
     def plan(self) -> Plan:
         return Plan(
             nodes=tuple(self.nodes),
             existing={k: tuple(ref(p) for p in v) for k, v in self.on_existing.items()},
             unschedulable=tuple(Unschedulable(ref(p), r) for p, r in self.unschedulable),
+            bind_phases={f"default/{name}": phase for name, phase in self.phases.items()},
         )
 
     def check(self) -> list[str]:
         args = (self.new, self.cluster, self.plan(), self.provisioners, catalog())
         kw = {"namespaces": self.namespaces, "usage": self.usage}
-        return rulecheck.violations(*args, **kw) + rulecheck.unjustified_unschedulable(*args, **kw)
+        return (
+            rulecheck.violations(*args, **kw)
+            + rulecheck.unjustified_unschedulable(*args, **kw)
+            + rulecheck.stricter_than_scheduler(*args, **kw)
+        )
 
 
 def caught(case: Case, prefix: str) -> list[str]:
@@ -489,6 +496,75 @@ def test_a_breach_only_pods_bound_later_cause_is_classed_order_dependent():
         Case([watcher], [node([watcher], zones=(A,)), node([], zones=(B,))], cluster=cluster),
         "topology spread:",
     )
+
+
+def test_each_pod_is_checked_at_its_bind_in_the_plans_bind_order():
+    """kube-scheduler checks a pod's own spread when it binds (podtopologyspread/filtering.go), never
+    again when others bind: a pod the spread counts may join the zone after the spreading pod."""
+    watcher = pod("c", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
+    joiner = pod("j", labels={"app": "x"})
+    cluster = [existing(f"e-{z}", z) for z in (B, C)]
+    nodes = [node([watcher, joiner], zones=(A,))]
+    clean(Case([watcher, joiner], nodes, cluster=cluster, phases={"j": 1}))
+    # Bound together (one phase) or the joiner first, the watcher sees a skew of 2 at its bind.
+    caught(Case([watcher, joiner], nodes, cluster=cluster), "topology spread (order-dependent): default/c")
+    caught(Case([watcher, joiner], nodes, cluster=cluster, phases={"c": 1}), "topology spread")
+    # Required affinity finds only pods bound before it.
+    leader = pod("l", labels={"role": "lead"})
+    follower = pod("f", affinity=pod_terms("podAffinity", wk.HOSTNAME, {"role": "lead"}))
+    pair = [node([leader, follower])]
+    clean(Case([leader, follower], pair, phases={"f": 1}))
+    caught(Case([leader, follower], pair, phases={"l": 1}), "pod affinity: default/f")
+    # A pod bound later meets the required anti-affinity of those bound before it (symmetry).
+    loner = pod("lo", labels={"app": "lo"}, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, {"app": "y"}))
+    other = pod("y", labels={"app": "y"})
+    caught(Case([loner, other], [node([loner, other])], phases={"y": 1}), "pod anti-affinity (symmetry)")
+
+
+def stricter(case: Case) -> list[str]:
+    """The pods the checker finds kube-scheduler would have bound (pod key, node)."""
+    args = (case.new, case.cluster, case.plan(), case.provisioners, catalog())
+    lines = rulecheck.stricter_than_scheduler(*args, namespaces=case.namespaces, usage=case.usage)
+    return [(line.split()[1], line.split()[-1]) for line in lines]
+
+
+def test_a_pod_left_unschedulable_that_kube_scheduler_would_bind_is_caught():
+    """stricter_than_scheduler: bound last to a node of the plan (or a schedulable node of the
+    cluster) the pod passes every filter, so karpy was stricter than kube-scheduler."""
+    watcher = pod("c", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
+    joiner = pod("j", labels={"app": "x"})
+    cluster = [existing(f"e-{z}", z, schedulable=False) for z in (B, C)]
+    left = Case([watcher, joiner], [node([watcher])], cluster=cluster, unschedulable=[(joiner, "spread")])
+    assert stricter(left) == [("default/j", "planned-0")]
+    assert caught(left, "stricter: default/j reported as 'spread' but kube-scheduler would bind it last")
+    # On a running node with room too, but never on one karpy does not pack (cordoned, not its own).
+    assert stricter(Case([joiner], cluster=[existing("e1", A)], unschedulable=[(joiner, "x")])) == [
+        ("default/j", "e1")
+    ]
+    assert (
+        stricter(
+            Case([joiner], cluster=[existing("e1", A, schedulable=False)], unschedulable=[(joiner, "x")])
+        )
+        == []
+    )
+    # Not where its own spread would break, nor without room.
+    spreader = pod("s", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
+    assert (
+        stricter(
+            Case([watcher, spreader], [node([watcher])], cluster=cluster, unschedulable=[(spreader, "x")])
+        )
+        == []
+    )
+    huge = pod("h", cpu="64")
+    assert stricter(Case([huge], [node([])], unschedulable=[(huge, "x")])) == []
+    # Pods that exclude each other: only one of them would have been bound.
+    twins = [
+        pod(f"t{i}", labels={"app": "t"}, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, {"app": "t"}))
+        for i in range(2)
+    ]
+    assert stricter(Case(twins, [node([])], unschedulable=[(t, "anti-affinity") for t in twins])) == [
+        ("default/t0", "planned-0")
+    ]
 
 
 def test_hostname_spread_counts_each_node():
@@ -1083,7 +1159,34 @@ def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | N
         return s, None, [f"solver: {type(err).__name__}: {err}"]
     args = (s.new, s.cluster, plan, s.provisioners, catalog())
     kw = {"namespaces": NAMESPACES, "unavailable": s.unavailable, "usage": s.usage, "claims": s.claims}
-    return s, plan, rulecheck.violations(*args, **kw) + rulecheck.unjustified_unschedulable(*args, **kw)
+    return (
+        s,
+        plan,
+        rulecheck.violations(*args, **kw)
+        + rulecheck.unjustified_unschedulable(*args, **kw)
+        + rulecheck.stricter_than_scheduler(*args, **kw),
+    )
+
+
+#: Pods karpy leaves out although kube-scheduler would bind them, for reasons known and not yet
+#: fixed (issue 24 left them; each is counted and printed, any other stricter line fails):
+#: - "limits": karpy pins a pod's topology domain before packing, unaware of Provisioner limits;
+#:   the domain then needs a new node the limits forbid, while a node of another domain has room;
+#: - "no domain": karpy counts, as Karpenter does, every domain a Provisioner could launch into in
+#:   a spread's minimum (scheduling-rules.md); kube-scheduler knows only the nodes that exist;
+#: - "hostname": a domain pinned before packing where the pod's hostname affinity or spread
+#:   finds no node, while a node of another domain would take it.
+KNOWN_STRICTER = {
+    "limits": lambda item: rulecheck.reason_category(item) == "limits",
+    "no domain": lambda item: item.reason.endswith("leaves no domain"),
+    "hostname": lambda item: "on kubernetes.io/hostname or host ports cannot be met" in item.reason,
+}
+
+
+def _known_stricter(plan: Plan, line: str) -> str | None:
+    key = line.split()[1]
+    item = next(u for u in plan.unschedulable if u.pod.key == key)
+    return next((name for name, known in KNOWN_STRICTER.items() if known(item)), None)
 
 
 def test_random_workloads_break_no_rule_and_leave_no_pod_unjustly_unschedulable():
@@ -1094,6 +1197,12 @@ def test_random_workloads_break_no_rule_and_leave_no_pod_unjustly_unschedulable(
     classes: Counter[str] = Counter()
     for seed in SEEDS:
         s, plan, lines = run(seed, features)
+        if plan is not None:
+            known = [(line, _known_stricter(plan, line)) for line in lines if line.startswith("stricter:")]
+            for line, name in known:
+                if name is not None:
+                    counts[f"stricter than kube-scheduler, known ({name})"] += 1
+                    lines.remove(line)
         counts["pods"] += len(s.new)
         counts["existing nodes"] += len(s.cluster)
         if plan is not None:

@@ -1,0 +1,225 @@
+"""NodeClaims on the local control plane: karpy's provisioning and lifecycle in this process
+(lifecycle_harness), the real API server validating the NodeClaim CRD, moto for EC2.
+
+Until the NodePool loader is on main, a NodePool is fed in the way the harness builds Provisioners:
+the Provisioners named `np-*` load with kind "NodePool" (the `nodepools` fixture wraps
+`cluster.provisioners.load_defaulted`). Once NodePools load from `karpenter.sh/v1` objects, the
+fixture goes and the test creates a real NodePool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from extender.api import labels as wk
+from extender.api import nodeclaim as nc
+from extender.api.node import Node
+from extender.api.provisioner import Provisioner
+from extender.api.resources import Resources
+from extender.cluster import nodeclaims
+from extender.cluster import provisioners as kube_provisioners
+from tests.integration import lifecycle_harness
+from tests.integration.helpers import unique, wait_for
+from tests.integration.lifecycle_harness import (
+    GC_GRACE,
+    Karpy,
+    deployment,
+    live_pods,
+    messages,
+    node_or_none,
+    provisioner,
+)
+
+pytestmark = pytest.mark.integration
+
+karpy = lifecycle_harness.karpy
+lifecycle_log = lifecycle_harness.lifecycle_log
+
+NODEPOOL_PREFIX = "np-"
+
+
+@pytest.fixture
+def nodepools(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Provisioners named np-* load as NodePools (kind "NodePool", EC2NodeClass "default")."""
+    load = kube_provisioners.load_defaulted
+
+    def as_nodepool(obj: Any, **kwargs: Any) -> Provisioner:
+        loaded = load(obj, **kwargs)
+        if not loaded.name.startswith(NODEPOOL_PREFIX):
+            return loaded
+        # No uid: an owner reference to a NodePool object that does not exist would have the
+        # garbage collector delete the claim.
+        return dataclasses.replace(loaded, kind=nc.NODEPOOL_KIND, provider_ref="default", uid="")
+
+    monkeypatch.setattr(kube_provisioners, "load_defaulted", as_nodepool)
+    yield
+
+
+def claims_of(kube: Any, pool: str) -> list[dict[str, Any]]:
+    return [c for c in nodeclaims.list_claims(kube) if c["metadata"]["labels"].get(nc.NODEPOOL_LABEL) == pool]
+
+
+def bound_node(core: Any, namespace: str, app: str) -> str:
+    pods = wait_for(
+        lambda: (ps := live_pods(core, namespace, app)) and all(p.spec.node_name for p in ps) and ps,
+        90,
+        f"{app} bound",
+    )
+    return str(pods[0].spec.node_name)
+
+
+def test_nodeclaims_track_nodepool_nodes_from_launch_to_deletion(
+    karpy: Karpy,
+    core_v1: Any,
+    apps_v1: Any,
+    namespace: str,
+    nodepools: None,
+    lifecycle_log: pytest.LogCaptureFixture,
+) -> None:
+    pool, legacy = unique(NODEPOOL_PREFIX + "pool"), unique("legacy")
+    spot = [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}]
+    provisioner(karpy.kube, pool, spot, ttlSecondsAfterEmpty=2)
+    provisioner(karpy.kube, legacy, spot, ttlSecondsAfterEmpty=2)
+    deployment(apps_v1, namespace, "pooled", pool, 1)
+    deployment(apps_v1, namespace, "legacy", legacy, 1)
+    name = bound_node(core_v1, namespace, "pooled")
+
+    claim = wait_for(lambda: _ready_claim(karpy.kube, pool, name), 60, "the NodePool node's claim Ready")
+    node = core_v1.read_node(name)
+    status, spec = claim["status"], claim["spec"]
+    assert len(claims_of(karpy.kube, pool)) == 1
+    assert status["providerID"] == node.spec.provider_id
+    assert status["nodeName"] == name
+    assert (
+        status["imageID"]
+        and status["imageID"] == node.metadata.annotations["karpenter.k8s.aws/instance-ami-id"]
+    )
+    assert set(status["allocatable"]) >= {"cpu", "memory", "pods"}
+    conditions = {c.type: c for c in nc.conditions_of(claim)}
+    assert {t: conditions[t].status for t in nc.LIFECYCLE} == dict.fromkeys(nc.LIFECYCLE, "True")
+    times = [conditions[t].last_transition_time for t in nc.LIFECYCLE]
+    assert times == sorted(times), f"Launched -> Registered -> Initialized out of order: {times}"
+    reqs = {r["key"]: r.get("values") for r in spec["requirements"]}
+    assert reqs[wk.INSTANCE_TYPE] == [node.metadata.labels[wk.INSTANCE_TYPE]]
+    assert reqs[wk.ZONE] == [node.metadata.labels[wk.ZONE]]
+    assert reqs[wk.CAPACITY_TYPE] == ["spot"]
+    assert reqs[nc.NODEPOOL_LABEL] == [pool]
+    assert Resources.parse(spec["resources"]["requests"]).cpu >= 1.0
+    # The v1alpha5 Provisioner's node has no claim: Karpenter v1 has no Provisioners.
+    legacy_node = bound_node(core_v1, namespace, "legacy")
+    assert claims_of(karpy.kube, legacy) == []
+    # Each transition was written as it happened (the lifecycle logs what it changed).
+    log = messages(lifecycle_log)
+    claim_name = claim["metadata"]["name"]
+    assert f"Created nodeclaim {claim_name} for node {name}" in log
+    assert f"Nodeclaim {claim_name} of node {name}: Initialized: Unknown -> True" in log
+
+    apps_v1.delete_namespaced_deployment("pooled", namespace)
+    apps_v1.delete_namespaced_deployment("legacy", namespace)
+    wait_for(lambda: node_or_none(core_v1, name) is None, 60, "the empty NodePool node deleted")
+    # The claim goes before the node's finalizer is lifted.
+    assert claims_of(karpy.kube, pool) == []
+    assert f"Deleted nodeclaim {claim_name} of node {name}" in messages(lifecycle_log)
+    wait_for(lambda: node_or_none(core_v1, legacy_node) is None, 60, "the empty legacy node deleted")
+
+
+def test_a_claim_whose_node_and_instance_are_gone_is_garbage_collected(
+    karpy: Karpy, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    pool = Provisioner(name=unique(NODEPOOL_PREFIX + "gc"), kind=nc.NODEPOOL_KIND, provider_ref="default")
+    gone = Node.from_manifest(
+        {
+            "metadata": {
+                "name": unique("gone"),
+                "labels": {wk.INSTANCE_TYPE: "m5.large", wk.ZONE: "us-west-2a"},
+            },
+            "spec": {"providerID": "aws:///us-west-2a/i-0000000000000dead"},
+        }
+    )
+    name = nodeclaims.record_launch(
+        karpy.kube, pool, gone, requests=Resources.of(cpu=1), now=datetime.now(UTC)
+    )
+    assert name is not None and nodeclaims.read(karpy.kube, name) is not None
+    created = time.monotonic()
+    wait_for(lambda: nodeclaims.read(karpy.kube, name) is None, GC_GRACE + 30, "orphan claim collected")
+    assert time.monotonic() - created >= GC_GRACE - 3, "claim collected before its grace"
+    assert f"Garbage collecting nodeclaim {name} whose node and instance are gone" in messages(lifecycle_log)
+
+
+def test_the_crd_refuses_an_invalid_claim_with_the_field_path(karpy: Karpy) -> None:
+    claim = {
+        "apiVersion": nc.API_VERSION,
+        "kind": nc.KIND,
+        "metadata": {"name": unique("invalid")},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": ""},
+            "requirements": [{"key": wk.HOSTNAME, "operator": "In", "values": ["x"]}],
+        },
+    }
+    with pytest.raises(ApiException) as refused:
+        client.CustomObjectsApi(karpy.kube).create_cluster_custom_object(
+            nc.GROUP, nc.VERSION, "nodeclaims", claim
+        )
+    assert refused.value.status == 422
+    body = refused.value.body
+    assert "spec.nodeClassRef.name" in body and "name may not be empty" in body
+    assert "spec.requirements[0].key" in body and 'label \\"kubernetes.io/hostname\\" is restricted' in body
+
+
+def test_a_drifted_nodepool_node_shows_drifted_on_its_claim_and_its_replacement_gets_one(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, nodepools: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = unique(NODEPOOL_PREFIX + "drift")
+    provisioner(
+        karpy.kube,
+        pool,
+        [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
+        labels={"tier": "a"},
+        ttlSecondsAfterEmpty=2,
+    )
+    deployment(apps_v1, namespace, "drifting", pool, 1)
+    first = bound_node(core_v1, namespace, "drifting")
+    claim = wait_for(lambda: _ready_claim(karpy.kube, pool, first), 60, "the first node's claim Ready")
+    claim_name = claim["metadata"]["name"]
+
+    # The NodePool's node template changes: its node drifts (ProvisionerDrifted) and is replaced.
+    # Drift is checked when a node is looked at: every 2 s here (test_drift's setting), 5 min by default.
+    monkeypatch.setattr(karpy.settings.lifecycle, "resync_seconds", 2.0)
+    client.CustomObjectsApi(karpy.kube).patch_cluster_custom_object(
+        "karpenter.sh", "v1alpha5", "provisioners", pool, {"spec": {"labels": {"tier": "b"}}}
+    )
+
+    def drifted() -> nc.Condition | None:
+        current = nodeclaims.read(karpy.kube, claim_name)
+        return nc.get(nc.conditions_of(current), nc.DRIFTED) if current else None
+
+    condition = wait_for(drifted, 60, "Drifted on the first node's claim")
+    assert (condition.status, condition.reason) == ("True", "ProvisionerDrifted")
+    second = wait_for(
+        lambda: (n := bound_node(core_v1, namespace, "drifting")) != first and n,
+        90,
+        "the pod on a replacement",
+    )
+    replacement = wait_for(
+        lambda: _ready_claim(karpy.kube, pool, second), 60, "the replacement's claim Ready"
+    )
+    assert nc.get(nc.conditions_of(replacement), nc.DRIFTED) is None
+    wait_for(lambda: nodeclaims.read(karpy.kube, claim_name) is None, 60, "the drifted node's claim deleted")
+    apps_v1.delete_namespaced_deployment("drifting", namespace)
+    wait_for(lambda: claims_of(karpy.kube, pool) == [], 60, "the empty replacement and its claim deleted")
+
+
+def _ready_claim(kube: Any, pool: str, node: str) -> dict[str, Any] | None:
+    for claim in claims_of(kube, pool):
+        ready = nc.get(nc.conditions_of(claim), nc.READY)
+        if claim["status"].get("nodeName") == node and ready is not None and ready.status == "True":
+            return claim
+    return None
