@@ -49,7 +49,7 @@ _KEEP_ORDER = {SPREAD: 0, ANTI: 1, AFFINITY: 2}
 
 #: Labels every node karpy launches carries, whatever its domain on other keys.
 ALWAYS_LABELLED = frozenset(
-    {wk.HOSTNAME, wk.ZONE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS, wk.CAPACITY_TYPE, wk.PROVISIONER_NAME}
+    {wk.HOSTNAME, wk.ZONE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS, wk.CAPACITY_TYPE, *wk.OWNER_LABELS}
 )
 #: (pod, key, extra requirements) -> domains a new node could take for the pod.
 NewDomains = Callable[[Pod, str, Requirements], frozenset[str]]

@@ -186,7 +186,7 @@ def _only(
     pod: Pod, provisioner: str | None, views: Sequence[ProvisionerView], skip: Mapping[str, set[str]]
 ) -> bool:
     """Whether no other Provisioner is left to try for the pod."""
-    if pod.node_selector.get(wk.PROVISIONER_NAME):
+    if wk.owner_of(pod.node_selector):
         return True
     tried = skip.get(pod.key, set()) | {provisioner or ""}
     return all(v.provisioner.name in tried for v in views)

@@ -206,8 +206,10 @@ def deployment(
     cpu: str = "1",
     annotations: dict[str, str] | None = None,
     affinity: dict[str, Any] | None = None,
+    owner_label: str = wk.PROVISIONER_NAME,
 ) -> None:
-    template = pod_manifest(name, cpu, selector={wk.PROVISIONER_NAME: prov})
+    """`replicas` pods selecting `prov` by `owner_label` (`karpenter.sh/nodepool` for a NodePool)."""
+    template = pod_manifest(name, cpu, selector={owner_label: prov})
     template["metadata"] = {"labels": {"app": name}, "annotations": annotations or {}}
     if affinity:
         template["spec"]["affinity"] = affinity
