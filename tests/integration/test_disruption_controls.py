@@ -236,11 +236,12 @@ def test_pdb_blocked_drain_ends_after_termination_grace_period(
 
 
 def test_consolidate_after_keeps_an_emptied_node_until_its_last_pod_event_is_that_old(
-    fast: Karpy, core_v1: Any, apps_v1: Any, namespace: str
+    fast: Karpy, core_v1: Any, apps_v1: Any, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """WhenEmptyOrUnderutilized with consolidateAfter: consolidation takes a node only once its last
     pod event (here the deletion of its only pod) is consolidateAfter old (Karpenter v1's
     Consolidatable condition, pkg/controllers/nodeclaim/disruption/consolidation.go)."""
+    caplog.set_level("DEBUG", logger="karpy.controller.provisioning")
     name, after = unique("after"), 12
     disruption = {
         "consolidationPolicy": "WhenEmptyOrUnderutilized",
@@ -260,3 +261,5 @@ def test_consolidate_after_keeps_an_emptied_node_until_its_last_pod_event_is_tha
     wait_for(lambda: node_or_none(core_v1, node_name) is None, 40, "the emptied node consolidated away")
     gone = time.monotonic() - started
     assert gone >= after, f"the node went {gone:.1f}s after its pod's deletion, before consolidateAfter"
+    # Its termination left the NodePool's status to the v1 status pass: no Provisioner patch (404).
+    assert not [m for m in messages(caplog) if m.startswith(f"Failed to update status of provisioner {name}")]
