@@ -84,10 +84,13 @@ def nodepool(
     *,
     labels: dict[str, str] | None = None,
     empty_after: str = "Never",
+    disruption: dict[str, Any] | None = None,
+    **template_spec: Any,
 ) -> None:
     """A karpenter.sh/v1 NodePool and the EC2NodeClass of the same name it uses (AL2023, the
     cluster's tagged subnets and security groups, the local cluster's instance profile), whose empty
-    nodes go `empty_after` after they empty (WhenEmpty)."""
+    nodes go `empty_after` after they empty (WhenEmpty), unless `disruption` replaces that block;
+    `template_spec` fields (terminationGracePeriod, expireAfter) join spec.template.spec."""
     from kubernetes import client
 
     objects = client.CustomObjectsApi(kube)
@@ -112,6 +115,7 @@ def nodepool(
         "spec": {
             "requirements": requirements,
             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
+            **template_spec,
         }
     }
     if labels:
@@ -126,7 +130,8 @@ def nodepool(
             "metadata": {"name": name},
             "spec": {
                 "template": template,
-                "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": empty_after},
+                "disruption": disruption
+                or {"consolidationPolicy": "WhenEmpty", "consolidateAfter": empty_after},
             },
         },
     )
