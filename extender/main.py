@@ -23,6 +23,7 @@ from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.aws.session import make_clients
 from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
+from extender.cluster import v1status
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.leaderlabel import LeaderLabel
 from extender.cluster.version import ServerVersion
@@ -34,6 +35,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.controller import DEADLINES, LifecycleController
 from extender.lifecycle.events import Recorder
 from extender.lifecycle.leader import LeaderElector
+from extender.loops import run_forever
 from extender.observe import Observer
 from extender.provisioning.controller import ProvisioningController
 from extender.serve import serve
@@ -75,6 +77,8 @@ class Controller:
     lifecycle: LifecycleController
     heartbeats: Heartbeats
     observer: Observer | None = None
+    #: One pass writing the status of every NodePool and EC2NodeClass (leader only).
+    v1_status: Callable[[], None] = lambda: None
 
     def start(self, stop: threading.Event) -> None:
         """Start every worker thread, in this order; `stop` ends them all."""
@@ -88,6 +92,23 @@ class Controller:
         self.provisioning.start(stop)
         if self.observer is not None:
             self.observer.start(stop)
+        tick = self.heartbeats.register("v1-status", V1_STATUS_DEADLINE)
+
+        def status_pass() -> float:
+            self.v1_status()
+            return v1status.PERIOD_SECONDS
+
+        threading.Thread(
+            target=run_forever,
+            args=(status_pass, stop),
+            kwargs={"doing": "writing nodepool and ec2nodeclass status", "tick": tick},
+            name="v1-status",
+            daemon=True,
+        ).start()
+
+
+#: The status pass runs every minute; a missed few is no reason to restart.
+V1_STATUS_DEADLINE = 600.0
 
 
 def build(settings: Settings, heartbeats: Heartbeats) -> Controller:
@@ -119,7 +140,14 @@ def build(settings: Settings, heartbeats: Heartbeats) -> Controller:
     observer = Observer(
         settings=settings, kube=kube, cloud=cloud, provisioning=provisioning, is_leader=is_leader
     )
-    return Controller(kube, state, elector, bound, provisioning, lifecycle, heartbeats, observer)
+
+    def v1_status() -> None:
+        if is_leader():
+            v1status.refresh(kube, cloud.node_class_status, settings)
+
+    return Controller(
+        kube, state, elector, bound, provisioning, lifecycle, heartbeats, observer, v1_status=v1_status
+    )
 
 
 def start(settings: Settings, stop: threading.Event, heartbeats: Heartbeats | None = None) -> Controller:

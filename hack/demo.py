@@ -5,7 +5,8 @@
 2. starts karpy as a user would: `karpy webhook --self-signed` under gunicorn with TLS, behind real
    Mutating/ValidatingWebhookConfigurations (manifests/webhook/webhooks.yaml pointed at 127.0.0.1),
    and `karpy controller` configured by KARPY_* variables (cluster, moto endpoint, SSM prefix, queue);
-3. applies the CRD and the default Provisioner (spot, ttlSecondsAfterEmpty 30);
+3. applies the CRDs and the default Provisioner (spot, ttlSecondsAfterEmpty 30), or with `--api v1`
+   the default NodePool + EC2NodeClass (spot, consolidationPolicy WhenEmpty, consolidateAfter 30s);
 4. creates `inflate` (pause, 1 CPU, 0 replicas), scales it to 5, shows `karpy status`; redeploys it with
    nodeSelector node.kubernetes.io/instance-type: c5.xlarge (3 + 2 pods on two nodes); deletes it and
    waits for the empty nodes to be terminated after the TTL;
@@ -32,13 +33,29 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from hack.demo_objects import APP, NAMESPACE, REPO, Kube, inflate, local_webhook_configurations, provisioner
+from hack.demo_objects import (
+    APP,
+    NAMESPACE,
+    REPO,
+    Kube,
+    inflate,
+    local_webhook_configurations,
+    nodepool,
+    provisioner,
+)
 from hack.demo_summary import KARPY_PHRASES, build_summary, render_summary
 from hack.demo_timeline import LogTail, Observations, Observer, Timeline
 from hack.localcluster import awsseed, build, karpyenv, procs
 from hack.localcluster import cluster as localcluster
 
 SELECTED_TYPE = "c5.xlarge"
+#: Both API versions' CRDs, as the chart installs them.
+CRDS = (
+    "provisioners.karpenter.sh",
+    "awsnodetemplates.karpenter.k8s.aws",
+    "nodepools.karpenter.sh",
+    "ec2nodeclasses.karpenter.k8s.aws",
+)
 STATE_FILE = "demo.json"
 BIND_TIMEOUT = 120.0
 
@@ -292,10 +309,10 @@ class Demo:
         self.timeline.step(f"cluster ready in {self.state['ready_seconds']}s: {self.state['apiserver_url']}")
         self.kube = Kube(self.state["kubeconfig"])
         self.kube.create_file(REPO / "manifests" / "namespace.yaml")
-        for crd in ("provisioners.karpenter.sh", "awsnodetemplates.karpenter.k8s.aws"):
+        for crd in CRDS:
             self.kube.create_file(REPO / "manifests" / "crd" / f"{crd}.yaml")
             wait_for(lambda crd=crd: self.kube.crd_established(crd), 30, f"the CRD {crd}")  # type: ignore[union-attr,misc]
-        self.timeline.step("applied manifests/namespace.yaml and the Provisioner and AWSNodeTemplate CRDs")
+        self.timeline.step("applied manifests/namespace.yaml and the CRDs of both API versions")
         logs = self.run_dir / "logs"
         for name in ("karpy-webhook", "karpy-controller"):
             (logs / f"{name}.log").write_bytes(b"")
@@ -307,11 +324,24 @@ class Demo:
         self.start_webhook()
         self.kube.label_namespace(NAMESPACE, {"karpenter.sh/provisioning": "enabled"})
         self.start_controller()
-        created = self.kube.create_provisioner(provisioner(self.state["cluster_name"], self.args.ttl))
-        requirements = [
-            f"{r['key']} {r['operator']} {r.get('values')}" for r in created["spec"]["requirements"]
-        ]
-        self.timeline.step(f"applied Provisioner default through the webhook: {'; '.join(requirements)}")
+        if self.args.api == "v1":
+            for body in nodepool(self.state["cluster_name"], self.args.ttl):
+                created = self.kube.create_provisioner(body)
+            spec = created["spec"]
+            requirements = [
+                f"{r['key']} {r['operator']} {r.get('values')}"
+                for r in spec["template"]["spec"]["requirements"]
+            ]
+            self.timeline.step(
+                f"applied EC2NodeClass and NodePool default (karpenter.sh/v1) through the webhook: "
+                f"{'; '.join(requirements)}; disruption {spec['disruption']}"
+            )
+        else:
+            created = self.kube.create_provisioner(provisioner(self.state["cluster_name"], self.args.ttl))
+            requirements = [
+                f"{r['key']} {r['operator']} {r.get('values')}" for r in created["spec"]["requirements"]
+            ]
+            self.timeline.step(f"applied Provisioner default through the webhook: {'; '.join(requirements)}")
         self.observer = Observer(self.timeline, self.kube.karpy_nodes, self.kube.pods, self._price)
         self.observer.start()
 
@@ -431,6 +461,12 @@ def main(argv: list[str] | None = None) -> int:
         help='{"onDemand": {...}, "spot": {...}} price file for karpy (default: its built-in table)',
     )
     parser.add_argument("--json-summary", help="also write the summary as JSON to this file")
+    parser.add_argument(
+        "--api",
+        choices=("v1alpha5", "v1"),
+        default="v1alpha5",
+        help="the default as a v1alpha5 Provisioner, or a v1 NodePool + EC2NodeClass (WhenEmpty after --ttl)",
+    )
     args = parser.parse_args(argv)
     if args.command == "down":
         return down(args.run_dir.resolve())

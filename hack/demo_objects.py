@@ -1,5 +1,6 @@
-"""The demo's Kubernetes side: the objects it creates (Provisioner, `inflate`, webhook configurations
-pointed at 127.0.0.1) and the few API calls it makes, as API JSON through karpy's client adapter.
+"""The demo's Kubernetes side: the objects it creates (Provisioner, or NodePool + EC2NodeClass;
+`inflate`; webhook configurations pointed at 127.0.0.1) and the few API calls it makes, as API JSON
+through karpy's client adapter.
 """
 
 from __future__ import annotations
@@ -35,6 +36,46 @@ def provisioner(cluster_name: str, ttl: int) -> dict[str, Any]:
             "ttlSecondsAfterEmpty": ttl,
         },
     }
+
+
+def nodepool(cluster_name: str, ttl: int) -> list[dict[str, Any]]:
+    """The same default as `provisioner`, in Karpenter v1's API: an EC2NodeClass and a NodePool whose
+    empty nodes go `ttl` seconds after they empty (WhenEmpty), as the getting-started guide's."""
+    selector = [{"tags": {f"kubernetes.io/cluster/{cluster_name}": "*"}}]
+    return [
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "role": f"KarpenterNodeRole-{cluster_name}",
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "subnetSelectorTerms": selector,
+                "securityGroupSelectorTerms": selector,
+            },
+        },
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "default"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "requirements": [
+                            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+                        ],
+                        "nodeClassRef": {
+                            "group": "karpenter.k8s.aws",
+                            "kind": "EC2NodeClass",
+                            "name": "default",
+                        },
+                    }
+                },
+                "limits": {"cpu": "1000"},
+                "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": f"{ttl}s"},
+            },
+        },
+    ]
 
 
 def inflate(replicas: int, node_selector: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -121,9 +162,11 @@ class Kube:
         )
 
     def create_provisioner(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a Provisioner, NodePool or EC2NodeClass (cluster-scoped custom objects)."""
         group, version = body["apiVersion"].split("/")
+        plural = {"NodePool": "nodepools", "EC2NodeClass": "ec2nodeclasses"}.get(body["kind"], "provisioners")
         api = self.client.CustomObjectsApi(self.api)
-        return self.call(api.create_cluster_custom_object, group, version, "provisioners", body)
+        return self.call(api.create_cluster_custom_object, group, version, plural, body)
 
     def create_deployment(self, body: Mapping[str, Any]) -> None:
         self.call(self.apps.create_namespaced_deployment, NAMESPACE, body)

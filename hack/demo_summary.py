@@ -47,6 +47,7 @@ def build_summary(
                 "instance_type": node.instance_type,
                 "zone": node.zone,
                 "capacity_type": node.capacity_type,
+                "owner": node.owner,
                 "price_per_hour": node.price,
                 "price_source": node.price_source,
                 "max_pods": node.pods_max,

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from extender.api.labels import OWNER_LABELS
+
 KARPY_LINES = re.compile(
     r"Found \d+ provisionable pod|Computed packing|Launched instance|Launched \d+ replacement|"
     r"Bound \d+ pod|Added TTL|Removed emptiness TTL|Triggering termination|Cordoned node|Deleted node|"
@@ -143,6 +145,8 @@ class NodeRecord:
     price_source: str
     seen: float
     pods_max: int = 0
+    #: The owner label as `key=value` (provisioner-name for a Provisioner's node, nodepool for a NodePool's).
+    owner: str = ""
     empty_since: float | None = None
     deleted: float | None = None
 
@@ -218,6 +222,7 @@ class Observer(threading.Thread):
                 price=price,
                 price_source=source,
                 seen=now,
+                owner=next((f"{k}={labels[k]}" for k in OWNER_LABELS if k in labels), ""),
             )
             self.seen.nodes[name] = record
             self.timeline.add(

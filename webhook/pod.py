@@ -44,7 +44,7 @@ def _list(value: Any) -> list[Any]:
 
 def _mentions_provisioner(terms: list[Any]) -> bool:
     return any(
-        _dict(expr).get("key") == labels.PROVISIONER_NAME
+        _dict(expr).get("key") in labels.OWNER_LABELS
         for term in terms
         for expr in _list(_dict(term).get("matchExpressions"))
     )
@@ -52,7 +52,7 @@ def _mentions_provisioner(terms: list[Any]) -> bool:
 
 def selects_provisioner(spec: Mapping[str, Any]) -> bool:
     """True when the pod names a Provisioner by nodeSelector or by required/preferred node affinity."""
-    if labels.PROVISIONER_NAME in _dict(spec.get("nodeSelector")):
+    if any(key in _dict(spec.get("nodeSelector")) for key in labels.OWNER_LABELS):
         return True
     node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
     required = _list(
@@ -118,5 +118,7 @@ def mutate(request: AdmissionRequest, config: WebhookConfig, provisioners: Provi
     if name is None:
         return Verdict(warnings=(warning,))
     spec = pod["spec"]
-    selected = {**spec, "nodeSelector": {**_dict(spec.get("nodeSelector")), labels.PROVISIONER_NAME: name}}
+    # A NodePool's nodes carry `karpenter.sh/nodepool`, a Provisioner's `provisioner-name`.
+    key = next((p.owner_label for p in provisioners() or () if p.name == name), labels.PROVISIONER_NAME)
+    selected = {**spec, "nodeSelector": {**_dict(spec.get("nodeSelector")), key: name}}
     return Verdict(patch=json_patch(spec, selected, "/spec"))

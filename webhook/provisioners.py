@@ -16,6 +16,8 @@ from cachetools import TLRUCache
 from marshmallow import ValidationError
 
 from extender.api import labels
+from extender.api.nodepool import API_VERSION as NODEPOOL_API_VERSION
+from extender.api.nodepool import KIND, PLURAL, load_nodepool
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
 
@@ -67,7 +69,7 @@ class ProvisionerSource:
         loaded = []
         for item in items:
             try:
-                loaded.append(load_provisioner(item))
+                loaded.append(load_nodepool(item) if item.get("kind") == KIND else load_provisioner(item))
             except ValidationError as err:
                 name = (item.get("metadata") or {}).get("name", "?")
                 log.warning("Ignoring invalid provisioner %s: %s", name, "; ".join(map(str, err.messages)))
@@ -75,7 +77,8 @@ class ProvisionerSource:
 
 
 def kube_fetch(*, kubeconfig: str, timeout: float) -> Fetch:
-    """List karpenter.sh/v1alpha5 Provisioners with the kubernetes client (created on first use)."""
+    """List karpenter.sh/v1alpha5 Provisioners and v1 NodePools with the kubernetes client (created on
+    first use)."""
     api: list[Any] = []
 
     def fetch() -> Sequence[Mapping[str, Any]]:
@@ -88,6 +91,15 @@ def kube_fetch(*, kubeconfig: str, timeout: float) -> Fetch:
             api.append(client.CustomObjectsApi(load(Settings(kubeconfig=kubeconfig))))
         group, version = labels.API_VERSION.split("/")
         result = api[0].list_cluster_custom_object(group, version, "provisioners", _request_timeout=timeout)
-        return list(result.get("items") or [])
+        items = list(result.get("items") or [])
+        group, version = NODEPOOL_API_VERSION.split("/")
+        try:
+            pools = api[0].list_cluster_custom_object(group, version, PLURAL, _request_timeout=timeout)
+        except Exception as err:  # no NodePool CRD: Provisioners only
+            if getattr(err, "status", None) != 404:
+                raise
+            pools = {}
+        # The list response leaves kind out of items; loading picks the schema by it.
+        return items + [{**item, "kind": KIND} for item in pools.get("items") or []]
 
     return fetch

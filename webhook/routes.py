@@ -1,10 +1,10 @@
 """The admission blueprint: /mutate/provisioner, /validate/provisioner, /validate/awsnodetemplate,
-/mutate/pod.
+/validate/nodepool, /validate/ec2nodeclass, /mutate/pod.
 
 Every handler answers a well-formed AdmissionReview; a body that is not one gets HTTP 400. An
 unexpected exception in a handler is logged and answered per the resource's failure policy:
-pods are admitted unchanged (karpy must never block a Deployment), Provisioners and
-AWSNodeTemplates are denied.
+pods are admitted unchanged (karpy must never block a Deployment), Provisioners,
+AWSNodeTemplates, NodePools and EC2NodeClasses are denied.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, jsonify, request
 
-from webhook import nodetemplate, pod, provisioner
+from webhook import nodepool, nodetemplate, pod, provisioner
 from webhook.admission import (
     MAX_OBJECT_DEPTH,
     AdmissionRequest,
@@ -85,6 +85,16 @@ def validate_provisioner() -> tuple[Response, int]:
 @bp.post("/validate/awsnodetemplate")
 def validate_node_template() -> tuple[Response, int]:
     return _answer(lambda r: nodetemplate.validate(r, state().config), fail_open=False)
+
+
+@bp.post("/validate/nodepool")
+def validate_nodepool() -> tuple[Response, int]:
+    return _answer(nodepool.validate_nodepool, fail_open=False)
+
+
+@bp.post("/validate/ec2nodeclass")
+def validate_ec2nodeclass() -> tuple[Response, int]:
+    return _answer(lambda r: nodepool.validate_ec2nodeclass(r, state().config), fail_open=False)
 
 
 @bp.post("/mutate/pod")

@@ -14,8 +14,12 @@ CAPACITY_TYPE = "karpenter.sh/capacity-type"
 # Karpenter <= 0.5 used this key; accepted everywhere and rewritten to CAPACITY_TYPE.
 CAPACITY_TYPE_ALIAS = "node.k8s.aws/capacity-type"
 PROVISIONER_NAME = "karpenter.sh/provisioner-name"
+#: The v1 owner label: a NodePool's nodes carry it where a Provisioner's carry PROVISIONER_NAME.
+NODEPOOL = "karpenter.sh/nodepool"
+#: Either names the object a node belongs to (names are unique across both kinds).
+OWNER_LABELS = (PROVISIONER_NAME, NODEPOOL)
 
-WELL_KNOWN_LABELS = frozenset({ZONE, INSTANCE_TYPE, ARCH, OS, CAPACITY_TYPE, PROVISIONER_NAME})
+WELL_KNOWN_LABELS = frozenset({ZONE, INSTANCE_TYPE, ARCH, OS, CAPACITY_TYPE, PROVISIONER_NAME, NODEPOOL})
 
 # Karpenter's AWS provider labels (`pkg/apis/v1/labels.go`): what an instance type is, derived from
 # DescribeInstanceTypes (scheduling/instancelabels.py). A type lacking a figure (no GPU, no NVMe)
@@ -115,3 +119,8 @@ def with_ga_keys(labels: Mapping[str, str]) -> Mapping[str, str]:
 def normalize_key(key: str) -> str:
     """Map deprecated label keys to their current name."""
     return DEPRECATED_LABELS.get(key, key)
+
+
+def owner_of(labels: Mapping[str, str]) -> str | None:
+    """The Provisioner or NodePool a node (or a pod's nodeSelector) names, if any."""
+    return labels.get(PROVISIONER_NAME) or labels.get(NODEPOOL)

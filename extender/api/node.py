@@ -63,8 +63,8 @@ class Node:
 
     @property
     def provisioner(self) -> str | None:
-        """The Provisioner that launched it; None for a node karpy does not manage."""
-        return self.labels.get(wk.PROVISIONER_NAME)
+        """The Provisioner or NodePool that launched it; None for a node karpy does not manage."""
+        return wk.owner_of(self.labels)
 
     @property
     def is_karpy(self) -> bool:

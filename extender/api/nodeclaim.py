@@ -32,7 +32,7 @@ GROUP, VERSION = "karpenter.sh", "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "NodeClaim"
 NODEPOOL_KIND = "NodePool"
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
+NODEPOOL_LABEL = wk.NODEPOOL
 NODE_CLASS_KIND = "EC2NodeClass"
 
 LAUNCHED = "Launched"

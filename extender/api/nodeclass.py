@@ -90,6 +90,10 @@ DEFAULT_EPHEMERAL_BYTES = 20 * GIB
 @dataclass(frozen=True)
 class NodeClass:
     instance_profile: str = ""
+    #: v1 EC2NodeClass `role`: Karpenter creates an instance profile for it; karpy does not manage
+    #: IAM, so its nodes launch with the configured default instance profile, else the profile
+    #: named as the role (`launch_profile`).
+    role: str = ""
     #: An unmanaged launch template used as is (AMI, user data, disks are then its own).
     launch_template: str = ""
     subnet_selector: Mapping[str, str] = field(default_factory=dict)
@@ -97,6 +101,9 @@ class NodeClass:
     tags: Mapping[str, str] = field(default_factory=dict)
     #: "" = DEFAULT_AMI_FAMILY (see `family`).
     ami_family: str = ""
+    #: The version of a v1 alias (`al2023@v20240625`): the family's AMI of that release rather
+    #: than its latest ("" = latest).
+    ami_version: str = ""
     #: v1alpha5 `amiSelector`: tags, or `aws-ids` / `aws::ids`, `aws::name`, `aws::owners`.
     ami_selector: Mapping[str, str] = field(default_factory=dict)
     user_data: str | None = None
@@ -105,6 +112,10 @@ class NodeClass:
     detailed_monitoring: bool | None = None
     context: str = ""
     cluster: ClusterRef | None = None
+
+    def launch_profile(self, default: str) -> str:
+        """The instance profile nodes launch with: this one's, else karpy's default, else the role's."""
+        return self.instance_profile or default or self.role
 
     @property
     def family(self) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from extender.api import labels as wk
+
 # Re-exported: the kubelet block and the node configuration are part of a Provisioner.
 from extender.api.disruption import Budget
 from extender.api.kubelet import KubeletConfiguration as KubeletConfiguration
@@ -74,6 +76,18 @@ class Provisioner:
     provider_ref: str = ""
     uid: str = ""
     resource_version: str = ""
+
+    @property
+    def owner_label(self) -> str:
+        """The label naming this object on its nodes: `karpenter.sh/nodepool` for a NodePool."""
+        return wk.NODEPOOL if self.kind == "NodePool" else wk.PROVISIONER_NAME
+
+    def selected_by(self, node_selector: Mapping[str, str]) -> bool:
+        """Whether a nodeSelector naming an owner (either label) names this one, by its own label:
+        a pod selecting `karpenter.sh/nodepool: x` does not land on Provisioner x's nodes."""
+        return all(node_selector.get(key, self.name) == self.name for key in wk.OWNER_LABELS) and (
+            self.owner_label in node_selector
+        )
 
     def limit_names(self, names: tuple[str, ...]) -> list[str]:
         """Which of `names` this Provisioner limits (a limit of 0 counts)."""

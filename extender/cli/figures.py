@@ -146,7 +146,7 @@ def from_api(
     capacity: dict[str, dict[str, float]] = {}
     for node in nodes:
         meta = node.get("metadata") or {}
-        prov = (meta.get("labels") or {}).get(wk.PROVISIONER_NAME)
+        prov = wk.owner_of(meta.get("labels") or {})
         if not prov:
             continue
         owner[meta.get("name", "")] = prov
@@ -167,7 +167,9 @@ def from_api(
     limits = []
     for obj in provisioners:
         name = (obj.get("metadata") or {}).get("name", "")
-        resources = ((obj.get("spec") or {}).get("limits") or {}).get("resources") or {}
+        limits_of = (obj.get("spec") or {}).get("limits") or {}
+        # A NodePool's limits are the map itself (v1alpha5: under `resources`).
+        resources = limits_of if obj.get("kind") == "NodePool" else limits_of.get("resources") or {}
         for resource, raw in sorted(resources.items()):
             if (limit := _quantity(raw)) is not None:
                 limits.append(Limit(name, resource, capacity.get(name, {}).get(resource, 0.0), limit))

@@ -40,7 +40,7 @@ VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 PLAN_INSTANCE_PROFILE = "karpy-plan-launches-nothing"
 #: Nodes `--existing` counts as karpy's (karpy may place pods on them); any other node only brings
 #: its topology domains and pods.
-KARPY_NODE_LABELS = (wk.MANAGED_BY_LABEL, wk.PROVISIONER_NAME)
+KARPY_NODE_LABELS = (wk.MANAGED_BY_LABEL, *wk.OWNER_LABELS)
 #: Most pods one plan expands to (replicas included): 3x the 50,000 pods karpy is measured at.
 #: More is a typo (`replicas: 100000000`) that would otherwise expand for minutes and exhaust memory.
 MAX_PODS = 150_000
@@ -54,7 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="YAML stream of Pods / Deployments / ReplicaSets / StatefulSets / Jobs, and the "
         "PersistentVolumeClaims, PersistentVolumes and StorageClasses their claims use",
     )
-    parser.add_argument("--provisioner", action="append", default=[], help="Provisioner YAML (repeatable)")
+    parser.add_argument(
+        "--provisioner",
+        action="append",
+        default=[],
+        help="Provisioner or NodePool YAML, with their AWSNodeTemplates or EC2NodeClasses (repeatable)",
+    )
     parser.add_argument("--instance-types", help="DescribeInstanceTypes JSON; default: ask the EC2 endpoint")
     parser.add_argument("--offerings", help="DescribeInstanceTypeOfferings JSON")
     parser.add_argument(
@@ -294,16 +299,21 @@ def load_provisioners(paths: list[str], settings: Settings | None = None) -> lis
     if not paths:
         return [load_configured({"metadata": {"name": "default"}, "spec": {}}, settings)]
     docs = [(path, doc) for path in paths for _, doc in _documents(path)]
-    # AWSNodeTemplates given beside the Provisioners resolve their providerRefs.
+    # AWSNodeTemplates and EC2NodeClasses given beside them resolve providerRefs and nodeClassRefs.
     templates = [doc for _, doc in docs if doc.get("kind") == "AWSNodeTemplate"]
+    classes = [doc for _, doc in docs if doc.get("kind") == "EC2NodeClass"]
     provisioners = []
     for path, doc in docs:
-        if doc.get("kind") == "AWSNodeTemplate":
+        if doc.get("kind") in ("AWSNodeTemplate", "EC2NodeClass"):
             continue
+        kind = "NodePool" if doc.get("kind") == "NodePool" else "Provisioner"
         try:
-            provisioners.append(load_configured(doc, settings, templates))
+            provisioners.append(load_configured(doc, settings, templates, classes))
         except ValidationError as err:
-            raise UsageError(f"Provisioner {_name(doc).split('/')[-1]} in {path}: {err.messages}") from err
+            raise UsageError(f"{kind} {_name(doc).split('/')[-1]} in {path}: {err.messages}") from err
+    names = [p.name for p in provisioners]
+    if clash := sorted({n for n in names if names.count(n) > 1}):
+        raise UsageError(f"{', '.join(clash)}: a Provisioner and a NodePool may not share a name")
     return provisioners
 
 

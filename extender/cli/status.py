@@ -114,8 +114,30 @@ def _capacity_types(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def provisioner_row(obj: Mapping[str, Any], nodes: Sequence[NodeRow]) -> ProvisionerRow:
+def _v1_shape(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A NodePool's spec in the v1alpha5 shape these rows read (labels, requirements, empty TTL)."""
+    from extender.api.nodepool import duration_seconds
+
     spec = obj.get("spec") or {}
+    template = spec.get("template") or {}
+    disruption = spec.get("disruption") or {}
+    ttl = None
+    if disruption.get("consolidationPolicy") == "WhenEmpty":
+        try:
+            ttl = duration_seconds(str(disruption.get("consolidateAfter", "")))
+        except ValueError:
+            ttl = None
+    return {
+        "weight": spec.get("weight"),
+        "labels": (template.get("metadata") or {}).get("labels"),
+        "requirements": (template.get("spec") or {}).get("requirements"),
+        "ttlSecondsAfterEmpty": ttl,
+    }
+
+
+def provisioner_row(obj: Mapping[str, Any], nodes: Sequence[NodeRow]) -> ProvisionerRow:
+    """One Provisioner's row, or a NodePool's (read in the same shape)."""
+    spec = _v1_shape(obj) if obj.get("kind") == "NodePool" else obj.get("spec") or {}
     name = _meta(obj).get("name", "")
     resources = (obj.get("status") or {}).get("resources") or {}
     return ProvisionerRow(
@@ -147,7 +169,7 @@ def node_row(node: Mapping[str, Any], pods: int, prices: PriceBook, now: float) 
     price = prices.price(instance_type, capacity_type, shape, zone)
     return NodeRow(
         name=_meta(node).get("name", ""),
-        provisioner=labels.get(wk.PROVISIONER_NAME, ""),
+        provisioner=wk.owner_of(labels) or "",
         instance_type=instance_type,
         zone=zone,
         capacity_type=capacity_type,
@@ -433,8 +455,11 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
     """One reading of the cluster (and of the controller's metrics when named)."""
     from kubernetes import client
 
+    from extender.api.nodepool import API_VERSION as NODEPOOL_API_VERSION
+    from extender.api.nodepool import PLURAL as NODEPOOL_PLURAL
     from extender.cluster import client as kube_client
     from extender.cluster import nodes, pods
+    from extender.cluster.provisioners import list_custom
     from extender.settings import from_env
 
     settings = from_env()
@@ -449,6 +474,11 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
             ).get("items")
             or []
         )
+        # NodePools beside them (none when the v1 CRD is not installed).
+        group, version = NODEPOOL_API_VERSION.split("/")
+        provisioners += [
+            {**pool, "kind": "NodePool"} for pool in list_custom(kube, group, version, NODEPOOL_PLURAL)
+        ]
         karpy_nodes = nodes.list_node_manifests(kube, karpy_only=True)
         assigned = pods.list_assigned(kube)
         status = summarize(

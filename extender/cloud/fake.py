@@ -115,7 +115,10 @@ class FakeCloudProvider:
             provider_id=f"aws:///{offering.zone}/i-{n:04d}",
             state="running",
             launch_time=datetime.now(UTC),
-            tags={wk.PROVISIONER_NAME: request.provisioner.name, wk.LAUNCH_ID_TAG: request.launch_id},
+            tags={
+                request.provisioner.owner_label: request.provisioner.name,
+                wk.LAUNCH_ID_TAG: request.launch_id,
+            },
             image_id=self.images.get(request.provisioner.name, "ami-fake"),
         )
         self.instances[instance.id] = instance

@@ -83,15 +83,19 @@ def instance_id(provider: str) -> str | None:
 
 
 def list_karpy_nodes(kube: client.ApiClient) -> list[Node]:
-    """Every Node a Provisioner launched (they carry karpenter.sh/provisioner-name)."""
+    """Every Node a Provisioner or NodePool launched (they carry one of `wk.OWNER_LABELS`)."""
     return [Node.from_live(item) for item in list_node_manifests(kube, karpy_only=True)]
 
 
 def list_node_manifests(kube: client.ApiClient, *, karpy_only: bool = False) -> list[dict[str, Any]]:
     """Every Node (or only karpy's) as API JSON, for the indexes that parse it as it changes."""
-    selector = {"label_selector": wk.PROVISIONER_NAME} if karpy_only else {}
-    with translated("listing karpy nodes" if karpy_only else "listing nodes"):
-        return list_objects(client.CoreV1Api(kube).list_node, **selector)[0]
+    list_node = client.CoreV1Api(kube).list_node
+    if not karpy_only:
+        with translated("listing nodes"):
+            return list_objects(list_node)[0]
+    # A Provisioner's nodes carry one owner label, a NodePool's the other; a selector cannot OR keys.
+    with translated("listing karpy nodes"):
+        return [item for key in wk.OWNER_LABELS for item in list_objects(list_node, label_selector=key)[0]]
 
 
 def list_nodes(kube: client.ApiClient, *, karpy_only: bool = False) -> list[Node]:

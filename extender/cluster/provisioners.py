@@ -1,5 +1,11 @@
-"""Provisioner custom resources: list (as parsed Provisioners, with the AWSNodeTemplate each
-`spec.providerRef` names resolved into its node configuration) and status patches."""
+"""Provisioner and NodePool custom resources: list (as parsed Provisioners, with the AWSNodeTemplate
+each `spec.providerRef` names, or the EC2NodeClass each `nodeClassRef` names, resolved into its node
+configuration) and status patches.
+
+Both API versions load into the one Provisioner type (`kind` says which). Names are unique across
+the two: a NodePool named as a Provisioner is ignored, with an error, so that every node's owner
+label, status and event names exactly one object.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,12 @@ from marshmallow import ValidationError
 
 from extender.api import labels as wk
 from extender.api import nodeclass as nc
+from extender.api import nodepool as np
+from extender.api.ec2nodeclass import API_VERSION as NODE_CLASS_API_VERSION
+from extender.api.ec2nodeclass import PLURAL as NODE_CLASS_PLURAL
+from extender.api.ec2nodeclass import EC2NodeClass, load_ec2nodeclass
 from extender.api.nodeclass import NodeClass
+from extender.api.nodepool import load_nodepool
 from extender.api.nodetemplate import default_node_template, load_node_template
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_defaults import default_manifest
@@ -26,6 +37,8 @@ GROUP, VERSION = wk.API_VERSION.split("/")
 PLURAL = "provisioners"
 TEMPLATE_GROUP, TEMPLATE_VERSION = nc.API_VERSION.split("/")
 TEMPLATE_PLURAL = "awsnodetemplates"
+NODEPOOL_GROUP, NODEPOOL_VERSION = np.API_VERSION.split("/")
+NODE_CLASS_GROUP, NODE_CLASS_VERSION = NODE_CLASS_API_VERSION.split("/")
 
 
 def load_defaulted(
@@ -80,23 +93,57 @@ def node_templates_of(
     return result
 
 
-def list_node_templates(kube: client.ApiClient) -> list[Mapping[str, Any]]:
-    """Every AWSNodeTemplate manifest; none when the CRD is not installed (no Provisioner can use one)."""
-    try:
-        with translated("listing awsnodetemplates"):
-            raw = client.CustomObjectsApi(kube).list_cluster_custom_object(
-                TEMPLATE_GROUP, TEMPLATE_VERSION, TEMPLATE_PLURAL
+def node_classes_of(
+    items: list[Mapping[str, Any]], *, cluster_name: str, cluster_endpoint: str = ""
+) -> dict[str, EC2NodeClass]:
+    """EC2NodeClass manifests by name; an invalid one is logged and left out (a NodePool naming it
+    is then refused)."""
+    result: dict[str, EC2NodeClass] = {}
+    for obj in items:
+        try:
+            loaded = load_ec2nodeclass(obj, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint)
+        except ValidationError as err:
+            log.error(
+                "Ignoring invalid EC2NodeClass %s, %s", (obj.get("metadata") or {}).get("name"), err.messages
             )
+            continue
+        result[loaded.name] = loaded
+    return result
+
+
+def list_custom(kube: client.ApiClient, group: str, version: str, plural: str) -> list[Mapping[str, Any]]:
+    """Every object of a custom resource; none when its CRD is not installed."""
+    try:
+        with translated(f"listing {plural}"):
+            raw = client.CustomObjectsApi(kube).list_cluster_custom_object(group, version, plural)
     except NotFound:
         return []
     return list(raw.get("items") or [])
 
 
+def list_node_templates(kube: client.ApiClient) -> list[Mapping[str, Any]]:
+    """Every AWSNodeTemplate manifest; none when the CRD is not installed (no Provisioner can use one)."""
+    return list_custom(kube, TEMPLATE_GROUP, TEMPLATE_VERSION, TEMPLATE_PLURAL)
+
+
 def load_configured(
-    obj: Mapping[str, Any], settings: Settings, node_templates: list[Mapping[str, Any]] | None = None
+    obj: Mapping[str, Any],
+    settings: Settings,
+    node_templates: list[Mapping[str, Any]] | None = None,
+    node_classes: list[Mapping[str, Any]] | None = None,
 ) -> Provisioner:
     """`load_defaulted` with the defaults karpy is configured with (the controller, and `karpy plan`
-    so that its plans are the controller's); `node_templates` are AWSNodeTemplate manifests."""
+    so that its plans are the controller's); `node_templates` are AWSNodeTemplate manifests. A
+    NodePool (`kind`) loads with `node_classes`, EC2NodeClass manifests, resolving its nodeClassRef."""
+    if obj.get("kind") == np.KIND:
+        classes = (
+            node_classes_of(
+                node_classes, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
+            )
+            if node_classes is not None
+            else None
+        )
+        return load_nodepool(obj, classes)
     defaults = {
         "cluster_name": settings.cluster_name,
         "cluster_endpoint": settings.cluster_endpoint,
@@ -144,23 +191,71 @@ def list_provisioners(
     return result
 
 
+def list_nodepools(
+    kube: client.ApiClient, *, cluster_name: str, cluster_endpoint: str = ""
+) -> list[Provisioner]:
+    """Every valid NodePool (as a Provisioner of kind NodePool) with its EC2NodeClass resolved; none
+    when the v1 CRDs are not installed. An invalid one is logged and skipped."""
+    items = list_custom(kube, NODEPOOL_GROUP, NODEPOOL_VERSION, np.PLURAL)
+    if not items:
+        return []
+    classes = node_classes_of(
+        list(list_custom(kube, NODE_CLASS_GROUP, NODE_CLASS_VERSION, NODE_CLASS_PLURAL)),
+        cluster_name=cluster_name,
+        cluster_endpoint=cluster_endpoint,
+    )
+    result = []
+    for obj in items:
+        try:
+            result.append(load_nodepool(obj, classes))
+        except ValidationError as err:
+            log.error(
+                "Ignoring invalid nodepool %s, %s", (obj.get("metadata") or {}).get("name"), err.messages
+            )
+    return result
+
+
+def without_clashes(provisioners: list[Provisioner], nodepools: list[Provisioner]) -> list[Provisioner]:
+    """Both lists as one; a NodePool named as a Provisioner is left out (the Provisioner came first)."""
+    taken = {p.name for p in provisioners}
+    result = list(provisioners)
+    for pool in nodepools:
+        if pool.name in taken:
+            log.error(
+                "Ignoring nodepool %s, a provisioner of the same name exists",
+                pool.name,
+            )
+            continue
+        result.append(pool)
+    return result
+
+
 def list_configured(kube: client.ApiClient, settings: Settings) -> list[Provisioner]:
-    """`list_provisioners` with the defaults this controller is configured with: every worker must see
-    the same Provisioners (a Provisioner without instanceProfile relies on the configured default)."""
-    return list_provisioners(
+    """Every Provisioner and NodePool with the defaults this controller is configured with: every
+    worker must see the same ones (a Provisioner without instanceProfile relies on the default)."""
+    provisioners = list_provisioners(
         kube,
         cluster_name=settings.cluster_name,
         cluster_endpoint=settings.cluster_endpoint,
         instance_profile=settings.aws.default_instance_profile,
     )
+    nodepools = list_nodepools(
+        kube, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
+    )
+    return without_clashes(provisioners, nodepools)
 
 
-def patch_status(kube: client.ApiClient, name: str, status: Mapping[str, Any]) -> None:
-    with translated(f"patching status of provisioner {name}"):
+def patch_status(
+    kube: client.ApiClient, name: str, status: Mapping[str, Any], kind: str = "Provisioner"
+) -> None:
+    group, version, plural = (
+        (NODEPOOL_GROUP, NODEPOOL_VERSION, np.PLURAL) if kind == np.KIND else (GROUP, VERSION, PLURAL)
+    )
+    with translated(f"patching status of {kind.lower()} {name}"):
         client.CustomObjectsApi(kube).patch_cluster_custom_object_status(
-            GROUP,
-            VERSION,
-            PLURAL,
+            group,
+            version,
+            plural,
             name,
             {"status": dict(status)},
             _content_type="application/merge-patch+json",

@@ -40,6 +40,7 @@ DEADLINES = {
     "lifecycle-node-workers": 300.0,
     "lifecycle-interruption": 300.0,
     "informer-nodes": 300.0,
+    "informer-nodes-nodepool": 300.0,
     "informer-pods": 300.0,
 }
 
@@ -171,15 +172,19 @@ class LifecycleController:
         creator's to start (the index is shared), once this has subscribed to it."""
         lifecycle = self.lifecycle
         supervisor_tick = self._tick("lifecycle-supervisor")
+        # One informer per owner label (a Provisioner's nodes, a NodePool's): a selector cannot OR keys.
         threads = [
             start_informer(
                 client.CoreV1Api(self.ctx.kube).list_node,
                 lifecycle.nodes.on_node,
                 stop,
-                name="nodes",
-                tick=self._tick("informer-nodes"),
-                label_selector=labels.PROVISIONER_NAME,
-            ),
+                name=name,
+                tick=self._tick(f"informer-{name}"),
+                label_selector=key,
+            )
+            for key, name in ((labels.PROVISIONER_NAME, "nodes"), (labels.NODEPOOL, "nodes-nodepool"))
+        ]
+        threads += [
             _thread(lambda: lifecycle.supervise(stop, tick=supervisor_tick), name="lifecycle-supervisor"),
         ]
         threads += [

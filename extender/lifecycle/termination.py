@@ -149,9 +149,10 @@ class Terminator:
         self._cordoned.discard(node_name)
         self._wake.pop(node_name, None)
         ctx.unmark(node_name)
-        provisioner = node.provisioner
+        # Otherwise a Provisioner's status.resources keeps counting the node until the next launch;
+        # a NodePool's status is v1's, rewritten by the v1 status pass (cluster/v1status.py).
+        provisioner = node.labels.get(labels.PROVISIONER_NAME)
         if provisioner and ctx.provisioning is not None:
-            # Otherwise status.resources keeps counting the node until the next launch.
             ctx.provisioning.refresh_status([provisioner])
         if node.deleted_at is not None:
             metrics.TERMINATION_DURATION.observe(max((ctx.clock() - node.deleted_at).total_seconds(), 0.0))

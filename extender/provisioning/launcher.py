@@ -169,7 +169,7 @@ def _node(
         **itype.labels(),
         wk.ZONE: instance.zone,
         wk.CAPACITY_TYPE: instance.capacity_type,
-        wk.PROVISIONER_NAME: provisioner.name,
+        provisioner.owner_label: provisioner.name,
         wk.MANAGED_BY_LABEL: "true",
     }
     if region:

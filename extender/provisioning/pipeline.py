@@ -81,7 +81,8 @@ class Pipeline:
             self.park(p.key for p in pods)
             return None
         self._plan_and_launch(pods, ctx, report, bind=True)
-        self.reporter.refresh_status(ctx.provisioners)
+        # A NodePool's status is v1's, written by the v1 status pass (cluster/v1status.py).
+        self.reporter.refresh_status(n for n, p in ctx.provisioners.items() if p.kind == "Provisioner")
         return ctx
 
     def replacements(self, pods: Sequence[Pod]) -> list[str]:

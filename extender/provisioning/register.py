@@ -92,7 +92,7 @@ class Registrar:
         types = {t.name: t for t in context.catalog}
         adopted: list[str] = []
         for instance in found:
-            prov = context.provisioners.get(instance.tags.get(wk.PROVISIONER_NAME, ""))
+            prov = context.provisioners.get(wk.owner_of(instance.tags) or "")
             itype = types.get(instance.instance_type)
             if prov is None or itype is None:
                 log.info(

@@ -14,7 +14,7 @@ from extender.scheduling.requirements import Requirements
 
 
 def provisioner_requirements(provisioner: Provisioner) -> Requirements:
-    labels = {**provisioner.labels, wk.PROVISIONER_NAME: provisioner.name}
+    labels = {**provisioner.labels, provisioner.owner_label: provisioner.name}
     return Requirements.from_requirements(provisioner.requirements).intersect(
         Requirements.from_labels(labels)
     )
@@ -22,7 +22,7 @@ def provisioner_requirements(provisioner: Provisioner) -> Requirements:
 
 def defined_keys(provisioner: Provisioner) -> frozenset[str]:
     """Label keys a node of this Provisioner carries (besides the well-known ones)."""
-    keys = {wk.normalize_key(k) for k in provisioner.labels} | {wk.PROVISIONER_NAME}
+    keys = {wk.normalize_key(k) for k in provisioner.labels} | {provisioner.owner_label}
     keys |= {wk.normalize_key(r.key) for r in provisioner.requirements if r.operator == "In"}
     return frozenset(keys)
 

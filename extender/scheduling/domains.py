@@ -49,7 +49,7 @@ _KEEP_ORDER = {SPREAD: 0, ANTI: 1, AFFINITY: 2}
 
 #: Labels every node karpy launches carries, whatever its domain on other keys.
 ALWAYS_LABELLED = frozenset(
-    {wk.HOSTNAME, wk.ZONE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS, wk.CAPACITY_TYPE, wk.PROVISIONER_NAME}
+    {wk.HOSTNAME, wk.ZONE, wk.INSTANCE_TYPE, wk.ARCH, wk.OS, wk.CAPACITY_TYPE, *wk.OWNER_LABELS}
 )
 #: (pod, key, extra requirements) -> domains a new node could take for the pod.
 NewDomains = Callable[[Pod, str, Requirements], frozenset[str]]
@@ -132,8 +132,13 @@ class DomainPlanner:
         avoid: Mapping[str, Requirements] | None = None,
         may_share: MayShare | None = None,
         shapes: Shapes | None = None,
+        *,
+        placed_only: bool = False,
     ) -> None:
         self.may_share = may_share
+        #: The pods go only onto nodes already there (solver's last binds): a key no new node
+        #: carries is still pinned to a domain those nodes offer.
+        self.placed_only = placed_only
         self.shapes = shapes or Shapes()
         self._may_count: dict[Hashable, bool] = {}
         #: pod key -> domains to stay out of (a previous round found no room there).
@@ -365,7 +370,12 @@ class DomainPlanner:
                     relaxed.append(rule.describe())
             spreads = [r for r in (*hard, *kept) if r.kind == SPREAD]
             must_pin = bool(spreads) or key in counted_keys or any(r.kind == ANTI for r in hard)
-            if not new and not needs_key and not any(r.kind in (SPREAD, AFFINITY) for r in kept):
+            if (
+                not new
+                and not needs_key
+                and not self.placed_only
+                and not any(r.kind in (SPREAD, AFFINITY) for r in kept)
+            ):
                 # Only existing nodes carry the key: the pod may also go where it is absent.
                 excluded = _absent(key) if must_pin else _not_in(key, (existing | repelled) - allowed)
                 extra = extra.intersect(excluded)
@@ -438,7 +448,10 @@ class DomainPlanner:
 
     def _existing_domains(self, pod: Pod, key: str, extra: Requirements) -> set[str]:
         """Domains of the schedulable existing nodes the pod could join."""
-        memo_key = (self.signature(pod), key, extra)
+        # Pods alike in signature may differ in size; last binds are few and fill nodes nearly
+        # full, so there room is asked per size.
+        size = tuple(sorted(pod.requests.amounts.items())) if self.placed_only else None
+        memo_key = (self.signature(pod), key, extra, size)
         if (found := self._domains_memo.get(memo_key)) is None:
             found = self._domains_memo[memo_key] = {
                 labels[key]

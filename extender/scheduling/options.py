@@ -76,7 +76,8 @@ def materialize(
         cheapest = options[0]
         zones, capacity_types = fitting.offers(node, max_options)
         provisioner = node.view.provisioner
-        labels = {**provisioner.labels, wk.PROVISIONER_NAME: provisioner.name, **node.reqs.single_values()}
+        owner = {provisioner.owner_label: provisioner.name}
+        labels = {**provisioner.labels, **owner, **node.reqs.single_values()}
         result.append(
             PlannedNode(
                 provisioner=provisioner.name,

@@ -486,12 +486,7 @@ class Packer:
                 last = None
             if best is None:
                 if seed.host.soft:
-                    # Preferences were treated as required; the pods cannot have them all: drop them.
-                    self.relaxed.append(
-                        f"Relaxed preferred kubernetes.io/hostname rules of {seed.left} pod(s)"
-                        f" like {seed.pods[seed.next].key}"
-                    )
-                    seed.host = seed.hard_host
+                    self.relax(seed)
                     continue
                 if not ranking and self._ranking(seed, limited=False):
                     cause, reason = Cause.LIMITS, self.limit_reason(seed)
@@ -522,6 +517,29 @@ class Packer:
         for pod_class, count in best.node.entries:
             placed[id(pod_class)] += count
         return seed.left > placed[id(seed)] and all(t.again(placed) for t in trials)
+
+    def relax(self, pod_class: PodClass) -> None:
+        """Preferences were treated as required; the pods cannot have them all: drop them."""
+        self.relaxed.append(
+            f"Relaxed preferred kubernetes.io/hostname rules of {pod_class.left} pod(s)"
+            f" like {pod_class.pods[pod_class.next].key}"
+        )
+        pod_class.host = pod_class.hard_host
+
+    def refill_relaxed(self, pod_class: PodClass) -> None:
+        """Relax the class's hostname preferences and fill existing nodes again: the caps its
+        preferred spread set on them go, those of required spreads stay. Noted if it placed any."""
+        self.relax(pod_class)
+        for node in self.existing:
+            if any(c is pod_class for c, _ in node.entries):
+                node.spread_caps = {}
+                for placed, _ in node.entries:
+                    for term, skew in placed.host.spread:
+                        node.spread_caps[term] = min(skew, node.spread_caps.get(term, skew))
+        left = pod_class.left
+        self.fill_existing(pod_class)
+        if pod_class.left == left:
+            self.relaxed.pop()  # it placed none: nothing to report
 
     def limit_reason(self, seed: PodClass) -> str:
         assert seed.view is not None

@@ -35,8 +35,10 @@ def match_error(pod: Pod, provisioner: Provisioner) -> str | None:
 
 
 def select_provisioner(pod: Pod, provisioners: Sequence[Provisioner]) -> Provisioner | None:
-    wanted = pod.node_selector.get(wk.PROVISIONER_NAME)
-    candidates = [p for p in provisioners if p.name == wanted] if wanted else ordered(provisioners)
+    wanted = wk.owner_of(pod.node_selector)
+    candidates = (
+        [p for p in provisioners if p.selected_by(pod.node_selector)] if wanted else ordered(provisioners)
+    )
     return next((p for p in candidates if match_error(pod, p) is None), None)
 
 

@@ -60,11 +60,12 @@ class Resolver:
         return any(fits(request, c.entry.alloc) for c in self.cache.lookup(view, reqs, gpus).candidates)
 
     def _views(self, pod: Pod, excluded: Collection[str]) -> list[ProvisionerView]:
-        wanted = pod.node_selector.get(wk.PROVISIONER_NAME)
+        wanted = wk.owner_of(pod.node_selector)
         return [
             v
             for v in self.views
-            if (not wanted or v.provisioner.name == wanted) and v.provisioner.name not in excluded
+            if (not wanted or v.provisioner.selected_by(pod.node_selector))
+            and v.provisioner.name not in excluded
         ]
 
     def resolve(
@@ -73,7 +74,7 @@ class Resolver:
         extra = extra or Requirements()
         request = self.request(pod)
         gpus = gpu_kinds(pod.requests)
-        wanted = pod.node_selector.get(wk.PROVISIONER_NAME)
+        wanted = wk.owner_of(pod.node_selector)
         views = self._views(pod, excluded)
         reasons: list[str] = []
         terms = [t.intersect(extra) for t in pod_terms(pod)]
@@ -235,8 +236,8 @@ class Resolver:
         # Labels the Provisioner sets: its nodes carry them when some type there holds the pod.
         if request is not None and not self.holds(view, reqs, request, gpus or frozenset()):
             return set()
-        if key == wk.PROVISIONER_NAME:
-            return {view.provisioner.name}
+        if key in wk.OWNER_LABELS:
+            return {view.provisioner.name} if key == view.provisioner.owner_label else set()
         value_set = reqs.get(key)
         if key in view.keys and not value_set.complement:
             return set(value_set.values)

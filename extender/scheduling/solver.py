@@ -13,7 +13,7 @@ Called by the provisioning worker and `karpy plan`.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from extender.api import labels as wk
@@ -21,7 +21,7 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import attach, claims, limits, passes
+from extender.scheduling import attach, claims, lastbind, limits, passes
 from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
@@ -98,28 +98,63 @@ def solve(
     context = _Context(
         views, CandidateCache(unavailable), dims, existing_nodes, namespaces, usage or {}, search_budget
     )
-    result, dropped = _rounds(context, live, sort_key, max_options)
-    final += dropped
-    planned, classes = result.nodes, result.classes
-    placed_new = {pod.key for node in planned for pod in node.pods}
+    result, dropped, later = _rounds(context, live, sort_key, max_options)
+    classes = result.classes
+    # The bound covers the rounds' pods (the last binds only fill room already paid for).
+    placed_new = {pod.key for node in result.nodes for pod in node.pods}
     bounding = partial(plan_bound, placed_new, classes, context.cache)
+    phases = settle_phases(
+        [*(p for n in result.nodes for p in n.pods), *(p for ps in result.existing.values() for p in ps)],
+        result.phases,
+        namespaces,
+    )
+    last = _last_binds(context, result, later, sort_key, phases, namespaces)
+    bound = {p.key for p in last.placed}
+    planned = last.nodes
     return Plan(
         nodes=tuple(planned),
-        existing=result.existing,
-        unschedulable=tuple(final),
+        existing=last.existing,
+        unschedulable=tuple(final + [last.after(u) for u in dropped if u.pod.key not in bound]),
         total_price=sum(n.price for n in planned),
         lower_bound=bounding() if with_bound else 0.0,
-        notes=tuple(dict.fromkeys([*notes, *result.notes])),
-        bind_phases=settle_phases(
-            [*(p for n in planned for p in n.pods), *(p for ps in result.existing.values() for p in ps)],
-            result.phases,
-            namespaces,
-        ),
+        notes=tuple(dict.fromkeys([*notes, *result.notes, *last.notes])),
+        bind_phases=last.phases,
         bounding=bounding,
     )
 
 
 MAX_ROUNDS = 6
+#: Passes of last binds, each on the plan the one before left: the domain planner checks a node's
+#: room for one pod at a time, so of pods given one domain some may find it full.
+LAST_BINDS = 3
+
+
+def _last_binds(
+    context: _Context,
+    result: _Round,
+    pods: Sequence[Pod],
+    sort_key: str,
+    phases: Mapping[str, int],
+    namespaces: NamespaceLabels | None,
+) -> _Last:
+    """The plan after placing `pods` on its nodes (no new node) to bind after every other pod,
+    with the bind phases of all."""
+    done = _Last(list(result.nodes), dict(result.existing), phases=dict(phases))
+    for _ in range(LAST_BINDS if pods else 0):
+        last = context.bind_last(done.nodes, done.existing, pods, sort_key)
+        done.failed = last.failed
+        if not last.placed:
+            break
+        # They bind after every pod placed before them, in their own phases among themselves.
+        after = max(done.phases.values(), default=0) + 1
+        own = settle_phases(last.placed, last.phases, namespaces)
+        done.phases = {**done.phases, **{p.key: after + own.get(p.key, 0) for p in last.placed}}
+        done.nodes, done.existing = last.nodes, last.existing
+        done.placed += last.placed
+        done.notes += last.notes
+        placed = {p.key for p in last.placed}
+        pods = [p for p in pods if p.key not in placed]
+    return done
 
 
 def _screen(pods: Sequence[Pod], namespaces: NamespaceLabels | None) -> tuple[list[Unschedulable], list[Pod]]:
@@ -138,14 +173,17 @@ def _screen(pods: Sequence[Pod], namespaces: NamespaceLabels | None) -> tuple[li
 
 def _rounds(
     context: _Context, live: list[Pod], sort_key: str, max_options: int
-) -> tuple[_Round, list[Unschedulable]]:
-    """Rounds until no pod is left to retry: the last round and the pods dropped before it."""
+) -> tuple[_Round, list[Unschedulable], list[Pod]]:
+    """Rounds until no pod is left to retry: the last round, the pods dropped before it and those of
+    them to try once more on the plan's nodes (left out for limits or hostname rules)."""
     views = context.views
     final: list[Unschedulable] = []
     skip: dict[str, set[str]] = {}
     avoid: dict[str, Requirements] = {}
     #: pod key -> how the first Provisioner whose limits dropped it did.
     limited: dict[str, _Dropped] = {}
+    later: list[Pod] = []
+    order = {p.key: i for i, p in enumerate(live)}
     for attempt in range(MAX_ROUNDS):
         result = context.round(live, skip, avoid, sort_key, max_options)
         dropped = {u.pod.key: u for u in result.unschedulable}
@@ -174,19 +212,23 @@ def _rounds(
         if attempt == MAX_ROUNDS - 1 or (not retry and not gone):
             gone = set(dropped)
         final.extend(dropped[key].result_after(limited) for key in gone)
+        later.extend(dropped[key].pod for key in gone if dropped[key].later(limited))
         live = [p for p in live if p.key not in gone]
         if attempt == MAX_ROUNDS - 1:
             # Out of rounds: plan what never failed, so no placement counts on a dropped pod.
             result = context.round(live, skip, avoid, sort_key, max_options)
     final.extend(u.result_after(limited) for u in result.unschedulable)
-    return result, final
+    later.extend(u.pod for u in result.unschedulable if u.later(limited))
+    # In batch order, not the order of the sets they were dropped from.
+    later.sort(key=lambda p: order[p.key])
+    return result, final, later
 
 
 def _only(
     pod: Pod, provisioner: str | None, views: Sequence[ProvisionerView], skip: Mapping[str, set[str]]
 ) -> bool:
     """Whether no other Provisioner is left to try for the pod."""
-    if pod.node_selector.get(wk.PROVISIONER_NAME):
+    if wk.owner_of(pod.node_selector):
         return True
     tried = skip.get(pod.key, set()) | {provisioner or ""}
     return all(v.provisioner.name in tried for v in views)
@@ -199,6 +241,11 @@ class _Dropped:
     cause: Cause
     provisioner: str | None = None
 
+    def later(self, limited: Mapping[str, _Dropped]) -> bool:
+        """Whether its domain was chosen before packing found the domain's new node forbidden by
+        limits or refused by its hostname rules: a node elsewhere may still take it."""
+        return self.pod.key in limited or self.cause in (Cause.LIMITS, Cause.HOST_RULES)
+
     def result_after(self, limited: Mapping[str, _Dropped]) -> Unschedulable:
         """The reason, led by the limits that sent the pod to other Provisioners, if any did."""
         first = limited.get(self.pod.key)
@@ -207,6 +254,27 @@ class _Dropped:
             return Unschedulable(self.pod, self.reason, over_limits=over)
         reason = self.reason if first.reason == self.reason else f"{first.reason}; then {self.reason}"
         return Unschedulable(self.pod, reason, over_limits=first.provisioner)
+
+
+@dataclass
+class _Last:
+    """The plan's nodes after the last binds, the pods those placed, their bind phases among
+    themselves and notes."""
+
+    nodes: list[PlannedNode]
+    existing: dict[str, tuple[Pod, ...]]
+    placed: list[Pod] = field(default_factory=list)
+    phases: Mapping[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: pod key -> why no domain on those nodes satisfies the pod's rules.
+    failed: Mapping[str, str] = field(default_factory=dict)
+
+    def after(self, item: Unschedulable) -> Unschedulable:
+        """The pod's reason, followed by why the last binds found it no domain, if they did not."""
+        why = self.failed.get(item.pod.key)
+        if why is None or item.reason.endswith(why):
+            return item
+        return replace(item, reason=f"{item.reason}; then {why}")
 
 
 @dataclass
@@ -253,26 +321,8 @@ class _Context:
         sort_key: str,
         max_options: int,
     ) -> _Round:
-        resolver = Resolver(self.views, self.cache, self.dims, self.shapes)
-        outcome = self._domains(resolver, pods, skip, avoid)
+        resolver, outcome, classes, packer = self._start(pods, skip, avoid, sort_key)
         dropped = [_Dropped(p, outcome.failed[p.key], Cause.DOMAIN) for p in pods if p.key in outcome.failed]
-        live = [p for p in pods if p.key not in outcome.failed]
-        terms = Terms()
-        repels = existing_repels(self.existing, terms, self.namespaces)
-        matcher = Matcher(terms)
-        classes = build_classes(
-            live,
-            shapes=self.shapes,
-            resolver=resolver,
-            terms=terms,
-            matcher=matcher,
-            namespaces=self.namespaces,
-            pins=outcome.requirements,
-            skip=skip,
-            sort=sort_key,
-            shared=self._shared(pods),
-        )
-        packer = self._fill_existing(classes, terms, matcher, repels)
         start = packer.state(classes)
         fitting = Fitting(self.cache)
         heuristics = passes.portfolio(classes, self.cache, list(packer.headroom), self.search_budget)
@@ -303,6 +353,95 @@ class _Context:
             phases=outcome.phases,
         )
 
+    def _start(
+        self,
+        pods: Sequence[Pod],
+        skip: Mapping[str, set[str]],
+        avoid: Mapping[str, Requirements],
+        sort_key: str,
+        *,
+        placed_only: bool = False,
+    ) -> tuple[Resolver, Outcome, list[PodClass], Packer]:
+        """Domains, classes of the pods given one, and a packer with the existing nodes filled."""
+        resolver = Resolver(self.views, self.cache, self.dims, self.shapes)
+        outcome = self._domains(resolver, pods, skip, avoid, placed_only=placed_only)
+        terms = Terms()
+        repels = existing_repels(self.existing, terms, self.namespaces)
+        matcher = Matcher(terms)
+        pins: Mapping[str, Requirements] = outcome.requirements
+        if placed_only:
+            # Pods without topology rules get no domain, but stay out of what they avoid too.
+            pins = {**avoid, **outcome.requirements}
+        classes = build_classes(
+            [p for p in pods if p.key not in outcome.failed],
+            shapes=self.shapes,
+            resolver=resolver,
+            terms=terms,
+            matcher=matcher,
+            namespaces=self.namespaces,
+            pins=pins,
+            skip=skip,
+            sort=sort_key,
+            shared=self._shared(pods),
+        )
+        return resolver, outcome, classes, self._fill_existing(classes, terms, matcher, repels)
+
+    def bind_last(
+        self,
+        planned_nodes: Sequence[PlannedNode],
+        placed: Mapping[str, tuple[Pod, ...]],
+        pods: Sequence[Pod],
+        sort_key: str,
+    ) -> _Last:
+        """Place `pods` after every pod of the plan (`planned_nodes`, `placed` on existing nodes) on
+        its planned and existing nodes, no new node: as the rounds do, with the plan's pods
+        counted as running (lastbind.py)."""
+        views = {v.provisioner.name: v for v in self.views}
+        uncertain = [lastbind.uncertain_keys(n) for n in planned_nodes]
+        planned = [
+            lastbind.as_existing(i, n, views[n.provisioner], self.dims) for i, n in enumerate(planned_nodes)
+        ]
+        worlds = list(zip(planned, uncertain, strict=True))
+        pods = [p for p in pods if lastbind.world_free(p, worlds, self.namespaces)]
+        avoid = {p.key: lastbind.avoid(p, worlds, self.namespaces) for p in pods}
+        if not pods:
+            return _Last(list(planned_nodes), dict(placed))
+        cluster = [lastbind.with_pods(n, placed.get(n.name, ()), self.dims) for n in self.existing]
+        context = _Context(
+            self.views, self.cache, self.dims, [*cluster, *planned], self.namespaces, self.usage, 0
+        )
+        context.shapes, context.shared = self.shapes, self.shared
+        everywhere = set(views)
+        resolver, outcome, classes, packer = context._start(
+            pods, {p.key: everywhere for p in pods}, avoid, sort_key, placed_only=True
+        )
+        # No new node will come: ScheduleAnyway hostname rules that held pods back are relaxed.
+        for pod_class in classes:
+            if pod_class.left and pod_class.host.soft:
+                packer.refill_relaxed(pod_class)
+        added = {n.existing.name: n.pods for n in packer.existing if n.pods and n.existing}
+        nodes = list(planned_nodes)
+        for i, node in enumerate(planned):
+            if more := added.pop(node.name, None):
+                request = Resources(
+                    dict(
+                        zip(self.dims, map(sum, zip(*map(resolver.request, more), strict=True)), strict=True)
+                    )
+                )
+                nodes[i] = replace(
+                    nodes[i], pods=(*nodes[i].pods, *more), requests=nodes[i].requests + request
+                )
+        existing = dict(placed)
+        for name, more in added.items():
+            existing[name] = (*existing.get(name, ()), *more)
+        bound = [p for ps in added.values() for p in ps] + [
+            p for n, m in zip(nodes, planned_nodes, strict=True) for p in n.pods[len(m.pods) :]
+        ]
+        # The planner notes preferences relaxed for every pod it gave a domain: keep the placed ones'.
+        keys = {p.key for p in bound}
+        notes = [n for n in outcome.notes if n.rpartition(" of pod ")[2] in keys] + packer.relaxed
+        return _Last(nodes, existing, bound, outcome.phases, notes, outcome.failed)
+
     def _shared(self, pods: Sequence[Pod]) -> frozenset[str]:
         if self.shared is None:
             self.shared = claims.shared(pods, self.existing)
@@ -314,6 +453,8 @@ class _Context:
         pods: Sequence[Pod],
         skip: Mapping[str, set[str]],
         avoid: Mapping[str, Requirements],
+        *,
+        placed_only: bool = False,
     ) -> Outcome:
         """Domain pins and exclusions for pods with topology rules on keys other than the hostname."""
 
@@ -339,7 +480,14 @@ class _Context:
             )
 
         planner = DomainPlanner(
-            self.existing, self.namespaces, reachable, possible, avoid, may_share, shapes=self.shapes
+            self.existing,
+            self.namespaces,
+            reachable,
+            possible,
+            avoid,
+            may_share,
+            shapes=self.shapes,
+            placed_only=placed_only,
         )
         order = {
             pod.key: i

@@ -19,6 +19,11 @@ from hack.localcluster import awsseed
 #: The Provisioner CRD karpy serves (karpenter.sh/v1alpha5).
 PROVISIONER_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "provisioners.karpenter.sh.yaml"
 NODE_TEMPLATE_CRD = PROVISIONER_CRD.with_name("awsnodetemplates.karpenter.k8s.aws.yaml")
+#: karpenter.sh/v1 NodePool and karpenter.k8s.aws/v1 EC2NodeClass.
+V1_CRDS = (
+    PROVISIONER_CRD.with_name("ec2nodeclasses.karpenter.k8s.aws.yaml"),
+    PROVISIONER_CRD.with_name("nodepools.karpenter.sh.yaml"),
+)
 #: karpenter.sh/v1 NodeClaim: the record karpy keeps of each node launched for a NodePool.
 NODECLAIM_CRD = PROVISIONER_CRD.with_name("nodeclaims.karpenter.sh.yaml")
 #: The built-in on-demand table shipped in the package (what karpy uses without the Pricing API).
@@ -132,11 +137,15 @@ def create_provisioner(api: Any, name: str, spec: Mapping[str, Any] | None = Non
 
 def install_provisioner_crd(api: Any) -> str:
     """Create (or replace older revisions of) the Provisioner CRD, the AWSNodeTemplate CRD its
-    providerRef names and the NodeClaim CRD, and wait until they are Established (at most 30 s
-    each); returns the Provisioner CRD's name."""
+    providerRef names, the v1 NodePool, EC2NodeClass and NodeClaim CRDs, and wait until they are
+    Established (at most 30 s each); returns the Provisioner CRD's name."""
     install_crd(api, NODE_TEMPLATE_CRD)
     install_crd(api, NODECLAIM_CRD)
-    return install_crd(api, PROVISIONER_CRD)
+    name = install_crd(api, PROVISIONER_CRD)
+    # Both API versions in one cluster, as the chart installs them.
+    for path in V1_CRDS:
+        install_crd(api, path)
+    return name
 
 
 def install_crd(api: Any, path: Path) -> str:

@@ -76,6 +76,67 @@ def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec
     )
 
 
+def nodepool(
+    kube: Any,
+    name: str,
+    cluster: str,
+    requirements: list[dict[str, Any]],
+    *,
+    labels: dict[str, str] | None = None,
+    empty_after: str = "Never",
+    disruption: dict[str, Any] | None = None,
+    **template_spec: Any,
+) -> None:
+    """A karpenter.sh/v1 NodePool and the EC2NodeClass of the same name it uses (AL2023, the
+    cluster's tagged subnets and security groups, the local cluster's instance profile), whose empty
+    nodes go `empty_after` after they empty (WhenEmpty), unless `disruption` replaces that block;
+    `template_spec` fields (terminationGracePeriod, expireAfter) join spec.template.spec."""
+    from kubernetes import client
+
+    objects = client.CustomObjectsApi(kube)
+    tagged = [{"tags": {f"kubernetes.io/cluster/{cluster}": "*"}}]
+    objects.create_cluster_custom_object(
+        "karpenter.k8s.aws",
+        "v1",
+        "ec2nodeclasses",
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": name},
+            "spec": {
+                "instanceProfile": "karpy-node",
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "subnetSelectorTerms": tagged,
+                "securityGroupSelectorTerms": tagged,
+            },
+        },
+    )
+    template: dict[str, Any] = {
+        "spec": {
+            "requirements": requirements,
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
+            **template_spec,
+        }
+    }
+    if labels:
+        template["metadata"] = {"labels": labels}
+    objects.create_cluster_custom_object(
+        "karpenter.sh",
+        "v1",
+        "nodepools",
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": name},
+            "spec": {
+                "template": template,
+                "disruption": disruption
+                or {"consolidationPolicy": "WhenEmpty", "consolidateAfter": empty_after},
+            },
+        },
+    )
+
+
 def wait_for_first_consumer_class(kube: Any, name: str, provisioner_name: str, **fields: Any) -> Any:
     """Create a StorageClass binding WaitForFirstConsumer (plus `fields`, e.g. allowedTopologies);
     the StorageV1Api that made it."""

@@ -5,7 +5,6 @@ provisioning controller, extender and lifecycle workers in this process against 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import threading
 from collections.abc import Iterator
@@ -17,11 +16,9 @@ import pytest
 from werkzeug.serving import make_server
 
 from extender.api import labels as wk
-from extender.api.provisioner import Provisioner
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster.boundpods import BoundPods
-from extender.cluster.provisioners import list_configured
 from extender.heartbeat import Heartbeats
 from extender.http.app import create_app
 from extender.lifecycle.context import Context, utcnow
@@ -92,15 +89,12 @@ class OffsetClock:
 @dataclass
 class Karpy(ProvisioningKarpy):
     """The provisioning module's harness plus the lifecycle's settings, event recorder and extender;
-    `clock` is the lifecycle's, `v1` sets v1 disruption fields (budgets, consolidate_after,
-    termination_grace_period) on the Provisioners the lifecycle loads, by name, until the NodePool
-    CRD carries them."""
+    `clock` is the lifecycle's."""
 
     settings: Settings
     recorder: Recorder
     extender: Extender
     clock: OffsetClock = field(default_factory=OffsetClock)
-    v1: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def make_settings(cluster: Any) -> Settings:
@@ -150,11 +144,7 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
         settings=settings, kube=kube, cloud=cloud, state=state, bound=bound, is_leader=leading.is_set
     )
     recorder = Recorder(kube)
-    clock, v1 = OffsetClock(), {}
-
-    def provisioners() -> list[Provisioner]:
-        return [dataclasses.replace(p, **v1.get(p.name, {})) for p in list_configured(kube, settings)]
-
+    clock = OffsetClock()
     ctx = Context(
         settings=settings,
         kube=kube,
@@ -168,16 +158,14 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
     )
     # The interruption poller, as extender/main.py wires it when a queue is configured.
     sqs = raw_cloud.clients.sqs if settings.aws.interruption_queue else None
-    lifecycle = LifecycleController(
-        ctx, bound=bound, heartbeats=Heartbeats(), sqs=sqs, provisioners=provisioners
-    )
+    lifecycle = LifecycleController(ctx, bound=bound, heartbeats=Heartbeats(), sqs=sqs)
     stop = threading.Event()
     lifecycle.start(stop)
     bound.start(kube, stop)
     controller.start(stop)
     extender = Extender(cluster.extender_port, create_app(settings, state, controller.enqueue))
     try:
-        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender, clock, v1)
+        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender, clock)
     finally:
         stop.set()
         extender.stop()
@@ -206,8 +194,10 @@ def deployment(
     cpu: str = "1",
     annotations: dict[str, str] | None = None,
     affinity: dict[str, Any] | None = None,
+    owner_label: str = wk.PROVISIONER_NAME,
 ) -> None:
-    template = pod_manifest(name, cpu, selector={wk.PROVISIONER_NAME: prov})
+    """`replicas` pods selecting `prov` by `owner_label` (`karpenter.sh/nodepool` for a NodePool)."""
+    template = pod_manifest(name, cpu, selector={owner_label: prov})
     template["metadata"] = {"labels": {"app": name}, "annotations": annotations or {}}
     if affinity:
         template["spec"]["affinity"] = affinity

@@ -73,10 +73,11 @@ def consolidating(
     )
 
 
-def nodes_of(core: Any, prov: str) -> list[Any]:
+def nodes_of(core: Any, prov: str, owner_label: str = wk.PROVISIONER_NAME) -> list[Any]:
+    """The live nodes of `prov` (by `owner_label`: `karpenter.sh/nodepool` for a NodePool's)."""
     return [
         n
-        for n in core.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+        for n in core.list_node(label_selector=f"{owner_label}={prov}").items
         if n.metadata.deletion_timestamp is None
     ]
 

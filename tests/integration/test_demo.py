@@ -1,8 +1,8 @@
 """`make demo`, run the way make runs it, asserted on its JSON summary.
 
-The demo brings up its own control plane and karpy processes in a temporary run folder, replays the
-walkthrough and stops everything; the test then checks what it reported and that no process it
-started (cluster components or karpy) is still alive.
+The demo (for each API version) brings up its own control plane and karpy processes in a temporary
+run folder, replays the walkthrough and stops everything; the test then checks what it reported and
+that no process it started (cluster components or karpy) is still alive.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TTL = 30
 
 
-def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path) -> None:
+@pytest.mark.parametrize("api", ["v1alpha5", "v1"])
+def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path, api: str) -> None:
+    """The walkthrough on the v1alpha5 Provisioner, and the same on a v1 NodePool + EC2NodeClass
+    (consolidationPolicy WhenEmpty, consolidateAfter = the TTL): the same plans, nodes and TTL."""
     summary_path = tmp_path / "summary.json"
     run_dir = tmp_path / "run"
     result = subprocess.run(
@@ -36,6 +39,8 @@ def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path) -> None:
             str(summary_path),
             "--ttl",
             str(TTL),
+            "--api",
+            api,
         ],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
@@ -57,6 +62,9 @@ def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path) -> None:
     assert summary["pods_bound"] == 10
     assert summary["nodes_launched"] >= 2
     assert all(n["capacity_type"] == "spot" for n in summary["nodes"])
+    # The owner label is the API's: karpenter.sh/nodepool for a NodePool's nodes.
+    owner = "karpenter.sh/nodepool" if api == "v1" else "karpenter.sh/provisioner-name"
+    assert {n["owner"] for n in summary["nodes"]} == {f"{owner}=default"}
     assert summary["price_per_hour_launched"] > 0
 
     # Every node karpy launched was terminated, each no sooner than the TTL after it emptied.

@@ -262,6 +262,10 @@ def controller_rbac(dynamic: Any) -> Iterator[None]:
         ("create", "events", {"namespace": "default"}),
         ("list", "provisioners", {"group": "karpenter.sh"}),
         ("patch", "provisioners", {"group": "karpenter.sh", "subresource": "status"}),
+        ("list", "nodepools", {"group": "karpenter.sh"}),
+        ("patch", "nodepools", {"group": "karpenter.sh", "subresource": "status"}),
+        ("list", "ec2nodeclasses", {"group": "karpenter.k8s.aws"}),
+        ("patch", "ec2nodeclasses", {"group": "karpenter.k8s.aws", "subresource": "status"}),
         ("list", "daemonsets", {"group": "apps"}),
         (
             "update",
@@ -290,6 +294,8 @@ def test_the_controller_may_do_what_karpy_does(
         ("get", "secrets", {"namespace": NAMESPACE}),
         ("update", "provisioners", {"group": "karpenter.sh"}),
         ("delete", "provisioners", {"group": "karpenter.sh"}),
+        ("update", "nodepools", {"group": "karpenter.sh"}),
+        ("patch", "ec2nodeclasses", {"group": "karpenter.k8s.aws"}),
         (
             "update",
             "leases",

@@ -1,17 +1,12 @@
 """NodeClaims on the local control plane: karpy's provisioning and lifecycle in this process
-(lifecycle_harness), the real API server validating the NodeClaim CRD, moto for EC2.
-
-Until the NodePool loader is on main, a NodePool is fed in the way the harness builds Provisioners:
-the Provisioners named `np-*` load with kind "NodePool" (the `nodepools` fixture wraps
-`cluster.provisioners.load_defaulted`). Once NodePools load from `karpenter.sh/v1` objects, the
-fixture goes and the test creates a real NodePool.
+(lifecycle_harness), the real API server validating the NodeClaim CRD, moto for EC2. The NodePools
+are real `karpenter.sh/v1` objects with their EC2NodeClasses (helpers.nodepool), their pods select
+them with `karpenter.sh/nodepool`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,9 +20,8 @@ from extender.api.node import Node
 from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
 from extender.cluster import nodeclaims
-from extender.cluster import provisioners as kube_provisioners
 from tests.integration import lifecycle_harness
-from tests.integration.helpers import unique, wait_for
+from tests.integration.helpers import nodepool, unique, wait_for
 from tests.integration.lifecycle_harness import (
     GC_GRACE,
     Karpy,
@@ -44,23 +38,6 @@ karpy = lifecycle_harness.karpy
 lifecycle_log = lifecycle_harness.lifecycle_log
 
 NODEPOOL_PREFIX = "np-"
-
-
-@pytest.fixture
-def nodepools(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Provisioners named np-* load as NodePools (kind "NodePool", EC2NodeClass "default")."""
-    load = kube_provisioners.load_defaulted
-
-    def as_nodepool(obj: Any, **kwargs: Any) -> Provisioner:
-        loaded = load(obj, **kwargs)
-        if not loaded.name.startswith(NODEPOOL_PREFIX):
-            return loaded
-        # No uid: an owner reference to a NodePool object that does not exist would have the
-        # garbage collector delete the claim.
-        return dataclasses.replace(loaded, kind=nc.NODEPOOL_KIND, provider_ref="default", uid="")
-
-    monkeypatch.setattr(kube_provisioners, "load_defaulted", as_nodepool)
-    yield
 
 
 def claims_of(kube: Any, pool: str) -> list[dict[str, Any]]:
@@ -81,14 +58,13 @@ def test_nodeclaims_track_nodepool_nodes_from_launch_to_deletion(
     core_v1: Any,
     apps_v1: Any,
     namespace: str,
-    nodepools: None,
     lifecycle_log: pytest.LogCaptureFixture,
 ) -> None:
     pool, legacy = unique(NODEPOOL_PREFIX + "pool"), unique("legacy")
     spot = [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}]
-    provisioner(karpy.kube, pool, spot, ttlSecondsAfterEmpty=2)
+    nodepool(karpy.kube, pool, karpy.settings.cluster_name, spot, empty_after="2s")
     provisioner(karpy.kube, legacy, spot, ttlSecondsAfterEmpty=2)
-    deployment(apps_v1, namespace, "pooled", pool, 1)
+    deployment(apps_v1, namespace, "pooled", pool, 1, owner_label=wk.NODEPOOL)
     deployment(apps_v1, namespace, "legacy", legacy, 1)
     name = bound_node(core_v1, namespace, "pooled")
 
@@ -175,17 +151,18 @@ def test_the_crd_refuses_an_invalid_claim_with_the_field_path(karpy: Karpy) -> N
 
 
 def test_a_drifted_nodepool_node_shows_drifted_on_its_claim_and_its_replacement_gets_one(
-    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, nodepools: None, monkeypatch: pytest.MonkeyPatch
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pool = unique(NODEPOOL_PREFIX + "drift")
-    provisioner(
+    nodepool(
         karpy.kube,
         pool,
+        karpy.settings.cluster_name,
         [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
         labels={"tier": "a"},
-        ttlSecondsAfterEmpty=2,
+        empty_after="2s",
     )
-    deployment(apps_v1, namespace, "drifting", pool, 1)
+    deployment(apps_v1, namespace, "drifting", pool, 1, owner_label=wk.NODEPOOL)
     first = bound_node(core_v1, namespace, "drifting")
     claim = wait_for(lambda: _ready_claim(karpy.kube, pool, first), 60, "the first node's claim Ready")
     claim_name = claim["metadata"]["name"]
@@ -194,7 +171,11 @@ def test_a_drifted_nodepool_node_shows_drifted_on_its_claim_and_its_replacement_
     # Drift is checked when a node is looked at: every 2 s here (test_drift's setting), 5 min by default.
     monkeypatch.setattr(karpy.settings.lifecycle, "resync_seconds", 2.0)
     client.CustomObjectsApi(karpy.kube).patch_cluster_custom_object(
-        "karpenter.sh", "v1alpha5", "provisioners", pool, {"spec": {"labels": {"tier": "b"}}}
+        "karpenter.sh",
+        "v1",
+        "nodepools",
+        pool,
+        {"spec": {"template": {"metadata": {"labels": {"tier": "b"}}}}},
     )
 
     def drifted() -> nc.Condition | None:

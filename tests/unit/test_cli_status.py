@@ -208,3 +208,34 @@ def test_a_malformed_price_file_is_a_usage_error(tmp_path, capsys) -> None:
     bad.write_text(json.dumps({"onDemand": {"m5.large": -1}}))
     assert main(["status", "--prices", str(bad)]) == 2
     assert "onDemand.m5.large: price must be a positive number" in capsys.readouterr().err
+
+
+def test_a_nodepool_has_a_row_read_from_its_v1_fields_and_counts_its_nodes() -> None:
+    pool = {
+        "kind": "NodePool",
+        "metadata": {"name": "v1pool"},
+        "spec": {
+            "weight": 7,
+            "template": {
+                "spec": {
+                    "requirements": [
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+                    ]
+                }
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1m30s"},
+        },
+        "status": {"resources": {"cpu": "4", "memory": "8Gi"}},
+    }
+    owned = node("n-v1", "c5.xlarge")
+    owned["metadata"]["labels"].pop("karpenter.sh/provisioner-name")
+    owned["metadata"]["labels"]["karpenter.sh/nodepool"] = "v1pool"
+    result = status.summarize([pool], [owned], [], [], prices=PRICES, now=NOW)
+    (row,) = result.provisioners
+    assert (row.name, row.weight, row.ttl_seconds_after_empty, row.capacity_types, row.nodes) == (
+        "v1pool",
+        7,
+        90,
+        ("spot",),
+        1,
+    )

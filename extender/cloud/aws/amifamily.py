@@ -4,6 +4,8 @@ the public SSM parameters each family publishes, or from the node configuration'
 SSM paths (the root, `/aws/service`, is settings.aws.ssm_root so tests can mirror it in moto):
 - AL2023: `eks/optimized-ami/<k8s>/amazon-linux-2023/<x86_64|arm64>/<standard|nvidia|neuron>/
   recommended/image_id`
+- a v1 alias pinned to a version (`al2023@v20240625`) reads the family's versioned parameter
+  instead of `recommended` (`latest` for Bottlerocket), as Karpenter v1 does
 - AL2: `eks/optimized-ami/<k8s>/amazon-linux-2[-arm64|-gpu]/recommended/image_id` (none for 1.33+)
 - Bottlerocket: `bottlerocket/aws-k8s-<k8s>[-nvidia]/<x86_64|arm64>/latest/image_id`
 - Ubuntu: `canonical/ubuntu/eks/20.04/<k8s>/stable/current/<amd64|arm64>/hvm/ebs-gp2/ami-id`
@@ -40,17 +42,19 @@ def variant(instance_type: InstanceType) -> str:
     return NEURON_VARIANT if instance_type.gpus.get(NEURON) else STANDARD
 
 
-def ssm_path(root: str, family: str, kubernetes_version: str, arch: str, accelerator: str) -> str:
-    """The SSM parameter holding the family's recommended AMI for this node shape."""
+def ssm_path(
+    root: str, family: str, kubernetes_version: str, arch: str, accelerator: str, version: str = ""
+) -> str:
+    """The SSM parameter holding the family's recommended AMI for this node shape, or the one of
+    `version` (a v1 alias's pinned version, e.g. "v20240625"; Karpenter v1 `resolvePath`)."""
     root = root.rstrip("/")
     x86 = "x86_64" if arch == "amd64" else "arm64"
+    k8s = kubernetes_version
     if family == nc.AL2023:
         # No arm64 Neuron image exists (no arm64 Neuron types either).
         accelerator = STANDARD if arch == "arm64" and accelerator == NEURON_VARIANT else accelerator
-        return (
-            f"{root}/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/{x86}/{accelerator}"
-            "/recommended/image_id"
-        )
+        name = f"amazon-eks-node-al2023-{x86}-{accelerator}-{k8s}-{version}" if version else "recommended"
+        return f"{root}/eks/optimized-ami/{k8s}/amazon-linux-2023/{x86}/{accelerator}/{name}/image_id"
     if family == nc.AL2:
         if _minor(kubernetes_version) > AL2_LAST_MINOR:
             raise CloudError(
@@ -59,17 +63,19 @@ def ssm_path(root: str, family: str, kubernetes_version: str, arch: str, acceler
                 code="AMIFamilyUnsupported",
             )
         # The accelerated AL2 image is x86_64 only: an arm64 GPU type (g5g) boots the arm64 image.
-        segment = (
-            "amazon-linux-2-arm64"
+        segment, node = (
+            ("amazon-linux-2-arm64", "amazon-eks-arm64-node")
             if arch == "arm64"
-            else "amazon-linux-2"
+            else ("amazon-linux-2", "amazon-eks-node")
             if accelerator == STANDARD
-            else "amazon-linux-2-gpu"
+            else ("amazon-linux-2-gpu", "amazon-eks-gpu-node")
         )
-        return f"{root}/eks/optimized-ami/{kubernetes_version}/{segment}/recommended/image_id"
+        name = f"{node}-{k8s}-{version}" if version else "recommended"
+        return f"{root}/eks/optimized-ami/{k8s}/{segment}/{name}/image_id"
     if family == nc.BOTTLEROCKET:
         suffix = "-nvidia" if accelerator == NVIDIA else ""
-        return f"{root}/bottlerocket/aws-k8s-{kubernetes_version}{suffix}/{x86}/latest/image_id"
+        release = version.removeprefix("v") or "latest"
+        return f"{root}/bottlerocket/aws-k8s-{k8s}{suffix}/{x86}/{release}/image_id"
     if family == nc.UBUNTU:
         return (
             f"{root}/canonical/ubuntu/eks/20.04/{kubernetes_version}/stable/current/{arch}/hvm/ebs-gp2/ami-id"
@@ -161,8 +167,30 @@ class AMIResolver:
             self._kubernetes_version(),
             instance_type.arch,
             variant(instance_type),
+            node_class.ami_version,
         )
         return self._parameter(path)
+
+    def by_arch(self, node_class: nc.NodeClass) -> dict[str, str]:
+        """arch -> the AMI a standard (no accelerator) node of that arch boots now: what an
+        EC2NodeClass reports in `status.amis`. An arch the family publishes none for is left out."""
+        if node_class.ami_selector:
+            return self._select(node_class.ami_selector)
+        found = {}
+        for arch in ("amd64", "arm64"):
+            path = ssm_path(
+                self._root,
+                node_class.family,
+                self._kubernetes_version(),
+                arch,
+                STANDARD,
+                node_class.ami_version,
+            )
+            try:
+                found[arch] = self._parameter(path)
+            except CloudError:
+                continue
+        return found
 
     def resolve_all(self, node_class: nc.NodeClass, instance_types: Sequence[InstanceType]) -> dict[str, str]:
         """instance type name -> AMI id."""

@@ -14,18 +14,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from cachetools import TTLCache
 
 from extender import retry
 from extender.api.labels import (
+    ARCH,
     CAPACITY_TYPE,
     CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_SPOT,
     LAUNCH_ID_TAG,
-    PROVISIONER_NAME,
 )
-from extender.api.nodeclass import AL2023
+from extender.api.nodeclass import AL2023, NodeClass
 from extender.api.provisioner import Provisioner
 from extender.cloud.aws import bootstrap, fleet, instances
 from extender.cloud.aws.amifamily import AMIResolver
@@ -289,7 +290,7 @@ class AWSCloudProvider:
             spec = LaunchTemplateSpec.of(
                 image_id=image,
                 security_group_ids=security_groups,
-                instance_profile=node_class.instance_profile or self._settings.aws.default_instance_profile,
+                instance_profile=node_class.launch_profile(self._settings.aws.default_instance_profile),
                 user_data=user_data,
                 tags={f"karpenter.sh/cluster/{self._cluster}": "owned", **node_class.tags},
                 block_device_mappings=node_class.block_devices(),
@@ -312,7 +313,11 @@ class AWSCloudProvider:
             ca_bundle=self._settings.cluster_ca_bundle,
             cluster_cidr=self._settings.cluster_cidr,
             kubelet=kubelet,
-            labels={**request.labels, PROVISIONER_NAME: provisioner.name, CAPACITY_TYPE: capacity_type},
+            labels={
+                **request.labels,
+                provisioner.owner_label: provisioner.name,
+                CAPACITY_TYPE: capacity_type,
+            },
             taints=tuple(request.taints),
             user_data=provisioner.provider.user_data,
         )
@@ -330,13 +335,41 @@ class AWSCloudProvider:
             **request.provisioner.provider.tags,
             f"kubernetes.io/cluster/{self._cluster}": "owned",
             f"karpenter.sh/cluster/{self._cluster}": "owned",
-            PROVISIONER_NAME: request.provisioner.name,
+            request.provisioner.owner_label: request.provisioner.name,
             LAUNCH_ID_TAG: request.launch_id,
         }
 
     def image_id(self, provisioner: Provisioner, instance_type: InstanceType) -> str:
         """The AMI a node of `instance_type` for `provisioner` boots now (amifamily.AMIResolver)."""
         return self.amis.resolve(provisioner.provider, instance_type)
+
+    def node_class_status(self, node_class: NodeClass) -> dict[str, Any]:
+        """What an EC2NodeClass reports (Karpenter v1 `status`): the subnets, security groups and
+        AMIs its selectors find now, and the instance profile its nodes launch with. Raises
+        CloudError when a selector finds nothing."""
+        subnets = self.subnets.get(node_class.subnet_selector or cluster_selector(self._cluster))
+        groups = self.security_groups.ids(
+            node_class.security_group_selector or cluster_selector(self._cluster)
+        )
+        amis = self.amis.by_arch(node_class)
+        if not amis:
+            raise CloudError("resolving AMIs, none found for the node class", code="NoAMIs")
+        return {
+            "subnets": [
+                {
+                    "id": s["SubnetId"],
+                    "zone": s["AvailabilityZone"],
+                    **({"zoneID": s["AvailabilityZoneId"]} if s.get("AvailabilityZoneId") else {}),
+                }
+                for s in sorted(subnets, key=lambda s: s["SubnetId"])
+            ],
+            "securityGroups": [{"id": group} for group in sorted(groups)],
+            "amis": [
+                {"id": image, "requirements": [{"key": ARCH, "operator": "In", "values": [arch]}]}
+                for arch, image in sorted(amis.items())
+            ],
+            "instanceProfile": node_class.launch_profile(self._settings.aws.default_instance_profile),
+        }
 
     # -- instances -----------------------------------------------------------------------------
 

@@ -1168,18 +1168,18 @@ def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | N
     )
 
 
-#: Pods karpy leaves out although kube-scheduler would bind them, for reasons known and not yet
-#: fixed (issue 24 left them; each is counted and printed, any other stricter line fails):
-#: - "limits": karpy pins a pod's topology domain before packing, unaware of Provisioner limits;
-#:   the domain then needs a new node the limits forbid, while a node of another domain has room;
-#: - "no domain": karpy counts, as Karpenter does, every domain a Provisioner could launch into in
-#:   a spread's minimum (scheduling-rules.md); kube-scheduler knows only the nodes that exist;
-#: - "hostname": a domain pinned before packing where the pod's hostname affinity or spread
-#:   finds no node, while a node of another domain would take it.
+#: Pods karpy leaves out although kube-scheduler would bind them, for a reason known and kept
+#: (each is counted and printed; any other stricter line fails):
+#: - "no domain": a hard topology spread's minimum counts, as Karpenter's does, every domain a
+#:   Provisioner could launch a node into for the pod (scheduling-rules.md), while kube-scheduler
+#:   counts only domains of nodes that exist. With no node yet in such a domain (say on-demand,
+#:   where only spot nodes run), karpy's minimum is 0 and a pod that kube-scheduler would bind
+#:   beside the others is refused, in the rounds and in the last binds alike; the reason ends "...
+#:   leaves no domain", after the limits that sent it there if they did.
+#: Pods left out for limits or hostname rules are no longer known here: the solver's last binds
+#: (solver.py, lastbind.py) place them where kube-scheduler would.
 KNOWN_STRICTER = {
-    "limits": lambda item: rulecheck.reason_category(item) == "limits",
     "no domain": lambda item: item.reason.endswith("leaves no domain"),
-    "hostname": lambda item: "on kubernetes.io/hostname or host ports cannot be met" in item.reason,
 }
 
 

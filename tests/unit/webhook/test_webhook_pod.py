@@ -157,3 +157,22 @@ def test_unparseable_pod_is_admitted_with_warning_never_denied() -> None:
 
 def test_object_that_is_not_a_pod_is_denied_400() -> None:
     assert run({"kind": "Pod", "spec": "x"}, FLEET) == Verdict.deny(400, "request.object is not a Pod")
+
+
+def test_a_nodepool_is_selected_by_its_own_key_and_a_pod_naming_one_is_left_alone() -> None:
+    from extender.api.nodepool import load_nodepool
+
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    pool = load_nodepool(
+        {
+            "metadata": {"name": "v1pool"},
+            "spec": {"weight": 100, "template": {"spec": {"requirements": [], "nodeClassRef": ref}}},
+        }
+    )
+    verdict = run(pod_manifest(), [*FLEET, pool])
+    assert verdict.patch == [
+        {"op": "add", "path": "/spec/nodeSelector", "value": {"karpenter.sh/nodepool": "v1pool"}}
+    ]
+    selecting = pod_manifest()
+    selecting["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "v1pool"}
+    assert not run(selecting, [*FLEET, pool]).patch

@@ -1,0 +1,251 @@
+"""karpenter.k8s.aws/v1 EC2NodeClass manifests -> the NodeClass (and kubelet settings) karpy launches with.
+
+v1 keeps most of the v1alpha5 node configuration under the same names (userData, tags,
+blockDeviceMappings, metadataOptions, detailedMonitoring, context): those are checked by the one
+schema behind an inline provider and an AWSNodeTemplate (nodeclass_schema.NodeClassSchema). What v1
+changed is translated here, with v1 field paths in every error:
+
+- `amiSelectorTerms`: an `alias` (`al2023@latest`, `bottlerocket@latest`, `al2@latest`) names the
+  family whose published AMI boots the node; otherwise the terms become the v1alpha5 amiSelector
+  (several `id` terms, or one term of tags/name/owner). `amiFamily` without an alias is required.
+- `subnetSelectorTerms`, `securityGroupSelectorTerms`: one term of tags (karpy's selectors).
+- `role` xor `instanceProfile` (see `NodeClass.role`); `kubelet` moved here from the NodePool.
+
+Fields karpy does not implement are refused by name, never dropped: a node must not silently boot
+differently from what the manifest says.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from marshmallow import ValidationError
+
+from extender.api import nodeclass as nc
+from extender.api.kubelet import KubeletConfiguration
+from extender.api.nodeclass_schema import KubeletSchema, NodeClassSchema
+from extender.api.provisioner_defaults import default_provider
+from extender.api.provisioner_schema import flatten_errors
+from extender.api.schema_text import choices, quote
+
+API_GROUP = nc.API_GROUP
+API_VERSION = f"{API_GROUP}/v1"
+KIND = "EC2NodeClass"
+PLURAL = "ec2nodeclasses"
+
+#: alias family (the part before "@") -> amiFamily (Karpenter v1 `AMIFamily()` over the alias).
+ALIAS_FAMILIES = {"al2023": nc.AL2023, "al2": nc.AL2, "bottlerocket": nc.BOTTLEROCKET}
+WINDOWS_ALIASES = ("windows2019", "windows2022", "windows2025")
+#: v1 fields karpy does not implement: refused, naming the field.
+UNSUPPORTED_FIELDS = (
+    "associatePublicIPAddress",
+    "capacityReservationSelectorTerms",
+    "connectionTracking",
+    "cpuOptions",
+    "instanceStorePolicy",
+    "ipPrefixCount",
+    "networkInterfaces",
+    "placementGroupSelector",
+)
+#: Karpenter v1's metadataOptions default: hop limit 1 keeps pods off the node's IMDS.
+V1_METADATA_OPTIONS = {
+    "httpEndpoint": "enabled",
+    "httpProtocolIPv6": "disabled",
+    "httpPutResponseHopLimit": 1,
+    "httpTokens": "required",
+}
+#: v1alpha5 fields ec2nodeclass_provider fills from v1 ones (errors are reported on the v1 names).
+TRANSLATED_FIELDS = ("amiSelector", "subnetSelector", "securityGroupSelector", "instanceProfile")
+#: Fields both versions share, checked by NodeClassSchema under the same names.
+SHARED_FIELDS = (
+    "userData",
+    "tags",
+    "blockDeviceMappings",
+    "metadataOptions",
+    "detailedMonitoring",
+    "context",
+)
+
+
+@dataclass(frozen=True)
+class EC2NodeClass:
+    name: str
+    node_class: nc.NodeClass
+    kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
+    uid: str = ""
+
+
+#: An alias version: `latest` or a release (`v20240625`, `1.10.0`), kept to what an SSM path holds.
+_ALIAS_VERSION = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def alias_version(terms: Any) -> str:
+    """The pinned version of an alias term ("" for `@latest` or no alias)."""
+    alias = (
+        terms[0].get("alias") if isinstance(terms, list) and terms and isinstance(terms[0], Mapping) else None
+    )
+    version = str(alias or "").partition("@")[2]
+    return "" if version == "latest" else version
+
+
+def _unsupported(path: str, what: str) -> str:
+    return f"{path}: {what} is not supported by karpy"
+
+
+def _ami_selector(terms: Any, family: str, errors: list[str]) -> tuple[str, dict[str, str]]:
+    """(amiFamily, v1alpha5 amiSelector) for `amiSelectorTerms`."""
+    path = "spec.amiSelectorTerms"
+    if not isinstance(terms, list) or not terms:
+        errors.append(f"{path}: must list at least one term")
+        return family, {}
+    aliases = [t.get("alias") for t in terms if isinstance(t, Mapping) and t.get("alias")]
+    if aliases:
+        if len(terms) != 1:
+            errors.append(f"{path}: an alias term must be the only term")
+            return family, {}
+        alias_family, _, version = str(aliases[0]).partition("@")
+        if alias_family in WINDOWS_ALIASES:
+            errors.append(
+                f"{path}[0].alias: {quote(aliases[0])} is not supported: karpy launches Linux nodes only"
+            )
+        elif alias_family not in ALIAS_FAMILIES:
+            errors.append(
+                f"{path}[0].alias: family {quote(alias_family)} not in {choices(tuple(ALIAS_FAMILIES))}"
+            )
+        elif not _ALIAS_VERSION.match(version):
+            errors.append(
+                f"{path}[0].alias: version {quote(version)} is not 'latest' nor a release such as v20240625"
+            )
+        elif family == nc.CUSTOM:
+            errors.append(_unsupported("spec.amiFamily", "Custom with an alias"))
+        return family or ALIAS_FAMILIES.get(alias_family, ""), {}
+    if not family:
+        errors.append("spec.amiFamily: must specify amiFamily if amiSelectorTerms does not contain an alias")
+    selector: dict[str, str] = {}
+    ids = [t.get("id") for t in terms if isinstance(t, Mapping)]
+    if len(terms) > 1 and all(isinstance(t, Mapping) and set(t) == {"id"} for t in terms):
+        return family, {"aws::ids": ",".join(str(i) for i in ids)}
+    if len(terms) > 1:
+        errors.append(_unsupported(path, "more than one term unless every term is an id"))
+        return family, {}
+    term = terms[0] if isinstance(terms[0], Mapping) else {}
+    if "ssmParameter" in term:
+        errors.append(_unsupported(f"{path}[0].ssmParameter", "ssmParameter"))
+    tags = term.get("tags") or {}
+    selector.update({str(k): str(v) for k, v in tags.items()} if isinstance(tags, Mapping) else {})
+    for key, name in (("id", "aws::ids"), ("name", "aws::name"), ("owner", "aws::owners")):
+        if term.get(key):
+            selector[name] = str(term[key])
+    if not selector:
+        errors.append(f"{path}[0]: expected at least one of alias, id, name or tags")
+    return family, selector
+
+
+def _tag_selector(spec: Mapping[str, Any], name: str, errors: list[str]) -> dict[str, str]:
+    """karpy's selector (a tag map) for one of the v1 selector-term lists."""
+    terms = spec.get(name)
+    path = f"spec.{name}"
+    if not isinstance(terms, list) or not terms:
+        errors.append(f"{path}: must list at least one term")
+        return {}
+    if len(terms) != 1:
+        errors.append(_unsupported(path, "more than one term"))
+        return {}
+    term = terms[0] if isinstance(terms[0], Mapping) else {}
+    other = sorted(set(term) - {"tags"})
+    if other:
+        errors.append(_unsupported(f"{path}[0].{other[0]}", f"selecting by {other[0]} (select by tags)"))
+        return {}
+    tags = term.get("tags")
+    if not isinstance(tags, Mapping) or not tags:
+        errors.append(f"{path}[0].tags: must not be empty")
+        return {}
+    return {str(k): str(v) for k, v in tags.items()}
+
+
+def ec2nodeclass_provider(spec: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The v1alpha5 provider block an EC2NodeClass spec stands for, and the v1-only problems."""
+    errors: list[str] = []
+    for name in UNSUPPORTED_FIELDS:
+        if spec.get(name) is not None:
+            errors.append(_unsupported(f"spec.{name}", name))
+    role, profile = spec.get("role"), spec.get("instanceProfile")
+    if bool(role) == bool(profile):
+        errors.append("spec: must specify exactly one of ['role', 'instanceProfile']")
+    family, ami_selector = _ami_selector(
+        spec.get("amiSelectorTerms"), str(spec.get("amiFamily") or ""), errors
+    )
+    provider: dict[str, Any] = {
+        name: copy.deepcopy(spec[name]) for name in SHARED_FIELDS if spec.get(name) is not None
+    }
+    provider.setdefault("metadataOptions", dict(V1_METADATA_OPTIONS))
+    provider.update(
+        amiFamily=family,
+        subnetSelector=_tag_selector(spec, "subnetSelectorTerms", errors),
+        securityGroupSelector=_tag_selector(spec, "securityGroupSelectorTerms", errors),
+        # A role stands for the instance profile karpy launches with (NodeClass.role).
+        instanceProfile=str(profile or role or ""),
+    )
+    if ami_selector:
+        provider["amiSelector"] = ami_selector
+    for mapping in provider.get("blockDeviceMappings") or []:
+        ebs = mapping.get("ebs") if isinstance(mapping, dict) else None
+        if isinstance(ebs, dict) and ebs.pop("volumeInitializationRate", None) is not None:
+            errors.append(
+                _unsupported(
+                    "spec.blockDeviceMappings[].ebs.volumeInitializationRate", "volumeInitializationRate"
+                )
+            )
+    return provider, errors
+
+
+def load_ec2nodeclass(
+    obj: Mapping[str, Any], *, cluster_name: str = "", cluster_endpoint: str = ""
+) -> EC2NodeClass:
+    """Parse and validate; raises ValidationError whose `messages` is a list of `path: message`."""
+    raw_metadata = obj.get("metadata")
+    metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, Mapping) else {}
+    name = str(metadata.get("name") or "")
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise ValidationError(["spec: missing required field"])
+    provider, errors = ec2nodeclass_provider(spec)
+    if not name:
+        errors.insert(0, "metadata.name: missing required field")
+    if obj.get("apiVersion", API_VERSION) != API_VERSION or obj.get("kind", KIND) != KIND:
+        errors.insert(0, f"expected {API_VERSION} {KIND}, got {obj.get('apiVersion')} {obj.get('kind')}")
+    if cluster_name:
+        default_provider(provider, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint)
+    node_class: nc.NodeClass | None = None
+    kubelet = KubeletConfiguration()
+    try:
+        node_class = NodeClassSchema().load(provider)
+    except ValidationError as err:
+        # The translated v1alpha5 fields were checked above, under their v1 names.
+        translated = tuple(f"spec.{name}" for name in TRANSLATED_FIELDS)
+        errors += [line for line in flatten_errors(err.messages, "spec") if not line.startswith(translated)]
+    try:
+        kubelet = KubeletSchema().load(spec.get("kubelet") or {})
+    except ValidationError as err:
+        errors += flatten_errors(err.messages, "spec.kubelet")
+    if errors or node_class is None:
+        raise ValidationError(errors)
+    node_class = replace(node_class, ami_version=alias_version(spec.get("amiSelectorTerms")))
+    if role := str(spec.get("role") or ""):
+        node_class = replace(node_class, role=role, instance_profile="")
+    return EC2NodeClass(name=name, node_class=node_class, kubelet=kubelet, uid=str(metadata.get("uid") or ""))
+
+
+def validate_ec2nodeclass(obj: Any, *, cluster_name: str = "my-cluster") -> list[str]:
+    """Every problem with an EC2NodeClass manifest, one `path: message` line each; [] when valid."""
+    if not isinstance(obj, Mapping):
+        return ["expected an object"]
+    try:
+        load_ec2nodeclass(obj, cluster_name=cluster_name)
+    except ValidationError as err:
+        return list(err.messages)
+    return []

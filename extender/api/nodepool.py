@@ -1,0 +1,312 @@
+"""karpenter.sh/v1 NodePool manifests -> the one Provisioner type the solver, launch and lifecycle use.
+
+Field for field (Karpenter's v1 migration guide; `shared/reference/nodes-and-v1.md` §10.5):
+template.metadata.labels -> labels; template.spec.requirements/taints -> requirements/taints;
+template.spec.expireAfter -> ttl_seconds_until_expired ("Never" -> None, default 720h);
+template.spec.terminationGracePeriod -> termination_grace_period; limits -> limits; weight;
+disruption.consolidationPolicy WhenEmpty -> ttl_seconds_after_empty = consolidateAfter,
+WhenEmptyOrUnderutilized -> consolidation + consolidate_after; disruption.budgets -> budgets;
+template.spec.nodeClassRef -> the EC2NodeClass's NodeClass (`provider`) and kubelet settings.
+
+Defaults are the CRD's (the API server applies them to stored objects; `karpy plan` reads files
+the API server never saw, so they are applied here too). What karpy does not implement is refused
+by name (minValues, startupTaints, Gte/Lte, Balanced, static replicas, template annotations).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+
+from extender.api import labels as wk
+from extender.api.disruption import REASONS, WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED, Budget
+from extender.api.ec2nodeclass import API_GROUP as NODE_CLASS_GROUP
+from extender.api.ec2nodeclass import KIND as NODE_CLASS_KIND
+from extender.api.ec2nodeclass import EC2NodeClass
+from extender.api.provisioner import DEFAULT_DISRUPTION_BUDGET, OPERATORS, Provisioner, Requirement
+from extender.api.provisioner_schema import (
+    MAX_REQUIREMENTS,
+    REQUIREMENT_KEYS,
+    RESTRICTED_LABELS,
+    LimitListField,
+    MetadataSchema,
+    RequirementSchema,
+    TaintSchema,
+    flatten_errors,
+    qualified_name_problem,
+    validate_labels,
+)
+from extender.api.resources import Resources
+from extender.api.schema_text import Base, choices, quote
+
+API_VERSION = f"{wk.GROUP}/v1"
+KIND = "NodePool"
+PLURAL = "nodepools"
+DEFAULT_EXPIRE_AFTER = "720h"
+NEVER = "Never"
+
+# The CRD's patterns (karpenter.sh_nodepools.yaml).
+_DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
+_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
+_BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+_BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_SCHEDULE = re.compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration_seconds(text: str) -> int | None:
+    """ "1h30m" -> 5400, "Never" -> None; raises ValueError for anything else."""
+    if text == NEVER:
+        return None
+    if not _DURATION.match(text):
+        raise ValueError(f'{quote(text)} is not a duration such as "30s", "15m", "720h" or "Never"')
+    return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
+class _Duration(fields.Field[int | None]):
+    """A v1 duration string as seconds (None for "Never" when `never` allows it)."""
+
+    def __init__(self, *, never: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.never = never
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int | None:
+        if not isinstance(value, str) or (value == NEVER and not self.never):
+            raise ValidationError(f"{quote(value)} is not a duration such as 30s, 15m or 720h")
+        try:
+            return duration_seconds(value)
+        except ValueError as err:
+            raise ValidationError(str(err)) from err
+
+
+def _unsupported(what: str) -> str:
+    return f"{what} is not supported by karpy"
+
+
+class NodePoolRequirementSchema(RequirementSchema):
+    operator = fields.String(required=True)
+    minValues = fields.Integer(strict=True, load_default=None)
+
+    @validates_schema(skip_on_field_errors=False)
+    def check_operator(self, data: dict[str, Any], **_: Any) -> None:
+        op = data.get("operator")
+        if op in ("Gte", "Lte"):
+            raise ValidationError(_unsupported(f"operator {op}") + f" (use {choices(OPERATORS)})", "operator")
+        if op not in OPERATORS:
+            raise ValidationError(f"{quote(op)} not in {choices(OPERATORS)}", "operator")
+        if data.get("minValues") is not None:
+            raise ValidationError(_unsupported("minValues"), "minValues")
+        key = data.get("key") or ""
+        if (problem := qualified_name_problem(key)) is not None:
+            raise ValidationError(f"invalid key name {quote(key)}: {problem}", "key")
+        if key in RESTRICTED_LABELS:
+            raise ValidationError(f'label "{key}" is restricted', "key")
+        domain = key.rpartition("/")[0]
+        for restricted in (wk.GROUP, wk.AWS_LABEL_DOMAIN):
+            if (domain == restricted or domain.endswith("." + restricted)) and key not in REQUIREMENT_KEYS:
+                raise ValidationError(f'label domain "{restricted}" is restricted', "key")
+
+    @post_load
+    def make(self, data: dict[str, Any], **_: Any) -> Requirement:
+        return Requirement(
+            key=wk.normalize_key(data["key"]), operator=data["operator"], values=tuple(data["values"])
+        )
+
+
+class NodeClassRefSchema(Base):
+    group = fields.String(
+        required=True, validate=validate.Equal(NODE_CLASS_GROUP, error='"{input}" is not ' + NODE_CLASS_GROUP)
+    )
+    kind = fields.String(
+        required=True, validate=validate.Equal(NODE_CLASS_KIND, error='"{input}" is not ' + NODE_CLASS_KIND)
+    )
+    name = fields.String(required=True, validate=validate.Length(min=1, error="name may not be empty"))
+
+
+class TemplateSpecSchema(Base):
+    requirements = fields.List(
+        fields.Nested(NodePoolRequirementSchema),
+        required=True,
+        validate=validate.Length(max=MAX_REQUIREMENTS, error="at most {max} requirements"),
+    )
+    taints = fields.List(fields.Nested(TaintSchema), load_default=list)
+    startupTaints = fields.Raw(load_default=None)
+    nodeClassRef = fields.Nested(NodeClassRefSchema, required=True)
+    expireAfter = _Duration(load_default=duration_seconds(DEFAULT_EXPIRE_AFTER))
+    terminationGracePeriod = _Duration(never=False, load_default=None)
+
+    @validates_schema
+    def check_startup_taints(self, data: dict[str, Any], **_: Any) -> None:
+        if data.get("startupTaints"):
+            raise ValidationError(_unsupported("startupTaints"), "startupTaints")
+
+
+class TemplateMetadataSchema(Base):
+    labels = fields.Dict(
+        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
+    )
+    annotations = fields.Raw(load_default=None)
+
+    @validates_schema
+    def check_annotations(self, data: dict[str, Any], **_: Any) -> None:
+        if data.get("annotations"):
+            raise ValidationError(_unsupported("annotations on nodes"), "annotations")
+
+
+class TemplateSchema(Base):
+    metadata = fields.Nested(TemplateMetadataSchema, load_default=dict)
+    spec = fields.Nested(TemplateSpecSchema, required=True)
+
+
+class BudgetSchema(Base):
+    nodes = fields.String(
+        load_default=DEFAULT_DISRUPTION_BUDGET,
+        validate=validate.Regexp(
+            _BUDGET_NODES, error='"{input}" is not a node count ("3") or a percentage ("10%")'
+        ),
+    )
+    schedule = fields.String(
+        load_default=None, validate=validate.Regexp(_SCHEDULE, error='"{input}" is not a cron schedule')
+    )
+    duration = fields.String(
+        load_default=None,
+        validate=validate.Regexp(_BUDGET_DURATION, error='"{input}" is not a duration in hours and minutes'),
+    )
+    reasons = fields.List(fields.String(validate=validate.OneOf(REASONS)), load_default=list)
+
+    @validates_schema
+    def check_schedule(self, data: dict[str, Any], **_: Any) -> None:
+        if (data.get("schedule") is None) != (data.get("duration") is None):
+            raise ValidationError("'schedule' must be set with 'duration'", "schedule")
+
+    @post_load
+    def make(self, data: dict[str, Any], **_: Any) -> Budget:
+        duration = data["duration"]
+        # Go's Duration.String() appends "0s" ("10m0s"), which the CRD pattern allows.
+        seconds = duration_seconds(duration.removesuffix("0s")) if duration else None
+        return Budget(
+            nodes=data["nodes"],
+            schedule=data["schedule"],
+            duration=seconds,
+            reasons=frozenset(data["reasons"]),
+        )
+
+
+class DisruptionSchema(Base):
+    consolidationPolicy = fields.String(load_default=WHEN_EMPTY_OR_UNDERUTILIZED)
+    consolidateAfter = _Duration(load_default=0)
+    budgets = fields.List(
+        fields.Nested(BudgetSchema),
+        load_default=None,
+        validate=validate.Length(max=50, error="at most {max} budgets"),
+    )
+
+    @validates_schema
+    def check_policy(self, data: dict[str, Any], **_: Any) -> None:
+        policy = data.get("consolidationPolicy")
+        if policy == "Balanced":
+            raise ValidationError(_unsupported("consolidationPolicy Balanced"), "consolidationPolicy")
+        if policy not in (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED):
+            raise ValidationError(
+                f"{quote(policy)} not in {choices((WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED))}",
+                "consolidationPolicy",
+            )
+
+
+class NodePoolSpecSchema(Base):
+    template = fields.Nested(TemplateSchema, required=True)
+    disruption = fields.Nested(DisruptionSchema, load_default=dict)
+    limits = LimitListField(load_default=Resources)
+    weight = fields.Integer(strict=True, load_default=0, validate=validate.Range(min=1, max=100))
+    replicas = fields.Raw(load_default=None)
+
+    @validates_schema
+    def check_replicas(self, data: dict[str, Any], **_: Any) -> None:
+        if data.get("replicas") is not None:
+            raise ValidationError(_unsupported("replicas (static NodePools)"), "replicas")
+
+
+class NodePoolSchema(Base):
+    apiVersion = fields.String(
+        load_default=API_VERSION,
+        validate=validate.Equal(API_VERSION, error='"{input}" is not ' + API_VERSION),
+    )
+    kind = fields.String(load_default=KIND, validate=validate.Equal(KIND))
+    metadata = fields.Nested(MetadataSchema, required=True)
+    spec = fields.Nested(NodePoolSpecSchema, required=True)
+
+    @post_load(pass_original=True)
+    def make(self, data: dict[str, Any], original: Any, **_: Any) -> Provisioner:
+        spec = data["spec"]
+        template = spec["template"]
+        tspec = template["spec"]
+        disruption = spec["disruption"] or {}
+        policy = disruption.get("consolidationPolicy", WHEN_EMPTY_OR_UNDERUTILIZED)
+        after = disruption.get("consolidateAfter", 0)
+        budgets = tuple(disruption.get("budgets") or (Budget(nodes=DEFAULT_DISRUPTION_BUDGET),))
+        plain = [b.nodes for b in budgets if b.schedule is None and not b.reasons]
+        raw_limits = (original.get("spec") or {}).get("limits") or {}
+        return Provisioner(
+            name=data["metadata"]["name"],
+            uid=data["metadata"]["uid"],
+            resource_version=data["metadata"]["resourceVersion"],
+            kind=KIND,
+            requirements=tuple(tspec["requirements"]),
+            labels=(template.get("metadata") or {}).get("labels", {}),
+            taints=tuple(tspec["taints"]),
+            ttl_seconds_until_expired=tspec["expireAfter"],
+            termination_grace_period=tspec["terminationGracePeriod"],
+            limits=spec["limits"],
+            limited=frozenset(str(k) for k in raw_limits),
+            weight=spec["weight"],
+            # WhenEmpty with "Never" removes no empty node; WhenEmptyOrUnderutilized with "Never" none at all.
+            ttl_seconds_after_empty=after if policy == WHEN_EMPTY else None,
+            consolidation=policy == WHEN_EMPTY_OR_UNDERUTILIZED and after is not None,
+            consolidate_after=after,
+            budgets=budgets,
+            disruption_budget=plain[0] if len(plain) == 1 else DEFAULT_DISRUPTION_BUDGET,
+            provider_ref=tspec["nodeClassRef"]["name"],
+        )
+
+
+_SCHEMA = NodePoolSchema()
+
+
+def parse_nodepool(obj: Any) -> Provisioner:
+    """Load and validate; raises ValidationError whose `messages` is the flat list of `path: message`."""
+    try:
+        loaded: Provisioner = _SCHEMA.load(obj)
+        return loaded
+    except ValidationError as err:
+        raise ValidationError(flatten_errors(err.messages)) from err
+
+
+def load_nodepool(
+    obj: Mapping[str, Any], node_classes: Mapping[str, EC2NodeClass] | None = None
+) -> Provisioner:
+    """A NodePool as a Provisioner (kind "NodePool"); `node_classes` (EC2NodeClasses by name)
+    resolves nodeClassRef into `provider` and `kubelet`, a reference to none of them being an error.
+    Without it the reference is kept unresolved (the webhook validates a NodePool on its own)."""
+    pool = parse_nodepool(dict(obj))
+    if node_classes is not None:
+        found = node_classes.get(pool.provider_ref)
+        if found is None:
+            path = "spec.template.spec.nodeClassRef.name"
+            raise ValidationError([f"{path}: {NODE_CLASS_KIND} {quote(pool.provider_ref)} not found"])
+        pool = replace(pool, provider=found.node_class, kubelet=found.kubelet)
+    return pool
+
+
+def validate_nodepool(obj: Any) -> list[str]:
+    """Every problem with a NodePool manifest, one `path: message` line each; [] when valid."""
+    try:
+        parse_nodepool(obj)
+    except ValidationError as err:
+        return list(err.messages)
+    return []

@@ -1,0 +1,181 @@
+"""The status karpy writes on v1 objects, as Karpenter v1 reports it (status subresource).
+
+EC2NodeClass: `subnets`, `securityGroups`, `amis`, `instanceProfile` (what its selectors find now,
+from the cloud provider) and the conditions `SubnetsReady`, `SecurityGroupsReady`, `AMIsReady`,
+`InstanceProfileReady` folded into `Ready`; NodePool: `resources` and `nodes` (the capacity and
+count of its live and in-flight nodes, as `status.resources` of a Provisioner) and the conditions
+`NodeClassReady` and `Ready`. One pass writes every object; the controller runs it periodically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+from marshmallow import ValidationError
+
+from extender.api import ec2nodeclass, nodepool
+from extender.api.ec2nodeclass import load_ec2nodeclass
+from extender.api.nodeclass import NodeClass
+from extender.api.nodepool import parse_nodepool
+from extender.api.quantity import format_cpu, format_memory
+from extender.api.resources import Resources
+from extender.cluster import inventory
+from extender.cluster import nodes as kube_nodes
+from extender.cluster import provisioners as kube_provisioners
+from extender.cluster.errors import ClusterError, translated
+from extender.settings import Settings
+
+log = logging.getLogger("karpy.v1status")
+
+#: What resolves an EC2NodeClass's selectors (AWSCloudProvider.node_class_status).
+Resolve = Callable[[NodeClass], dict[str, Any]]
+#: The status pass's period, as Karpenter's node class status controller requeues.
+PERIOD_SECONDS = 60.0
+
+
+def condition(kind: str, ok: bool, reason: str, message: str, now: str, generation: int) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "True" if ok else "False",
+        "reason": reason if not ok else kind,
+        "message": "" if ok else message,
+        "lastTransitionTime": now,
+        "observedGeneration": generation,
+    }
+
+
+def _keep_times(old: list[Any], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A condition whose status did not change keeps its lastTransitionTime."""
+    before = {c.get("type"): c for c in old if isinstance(c, dict)}
+    for cond in new:
+        prior = before.get(cond["type"])
+        if prior and prior.get("status") == cond["status"] and prior.get("lastTransitionTime"):
+            cond["lastTransitionTime"] = prior["lastTransitionTime"]
+    return new
+
+
+def node_class_status(
+    obj: Mapping[str, Any], resolve: Resolve, settings: Settings, now: str
+) -> tuple[dict[str, Any], bool]:
+    """(status, ready) of one EC2NodeClass manifest."""
+    metadata = obj.get("metadata") or {}
+    generation = int(metadata.get("generation") or 0)
+    try:
+        loaded = load_ec2nodeclass(
+            obj, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
+        )
+    except ValidationError as err:
+        message = "; ".join(map(str, err.messages))
+        return {
+            "conditions": [condition("Ready", False, "ValidationFailed", message, now, generation)]
+        }, False
+    try:
+        found = resolve(loaded.node_class)
+    except Exception as err:  # the cloud's CloudError (cluster may not import cloud): reported, not raised
+        return {
+            "conditions": [condition("Ready", False, "ResolutionFailed", str(err), now, generation)]
+        }, False
+    parts = [
+        (
+            "SubnetsReady",
+            bool(found.get("subnets")),
+            "SubnetsNotFound",
+            "no subnet matches subnetSelectorTerms",
+        ),
+        (
+            "SecurityGroupsReady",
+            bool(found.get("securityGroups")),
+            "SecurityGroupsNotFound",
+            "no security group matches securityGroupSelectorTerms",
+        ),
+        ("AMIsReady", bool(found.get("amis")), "AMINotFound", "no AMI matches amiSelectorTerms"),
+        (
+            "InstanceProfileReady",
+            bool(found.get("instanceProfile")),
+            "InstanceProfileNotFound",
+            "no instance profile",
+        ),
+    ]
+    conditions = [
+        condition(kind, ok, reason, message, now, generation) for kind, ok, reason, message in parts
+    ]
+    failing = [c for c in conditions if c["status"] != "True"]
+    ready = not failing
+    summary = "; ".join(c["message"] for c in failing)
+    conditions.append(condition("Ready", ready, "NotReady", summary, now, generation))
+    return {**found, "conditions": conditions}, ready
+
+
+def nodepool_status(
+    obj: Mapping[str, Any], ready_classes: Mapping[str, bool], used: Resources, nodes: int, now: str
+) -> dict[str, Any]:
+    """The status of one NodePool manifest: its nodes' resources and whether it can launch."""
+    generation = int((obj.get("metadata") or {}).get("generation") or 0)
+    try:
+        pool = parse_nodepool(dict(obj))
+    except ValidationError as err:
+        message = "; ".join(map(str, err.messages))
+        conditions = [condition("Ready", False, "ValidationFailed", message, now, generation)]
+    else:
+        ref = pool.provider_ref
+        found = ready_classes.get(ref)
+        message = f"EC2NodeClass {ref} not found" if found is None else f"EC2NodeClass {ref} is not ready"
+        conditions = [
+            condition("NodeClassReady", bool(found), "NodeClassNotReady", message, now, generation),
+            condition("Ready", bool(found), "NodeClassNotReady", message, now, generation),
+        ]
+    resources = {"cpu": format_cpu(used.cpu), "memory": format_memory(int(used.memory // 1024) * 1024)}
+    resources["nodes"] = str(nodes)
+    if used.get("pods"):
+        resources["pods"] = str(int(used.get("pods")))
+    return {"resources": resources, "nodes": nodes, "conditions": conditions}
+
+
+def _patch(
+    kube: client.ApiClient, group: str, version: str, plural: str, name: str, status: dict[str, Any]
+) -> None:
+    with translated(f"patching status of {plural} {name}"):
+        client.CustomObjectsApi(kube).patch_cluster_custom_object_status(
+            group, version, plural, name, {"status": status}, _content_type="application/merge-patch+json"
+        )
+
+
+def refresh(kube: client.ApiClient, resolve: Resolve, settings: Settings) -> None:
+    """Write the status of every EC2NodeClass and NodePool once."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    group, version = ec2nodeclass.API_VERSION.split("/")
+    ready: dict[str, bool] = {}
+    for obj in kube_provisioners.list_custom(kube, group, version, ec2nodeclass.PLURAL):
+        name = (obj.get("metadata") or {}).get("name", "")
+        status, ready[name] = node_class_status(obj, resolve, settings, now)
+        status["conditions"] = _keep_times(
+            (obj.get("status") or {}).get("conditions") or [], status["conditions"]
+        )
+        try:
+            _patch(kube, group, version, ec2nodeclass.PLURAL, name, status)
+        except ClusterError as err:  # status is informational; the next pass writes it
+            log.debug("Failed to update status of ec2nodeclass %s, %s", name, err)
+    group, version = nodepool.API_VERSION.split("/")
+    pools = kube_provisioners.list_custom(kube, group, version, nodepool.PLURAL)
+    if not pools:
+        return
+    nodes = kube_nodes.list_nodes(kube, karpy_only=True)
+    usage = inventory.usage(nodes)
+    counts: dict[str, int] = {}
+    for node in nodes:
+        if node.provisioner:
+            counts[node.provisioner] = counts.get(node.provisioner, 0) + 1
+    for obj in pools:
+        name = (obj.get("metadata") or {}).get("name", "")
+        status = nodepool_status(obj, ready, usage.get(name) or Resources(), counts.get(name, 0), now)
+        status["conditions"] = _keep_times(
+            (obj.get("status") or {}).get("conditions") or [], status["conditions"]
+        )
+        try:
+            _patch(kube, group, version, nodepool.PLURAL, name, status)
+        except ClusterError as err:
+            log.debug("Failed to update status of nodepool %s, %s", name, err)

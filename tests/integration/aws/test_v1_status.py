@@ -1,0 +1,129 @@
+"""The status karpy writes on v1 objects (extender/cluster/v1status.py), as Karpenter v1 reports it:
+on the local control plane (status subresource of karpy's v1 CRDs) from what the AWS provider finds
+in moto. An EC2NodeClass whose selectors find subnets, security groups and AMIs is Ready with
+status.subnets/securityGroups/amis/instanceProfile; one whose subnet selector finds nothing is not
+Ready and says why; a NodePool is Ready when its EC2NodeClass is, with status.resources."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from extender.cloud.aws.provider import AWSCloudProvider
+from extender.cluster import v1status
+from extender.settings import Settings
+from hack.localcluster.karpyenv import V1_CRDS, install_crd
+
+pytestmark = pytest.mark.integration
+
+RUN = uuid.uuid4().hex[:6]
+
+
+def node_class(name: str, cluster: str, subnet_tags: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": "KarpenterNodeRole-demo",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": subnet_tags}],
+            "securityGroupSelectorTerms": [{"tags": {f"kubernetes.io/cluster/{cluster}": "*"}}],
+        },
+    }
+
+
+def node_pool(name: str, node_class_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "requirements": [],
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": node_class_name,
+                    },
+                }
+            }
+        },
+    }
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
+
+
+def test_status_is_written_as_karpenter_v1_reports_it(
+    cluster: Any, provider: AWSCloudProvider, settings: Settings
+) -> None:
+    from kubernetes import client
+
+    name = settings.cluster_name
+    good, bad = f"ready-{RUN}", f"nosubnets-{RUN}"
+    with cluster.api_client() as api:
+        for path in V1_CRDS:
+            install_crd(api, path)
+        objects = client.CustomObjectsApi(api)
+        created = [
+            (
+                "karpenter.k8s.aws",
+                "ec2nodeclasses",
+                node_class(good, name, {f"kubernetes.io/cluster/{name}": "*"}),
+            ),
+            ("karpenter.k8s.aws", "ec2nodeclasses", node_class(bad, name, {"no-such-tag": "x"})),
+            ("karpenter.sh", "nodepools", node_pool(good, good)),
+            ("karpenter.sh", "nodepools", node_pool(bad, bad)),
+            ("karpenter.sh", "nodepools", node_pool(f"orphan-{RUN}", f"missing-{RUN}")),
+        ]
+        try:
+            for group, plural, body in created:
+                objects.create_cluster_custom_object(group, "v1", plural, body)
+            v1status.refresh(api, provider.node_class_status, settings)
+
+            ready = objects.get_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", good)
+            status = ready["status"]
+            assert conditions(ready)["Ready"] == ("True", "Ready")
+            assert {"SubnetsReady", "SecurityGroupsReady", "AMIsReady", "InstanceProfileReady"} <= set(
+                conditions(ready)
+            )
+            assert status["subnets"] and all(
+                s["id"].startswith("subnet-") and s["zone"] for s in status["subnets"]
+            )
+            assert status["securityGroups"] and all(
+                g["id"].startswith("sg-") for g in status["securityGroups"]
+            )
+            assert {a["requirements"][0]["values"][0] for a in status["amis"]} == {"amd64", "arm64"}
+            assert all(a["id"].startswith("ami-") for a in status["amis"])
+            # The configured default instance profile wins over the role's name (NodeClass.launch_profile).
+            assert status["instanceProfile"] == settings.aws.default_instance_profile
+
+            missing = objects.get_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", bad)
+            assert conditions(missing)["Ready"] == ("False", "ResolutionFailed")
+            assert "no subnets matched" in missing["status"]["conditions"][0]["message"]
+
+            pool = objects.get_cluster_custom_object("karpenter.sh", "v1", "nodepools", good)
+            assert conditions(pool) == {
+                "NodeClassReady": ("True", "NodeClassReady"),
+                "Ready": ("True", "Ready"),
+            }
+            assert pool["status"]["resources"]["nodes"] == "0" and pool["status"]["nodes"] == 0
+            for not_ready in (bad, f"orphan-{RUN}"):
+                pool = objects.get_cluster_custom_object("karpenter.sh", "v1", "nodepools", not_ready)
+                assert conditions(pool)["Ready"] == ("False", "NodeClassNotReady")
+
+            # A second pass keeps the transition time of a condition that did not change.
+            before = ready["status"]["conditions"]
+            v1status.refresh(api, provider.node_class_status, settings)
+            after = objects.get_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", good)
+            assert [c["lastTransitionTime"] for c in after["status"]["conditions"]] == [
+                c["lastTransitionTime"] for c in before
+            ]
+        finally:
+            for group, plural, body in reversed(created):
+                objects.delete_cluster_custom_object(group, "v1", plural, body["metadata"]["name"])
