@@ -139,7 +139,7 @@ def run_all(
     """Each heuristic's packing, in order, until the one `choose` would keep so far places every
     pending pod at the `floor`: a later packing would have to cost less to replace it, so none is
     run and `choose` keeps the same one."""
-    least = floor(base.cache, classes)
+    least: float | None = math.inf  # not yet computed
     packings: list[Packing] = []
     chosen: Packing | None = None
     pending = list(reversed(heuristics))
@@ -153,9 +153,18 @@ def run_all(
         packings.append(packing)
         if chosen is None or _better(packing, chosen, price):
             chosen = packing
-        if least is not None and not chosen.left_out and _cost(chosen, price) <= least + FLOOR_SLACK:
+        if not pending or chosen.left_out or not _one_per_group(chosen.state.nodes):
+            continue  # nothing left to skip, or surely above the floor: a second node costs more
+        if least == math.inf:
+            base.restore(start)  # the floor reads the pending pods
+            least = floor(base.cache, classes)
+        if least is not None and _cost(chosen, price) <= least + FLOOR_SLACK:
             break
     return packings
+
+
+def _one_per_group(nodes: Sequence[Node]) -> bool:
+    return len({(id(n.view), n.gpus) for n in nodes}) == len(nodes)
 
 
 #: How far above the floor a packing's cost may be from rounding alone (sums of a few prices):
