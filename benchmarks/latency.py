@@ -11,7 +11,10 @@ Two ways of asking:
 5,000 pods: three solves each way (the issue's 9x-Karpenter figure is at this size).
 Karpenter's figures on the same inputs (issue 26): 1 pod 0.6 ms, 5 pods 2.8 ms.
 
-    python -m benchmarks.latency [--base /work/wt-base] [--runs 200]
+    python -m benchmarks.latency [--base /work/wt-base] [--runs 200] [--no-limits] [--sizes 1 5]
+
+--no-limits: the Provisioner states no limits (Karpenter's benchmark sets some), so the round also
+runs the configuration LP's rounded starts (passes.FromLP), which limited Provisioners never get.
 
 Each tree runs in its own interpreter (`PYTHONPATH=<tree>`); with --base, the trees alternate per
 size so machine load hits both alike. Prints the load average beside the figures; asserts nothing.
@@ -39,7 +42,7 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def measure(size: int, runs: int) -> dict[str, float]:
+def measure(size: int, runs: int, limited: bool = True) -> dict[str, float]:
     """Milliseconds: the first solve, then median and p99 of `runs` solves per way of asking."""
     from benchmarks.packing import GIB, diverse_pods, fake_types
     from extender.api.provisioner import Provisioner
@@ -47,7 +50,8 @@ def measure(size: int, runs: int) -> dict[str, float]:
     from extender.scheduling.solver import solve
 
     types = fake_types()
-    provisioner = Provisioner(name="default", limits=Resources.of(cpu=10_000_000, memory=10_000_000 * GIB))
+    limits = Resources.of(cpu=10_000_000, memory=10_000_000 * GIB) if limited else Resources()
+    provisioner = Provisioner(name="default", limits=limits)
     same = diverse_pods(size, random.Random(42))
     batches = [diverse_pods(size, random.Random(seed)) for seed in range(runs)]
     result: dict[str, float] = {}
@@ -68,15 +72,16 @@ def measure(size: int, runs: int) -> dict[str, float]:
     return result
 
 
-def run_tree(tree: Path, size: int, runs: int) -> dict[str, float]:
+def run_tree(tree: Path, size: int, runs: int, limited: bool) -> dict[str, float]:
     """`measure` in a fresh interpreter importing `tree`'s karpy (this file's workload code)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = (
         "import json, runpy, sys; sys.path.insert(0, sys.argv[1]);"
-        "m = runpy.run_path(sys.argv[2]); print(json.dumps(m['measure'](int(sys.argv[3]), int(sys.argv[4]))))"
+        "m = runpy.run_path(sys.argv[2]);"
+        "print(json.dumps(m['measure'](int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == '1')))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", script, str(tree), __file__, str(size), str(runs)],
+        [sys.executable, "-c", script, str(tree), __file__, str(size), str(runs), str(int(limited))],
         env=env,
         capture_output=True,
         text=True,
@@ -90,16 +95,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", type=Path, help="another tree (e.g. a worktree of main) to compare with")
     parser.add_argument("--runs", type=int, default=200, help="solves per size and way (100 pods: a fifth)")
+    parser.add_argument("--no-limits", action="store_true", help="a Provisioner without limits")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="batch sizes to measure")
     args = parser.parse_args()
     trees = {"this": ROOT, **({"base": args.base.resolve()} if args.base else {})}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     cols = ("first", "same p50", "same p99", "same cpu", "new p50", "new p99", "new cpu")
     header = f"{'pods':>5} {'tree':>5} " + " ".join(f"{c:>9}" for c in cols)
     print(header + f" {'nodes':>6} {'$/h':>8} karpenter")
-    for size in SIZES:
+    for size in args.sizes:
         runs = args.runs if size < 100 else max(20, args.runs // 5) if size < 1000 else 3
         for name in sorted(trees, reverse=True):
-            r = run_tree(trees[name], size, runs)
+            r = run_tree(trees[name], size, runs, not args.no_limits)
             karpenter = f"{KARPENTER_MS[size]:.1f} ms" if size in KARPENTER_MS else "-"
             print(
                 f"{size:>5} {name:>5} "

@@ -83,22 +83,22 @@ def apply(
 ) -> tuple[list[PlannedNode], list[Unschedulable]]:
     """Keep nodes in order while their Provisioner's limits allow the cheapest option that fits;
     a node's options shrink to those that do. Returns the nodes kept and the pods of those dropped."""
+    limited_by = {p.name: names(p) for p in provisioners}
+    if not any(limited_by.values()):
+        return list(nodes), []
     by_name = {p.name: p for p in provisioners}
     used = {name: usage.get(name, Resources()) for name in by_name}
     kept: list[PlannedNode] = []
     dropped: list[Unschedulable] = []
     for node in nodes:
-        provisioner = by_name[node.provisioner]
-        limit, limited = provisioner.limits, names(provisioner)
+        limit, limited = by_name[node.provisioner].limits, limited_by[node.provisioner]
         if not limited:
             kept.append(node)
             continue
         base = used[node.provisioner]
-        room = [
-            t
-            for t in node.options
-            if all(base.get(n) + t.capacity.get(n) <= limit.get(n) + EPS for n in limited)
-        ]
+        # Read once per node: an option's check is then its own capacity only.
+        bounds = [(n, base.get(n), limit.get(n) + EPS) for n in limited]
+        room = [t for t in node.options if all(b + t.capacity.get(n) <= top for n, b, top in bounds)]
         if not room:
             reason = f"provisioner {node.provisioner} {EXCEEDED}: " + ", ".join(
                 f"{n} usage {base.get(n):g} + node {node.options[0].capacity.get(n):g}"

@@ -24,7 +24,7 @@ import copy
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.affinity import HostPort
@@ -123,6 +123,8 @@ class Node:
 
     def room_for(self, pod_class: PodClass) -> int:
         """How many of the class's pods fit, its shared claims new to the node charged once."""
+        if not pod_class.shared:
+            return self.room(pod_class.request)
         free = tuple(map(operator.sub, self.capacity, self.used))
         if pod_class.shared:
             free = claims.shift(free, claims.new_on(self.claims, pod_class.shared), -1.0)
@@ -157,10 +159,14 @@ class _Trial:
         # Worth per dollar first; on a tie the fuller node, so fewer nodes carry the same pods.
         return (self.value / self.candidate.offering.price, self.value)
 
-    def again(self) -> bool:
+    def again(self, placed: Mapping[int, int] | None = None) -> bool:
         """Whether filling the same type from the pending pods would give the same node: every
-        count was set by the room, not by how many pods were left, and still is."""
-        return self.needs is not None and all(c.left >= n for c, n in self.needs.values())
+        count was set by the room, not by how many pods were left, and still is (once `placed`,
+        class id -> pods, are taken too)."""
+        taken = placed or {}
+        return self.needs is not None and all(
+            c.left - taken.get(id(c), 0) >= n for c, n in self.needs.values()
+        )
 
     def need(self, pod_class: PodClass, left: int) -> None:
         """Record that the fill holds only while `pod_class` has at least `left` pods pending."""
@@ -193,6 +199,30 @@ def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
     """Dot product of a pod's request and the node's room, both as shares of the node: like
     `alignment`, but larger pods first among those that suit the room."""
     return sum(r * (c - u) / (c * c) for r, c, u in zip(request, capacity, used, strict=True) if c > 0)
+
+
+#: Relative slack on `_beaten`'s ceiling, far above the rounding of a fill's sums.
+CEILING_SLACK = 1e-6
+
+
+def _beaten(seed: PodClass, active: Sequence[PodClass], score: float) -> Callable[[Candidate], bool]:
+    """Whether a fill of a candidate's type, from the pending classes the seed's node may take,
+    surely scores below `score` (worth per dollar): its worth is at most all their pods', and at
+    most the type's allocatable of any resource they all request at the most worth per unit."""
+    group = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+    worth = sum(c.left * c.rate for c in group)
+    per_unit = [
+        (d, max(c.rate / c.request[d] for c in group))
+        for d in range(len(seed.request))
+        if all(c.request[d] > 0 for c in group)
+    ]
+
+    def beaten(candidate: Candidate) -> bool:
+        alloc = candidate.entry.alloc
+        most = min([worth, *(rate * (alloc[d] + 1e-9) for d, rate in per_unit)])
+        return most * (1 + CEILING_SLACK) < score * candidate.offering.price
+
+    return beaten
 
 
 def ruled(pod_class: PodClass) -> bool:
@@ -437,11 +467,16 @@ class Packer:
                 trials = [self._remembered(c, seed, active, None) for c in ranking]
                 best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
                 if best is not None and match is not None:
-                    mixes = [
-                        self._remembered(c, seed, active, match) for c in self._mix_ranking(seed, active)
-                    ]
-                    trials = [t for t in [*trials, *mixes] if t.node.entries]
+                    ranked, firsts = self._mix_ranking(seed, active), trials
+                    # A balanced fill that cannot score above the best first-fit one cannot win:
+                    # skip it, unless the next node may repeat this one (`again` reads every trial).
+                    beaten = _beaten(seed, active, best.score[0])
+                    mixes = [self._remembered(c, seed, active, match) for c in ranked if not beaten(c)]
+                    trials = [t for t in [*firsts, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
+                    if len(mixes) < len(ranked) and self._may_repeat(seed, trials, best):
+                        mixes = [self._remembered(c, seed, active, match) for c in ranked]
+                        trials = [t for t in [*firsts, *mixes] if t.node.entries]
                 # Trials are remembered for the round's other passes: commit a copy.
                 best = best.replay() if best is not None else None
             assert seed.view is not None
@@ -471,6 +506,17 @@ class Packer:
             if name in self.headroom:
                 node.charged = self.headroom[name].charge(best.candidate.entry.type)
                 self.headroom[name] = self.headroom[name] - node.charged
+
+    def _may_repeat(self, seed: PodClass, trials: Sequence[_Trial], best: _Trial) -> bool:
+        """Whether, once `best` is committed, the next node may repeat it without trials: the seed
+        still has pods left and every trial would fill as before (the start of `_greedy`)."""
+        assert seed.view is not None
+        if seed.view.provisioner.name in self.headroom:
+            return False
+        placed: Counter[int] = Counter()
+        for pod_class, count in best.node.entries:
+            placed[id(pod_class)] += count
+        return seed.left > placed[id(seed)] and all(t.again(placed) for t in trials)
 
     def relax(self, pod_class: PodClass) -> None:
         """Preferences were treated as required; the pods cannot have them all: drop them."""
@@ -582,9 +628,11 @@ class Packer:
             if merged is not node.reqs and name not in self._allowed_names(node, merged):
                 continue
             room = node.room_for(pod_class)
-            count = min(self.topology_cap(node, pod_class, pod_class.left), room)
             if ruled(pod_class):
+                count = min(self.topology_cap(node, pod_class, pod_class.left), room)
                 trial.needs = None
+            else:
+                count = min(pod_class.left, room)
             if count <= 0:
                 continue
             # Cut by the room, the same count is found while more than that is left.
@@ -650,11 +698,12 @@ class Packer:
         node = Node(capacity=capacity, used=tuple(0.0 for _ in seed.request), view=seed.view, reqs=seed.reqs)
         node.gpus = seed.gpus
         taken: dict[int, int] = {}
-        pending = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+        # (class, whether hostname rules or ports bind it): a free class's cap is what it wants.
+        pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
         trial = _Trial(candidate, node, 0.0)
         while True:
-            best: tuple[float, PodClass, int, Requirements] | None = None
-            for pod_class in pending:
+            best: tuple[float, PodClass, int, Requirements, int] | None = None
+            for pod_class, bound in pending:
                 assert pod_class.reqs is not None
                 want = pod_class.left - taken.get(id(pod_class), 0)
                 if want <= 0:
@@ -665,19 +714,20 @@ class Packer:
                 ):
                     continue
                 room = node.room_for(pod_class)
-                count = min(self.topology_cap(node, pod_class, want), room)
-                if ruled(pod_class):
+                if bound:
+                    count = min(self.topology_cap(node, pod_class, want), room)
                     trial.needs = None
+                else:
+                    count = min(want, room)
                 if count <= 0:
                     continue
                 fit = match(pod_class.request, capacity, node.used)
                 if best is None or fit > best[0]:
-                    best = (fit, pod_class, count, merged)
+                    best = (fit, pod_class, count, merged, room)
             if best is None:
                 break
-            _, pod_class, count, merged = best
+            _, pod_class, count, merged, room = best
             before = taken.get(id(pod_class), 0)
-            room = node.room_for(pod_class)
             # Cut by the room, the same count is found while more than that is left.
             trial.need(pod_class, before + count + 1 if count == room else 1 << 62)
             count = max(1, count // 2)

@@ -9,13 +9,16 @@ round runs, so a new heuristic is a new type added there.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
+from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.scheduling import improve, rounding
-from extender.scheduling.candidates import Candidate, CandidateCache
+from extender.scheduling.candidates import Candidate, CandidateCache, CandidateSet, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, ordering
 from extender.scheduling.packer import (
@@ -69,16 +72,30 @@ class FromLP:
         packer.pack(classes, leave_out, mix_trials=0)
 
 
+@dataclass(frozen=True)
+class Rounded:
+    """The FromLP passes, their starts solved only when a round gets to them (`run_all`): the
+    configuration LP costs more than all the other passes of a small batch together."""
+
+    cache: CandidateCache
+    limited: Sequence[str]
+
+    def heuristics(self, classes: Sequence[PodClass]) -> list[Heuristic]:
+        """One FromLP per rounded start of the classes' pending pods (their cursors at the start)."""
+        return [FromLP(nodes) for nodes in rounding.starts(self.cache, classes, self.limited)]
+
+
 def portfolio(
     classes: Sequence[PodClass], cache: CandidateCache, limited: Sequence[str], budget: int | None
-) -> list[Heuristic]:
+) -> list[Heuristic | Rounded]:
     """First-fit alone, and unless the search is off (budget 0), the balanced fills where classes
     could mix and the LP's rounded starts. The order breaks ties between equal packings."""
-    heuristics: list[Heuristic] = [FirstFit()]
+    heuristics: list[Heuristic | Rounded] = [FirstFit()]
     if budget != 0 and mixes(classes):
         heuristics += [Balanced(m, n) for n in (MIX_TRIALS, 2 * MIX_TRIALS) for m in (alignment, overlap)]
-    if budget != 0:
-        heuristics += [FromLP(nodes) for nodes in rounding.starts(cache, classes, limited)]
+    # The LP leaves limited Provisioners out (their headroom is charged node by node).
+    if budget != 0 and any(c.left and c.view and c.view.provisioner.name not in limited for c in classes):
+        heuristics.append(Rounded(cache, limited))
     return heuristics
 
 
@@ -111,6 +128,82 @@ def run(
     return Packing(packer.state(classes), left_out)
 
 
+def run_all(
+    heuristics: Sequence[Heuristic | Rounded],
+    base: Packer,
+    start: State,
+    classes: Sequence[PodClass],
+    price: Price,
+    budget: int | None,
+) -> list[Packing]:
+    """Each heuristic's packing, in order, until the one `choose` would keep so far places every
+    pending pod at the `floor`: a later packing would have to cost less to replace it, so none is
+    run and `choose` keeps the same one."""
+    least: float | None = math.inf  # not yet computed
+    packings: list[Packing] = []
+    chosen: Packing | None = None
+    pending = list(reversed(heuristics))
+    while pending:
+        heuristic = pending.pop()
+        if isinstance(heuristic, Rounded):
+            base.restore(start)  # the LP reads the pending pods
+            pending += reversed(heuristic.heuristics(classes))
+            continue
+        packing = run(heuristic, base, start, classes, price, budget)
+        packings.append(packing)
+        if chosen is None or _better(packing, chosen, price):
+            chosen = packing
+        if not pending or chosen.left_out or not _one_per_group(chosen.state.nodes):
+            continue  # nothing left to skip, or surely above the floor: a second node costs more
+        if least == math.inf:
+            base.restore(start)  # the floor reads the pending pods
+            least = floor(base.cache, classes)
+        if least is not None and _cost(chosen, price) <= least + FLOOR_SLACK:
+            break
+    return packings
+
+
+def _one_per_group(nodes: Sequence[Node]) -> bool:
+    return len({(id(n.view), n.gpus) for n in nodes}) == len(nodes)
+
+
+#: How far above the floor a packing's cost may be from rounding alone (sums of a few prices):
+#: well under the 1e-9 a packing must save to be better (`_better`).
+FLOOR_SLACK = 1e-11
+
+
+def floor(cache: CandidateCache, classes: Sequence[PodClass]) -> float | None:
+    """A price no packing of the classes' pending pods on new nodes costs less than: every node
+    holds pods of one Provisioner view and accelerator kinds, so each such group costs at least
+    what its dearest pod costs alone, on the cheapest type (any offering its class allows) that
+    holds it. A node's requirements narrow its pods' (intersections), so its types and offerings
+    are among theirs, except burstable types, which an instance-type list admits (candidates.py):
+    None when a class lists instance types, or cannot be placed."""
+    groups: dict[tuple[int, frozenset[str]], float] = {}
+    for c in classes:
+        if not c.left:
+            continue
+        if c.view is None or c.reqs is None or not c.reqs.get(wk.INSTANCE_TYPE).complement:
+            return None
+        found = cache.lookup(c.view, c.reqs, c.gpus)
+        alone = found.remember(("alone", c.request), partial(_alone, found, c.request))
+        key = (id(c.view), c.gpus)
+        groups[key] = max(groups.get(key, 0.0), alone)
+    least = sum(groups.values())
+    return least if least < math.inf else None
+
+
+def _alone(found: CandidateSet, request: Vector) -> float:
+    """The cheapest price of a type in the set, estimated or not, that holds one pod of `request`."""
+    return min(
+        (c.offering.price for c in found.candidates if fit_count(request, c.entry.alloc)), default=math.inf
+    )
+
+
+def _cost(packing: Packing, price: Price) -> float:
+    return sum(_price(price(n)) for n in packing.state.nodes)
+
+
 def choose(packings: Sequence[Packing], price: Price) -> Packing:
     """The best packing: fewest pods left out, then cheapest, with more nodes only when that saves
     a real share of the cost (improve.pays_for_its_nodes, as the local search's repacks); the
@@ -126,8 +219,8 @@ def _better(packing: Packing, other: Packing, price: Price) -> bool:
     if len(packing.left_out) != len(other.left_out):
         return len(packing.left_out) < len(other.left_out)
     nodes, before_nodes = packing.state.nodes, other.state.nodes
-    before = sum(_price(price(n)) for n in before_nodes)
-    saving = before - sum(_price(price(n)) for n in nodes)
+    before = _cost(other, price)
+    saving = before - _cost(packing, price)
     return saving > 1e-9 and improve.pays_for_its_nodes(len(nodes) - len(before_nodes), saving, before)
 
 

@@ -328,9 +328,7 @@ class _Context:
         heuristics = passes.portfolio(classes, self.cache, list(packer.headroom), self.search_budget)
         if len(heuristics) > 1:
             packer.share_fills()
-        packings = [
-            passes.run(h, packer, start, classes, fitting.cheapest, self.search_budget) for h in heuristics
-        ]
+        packings = passes.run_all(heuristics, packer, start, classes, fitting.cheapest, self.search_budget)
         chosen = passes.choose(packings, fitting.cheapest)
         packer.restore(chosen.state)
         planned, over = limits.apply(
