@@ -16,12 +16,15 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 EPS = 1e-9
+#: Slack on `_best_ratio`'s cheap bound so that float rounding never puts it below the costly one.
+LOOSE = 1 + 1e-9
 
 
 def _pareto(vectors: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
@@ -256,24 +259,53 @@ def _undominated(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) -> 
     """The types no other type beats: one with at least its capacity in every dimension, at no
     higher price, usable by every shape that may use it. Such a type holds every pattern the beaten
     one holds, at no higher price, so K_u(w) / price_u >= K_t(w) / price_t for every w: dropping t
-    changes neither the bound's ratio r nor the LP's optimum, and saves its knapsacks."""
+    changes neither the bound's ratio r nor the LP's optimum, and saves its knapsacks.
+
+    Beating is transitive, so a type is dropped exactly when some type before it (cheapest first)
+    beats it; which types beat which by price and capacity does not depend on the shapes and is
+    derived once per catalog (`_dominators`), leaving only the users test per batch."""
     users: dict[str, frozenset[int]] = {}
     for index, s in enumerate(shapes):
         for name in s.types:
             if name in supplies:
                 users[name] = users.get(name, frozenset()) | {index}
-    kept: list[str] = []
-    for name in sorted(users, key=lambda n: (supplies[n][1], tuple(-c for c in supplies[n][0]), n)):
-        capacity, price = supplies[name]
-        beaten = any(
-            users[name] <= users[other]
-            and supplies[other][1] <= price
-            and all(a >= b for a, b in zip(supplies[other][0], capacity, strict=True))
-            for other in kept
+    dominators = _dominators(supplies)
+    return sorted(
+        name
+        for name in users
+        if not any(other in users and users[name] <= users[other] for other in dominators[name])
+    )
+
+
+def _order(name: str, supply: Supply) -> tuple[float, tuple[float, ...], str]:
+    return supply[1], tuple(-c for c in supply[0]), name
+
+
+#: Catalogs whose dominance is kept (the Provisioner views of a cluster; oldest evicted first).
+DOMINANCE_CACHE = 32
+_dominance: dict[frozenset[tuple[str, Supply]], dict[str, tuple[str, ...]]] = {}
+
+
+def _dominators(supplies: Mapping[str, Supply]) -> dict[str, tuple[str, ...]]:
+    """For each type, the types before it in (price, -capacity, name) order with at least its
+    capacity in every dimension (and so, by the order, at no higher price)."""
+    key = frozenset(supplies.items())
+    found = _dominance.get(key)
+    if found is not None:
+        return found
+    ranked = sorted(supplies, key=lambda n: _order(n, supplies[n]))
+    found = {}
+    for at, name in enumerate(ranked):
+        capacity = supplies[name][0]
+        found[name] = tuple(
+            other
+            for other in ranked[:at]
+            if all(a >= b for a, b in zip(supplies[other][0], capacity, strict=True))
         )
-        if not beaten:
-            kept.append(name)
-    return sorted(kept)
+    while len(_dominance) >= DOMINANCE_CACHE:
+        del _dominance[next(iter(_dominance))]
+    _dominance[key] = found
+    return found
 
 
 def _bound_at(
@@ -368,8 +400,12 @@ def _best_ratio(
 ) -> tuple[float, list[tuple[float, str, Pattern]]]:
     """max over types of K_t(w) / price_t, solving knapsacks only for types whose upper bound could
     win; with the patterns found as (worth / price, type, pattern), the most valuable first."""
-    ranked = []
-    for name in types:
+    # Types are taken by their fractional upper bound, largest first (ties in `types` order), until
+    # one cannot beat the best ratio found. That bound is costly, so each type enters the heap
+    # under a cheaper one that is never smaller (what fits of each shape alone, summed) and is
+    # priced only when it reaches the top: the types run and their order stay the same.
+    heap: list[tuple[float, int, bool, str, list[Item]]] = []
+    for at, name in enumerate(types):
         capacity, price = supplies[name]
         items = [
             (index, w, s.request, s.count)
@@ -377,14 +413,19 @@ def _best_ratio(
             if w > EPS and name in s.types and _fits_one(s.request, capacity)
         ]
         if items and price > 0:
-            ranked.append((_fractional(items, capacity) / price, name, items))
-    ranked.sort(key=lambda r: -r[0])
+            alone = sum(w * _max_count(req, capacity, n) for _, w, req, n in items)
+            heap.append((-(alone * LOOSE + EPS) / price, at, False, name, items))
+    heapq.heapify(heap)
     best = 0.0
     found = []
-    for upper, name, items in ranked:
-        if upper <= best:
-            break
+    while heap:
+        key, at, exact, name, items = heapq.heappop(heap)
         capacity, price = supplies[name]
+        if not exact:
+            heapq.heappush(heap, (-(_fractional(items, capacity) / price), at, True, name, items))
+            continue
+        if -key <= best:
+            break
         worth, counts, bound = _knapsack(items, capacity, budget)
         best = max(best, bound / price)
         pattern = [0] * len(shapes)
