@@ -181,7 +181,8 @@ def pattern_bound(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) ->
     if len(shapes) > SEARCHED_SHAPES:
         types = sorted({name for s in shapes for name in s.types if name in supplies})
         unsearched = Allowance(UNSEARCHED_BUDGET)
-        return _bound_at([s.weight for s in shapes], shapes, types, supplies, unsearched)[0]
+        menu = _menu(shapes, types, supplies)
+        return _bound_at([s.weight for s in shapes], shapes, menu, supplies, unsearched)[0]
     return configuration_lp(shapes, supplies)[0]
 
 
@@ -214,7 +215,7 @@ def configuration_lp(
     live = [s.count > 0 and bool(s.types) for s in shapes]
     if not any(live):
         return 0.0, []
-    types = _undominated(shapes, supplies)
+    menu = _menu(shapes, _undominated(shapes, supplies), supplies)
     counts = [float(s.count) if ok else 0.0 for s, ok in zip(shapes, live, strict=True)]
     cuts: list[tuple[list[float], float]] = []
     columns: list[tuple[str, Pattern]] = []
@@ -227,7 +228,7 @@ def configuration_lp(
     for step in range(ROUNDS + len(starts)):
         if weights is None:
             break
-        bound, found = _bound_at(weights, shapes, types, supplies, budget)
+        bound, found = _bound_at(weights, shapes, menu, supplies, budget)
         best = max(best, bound)
         starting = step < len(starts)
         added = 0
@@ -311,13 +312,13 @@ def _dominators(supplies: Mapping[str, Supply]) -> dict[str, tuple[str, ...]]:
 def _bound_at(
     weights: Sequence[float],
     shapes: Sequence[PodShape],
-    types: Sequence[str],
+    menu: _Menu,
     supplies: Mapping[str, Supply],
     budget: Allowance,
 ) -> tuple[float, list[tuple[float, str, Pattern]]]:
     """w.n / r at these weights, with the patterns the knapsacks found (see `_best_ratio`)."""
     demand = sum(w * s.count for w, s in zip(weights, shapes, strict=True))
-    ratio, found = _best_ratio(shapes, weights, types, supplies, budget)
+    ratio, found = _best_ratio(shapes, weights, menu, supplies, budget)
     return (demand / ratio if demand > 0 and ratio > 0 else 0.0), found
 
 
@@ -391,34 +392,63 @@ def _maximise(
     return solution, [max(cost[width + i], 0.0) for i in range(height)]
 
 
+@dataclass(frozen=True)
+class _Menu:
+    """What the types may hold, whatever the weights (derived once per LP): for each type the
+    shapes that may use it and fit it alone as (shape index, request, count, how many fit alone);
+    and the types with a price and some shape as (price, position in the type list, name),
+    cheapest first."""
+
+    fits: dict[str, list[tuple[int, tuple[float, ...], int, int]]]
+    by_price: list[tuple[float, int, str]]
+
+
+def _menu(shapes: Sequence[PodShape], types: Sequence[str], supplies: Mapping[str, Supply]) -> _Menu:
+    fits = {}
+    by_price = []
+    for at, name in enumerate(types):
+        capacity, price = supplies[name]
+        fits[name] = [
+            (index, s.request, s.count, _max_count(s.request, capacity, s.count))
+            for index, s in enumerate(shapes)
+            if name in s.types and _fits_one(s.request, capacity)
+        ]
+        if fits[name] and price > 0:
+            by_price.append((price, at, name))
+    by_price.sort()
+    return _Menu(fits, by_price)
+
+
 def _best_ratio(
     shapes: Sequence[PodShape],
     weights: Sequence[float],
-    types: Sequence[str],
+    menu: _Menu,
     supplies: Mapping[str, Supply],
     budget: Allowance,
 ) -> tuple[float, list[tuple[float, str, Pattern]]]:
     """max over types of K_t(w) / price_t, solving knapsacks only for types whose upper bound could
     win; with the patterns found as (worth / price, type, pattern), the most valuable first."""
-    # Types are taken by their fractional upper bound, largest first (ties in `types` order), until
-    # one cannot beat the best ratio found. That bound is costly, so each type enters the heap
-    # under a cheaper one that is never smaller (what fits of each shape alone, summed) and is
-    # priced only when it reaches the top: the types run and their order stay the same.
+    # Types are taken by their fractional upper bound, largest first (ties by position), until one
+    # cannot beat the best ratio found. That bound is costly, so a type enters the heap under
+    # cheaper ones that are never smaller, and is priced only when it reaches the top: first all
+    # pods' worth over its price (types enter cheapest first, only while that could lead), then
+    # what fits of each shape alone, summed. The types run and their order stay the same.
+    top = sum(w * s.count for w, s in zip(weights, shapes, strict=True) if w > EPS) * LOOSE * LOOSE + 2 * EPS
     heap: list[tuple[float, int, bool, str, list[Item]]] = []
-    for at, name in enumerate(types):
-        capacity, price = supplies[name]
-        items = [
-            (index, w, s.request, s.count)
-            for index, (w, s) in enumerate(zip(weights, shapes, strict=True))
-            if w > EPS and name in s.types and _fits_one(s.request, capacity)
-        ]
-        if items and price > 0:
-            alone = sum(w * _max_count(req, capacity, n) for _, w, req, n in items)
-            heap.append((-(alone * LOOSE + EPS) / price, at, False, name, items))
-    heapq.heapify(heap)
+    stream, pos = menu.by_price, 0
     best = 0.0
     found = []
-    while heap:
+    while True:
+        while pos < len(stream) and (not heap or -(top / stream[pos][0]) <= heap[0][0]):
+            price, at, name = stream[pos]
+            pos += 1
+            fits = [f for f in menu.fits[name] if weights[f[0]] > EPS]
+            if fits:
+                alone = sum(weights[index] * most for index, _, _, most in fits)
+                items = [(index, weights[index], request, count) for index, request, count, _ in fits]
+                heapq.heappush(heap, (-(alone * LOOSE + EPS) / price, at, False, name, items))
+        if not heap:
+            break
         key, at, exact, name, items = heapq.heappop(heap)
         capacity, price = supplies[name]
         if not exact:
