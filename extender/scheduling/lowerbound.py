@@ -179,9 +179,8 @@ def pattern_bound(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) ->
     if not shapes:
         return 0.0
     if len(shapes) > SEARCHED_SHAPES:
-        types = sorted({name for s in shapes for name in s.types if name in supplies})
         unsearched = Allowance(UNSEARCHED_BUDGET)
-        menu = _menu(shapes, types, supplies)
+        menu = _Menu(shapes, supplies, pruned=False)
         return _bound_at([s.weight for s in shapes], shapes, menu, supplies, unsearched)[0]
     return configuration_lp(shapes, supplies)[0]
 
@@ -215,7 +214,7 @@ def configuration_lp(
     live = [s.count > 0 and bool(s.types) for s in shapes]
     if not any(live):
         return 0.0, []
-    menu = _menu(shapes, _undominated(shapes, supplies), supplies)
+    menu = _Menu(shapes, supplies, pruned=True)
     counts = [float(s.count) if ok else 0.0 for s, ok in zip(shapes, live, strict=True)]
     cuts: list[tuple[list[float], float]] = []
     columns: list[tuple[str, Pattern]] = []
@@ -256,57 +255,97 @@ def configuration_lp(
     return best, primal
 
 
-def _undominated(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) -> list[str]:
-    """The types no other type beats: one with at least its capacity in every dimension, at no
-    higher price, usable by every shape that may use it. Such a type holds every pattern the beaten
-    one holds, at no higher price, so K_u(w) / price_u >= K_t(w) / price_t for every w: dropping t
-    changes neither the bound's ratio r nor the LP's optimum, and saves its knapsacks.
-
-    Beating is transitive, so a type is dropped exactly when some type before it (cheapest first)
-    beats it; which types beat which by price and capacity does not depend on the shapes and is
-    derived once per catalog (`_dominators`), leaving only the users test per batch."""
-    users: dict[str, frozenset[int]] = {}
-    for index, s in enumerate(shapes):
-        for name in s.types:
-            if name in supplies:
-                users[name] = users.get(name, frozenset()) | {index}
-    dominators = _dominators(supplies)
-    return sorted(
-        name
-        for name in users
-        if not any(other in users and users[name] <= users[other] for other in dominators[name])
-    )
-
-
 def _order(name: str, supply: Supply) -> tuple[float, tuple[float, ...], str]:
     return supply[1], tuple(-c for c in supply[0]), name
 
 
-#: Catalogs whose dominance is kept (the Provisioner views of a cluster; oldest evicted first).
-DOMINANCE_CACHE = 32
-_dominance: dict[frozenset[tuple[str, Supply]], dict[str, tuple[str, ...]]] = {}
+@dataclass(frozen=True)
+class _Catalog:
+    """What the LP needs of a catalog whatever the batch: for each type the types before it in
+    (price, -capacity, name) order with at least its capacity in every dimension (so at no higher
+    price); and the types with a positive price, cheapest first."""
+
+    dominators: dict[str, tuple[str, ...]]
+    by_price: list[tuple[float, str]]
 
 
-def _dominators(supplies: Mapping[str, Supply]) -> dict[str, tuple[str, ...]]:
-    """For each type, the types before it in (price, -capacity, name) order with at least its
-    capacity in every dimension (and so, by the order, at no higher price)."""
+#: Catalogs kept (the Provisioner views of a cluster; oldest evicted first).
+CATALOG_CACHE = 32
+_catalogs: dict[frozenset[tuple[str, Supply]], _Catalog] = {}
+
+
+def _catalog(supplies: Mapping[str, Supply]) -> _Catalog:
     key = frozenset(supplies.items())
-    found = _dominance.get(key)
+    found = _catalogs.get(key)
     if found is not None:
         return found
     ranked = sorted(supplies, key=lambda n: _order(n, supplies[n]))
-    found = {}
+    dominators = {}
     for at, name in enumerate(ranked):
         capacity = supplies[name][0]
-        found[name] = tuple(
+        dominators[name] = tuple(
             other
             for other in ranked[:at]
             if all(a >= b for a, b in zip(supplies[other][0], capacity, strict=True))
         )
-    while len(_dominance) >= DOMINANCE_CACHE:
-        del _dominance[next(iter(_dominance))]
-    _dominance[key] = found
+    by_price = sorted((price, name) for name, (_, price) in supplies.items() if price > 0)
+    while len(_catalogs) >= CATALOG_CACHE:
+        del _catalogs[next(iter(_catalogs))]
+    found = _catalogs[key] = _Catalog(dominators, by_price)
     return found
+
+
+Fit = tuple[int, tuple[float, ...], int, int]
+
+
+class _Menu:
+    """What each type may hold whatever the weights, derived when a type is first looked at and
+    kept for the LP's rounds: the shapes that may use it and fit it alone, as (shape index,
+    request, count, how many fit alone); none for a type no shape may use or, with `pruned`, a
+    type another beats.
+
+    A type beats another when it has at least its capacity in every dimension, at no higher
+    price, and is usable by every shape that may use the other. It holds every pattern the beaten
+    one holds, at no higher price, so K_u(w) / price_u >= K_t(w) / price_t for every w: dropping
+    t changes neither the bound's ratio r nor the LP's optimum, and saves its knapsacks. Beating
+    is transitive, so a type is dropped exactly when some type before it (cheapest first) beats
+    it; which types beat which by price and capacity is derived once per catalog (`_Catalog`).
+    """
+
+    def __init__(self, shapes: Sequence[PodShape], supplies: Mapping[str, Supply], pruned: bool) -> None:
+        self.shapes = shapes
+        self.supplies = supplies
+        self.catalog = _catalog(supplies)
+        self.names: frozenset[str] = frozenset().union(*(s.types for s in shapes))
+        self.pruned = pruned
+        self._fits: dict[str, list[Fit]] = {}
+        self._users: dict[str, frozenset[int]] = {}
+
+    def fits(self, name: str) -> list[Fit]:
+        found = self._fits.get(name)
+        if found is None:
+            found = []
+            if name in self.names and not (self.pruned and self._beaten(name)):
+                capacity = self.supplies[name][0]
+                found = [
+                    (index, s.request, s.count, _max_count(s.request, capacity, s.count))
+                    for index, s in enumerate(self.shapes)
+                    if name in s.types and _fits_one(s.request, capacity)
+                ]
+            self._fits[name] = found
+        return found
+
+    def _beaten(self, name: str) -> bool:
+        users = self.users(name)
+        return any(
+            other in self.names and users <= self.users(other) for other in self.catalog.dominators[name]
+        )
+
+    def users(self, name: str) -> frozenset[int]:
+        found = self._users.get(name)
+        if found is None:
+            found = self._users[name] = frozenset(i for i, s in enumerate(self.shapes) if name in s.types)
+        return found
 
 
 def _bound_at(
@@ -392,33 +431,6 @@ def _maximise(
     return solution, [max(cost[width + i], 0.0) for i in range(height)]
 
 
-@dataclass(frozen=True)
-class _Menu:
-    """What the types may hold, whatever the weights (derived once per LP): for each type the
-    shapes that may use it and fit it alone as (shape index, request, count, how many fit alone);
-    and the types with a price and some shape as (price, position in the type list, name),
-    cheapest first."""
-
-    fits: dict[str, list[tuple[int, tuple[float, ...], int, int]]]
-    by_price: list[tuple[float, int, str]]
-
-
-def _menu(shapes: Sequence[PodShape], types: Sequence[str], supplies: Mapping[str, Supply]) -> _Menu:
-    fits = {}
-    by_price = []
-    for at, name in enumerate(types):
-        capacity, price = supplies[name]
-        fits[name] = [
-            (index, s.request, s.count, _max_count(s.request, capacity, s.count))
-            for index, s in enumerate(shapes)
-            if name in s.types and _fits_one(s.request, capacity)
-        ]
-        if fits[name] and price > 0:
-            by_price.append((price, at, name))
-    by_price.sort()
-    return _Menu(fits, by_price)
-
-
 def _best_ratio(
     shapes: Sequence[PodShape],
     weights: Sequence[float],
@@ -428,31 +440,33 @@ def _best_ratio(
 ) -> tuple[float, list[tuple[float, str, Pattern]]]:
     """max over types of K_t(w) / price_t, solving knapsacks only for types whose upper bound could
     win; with the patterns found as (worth / price, type, pattern), the most valuable first."""
-    # Types are taken by their fractional upper bound, largest first (ties by position), until one
+    # Types are taken by their fractional upper bound, largest first (ties by name), until one
     # cannot beat the best ratio found. That bound is costly, so a type enters the heap under
     # cheaper ones that are never smaller, and is priced only when it reaches the top: first all
     # pods' worth over its price (types enter cheapest first, only while that could lead), then
     # what fits of each shape alone, summed. The types run and their order stay the same.
     top = sum(w * s.count for w, s in zip(weights, shapes, strict=True) if w > EPS) * LOOSE * LOOSE + 2 * EPS
-    heap: list[tuple[float, int, bool, str, list[Item]]] = []
-    stream, pos = menu.by_price, 0
+    heap: list[tuple[float, str, bool, list[Item]]] = []
+    stream, pos = menu.catalog.by_price, 0
     best = 0.0
     found = []
     while True:
         while pos < len(stream) and (not heap or -(top / stream[pos][0]) <= heap[0][0]):
-            price, at, name = stream[pos]
+            price, name = stream[pos]
             pos += 1
-            fits = [f for f in menu.fits[name] if weights[f[0]] > EPS]
+            fits = [f for f in menu.fits(name) if weights[f[0]] > EPS]
             if fits:
                 alone = sum(weights[index] * most for index, _, _, most in fits)
-                items = [(index, weights[index], request, count) for index, request, count, _ in fits]
-                heapq.heappush(heap, (-(alone * LOOSE + EPS) / price, at, False, name, items))
+                items: list[Item] = [
+                    (index, weights[index], request, count) for index, request, count, _ in fits
+                ]
+                heapq.heappush(heap, (-(alone * LOOSE + EPS) / price, name, False, items))
         if not heap:
             break
-        key, at, exact, name, items = heapq.heappop(heap)
+        key, name, exact, items = heapq.heappop(heap)
         capacity, price = supplies[name]
         if not exact:
-            heapq.heappush(heap, (-(_fractional(items, capacity) / price), at, True, name, items))
+            heapq.heappush(heap, (-(_fractional(items, capacity) / price), name, True, items))
             continue
         if -key <= best:
             break
