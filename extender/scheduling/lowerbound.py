@@ -444,8 +444,11 @@ def _best_ratio(
     # cannot beat the best ratio found. That bound is costly, so a type enters the heap under
     # cheaper ones that are never smaller, and is priced only when it reaches the top: first all
     # pods' worth over its price (types enter cheapest first, only while that could lead), then
-    # what fits of each shape alone, summed. The types run and their order stay the same.
-    top = sum(w * s.count for w, s in zip(weights, shapes, strict=True) if w > EPS) * LOOSE * LOOSE + 2 * EPS
+    # what fits of each shape alone, summed; both plus the largest weight, which `_fractional` may
+    # add for one item of a mutually exclusive set (even one of count 0). The types run and their
+    # order stay the same.
+    live = [(w, s.count) for w, s in zip(weights, shapes, strict=True) if w > EPS]
+    top = (sum(w * n for w, n in live) + max((w for w, _ in live), default=0.0)) * LOOSE * LOOSE + 2 * EPS
     heap: list[tuple[float, str, bool, list[Item]]] = []
     stream, pos = menu.catalog.by_price, 0
     best = 0.0
@@ -457,6 +460,7 @@ def _best_ratio(
             fits = [f for f in menu.fits(name) if weights[f[0]] > EPS]
             if fits:
                 alone = sum(weights[index] * most for index, _, _, most in fits)
+                alone += max(weights[index] for index, *_ in fits)
                 items: list[Item] = [
                     (index, weights[index], request, count) for index, request, count, _ in fits
                 ]
