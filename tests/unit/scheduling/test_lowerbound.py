@@ -142,7 +142,9 @@ def _random_instance(rng: random.Random) -> tuple[list[PodShape], dict[str, lowe
     return shapes, supplies
 
 
-def _eager_ratio(shapes, weights, types, supplies):  # type: ignore[no-untyped-def]
+def _eager_ratio(
+    shapes: list[PodShape], weights: list[float], types: list[str], supplies: dict[str, lowerbound.Supply]
+) -> tuple[float, list[tuple[float, str, lowerbound.Pattern]]]:
     """Every type's fractional bound first, then knapsacks best first (ties by name) until one
     cannot win: the order the cheapest-first scan of `_best_ratio` must reproduce."""
     ranked = []
@@ -156,7 +158,8 @@ def _eager_ratio(shapes, weights, types, supplies):  # type: ignore[no-untyped-d
         if items and price > 0:
             ranked.append((lowerbound._fractional(items, capacity) / price, name, items))
     ranked.sort(key=lambda r: -r[0])
-    best, found, budget = 0.0, [], lowerbound.Allowance(200)
+    best, budget = 0.0, lowerbound.Allowance(200)
+    found: list[tuple[float, str, lowerbound.Pattern]] = []
     for upper, name, items in ranked:
         if upper <= best:
             break
@@ -171,7 +174,7 @@ def _eager_ratio(shapes, weights, types, supplies):  # type: ignore[no-untyped-d
     return best, found
 
 
-def _kept_pairwise(shapes, supplies):  # type: ignore[no-untyped-def]
+def _kept_pairwise(shapes: list[PodShape], supplies: dict[str, lowerbound.Supply]) -> list[str]:
     """Types no earlier kept type beats (capacity, price, users), compared pair by pair."""
     users: dict[str, frozenset[int]] = {}
     for index, s in enumerate(shapes):
