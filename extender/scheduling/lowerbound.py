@@ -474,14 +474,23 @@ def _best_ratio(
             continue
         if -key <= best:
             break
-        worth, counts, bound = _knapsack(items, capacity, budget)
-        best = max(best, bound / price)
-        pattern = [0] * len(shapes)
-        for (index, *_), count in zip(items, counts, strict=True):
-            pattern[index] = count
-        found.append((worth / price, name, tuple(pattern)))
+        ratio, pattern = _solved(name, items, len(shapes), supplies, budget)
+        best = max(best, ratio)
+        found.append(pattern)
     found.sort(key=lambda v: -v[0])
     return best, found
+
+
+def _solved(
+    name: str, items: Sequence[Item], width: int, supplies: Mapping[str, Supply], budget: Allowance
+) -> tuple[float, tuple[float, str, Pattern]]:
+    """The type's knapsack: (its upper bound over price, (worth / price, type, the pattern))."""
+    capacity, price = supplies[name]
+    worth, counts, bound = _knapsack(items, capacity, budget)
+    pattern = [0] * width
+    for (index, *_), count in zip(items, counts, strict=True):
+        pattern[index] = count
+    return bound / price, (worth / price, name, tuple(pattern))
 
 
 def _fits_one(request: Sequence[float], capacity: Sequence[float]) -> bool:

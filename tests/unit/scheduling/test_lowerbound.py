@@ -163,13 +163,9 @@ def _eager_ratio(
     for upper, name, items in ranked:
         if upper <= best:
             break
-        capacity, price = supplies[name]
-        worth, counts, bound = lowerbound._knapsack(items, capacity, budget)
-        best = max(best, bound / price)
-        pattern = [0] * len(shapes)
-        for (index, *_), count in zip(items, counts, strict=True):
-            pattern[index] = count
-        found.append((worth / price, name, tuple(pattern)))
+        ratio, pattern = lowerbound._solved(name, items, len(shapes), supplies, budget)
+        best = max(best, ratio)
+        found.append(pattern)
     found.sort(key=lambda v: -v[0])
     return best, found
 
