@@ -259,14 +259,28 @@ def _order(name: str, supply: Supply) -> tuple[float, tuple[float, ...], str]:
     return supply[1], tuple(-c for c in supply[0]), name
 
 
-@dataclass(frozen=True)
 class _Catalog:
-    """What the LP needs of a catalog whatever the batch: for each type the types before it in
-    (price, -capacity, name) order with at least its capacity in every dimension (so at no higher
-    price); and the types with a positive price, cheapest first."""
+    """What the LP needs of a catalog whatever the batch: the types with a positive price,
+    cheapest first; and for a type, the types before it in (price, -capacity, name) order with at
+    least its capacity in every dimension (so at no higher price), found when first asked for."""
 
-    dominators: dict[str, tuple[str, ...]]
-    by_price: list[tuple[float, str]]
+    def __init__(self, supplies: Mapping[str, Supply]) -> None:
+        self.supplies = dict(supplies)
+        self.ranked = sorted(supplies, key=lambda n: _order(n, supplies[n]))
+        self.position = {name: at for at, name in enumerate(self.ranked)}
+        self.by_price = sorted((price, name) for name, (_, price) in supplies.items() if price > 0)
+        self._dominators: dict[str, tuple[str, ...]] = {}
+
+    def dominators(self, name: str) -> tuple[str, ...]:
+        found = self._dominators.get(name)
+        if found is None:
+            capacity = self.supplies[name][0]
+            found = self._dominators[name] = tuple(
+                other
+                for other in self.ranked[: self.position[name]]
+                if all(a >= b for a, b in zip(self.supplies[other][0], capacity, strict=True))
+            )
+        return found
 
 
 #: Catalogs kept (the Provisioner views of a cluster; oldest evicted first).
@@ -277,21 +291,10 @@ _catalogs: dict[frozenset[tuple[str, Supply]], _Catalog] = {}
 def _catalog(supplies: Mapping[str, Supply]) -> _Catalog:
     key = frozenset(supplies.items())
     found = _catalogs.get(key)
-    if found is not None:
-        return found
-    ranked = sorted(supplies, key=lambda n: _order(n, supplies[n]))
-    dominators = {}
-    for at, name in enumerate(ranked):
-        capacity = supplies[name][0]
-        dominators[name] = tuple(
-            other
-            for other in ranked[:at]
-            if all(a >= b for a, b in zip(supplies[other][0], capacity, strict=True))
-        )
-    by_price = sorted((price, name) for name, (_, price) in supplies.items() if price > 0)
-    while len(_catalogs) >= CATALOG_CACHE:
-        del _catalogs[next(iter(_catalogs))]
-    found = _catalogs[key] = _Catalog(dominators, by_price)
+    if found is None:
+        while len(_catalogs) >= CATALOG_CACHE:
+            del _catalogs[next(iter(_catalogs))]
+        found = _catalogs[key] = _Catalog(supplies)
     return found
 
 
@@ -338,7 +341,7 @@ class _Menu:
     def _beaten(self, name: str) -> bool:
         users = self.users(name)
         return any(
-            other in self.names and users <= self.users(other) for other in self.catalog.dominators[name]
+            other in self.names and users <= self.users(other) for other in self.catalog.dominators(name)
         )
 
     def users(self, name: str) -> frozenset[int]:
