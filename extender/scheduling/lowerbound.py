@@ -16,12 +16,15 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 EPS = 1e-9
+#: Slack on `_best_ratio`'s cheap bound so that float rounding never puts it below the costly one.
+LOOSE = 1 + 1e-9
 
 
 def _pareto(vectors: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
@@ -176,9 +179,9 @@ def pattern_bound(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) ->
     if not shapes:
         return 0.0
     if len(shapes) > SEARCHED_SHAPES:
-        types = sorted({name for s in shapes for name in s.types if name in supplies})
         unsearched = Allowance(UNSEARCHED_BUDGET)
-        return _bound_at([s.weight for s in shapes], shapes, types, supplies, unsearched)[0]
+        menu = _Menu(shapes, supplies, pruned=False)
+        return _bound_at([s.weight for s in shapes], shapes, menu, supplies, unsearched)[0]
     return configuration_lp(shapes, supplies)[0]
 
 
@@ -211,7 +214,7 @@ def configuration_lp(
     live = [s.count > 0 and bool(s.types) for s in shapes]
     if not any(live):
         return 0.0, []
-    types = _undominated(shapes, supplies)
+    menu = _Menu(shapes, supplies, pruned=True)
     counts = [float(s.count) if ok else 0.0 for s, ok in zip(shapes, live, strict=True)]
     cuts: list[tuple[list[float], float]] = []
     columns: list[tuple[str, Pattern]] = []
@@ -224,7 +227,7 @@ def configuration_lp(
     for step in range(ROUNDS + len(starts)):
         if weights is None:
             break
-        bound, found = _bound_at(weights, shapes, types, supplies, budget)
+        bound, found = _bound_at(weights, shapes, menu, supplies, budget)
         best = max(best, bound)
         starting = step < len(starts)
         added = 0
@@ -252,40 +255,112 @@ def configuration_lp(
     return best, primal
 
 
-def _undominated(shapes: Sequence[PodShape], supplies: Mapping[str, Supply]) -> list[str]:
-    """The types no other type beats: one with at least its capacity in every dimension, at no
-    higher price, usable by every shape that may use it. Such a type holds every pattern the beaten
-    one holds, at no higher price, so K_u(w) / price_u >= K_t(w) / price_t for every w: dropping t
-    changes neither the bound's ratio r nor the LP's optimum, and saves its knapsacks."""
-    users: dict[str, frozenset[int]] = {}
-    for index, s in enumerate(shapes):
-        for name in s.types:
-            if name in supplies:
-                users[name] = users.get(name, frozenset()) | {index}
-    kept: list[str] = []
-    for name in sorted(users, key=lambda n: (supplies[n][1], tuple(-c for c in supplies[n][0]), n)):
-        capacity, price = supplies[name]
-        beaten = any(
-            users[name] <= users[other]
-            and supplies[other][1] <= price
-            and all(a >= b for a, b in zip(supplies[other][0], capacity, strict=True))
-            for other in kept
+def _order(name: str, supply: Supply) -> tuple[float, tuple[float, ...], str]:
+    return supply[1], tuple(-c for c in supply[0]), name
+
+
+class _Catalog:
+    """What the LP needs of a catalog whatever the batch: the types with a positive price,
+    cheapest first; and for a type, the types before it in (price, -capacity, name) order with at
+    least its capacity in every dimension (so at no higher price), found when first asked for."""
+
+    def __init__(self, supplies: Mapping[str, Supply]) -> None:
+        self.supplies = dict(supplies)
+        self.ranked = sorted(supplies, key=lambda n: _order(n, supplies[n]))
+        self.position = {name: at for at, name in enumerate(self.ranked)}
+        self.by_price = sorted((price, name) for name, (_, price) in supplies.items() if price > 0)
+        self._dominators: dict[str, tuple[str, ...]] = {}
+
+    def dominators(self, name: str) -> tuple[str, ...]:
+        found = self._dominators.get(name)
+        if found is None:
+            capacity = self.supplies[name][0]
+            found = self._dominators[name] = tuple(
+                other
+                for other in self.ranked[: self.position[name]]
+                if all(a >= b for a, b in zip(self.supplies[other][0], capacity, strict=True))
+            )
+        return found
+
+
+#: Catalogs kept (the Provisioner views of a cluster; oldest evicted first).
+CATALOG_CACHE = 32
+_catalogs: dict[frozenset[tuple[str, Supply]], _Catalog] = {}
+
+
+def _catalog(supplies: Mapping[str, Supply]) -> _Catalog:
+    key = frozenset(supplies.items())
+    found = _catalogs.get(key)
+    if found is None:
+        while len(_catalogs) >= CATALOG_CACHE:
+            del _catalogs[next(iter(_catalogs))]
+        found = _catalogs[key] = _Catalog(supplies)
+    return found
+
+
+Fit = tuple[int, tuple[float, ...], int, int]
+
+
+class _Menu:
+    """What each type may hold whatever the weights, derived when a type is first looked at and
+    kept for the LP's rounds: the shapes that may use it and fit it alone, as (shape index,
+    request, count, how many fit alone); none for a type no shape may use or, with `pruned`, a
+    type another beats.
+
+    A type beats another when it has at least its capacity in every dimension, at no higher
+    price, and is usable by every shape that may use the other. It holds every pattern the beaten
+    one holds, at no higher price, so K_u(w) / price_u >= K_t(w) / price_t for every w: dropping
+    t changes neither the bound's ratio r nor the LP's optimum, and saves its knapsacks. Beating
+    is transitive, so a type is dropped exactly when some type before it (cheapest first) beats
+    it; which types beat which by price and capacity is derived once per catalog (`_Catalog`).
+    """
+
+    def __init__(self, shapes: Sequence[PodShape], supplies: Mapping[str, Supply], pruned: bool) -> None:
+        self.shapes = shapes
+        self.supplies = supplies
+        self.catalog = _catalog(supplies)
+        self.names: frozenset[str] = frozenset().union(*(s.types for s in shapes))
+        self.pruned = pruned
+        self._fits: dict[str, list[Fit]] = {}
+        self._users: dict[str, frozenset[int]] = {}
+
+    def fits(self, name: str) -> list[Fit]:
+        found = self._fits.get(name)
+        if found is None:
+            found = []
+            if name in self.names and not (self.pruned and self._beaten(name)):
+                capacity = self.supplies[name][0]
+                found = [
+                    (index, s.request, s.count, _max_count(s.request, capacity, s.count))
+                    for index, s in enumerate(self.shapes)
+                    if name in s.types and _fits_one(s.request, capacity)
+                ]
+            self._fits[name] = found
+        return found
+
+    def _beaten(self, name: str) -> bool:
+        users = self.users(name)
+        return any(
+            other in self.names and users <= self.users(other) for other in self.catalog.dominators(name)
         )
-        if not beaten:
-            kept.append(name)
-    return sorted(kept)
+
+    def users(self, name: str) -> frozenset[int]:
+        found = self._users.get(name)
+        if found is None:
+            found = self._users[name] = frozenset(i for i, s in enumerate(self.shapes) if name in s.types)
+        return found
 
 
 def _bound_at(
     weights: Sequence[float],
     shapes: Sequence[PodShape],
-    types: Sequence[str],
+    menu: _Menu,
     supplies: Mapping[str, Supply],
     budget: Allowance,
 ) -> tuple[float, list[tuple[float, str, Pattern]]]:
     """w.n / r at these weights, with the patterns the knapsacks found (see `_best_ratio`)."""
     demand = sum(w * s.count for w, s in zip(weights, shapes, strict=True))
-    ratio, found = _best_ratio(shapes, weights, types, supplies, budget)
+    ratio, found = _best_ratio(shapes, weights, menu, supplies, budget)
     return (demand / ratio if demand > 0 and ratio > 0 else 0.0), found
 
 
@@ -362,37 +437,63 @@ def _maximise(
 def _best_ratio(
     shapes: Sequence[PodShape],
     weights: Sequence[float],
-    types: Sequence[str],
+    menu: _Menu,
     supplies: Mapping[str, Supply],
     budget: Allowance,
 ) -> tuple[float, list[tuple[float, str, Pattern]]]:
     """max over types of K_t(w) / price_t, solving knapsacks only for types whose upper bound could
     win; with the patterns found as (worth / price, type, pattern), the most valuable first."""
-    ranked = []
-    for name in types:
-        capacity, price = supplies[name]
-        items = [
-            (index, w, s.request, s.count)
-            for index, (w, s) in enumerate(zip(weights, shapes, strict=True))
-            if w > EPS and name in s.types and _fits_one(s.request, capacity)
-        ]
-        if items and price > 0:
-            ranked.append((_fractional(items, capacity) / price, name, items))
-    ranked.sort(key=lambda r: -r[0])
+    # Types are taken by their fractional upper bound, largest first (ties by name), until one
+    # cannot beat the best ratio found. That bound is costly, so a type enters the heap under
+    # cheaper ones that are never smaller, and is priced only when it reaches the top: first all
+    # pods' worth over its price (types enter cheapest first, only while that could lead), then
+    # what fits of each shape alone, summed; both plus the largest weight, which `_fractional` may
+    # add for one item of a mutually exclusive set (even one of count 0). The types run and their
+    # order stay the same.
+    live = [(w, s.count) for w, s in zip(weights, shapes, strict=True) if w > EPS]
+    top = (sum(w * n for w, n in live) + max((w for w, _ in live), default=0.0)) * LOOSE * LOOSE + 2 * EPS
+    heap: list[tuple[float, str, bool, list[Item]]] = []
+    stream, pos = menu.catalog.by_price, 0
     best = 0.0
     found = []
-    for upper, name, items in ranked:
-        if upper <= best:
+    while True:
+        while pos < len(stream) and (not heap or -(top / stream[pos][0]) <= heap[0][0]):
+            price, name = stream[pos]
+            pos += 1
+            fits = [f for f in menu.fits(name) if weights[f[0]] > EPS]
+            if fits:
+                alone = sum(weights[index] * most for index, _, _, most in fits)
+                alone += max(weights[index] for index, *_ in fits)
+                items: list[Item] = [
+                    (index, weights[index], request, count) for index, request, count, _ in fits
+                ]
+                heapq.heappush(heap, (-(alone * LOOSE + EPS) / price, name, False, items))
+        if not heap:
             break
+        key, name, exact, items = heapq.heappop(heap)
         capacity, price = supplies[name]
-        worth, counts, bound = _knapsack(items, capacity, budget)
-        best = max(best, bound / price)
-        pattern = [0] * len(shapes)
-        for (index, *_), count in zip(items, counts, strict=True):
-            pattern[index] = count
-        found.append((worth / price, name, tuple(pattern)))
+        if not exact:
+            heapq.heappush(heap, (-(_fractional(items, capacity) / price), name, True, items))
+            continue
+        if -key <= best:
+            break
+        ratio, pattern = _solved(name, items, len(shapes), supplies, budget)
+        best = max(best, ratio)
+        found.append(pattern)
     found.sort(key=lambda v: -v[0])
     return best, found
+
+
+def _solved(
+    name: str, items: Sequence[Item], width: int, supplies: Mapping[str, Supply], budget: Allowance
+) -> tuple[float, tuple[float, str, Pattern]]:
+    """The type's knapsack: (its upper bound over price, (worth / price, type, the pattern))."""
+    capacity, price = supplies[name]
+    worth, counts, bound = _knapsack(items, capacity, budget)
+    pattern = [0] * width
+    for (index, *_), count in zip(items, counts, strict=True):
+        pattern[index] = count
+    return bound / price, (worth / price, name, tuple(pattern))
 
 
 def _fits_one(request: Sequence[float], capacity: Sequence[float]) -> bool:

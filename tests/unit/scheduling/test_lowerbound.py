@@ -1,5 +1,7 @@
 """Lower bounds on small instances whose optimum is known by hand."""
 
+import random
+
 import pytest
 
 from extender.scheduling import lowerbound
@@ -117,3 +119,92 @@ def test_a_type_beaten_on_every_resource_and_price_changes_nothing():
     # A type that beats it but not for every shape that may use it does not drop it.
     apart = [shapes[0], PodShape((2.0, 3.0), 5, frozenset({"worse"}), 1.0)]
     assert any(use.type == "worse" for use in lowerbound.configuration_lp(apart, supplies)[1])
+
+
+def _random_instance(rng: random.Random) -> tuple[list[PodShape], dict[str, lowerbound.Supply]]:
+    # Few distinct sizes and prices, and twins, so that ties in price, capacity and bound occur.
+    supplies: dict[str, lowerbound.Supply] = {}
+    for i in range(rng.randint(1, 30)):
+        capacity = (float(rng.choice((2, 4, 8, 16))), float(rng.choice((4, 8, 16, 32))))
+        supplies[f"t{i:02d}"] = (capacity, rng.choice((0.0, 0.1, 0.2, 0.4, 0.8)))
+        if rng.random() < 0.2:
+            supplies[f"t{i:02d}b"] = supplies[f"t{i:02d}"]
+    names = sorted(supplies)
+    shapes = [
+        PodShape(
+            (float(rng.choice((1, 2, 3, 5))), float(rng.choice((1, 2, 4, 9)))),
+            rng.randint(0, 6),
+            frozenset(rng.sample(names, rng.randint(0, len(names)))),
+            1.0,
+        )
+        for _ in range(rng.randint(1, 4))
+    ]
+    return shapes, supplies
+
+
+def _eager_ratio(
+    shapes: list[PodShape], weights: list[float], types: list[str], supplies: dict[str, lowerbound.Supply]
+) -> tuple[float, list[tuple[float, str, lowerbound.Pattern]]]:
+    """Every type's fractional bound first, then knapsacks best first (ties by name) until one
+    cannot win: the order the cheapest-first scan of `_best_ratio` must reproduce."""
+    ranked = []
+    for name in types:
+        capacity, price = supplies[name]
+        items = [
+            (index, w, s.request, s.count)
+            for index, (w, s) in enumerate(zip(weights, shapes, strict=True))
+            if w > lowerbound.EPS and name in s.types and lowerbound._fits_one(s.request, capacity)
+        ]
+        if items and price > 0:
+            ranked.append((lowerbound._fractional(items, capacity) / price, name, items))
+    ranked.sort(key=lambda r: -r[0])
+    best, budget = 0.0, lowerbound.Allowance(200)
+    found: list[tuple[float, str, lowerbound.Pattern]] = []
+    for upper, name, items in ranked:
+        if upper <= best:
+            break
+        ratio, pattern = lowerbound._solved(name, items, len(shapes), supplies, budget)
+        best = max(best, ratio)
+        found.append(pattern)
+    found.sort(key=lambda v: -v[0])
+    return best, found
+
+
+def _kept_pairwise(shapes: list[PodShape], supplies: dict[str, lowerbound.Supply]) -> list[str]:
+    """Types no earlier kept type beats (capacity, price, users), compared pair by pair."""
+    users: dict[str, frozenset[int]] = {}
+    for index, s in enumerate(shapes):
+        for name in s.types:
+            if name in supplies:
+                users[name] = users.get(name, frozenset()) | {index}
+    kept: list[str] = []
+    for name in sorted(users, key=lambda n: (supplies[n][1], tuple(-c for c in supplies[n][0]), n)):
+        capacity, price = supplies[name]
+        if not any(
+            users[name] <= users[o]
+            and supplies[o][1] <= price
+            and all(a >= b for a, b in zip(supplies[o][0], capacity, strict=True))
+            for o in kept
+        ):
+            kept.append(name)
+    return sorted(kept)
+
+
+def test_lazy_type_scan_runs_the_knapsacks_an_eager_ranking_runs():
+    # `_best_ratio` prices a type only when the cheapest-first scan reaches it, and `_Menu` tests
+    # dominance only then too: 300 random catalogs give the same ratio, patterns and order as
+    # pricing every type first, and the same undominated types as comparing kept pairs.
+    rng = random.Random(7)
+    for _ in range(300):
+        shapes, supplies = _random_instance(rng)
+        weights = [rng.choice((0.0, 0.5, 1.0, 1.5)) for _ in shapes]
+        for pruned in (False, True):
+            menu = lowerbound._Menu(shapes, supplies, pruned)
+            types = _kept_pairwise(shapes, supplies) if pruned else sorted(menu.names & supplies.keys())
+            lazy = lowerbound._best_ratio(shapes, weights, menu, supplies, lowerbound.Allowance(200))
+            assert lazy == _eager_ratio(shapes, weights, types, supplies)
+        kept = [n for n in sorted(supplies) if lowerbound._Menu(shapes, supplies, True).fits(n)]
+        holding = [
+            n for n in _kept_pairwise(shapes, supplies) if lowerbound._Menu(shapes, supplies, False).fits(n)
+        ]
+        assert kept == holding
