@@ -294,13 +294,22 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                 answer = requests.post(f"{cluster.extender_url}filter", data=b"[]", timeout=10).json()
                 assert "bad request" in answer["Error"]
 
-                def scraped_with(*names: str) -> dict[Series, float] | None:
+                def scraped_with(*names: str, ours: bool = False) -> dict[Series, float] | None:
                     scrape = parse_scrape(requests.get(scrape_url, timeout=10).text)
                     scrape.update(
                         parse_scrape(requests.get(f"{webhook}/metrics", verify=ca, timeout=10).text)
                     )
                     present = {name for name, _ in scrape}
-                    return scrape if all(n in present for n in names) else None
+                    # This run's own series: nodes of earlier tests in the shared cluster may give
+                    # the names before the observer has refreshed with this run's nodes and pods.
+                    up = not ours or (
+                        _value(scrape, "karpy_nodes", provisioner=live) >= 1
+                        and _value(scrape, "karpy_provisioner_usage", provisioner=live, resource_type="cpu")
+                        >= 3
+                        and _value(scrape, "karpy_pods_pending_oldest_seconds", reason="waiting_for_capacity")
+                        > 0
+                    )
+                    return scrape if up and all(n in present for n in names) else None
 
                 # The observer refreshes every 5 s; the failing launch retries after its backoff.
                 during = wait_for(
@@ -309,9 +318,11 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                         "karpy_launch_errors_total",
                         "karpy_interruption_queue_messages",
                         "karpenter_interruption_received_messages_total",
+                        ours=True,
                     ),
                     60,
-                    "nodes, launch errors, the queue depth and the interruption message in the scrape",
+                    "this run's nodes, usage, waiting pod, launch errors, the queue depth and the "
+                    "interruption message in the scrape",
                 )
                 shown = subprocess.run(
                     [
