@@ -391,8 +391,11 @@ def _value(scrape: dict[Series, float], name: str, **labels: str) -> float:
 def test_the_new_metrics_carry_what_the_run_did(run: Run) -> None:
     during, after, live = run.during, run.after, run.live
     startup = "karpy_pods_startup_duration_seconds_count"
-    assert _value(during, startup, provisioner=live, until="bound") == 3
-    assert _value(after, startup, provisioner=live, until="ready") == 3
+    # The 3 pods karpy bound, and the pod kube-scheduler placed on their node when the controller saw
+    # it pending before its bind (a race it may lose): each once, to bound and to Ready.
+    bound = _value(after, startup, provisioner=live, until="bound")
+    assert 3 <= _value(during, startup, provisioner=live, until="bound") <= bound <= 4
+    assert _value(after, startup, provisioner=live, until="ready") == bound
     assert _value(during, "karpy_nodes", provisioner=live) >= 1
     assert _value(during, "karpy_nodes_price_dollars_per_hour", provisioner=live) > 0
     assert _value(during, "karpy_provisioner_limit", provisioner=live, resource_type="cpu") == 100
