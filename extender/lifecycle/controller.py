@@ -130,9 +130,7 @@ class LifecycleController:
     provisioning; `start` runs them. They act only while `ctx.is_leader()`; each ticks its entry
     in `heartbeats` (read by the extender's /healthz) with its deadline from DEADLINES.
 
-    `sqs`: the client of `settings.aws.interruption_queue`, None when no queue is configured.
-    `provisioners`: lists the Provisioners the lifecycle acts on (default: the cluster's, loaded as
-    `cluster.provisioners.list_configured` loads them)."""
+    `sqs`: the client of `settings.aws.interruption_queue`, None when no queue is configured."""
 
     def __init__(
         self,
@@ -141,12 +139,11 @@ class LifecycleController:
         bound: BoundPods,
         heartbeats: Heartbeats,
         sqs: Any = None,
-        provisioners: Callable[[], list[Provisioner]] | None = None,
     ) -> None:
         self.ctx = ctx
         self.heartbeats = heartbeats
         queue = _TickingQueue(self._tick("lifecycle-node-workers"))
-        self.lifecycle = Lifecycle(ctx, queue=queue, provisioners=provisioners)
+        self.lifecycle = Lifecycle(ctx, queue=queue)
         # A pod bound, finished or deleted may leave its node empty: the node worker looks again.
         bound.subscribe(self.lifecycle.nodes.on_pod)
         # Consolidation (issue 12): shares the node worker's disruption budgets.
@@ -157,7 +154,6 @@ class LifecycleController:
             nodes.census,
             bound=bound,
             pod_events=nodes.pod_events,
-            provisioners=provisioners,
         )
         self.poller: InterruptionPoller | None = None
         if sqs is not None:
