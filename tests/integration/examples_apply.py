@@ -5,7 +5,8 @@ message start (the webhook's 403, or the CRD's own 422 naming `schema_field`).""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -36,6 +37,35 @@ def create_or_refused(
         return None
     assert not expected, f"{obj['kind']} stored, expected refusals {expected}"
     return stored
+
+
+@contextmanager
+def applied(
+    objects: Any,
+    docs: Sequence[dict[str, Any]],
+    resources: Mapping[str, tuple[str, str, str]],
+    as_applied: Callable[[dict[str, Any]], dict[str, Any]],
+    expected: Callable[[dict[str, Any]], Sequence[str]],
+    *,
+    schema_field: str = "",
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """Create each doc (in order) as `create_or_refused` does; yields kind -> the stored objects,
+    and deletes them again, newest first, on leaving."""
+    created: list[tuple[str, str]] = []
+    stored: dict[str, list[dict[str, Any]]] = {kind: [] for kind in resources}
+    try:
+        for doc in docs:
+            resource = resources[doc["kind"]]
+            obj = create_or_refused(
+                objects, resource, as_applied(doc), expected(doc), schema_field=schema_field
+            )
+            if obj is not None:
+                created.append((doc["kind"], obj["metadata"]["name"]))
+                stored[doc["kind"]].append(obj)
+        yield stored
+    finally:
+        for kind, name in reversed(created):
+            objects.delete_cluster_custom_object(*resources[kind], name)
 
 
 def example_hook(

@@ -19,7 +19,7 @@ from extender.api import nodeclass as nc
 from extender.cluster.provisioners import load_configured
 from extender.settings import AWSSettings, Settings
 from hack.localcluster.karpyenv import install_provisioner_crd
-from tests.integration.examples_apply import create_or_refused, example_hook
+from tests.integration.examples_apply import applied, example_hook
 from tests.integration.test_webhook import WebhookProcess, configuration
 from tests.unit.api.test_karpenter_examples import DOCS, expected_refusals
 
@@ -111,19 +111,9 @@ def test_example_applies_or_is_refused_naming_the_field(
     from kubernetes import client
 
     docs = sorted((d for n, d in DOCS if n == name), key=lambda d: d["kind"] != "AWSNodeTemplate")
-    created: list[tuple[str, str]] = []
-    stored: dict[str, list[dict[str, Any]]] = {"Provisioner": [], "AWSNodeTemplate": []}
     with cluster.api_client() as api:
         objects = client.CustomObjectsApi(api)
-        try:
-            for doc in docs:
-                obj = create_or_refused(
-                    objects, KINDS[doc["kind"]], _as_applied(doc), expected_refusals(name, doc)
-                )
-                if obj is None:
-                    continue
-                created.append((doc["kind"], obj["metadata"]["name"]))
-                stored[doc["kind"]].append(obj)
+        with applied(objects, docs, KINDS, _as_applied, lambda doc: expected_refusals(name, doc)) as stored:
             # What the controller does with what was stored: resolve providerRef, read the family.
             settings = Settings(cluster_name="demo", aws=AWSSettings(default_instance_profile=PROFILE))
             for prov in stored["Provisioner"]:
@@ -138,7 +128,3 @@ def test_example_applies_or_is_refused_naming_the_field(
                 loaded = load_configured(prov, settings, stored["AWSNodeTemplate"])
                 (template,) = stored["AWSNodeTemplate"] or [{"spec": prov["spec"].get("provider") or {}}]
                 assert loaded.provider.family == (template["spec"].get("amiFamily") or nc.DEFAULT_AMI_FAMILY)
-        finally:
-            for kind, obj_name in reversed(created):
-                group, version, plural = KINDS[kind]
-                objects.delete_cluster_custom_object(group, version, plural, obj_name)

@@ -19,7 +19,7 @@ from extender.api.nodepool import duration_seconds
 from extender.cluster.provisioners import load_configured
 from extender.settings import Settings
 from hack.localcluster.karpyenv import install_provisioner_crd
-from tests.integration.examples_apply import create_or_refused, example_hook
+from tests.integration.examples_apply import applied, example_hook
 from tests.integration.test_webhook import WebhookProcess, configuration
 from tests.unit.api.test_karpenter_v1_examples import DOCS, expected_refusals
 
@@ -82,25 +82,18 @@ def test_v1_example_applies_or_is_refused_naming_the_field(
     from kubernetes import client
 
     docs = sorted((d for n, d in DOCS if n == name), key=lambda d: d["kind"] != "EC2NodeClass")
-    created: list[tuple[str, str]] = []
-    stored: dict[str, list[dict[str, Any]]] = {"NodePool": [], "EC2NodeClass": []}
+    resources = {kind: (group, version, plural) for kind, (group, version, plural, _) in KINDS.items()}
     with cluster.api_client() as api:
         objects = client.CustomObjectsApi(api)
-        try:
-            for doc in docs:
-                group, version, plural, _ = KINDS[doc["kind"]]
-                # One is refused by the CRD itself: a version in nodeClassRef.group (Karpenter's too).
-                obj = create_or_refused(
-                    objects,
-                    (group, version, plural),
-                    _as_applied(doc),
-                    expected_refusals(name, doc),
-                    schema_field="nodeClassRef.group",
-                )
-                if obj is None:
-                    continue
-                created.append((doc["kind"], obj["metadata"]["name"]))
-                stored[doc["kind"]].append(obj)
+        # One is refused by the CRD itself: a version in nodeClassRef.group (Karpenter's too).
+        with applied(
+            objects,
+            docs,
+            resources,
+            _as_applied,
+            lambda doc: expected_refusals(name, doc),
+            schema_field="nodeClassRef.group",
+        ) as stored:
             # What the controller does with what was stored (CRD defaults applied by the API server).
             settings = Settings(cluster_name="demo")
             for pool in stored["NodePool"]:
@@ -111,7 +104,3 @@ def test_v1_example_applies_or_is_refused_naming_the_field(
                 expire = pool["spec"]["template"]["spec"]["expireAfter"]  # 720h unless the example sets it
                 assert loaded.ttl_seconds_until_expired == duration_seconds(expire)
                 assert pool["spec"]["disruption"]["budgets"]  # the CRD's default, as Karpenter's
-        finally:
-            for kind, obj_name in reversed(created):
-                group, version, plural, _ = KINDS[kind]
-                objects.delete_cluster_custom_object(group, version, plural, obj_name)
