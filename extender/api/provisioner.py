@@ -78,6 +78,11 @@ class Provisioner:
     resource_version: str = ""
 
     @property
+    def noun(self) -> str:
+        """How logs and Events name this kind of object, as Karpenter's do: "nodepool" in v1."""
+        return "nodepool" if self.kind == "NodePool" else "provisioner"
+
+    @property
     def owner_label(self) -> str:
         """The label naming this object on its nodes: `karpenter.sh/nodepool` for a NodePool."""
         return wk.NODEPOOL if self.kind == "NodePool" else wk.PROVISIONER_NAME

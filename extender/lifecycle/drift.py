@@ -2,10 +2,10 @@
 
 Checked each time the node worker looks at a node (node and pod events, and every resync), as
 Karpenter's drift check (fact sheet §7), in this order:
-- `ProvisionerDrifted`: the Provisioner's node-shaping hash (api/provisioner_hash.py: labels,
-  taints, kubelet configuration, provider settings) differs from the one stamped on the node at
-  launch; compared only when both carry the same hash version. Limits, weight, TTLs and
-  consolidation are not hashed, so changing them never drifts a node;
+- `ProvisionerDrifted` (`NodePoolDrifted` for a NodePool, as Karpenter v1 names it): the node-shaping
+  hash (api/provisioner_hash.py: labels, taints, kubelet configuration, provider settings) differs
+  from the one stamped on the node at launch; compared only when both carry the same hash version.
+  Limits, weight, TTLs and consolidation are not hashed, so changing them never drifts a node;
 - `RequirementsDrifted`: the node's labels no longer meet the Provisioner's requirements;
 - `AMIDrift`: the AMI the node booted from (its `karpenter.k8s.aws/instance-ami-id` label) is not
   the one the cloud provider resolves for its Provisioner and instance type now.
@@ -34,7 +34,7 @@ def drift_reason(node: Node, provisioner: Provisioner, image: str | None) -> str
     stamped = node.annotations.get(wk.PROVISIONER_HASH_ANNOTATION)
     same_version = node.annotations.get(wk.PROVISIONER_HASH_VERSION_ANNOTATION) == HASH_VERSION
     if stamped and same_version and stamped != provisioner_hash(provisioner):
-        return "ProvisionerDrifted"
+        return "NodePoolDrifted" if provisioner.kind == "NodePool" else "ProvisionerDrifted"
     if not Requirements.from_requirements(provisioner.requirements).matches(wk.with_ga_keys(node.labels)):
         return "RequirementsDrifted"
     launched = node.annotations.get(AMI_ID_ANNOTATION)
@@ -73,7 +73,7 @@ def check(ctx: Context, node: Node, provisioner: Provisioner) -> str | None:
         nodepatch.set_annotation(ctx.kube, node.name, wk.VOLUNTARY_DISRUPTION_ANNOTATION, None)
     if reason is None or marked:
         return reason
-    message = f"Marked node {node.name} drifted, {reason} (provisioner {provisioner.name})"
+    message = f"Marked node {node.name} drifted, {reason} ({provisioner.noun} {provisioner.name})"
     ctx.log.info(message)
     nodepatch.set_annotation(ctx.kube, node.name, wk.VOLUNTARY_DISRUPTION_ANNOTATION, DRIFTED)
     ctx.recorder.node(node, "Drifted", message)

@@ -177,7 +177,7 @@ class ProvisionerView:
             if not overhead.fits_in(instance_type.allocatable):
                 excluded.append(
                     f"Excluding instance type {instance_type.name}: not enough resources for daemons"
-                    f" (provisioner {provisioner.name})"
+                    f" ({provisioner.noun} {provisioner.name})"
                 )
                 continue
             entries.append(

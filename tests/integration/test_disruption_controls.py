@@ -113,7 +113,7 @@ def test_scheduled_budget_blocks_consolidation_only_inside_its_window(
             fast.settings.lifecycle.consolidation_min_node_age_seconds = 3.0
             release(core_v1, two)
             reason = "No allowed disruptions for disruption reason Underutilized due to blocking budget"
-            blocked = f"{reason} (provisioner {name})"
+            blocked = f"{reason} (nodepool {name})"
             wait_for(lambda: blocked in messages(caplog), 30, "consolidation held by the budget")
             time.sleep(6)  # several more passes (1 s interval, 2 s validation)
             untouched(core_v1, two)
@@ -148,7 +148,7 @@ def test_drifted_only_budget_holds_drift_not_emptiness(
         {"spec": {"template": {"metadata": {"labels": {"tier": "b"}}}}},
     )
     wait_for(
-        lambda: f"Marked node {kept} drifted, ProvisionerDrifted (provisioner {name})" in messages(caplog),
+        lambda: f"Marked node {kept} drifted, NodePoolDrifted (nodepool {name})" in messages(caplog),
         60,
         "drift",
     )

@@ -167,7 +167,7 @@ def test_a_drifted_nodepool_node_shows_drifted_on_its_claim_and_its_replacement_
     claim = wait_for(lambda: _ready_claim(karpy.kube, pool, first), 60, "the first node's claim Ready")
     claim_name = claim["metadata"]["name"]
 
-    # The NodePool's node template changes: its node drifts (ProvisionerDrifted) and is replaced.
+    # The NodePool's node template changes: its node drifts (NodePoolDrifted) and is replaced.
     # Drift is checked when a node is looked at: every 2 s here (test_drift's setting), 5 min by default.
     monkeypatch.setattr(karpy.settings.lifecycle, "resync_seconds", 2.0)
     client.CustomObjectsApi(karpy.kube).patch_cluster_custom_object(
@@ -183,7 +183,7 @@ def test_a_drifted_nodepool_node_shows_drifted_on_its_claim_and_its_replacement_
         return nc.get(nc.conditions_of(current), nc.DRIFTED) if current else None
 
     condition = wait_for(drifted, 60, "Drifted on the first node's claim")
-    assert (condition.status, condition.reason) == ("True", "ProvisionerDrifted")
+    assert (condition.status, condition.reason) == ("True", "NodePoolDrifted")
     second = wait_for(
         lambda: (n := bound_node(core_v1, namespace, "drifting")) != first and n,
         90,

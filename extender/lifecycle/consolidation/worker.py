@@ -188,9 +188,11 @@ class Consolidator:
             wanting = {n.provisioner for n in pool if (reason == budgets.EMPTY) == (not movable(n))}
             blocked |= {(p, reason) for p in wanting if slots.get(p, 0) == 0}
         for name, reason in sorted(blocked - self._blocked):
+            prov = view.provisioner(name)
             self.ctx.log.info(
-                "No allowed disruptions for disruption reason %s due to blocking budget (provisioner %s)",
+                "No allowed disruptions for disruption reason %s due to blocking budget (%s %s)",
                 reason,
+                prov.noun if prov is not None else "provisioner",
                 name,
             )
         self._blocked = blocked

@@ -3,6 +3,7 @@ and marking a drifted node once (annotation, Event, metric)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -93,6 +94,21 @@ def test_drift_reasons() -> None:
     # Unknown current AMI (custom launch template) or no record of the launched one: no AMI drift.
     assert drift.drift_reason(node_of(p), p, None) is None
     assert drift.drift_reason(node_of(p, ami=""), p, "ami-2") is None
+
+
+def test_a_nodepool_drifts_and_is_named_as_karpenter_v1_names_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Karpenter v1's reason for a changed node template is `NodePoolDrifted` (sigs.k8s.io/karpenter
+    pkg/controllers/nodeclaim/disruption/drift.go), and its logs name the nodepool."""
+    p = replace(prov(), kind="NodePool")
+    changed = replace(prov(labels={"team": "b"}), kind="NodePool")
+    assert drift.drift_reason(node_of(p), changed, "ami-1") == "NodePoolDrifted"
+    monkeypatch.setattr(drift.nodepatch, "set_annotation", lambda *_: None)
+    messages: list[str] = []
+    recorder = Recorder(None)
+    monkeypatch.setattr(recorder, "node", lambda node, reason, message, **_: messages.append(message))
+    ctx = Context(Settings(), None, Cloud("ami-1"), None, None, recorder)  # type: ignore[arg-type]
+    assert drift.check(ctx, node_of(p), changed) == "NodePoolDrifted"
+    assert messages == ["Marked node n1 drifted, NodePoolDrifted (nodepool p)"]
 
 
 class Cloud:
