@@ -393,9 +393,9 @@ def test_the_new_metrics_carry_what_the_run_did(run: Run) -> None:
     startup = "karpy_pods_startup_duration_seconds_count"
     # The 3 pods karpy bound, and the pod kube-scheduler placed on their node when the controller saw
     # it pending before its bind (a race it may lose): each once, to bound and to Ready.
-    bound = _value(after, startup, provisioner=live, until="bound")
-    assert 3 <= _value(during, startup, provisioner=live, until="bound") <= bound <= 4
-    assert _value(after, startup, provisioner=live, until="ready") == bound
+    seen, counted = (_value(scrape, startup, provisioner=live, until="bound") for scrape in (during, after))
+    assert 3 <= seen <= counted <= 4
+    assert _value(after, startup, provisioner=live, until="ready") == counted
     assert _value(during, "karpy_nodes", provisioner=live) >= 1
     assert _value(during, "karpy_nodes_price_dollars_per_hour", provisioner=live) > 0
     assert _value(during, "karpy_provisioner_limit", provisioner=live, resource_type="cpu") == 100
@@ -411,7 +411,9 @@ def test_the_new_metrics_carry_what_the_run_did(run: Run) -> None:
     figures = run.status["figures"]
     assert figures["source"] == "metrics"
     bound = next(s for s in figures["startup"] if s["until"] == "bound")
-    assert bound["pods"] == 3 and 0 < bound["p50"] <= bound["p95"]
+    # The same counter, read between the two scrapes: the 3 or 4 above (a fixed 3 failed whenever the
+    # controller also counted the pod kube-scheduler placed).
+    assert seen <= bound["pods"] <= counted and 0 < bound["p50"] <= bound["p95"]
     limit = next(lim for lim in figures["limits"] if lim["provisioner"] == live)
     assert (limit["resource"], limit["limit"], limit["used"] >= 3) == ("cpu", 100, True)
     assert figures["price_per_hour"] > 0 and figures["lower_bound"] is not None
