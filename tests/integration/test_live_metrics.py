@@ -25,6 +25,7 @@ import re
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -279,6 +280,11 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                     60,
                     "kube-scheduler to place a pod on karpy's node",
                 )
+                # That pod may have been Unschedulable first (the startup race below): the observer's
+                # pending gauge counts it until a refresh that read the pending set after its bind.
+                placed_at = time.time()
+                stuck = core.read_namespaced_pod("stuck", namespace)
+                stuck_at = stuck.metadata.creation_timestamp.timestamp()
                 # One interruption message: a spot warning for an instance karpy does not know.
                 warning = {
                     "version": "0",
@@ -302,12 +308,18 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                     present = {name for name, _ in scrape}
                     # This run's own series: nodes of earlier tests in the shared cluster may give
                     # the names before the observer has refreshed with this run's nodes and pods.
+                    oldest = _value(
+                        scrape, "karpy_pods_pending_oldest_seconds", reason="waiting_for_capacity"
+                    )
                     up = not ours or (
                         _value(scrape, "karpy_nodes", provisioner=live) >= 1
                         and _value(scrape, "karpy_provisioner_usage", provisioner=live, resource_type="cpu")
                         >= 3
-                        and _value(scrape, "karpy_pods_pending_oldest_seconds", reason="waiting_for_capacity")
-                        > 0
+                        and oldest > 0
+                        # The refresh's own time (the stuck pod's creation plus its age, the observer's
+                        # clock) is past the placed pod's Ready, with a second for the bind event to
+                        # reach the controller's watch (an older refresh may count that pod pending: 2).
+                        and stuck_at + oldest > placed_at + 1
                     )
                     return scrape if up and all(n in present for n in names) else None
 
@@ -321,8 +333,8 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                         ours=True,
                     ),
                     60,
-                    "this run's nodes, usage, waiting pod, launch errors, the queue depth and the "
-                    "interruption message in the scrape",
+                    "this run's nodes, usage, waiting pod (refreshed after the placed pod's bind), "
+                    "launch errors, the queue depth and the interruption message in the scrape",
                 )
                 shown = subprocess.run(
                     [
