@@ -78,12 +78,15 @@ class OffsetClock:
         return utcnow() + self.offset
 
     def stand_at(self, hour: int, minute: int) -> None:
-        """Move "now" forward to the next hh:mm UTC (never backwards: node ages stay positive)."""
-        real = utcnow()
-        target = real.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        if target <= real:
+        """Move "now" forward to the next hh:mm UTC (never backwards: node ages stay positive, and
+        times the lifecycle stamped with this clock stay in its past). The next hh:mm after the
+        clock's own now, not the real one: from a real 00:05, stand_at(0, 2) then stand_at(0, 12)
+        went to tomorrow 00:02 and back to today 00:12."""
+        now = self()
+        target = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if target <= now:
             target += timedelta(days=1)
-        self.offset = target - real
+        self.offset += target - now
 
 
 @dataclass

@@ -80,7 +80,7 @@ def untouched(core: Any, names: list[str]) -> None:
 
 @contextmanager
 def clock_ahead(harness: Karpy) -> Iterator[None]:
-    """Lets a test stand the lifecycle's clock up to a day ahead of the API server's and moto's
+    """Lets a test stand the lifecycle's clock a day or so ahead of the API server's and moto's
     timestamps. The jump must not read as age: a replacement node seen before kwok marked it Ready
     looked a day old and was terminated as "failed to join" (a CI run at 00:52 UTC), and an instance
     seen before its Node exists would look past the GC grace."""

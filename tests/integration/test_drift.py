@@ -176,10 +176,16 @@ def test_a_new_ami_in_ssm_drifts_and_replaces_nodes_within_the_budget(
     finally:
         # The new nodes would drift back once the original is published again: take them away first.
         apps_v1.delete_namespaced_deployment("web", namespace)
-        for node in nodes_of(core_v1, prov):
-            core_v1.delete_node(node.metadata.name)
-        wait_for(lambda: not nodes_of(core_v1, prov), 60, "the drift test's nodes gone")
-        ssm.put_parameter(Name=path, Value=original, Type="String", DataType="aws:ec2:image", Overwrite=True)
+        try:
+            for node in nodes_of(core_v1, prov):
+                core_v1.delete_node(node.metadata.name)
+            wait_for(lambda: not nodes_of(core_v1, prov), 60, "the drift test's nodes gone")
+        finally:
+            # Even when those nodes outstay the wait: left on the new AMI, every later launch of the
+            # session boots it and the amd64 nodes already up read as AMI-drifted to later lifecycles.
+            ssm.put_parameter(
+                Name=path, Value=original, Type="String", DataType="aws:ec2:image", Overwrite=True
+            )
         # Later launches (and tests) must see the original again: wait out the provider's cache.
         wait_for(
             lambda: current_ami(drifting.cloud, prov) == original,

@@ -25,6 +25,7 @@ import re
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -279,6 +280,11 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                     60,
                     "kube-scheduler to place a pod on karpy's node",
                 )
+                # That pod may have been Unschedulable first (the startup race below): the observer's
+                # pending gauge counts it until a refresh that read the pending set after its bind.
+                placed_at = time.time()
+                stuck = core.read_namespaced_pod("stuck", namespace)
+                stuck_at = stuck.metadata.creation_timestamp.timestamp()
                 # One interruption message: a spot warning for an instance karpy does not know.
                 warning = {
                     "version": "0",
@@ -302,12 +308,18 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                     present = {name for name, _ in scrape}
                     # This run's own series: nodes of earlier tests in the shared cluster may give
                     # the names before the observer has refreshed with this run's nodes and pods.
+                    oldest = _value(
+                        scrape, "karpy_pods_pending_oldest_seconds", reason="waiting_for_capacity"
+                    )
                     up = not ours or (
                         _value(scrape, "karpy_nodes", provisioner=live) >= 1
                         and _value(scrape, "karpy_provisioner_usage", provisioner=live, resource_type="cpu")
                         >= 3
-                        and _value(scrape, "karpy_pods_pending_oldest_seconds", reason="waiting_for_capacity")
-                        > 0
+                        and oldest > 0
+                        # The refresh's own time (the stuck pod's creation plus its age, the observer's
+                        # clock) is past the placed pod's Ready, with a second for the bind event to
+                        # reach the controller's watch (an older refresh may count that pod pending: 2).
+                        and stuck_at + oldest > placed_at + 1
                     )
                     return scrape if up and all(n in present for n in names) else None
 
@@ -321,8 +333,8 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                         ours=True,
                     ),
                     60,
-                    "this run's nodes, usage, waiting pod, launch errors, the queue depth and the "
-                    "interruption message in the scrape",
+                    "this run's nodes, usage, waiting pod (refreshed after the placed pod's bind), "
+                    "launch errors, the queue depth and the interruption message in the scrape",
                 )
                 shown = subprocess.run(
                     [
@@ -393,9 +405,9 @@ def test_the_new_metrics_carry_what_the_run_did(run: Run) -> None:
     startup = "karpy_pods_startup_duration_seconds_count"
     # The 3 pods karpy bound, and the pod kube-scheduler placed on their node when the controller saw
     # it pending before its bind (a race it may lose): each once, to bound and to Ready.
-    bound = _value(after, startup, provisioner=live, until="bound")
-    assert 3 <= _value(during, startup, provisioner=live, until="bound") <= bound <= 4
-    assert _value(after, startup, provisioner=live, until="ready") == bound
+    seen, counted = (_value(scrape, startup, provisioner=live, until="bound") for scrape in (during, after))
+    assert 3 <= seen <= counted <= 4
+    assert _value(after, startup, provisioner=live, until="ready") == counted
     assert _value(during, "karpy_nodes", provisioner=live) >= 1
     assert _value(during, "karpy_nodes_price_dollars_per_hour", provisioner=live) > 0
     assert _value(during, "karpy_provisioner_limit", provisioner=live, resource_type="cpu") == 100
@@ -411,7 +423,9 @@ def test_the_new_metrics_carry_what_the_run_did(run: Run) -> None:
     figures = run.status["figures"]
     assert figures["source"] == "metrics"
     bound = next(s for s in figures["startup"] if s["until"] == "bound")
-    assert bound["pods"] == 3 and 0 < bound["p50"] <= bound["p95"]
+    # The same counter, read between the two scrapes: the 3 or 4 above (a fixed 3 failed whenever the
+    # controller also counted the pod kube-scheduler placed).
+    assert seen <= bound["pods"] <= counted and 0 < bound["p50"] <= bound["p95"]
     limit = next(lim for lim in figures["limits"] if lim["provisioner"] == live)
     assert (limit["resource"], limit["limit"], limit["used"] >= 3) == ("cpu", 100, True)
     assert figures["price_per_hour"] > 0 and figures["lower_bound"] is not None

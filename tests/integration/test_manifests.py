@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.helpers import wait_for
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,10 +243,23 @@ def _can(
 
 
 @pytest.fixture(scope="module")
-def controller_rbac(dynamic: Any) -> Iterator[None]:
+def controller_rbac(cluster: Any, dynamic: Any) -> Iterator[None]:
     docs = load_docs([MANIFESTS / "namespace.yaml", MANIFESTS / "rbac" / "controller.yaml"])
     for doc in docs:
         apply(dynamic, doc, dry_run=False)
+    # The API server's RBAC authorizer reads roles and bindings from its informers, a moment behind
+    # the writes: until one rule of the ClusterRole and one of the Role answer allowed, a review
+    # could deny what the manifests grant (or a denial check pass before they count). Kubernetes'
+    # e2e tests wait the same way, 5 s (kubernetes/kubernetes test/e2e/framework/auth/helpers.go,
+    # WaitForAuthorizationUpdate); twice that on this shared 2-core machine.
+    wait_for(
+        lambda: (
+            _can(cluster, "watch", "pods")
+            and _can(cluster, "create", "leases", group="coordination.k8s.io", namespace=NAMESPACE)
+        ),
+        10,
+        "the controller's ClusterRole and Role in the API server's authorizer",
+    )
     yield
     for doc in reversed(docs[1:]):  # the namespace may be shared with other tests
         resource = dynamic.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
