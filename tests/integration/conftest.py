@@ -181,6 +181,7 @@ def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
     try:
         yield Karpy(controller, state, raw_cloud, kube, leading)
     finally:
+        leading.clear()  # a thread still unwinding launches nothing for the next module
         stop.set()
         server.shutdown()
         server.server_close()  # free the extender port for the next module (test_chaos routes it)

@@ -170,6 +170,9 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
     try:
         yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender, clock)
     finally:
+        # Give up leadership first: a watch or queue thread still unwinding acts only as a leader,
+        # so it cannot launch, disrupt or collect in the next module's cluster state.
+        leading.clear()
         stop.set()
         extender.stop()
 
