@@ -26,7 +26,7 @@ from tests.unit.scheduling.karpenter.builders import INSTANCE_TYPE, SPOT, Z1, Cl
 GEN = wk.INSTANCE_GENERATION
 
 
-def nodepool(*requirements: dict[str, Any], name: str = "default") -> Provisioner:
+def nodepool(*requirements: dict[str, Any], name: str = "default", **limits: str) -> Provisioner:
     """A karpenter.sh/v1 NodePool (Karpenter's test.NodePool) through karpy's loader."""
     return load_nodepool(
         {
@@ -34,6 +34,7 @@ def nodepool(*requirements: dict[str, Any], name: str = "default") -> Provisione
             "kind": "NodePool",
             "metadata": {"name": name},
             "spec": {
+                **({"limits": limits} if limits else {}),
                 "template": {
                     "spec": {
                         "requirements": list(requirements),
@@ -43,7 +44,7 @@ def nodepool(*requirements: dict[str, Any], name: str = "default") -> Provisione
                             "name": "default",
                         },
                     }
-                }
+                },
             },
         }
     )
@@ -246,3 +247,19 @@ def _prices(node: PlannedNode) -> list[Offering]:
         for o in t.offerings
         if o.available and o.zone in node.zones and o.capacity_type in node.capacity_types
     ]
+
+
+@pytest.mark.parametrize(("least", "placed"), [(2, True), (3, False)])
+def test_limits_that_shrink_the_options_below_min_values_drop_the_node(least: int, placed: bool):
+    """Karpenter nodeclaim.go RemoveInstanceTypeOptionsByPriceAndMinValues: the options left within
+    the NodePool's limits must still meet minValues. Limit 5 cpu keeps the 2- and 4-cpu types of three."""
+    types = [fake(SMALL, 2, 0.52), fake(LARGE, 4, 1.0), fake("instance-type-3", 8, 1.2)]
+    cluster = Cluster(nodepool(mv(req(INSTANCE_TYPE, "Exists"), least), cpu="5"), instance_types=types)
+    (p,) = _pods(1)
+    plan = cluster.provision([p])
+    if placed:
+        cluster.expect_scheduled(p)
+        assert {SMALL, LARGE} <= {t.name for t in plan.nodes[0].options}
+    else:
+        cluster.expect_not_scheduled(p)
+        assert f"minValues requirement is not met for label(s) ({INSTANCE_TYPE})" in cluster.reason(p)
