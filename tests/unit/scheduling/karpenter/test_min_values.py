@@ -20,6 +20,7 @@ from extender.api.nodepool import load_nodepool
 from extender.api.provisioner import Provisioner
 from extender.scheduling.instancetypes import GIB, InstanceType, Offering
 from extender.scheduling.plan import PlannedNode
+from tests.unit.api.test_nodepool import pool
 from tests.unit.scheduling.builders import catalog
 from tests.unit.scheduling.karpenter.builders import INSTANCE_TYPE, SPOT, Z1, Cluster, pod, req
 
@@ -28,26 +29,9 @@ GEN = wk.INSTANCE_GENERATION
 
 def nodepool(*requirements: dict[str, Any], name: str = "default", **limits: str) -> Provisioner:
     """A karpenter.sh/v1 NodePool (Karpenter's test.NodePool) through karpy's loader."""
-    return load_nodepool(
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": name},
-            "spec": {
-                **({"limits": limits} if limits else {}),
-                "template": {
-                    "spec": {
-                        "requirements": list(requirements),
-                        "nodeClassRef": {
-                            "group": "karpenter.k8s.aws",
-                            "kind": "EC2NodeClass",
-                            "name": "default",
-                        },
-                    }
-                },
-            },
-        }
-    )
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    spec = {"nodeClassRef": ref, "requirements": list(requirements)}
+    return load_nodepool(pool(name=name, template_spec=spec, **({"limits": limits} if limits else {})))
 
 
 def mv(requirement: dict[str, Any], count: int) -> dict[str, Any]:
