@@ -328,3 +328,17 @@ def test_min_values_are_kept() -> None:
     ]
     loaded = load_nodepool(pool(template_spec={"nodeClassRef": ref, "requirements": requirements}))
     assert [r.min_values for r in loaded.requirements] == [2, 50, None]
+
+
+def test_min_values_drift_no_node() -> None:
+    """Karpenter pkg/apis/v1/nodeclaim.go: NodeClaimTemplate `Requirements ... hash:"ignore"`, so a
+    minValues change leaves the nodepool-hash (and every node) as it was."""
+    from extender.api.provisioner_hash import provisioner_hash
+
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    family = {"key": wk.INSTANCE_FAMILY, "operator": "Exists"}
+    hashes = {
+        provisioner_hash(load_nodepool(pool(template_spec={"nodeClassRef": ref, "requirements": [req]})))
+        for req in (family, {**family, "minValues": 2}, {**family, "minValues": 5})
+    }
+    assert len(hashes) == 1
