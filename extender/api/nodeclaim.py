@@ -324,7 +324,12 @@ def requirements(provisioner: Provisioner, labels: Mapping[str, str]) -> list[di
         value = labels.get(key)
         resolved[key] = Requirement(key, "In", (value,)) if value else replace(req, key=key)
     return [
-        {"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})}
+        {
+            "key": r.key,
+            "operator": r.operator,
+            **({"values": list(r.values)} if r.values else {}),
+            **({"minValues": r.min_values} if r.min_values is not None else {}),
+        }
         for r in resolved.values()
         if r.operator != "Exists" or r.key not in RESOLVED_KEYS  # a key the launch should settle but did not
     ]

@@ -10,7 +10,9 @@ template.spec.nodeClassRef -> the EC2NodeClass's NodeClass (`provider`) and kube
 
 Defaults are the CRD's (the API server applies them to stored objects; `karpy plan` reads files
 the API server never saw, so they are applied here too). What karpy does not implement is refused
-by name (minValues, startupTaints, Gte/Lte, Balanced, static replicas, template annotations).
+by name (startupTaints, Gte/Lte, Balanced, static replicas, template annotations). A requirement's
+minValues is kept (`Requirement.min_values`) within the CRD's bounds (1..50, at most the number of
+`In` values); the solver keeps that many distinct values of its key among a node's instance types.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ _SCHEDULE = re.compile(
     r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
 )
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+#: The CRD's minimum and maximum of a requirement's minValues.
+MIN_VALUES_RANGE = (1, 50)
 
 
 def duration_seconds(text: str) -> int | None:
@@ -91,7 +95,13 @@ def _unsupported(what: str) -> str:
 
 class NodePoolRequirementSchema(RequirementSchema):
     operator = fields.String(required=True)
-    minValues = fields.Integer(strict=True, load_default=None)
+    minValues = fields.Integer(
+        strict=True,
+        load_default=None,
+        validate=validate.Range(
+            min=MIN_VALUES_RANGE[0], max=MIN_VALUES_RANGE[1], error="must be between {min} and {max}"
+        ),
+    )
 
     @validates_schema(skip_on_field_errors=False)
     def check_operator(self, data: dict[str, Any], **_: Any) -> None:
@@ -100,8 +110,14 @@ class NodePoolRequirementSchema(RequirementSchema):
             raise ValidationError(_unsupported(f"operator {op}") + f" (use {choices(OPERATORS)})", "operator")
         if op not in OPERATORS:
             raise ValidationError(f"{quote(op)} not in {choices(OPERATORS)}", "operator")
-        if data.get("minValues") is not None:
-            raise ValidationError(_unsupported("minValues"), "minValues")
+        min_values = data.get("minValues")
+        if op == "In" and min_values is not None and len(data.get("values") or ()) < min_values:
+            # The CRD's CEL rule (karpenter.sh_nodepools.yaml), also for files the API server never saw.
+            raise ValidationError(
+                "requirements with 'minValues' must have at least that many values specified in the"
+                " 'values' field",
+                "minValues",
+            )
         key = data.get("key") or ""
         if (problem := qualified_name_problem(key)) is not None:
             raise ValidationError(f"invalid key name {quote(key)}: {problem}", "key")
@@ -115,7 +131,10 @@ class NodePoolRequirementSchema(RequirementSchema):
     @post_load
     def make(self, data: dict[str, Any], **_: Any) -> Requirement:
         return Requirement(
-            key=wk.normalize_key(data["key"]), operator=data["operator"], values=tuple(data["values"])
+            key=wk.normalize_key(data["key"]),
+            operator=data["operator"],
+            values=tuple(data["values"]),
+            min_values=data["minValues"],
         )
 
 

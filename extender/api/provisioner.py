@@ -30,6 +30,9 @@ class Requirement:
     key: str
     operator: str
     values: tuple[str, ...] = ()
+    #: NodePool `minValues` (v1beta1+): a launch's instance types span at least this many values
+    #: of the key (scheduling/minvalues.py); v1alpha5 requirements and pods' have none.
+    min_values: int | None = None
 
 
 @dataclass(frozen=True)

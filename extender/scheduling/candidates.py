@@ -27,13 +27,21 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import ACCELERATOR_RESOURCES, PODS, Resources
 from extender.scheduling import attach
-from extender.scheduling.constraints import defined_keys, pod_terms, provisioner_requirements
+from extender.scheduling.constraints import (
+    MinValues,
+    defined_keys,
+    min_values,
+    pod_terms,
+    provisioner_requirements,
+)
 from extender.scheduling.instancetypes import InstanceType, NodeSettings, Offering, OfferingKey
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
 
 Vector = tuple[float, ...]
 
+#: Instance types a launch offers at most (Karpenter's MaxInstanceTypes).
+MAX_OPTIONS = 60
 #: Candidate sets a view keeps across solves (one per requirement set asked); cleared when full.
 MAX_KEPT_SETS = 1024
 #: Entries one CandidateSet's memo keeps (requests and fills asked of it); cleared when full.
@@ -187,6 +195,11 @@ class ProvisionerView:
         return cls(provisioner, reqs, keys, entries, excluded, daemon_ports=ports)
 
     @cached_property
+    def min_values(self) -> MinValues:
+        """The NodePool's minValues by key; () for most Provisioners, which skip every check."""
+        return min_values(self.provisioner)
+
+    @cached_property
     def accelerator_kinds(self) -> frozenset[frozenset[str]]:
         """The accelerator kinds of the view's types, each set once (the empty one for plain types)."""
         return frozenset(gpus_of(e.type) for e in self.entries)
@@ -210,8 +223,10 @@ class ProvisionerView:
 
 
 class CandidateCache:
-    def __init__(self, unavailable: Collection[OfferingKey]) -> None:
+    def __init__(self, unavailable: Collection[OfferingKey], max_options: int = MAX_OPTIONS) -> None:
         self.unavailable = frozenset(unavailable)
+        #: Instance types a node may offer at launch (CreateFleet overrides); minValues must fit in it.
+        self.max_options = max_options
         self._memo: dict[tuple[str, Requirements, frozenset[str]], CandidateSet] = {}
 
     def cheapest_offering(self, instance_type: InstanceType, reqs: Requirements) -> Offering | None:

@@ -12,12 +12,26 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Requirement
 from extender.scheduling.requirements import Requirements
 
+#: key -> the fewest distinct values a node's instance types give it (minvalues.py), sorted by
+#: key; () when no requirement has minValues.
+MinValues = tuple[tuple[str, int], ...]
+
 
 def provisioner_requirements(provisioner: Provisioner) -> Requirements:
     labels = {**provisioner.labels, provisioner.owner_label: provisioner.name}
     return Requirements.from_requirements(provisioner.requirements).intersect(
         Requirements.from_labels(labels)
     )
+
+
+def min_values(provisioner: Provisioner) -> MinValues:
+    """Each key's largest minValues (Karpenter's Requirement.Intersection keeps the max)."""
+    most: dict[str, int] = {}
+    for req in provisioner.requirements:
+        if req.min_values is not None:
+            key = wk.normalize_key(req.key)
+            most[key] = max(most.get(key, 0), req.min_values)
+    return tuple(sorted(most.items()))
 
 
 def defined_keys(provisioner: Provisioner) -> frozenset[str]:

@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from extender.api import labels as wk
 from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
+from extender.scheduling import minvalues
+from extender.scheduling.constraints import min_values
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.plan import PlannedNode, Unschedulable
+from extender.scheduling.requirements import Requirements, ValueSet
 
 EPS = 1e-9
 #: Every limits reason contains this.
@@ -107,6 +111,15 @@ def apply(
             )
             dropped.extend(Unschedulable(pod, reason) for pod in node.pods)
             continue
+        mins = min_values(by_name[node.provisioner])
+        if mins and len(room) < len(node.options) and (short := minvalues.unmet(room, mins, _offered(node))):
+            # Karpenter RemoveInstanceTypeOptionsByPriceAndMinValues: fewer options may break minValues.
+            reason = (
+                f"provisioner {node.provisioner} {EXCEEDED}: the types within them miss "
+                + minvalues.reason(short)
+            )
+            dropped.extend(Unschedulable(pod, reason) for pod in node.pods)
+            continue
         if room[0] is not node.options[0]:
             cheapest = min(
                 (
@@ -126,3 +139,13 @@ def apply(
         used[node.provisioner] = base + Resources({n: node.options[0].capacity.get(n) for n in limited})
         kept.append(node)
     return kept, dropped
+
+
+def _offered(node: PlannedNode) -> Requirements:
+    """The zones and capacity types the node may launch in, as requirements (minValues counts them)."""
+    return Requirements.of(
+        {
+            wk.ZONE: ValueSet(False, frozenset(node.zones), allow_absent=False),
+            wk.CAPACITY_TYPE: ValueSet(False, frozenset(node.capacity_types), allow_absent=False),
+        }
+    )

@@ -1,5 +1,6 @@
 """A packed node's options: the instance types that hold its pods, cheapest first, and the
-PlannedNode the plan reports for it (labels, taints, zones and capacity types its options offer)."""
+PlannedNode the plan reports for it (labels, taints, zones and capacity types its options offer).
+A NodePool with minValues gets a covering set of them instead of the cheapest few (minvalues.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 
 from extender.api import labels as wk
 from extender.api.resources import Resources
+from extender.scheduling import minvalues
 from extender.scheduling.candidates import Candidate, CandidateCache, CandidateSet, Vector, fits
 from extender.scheduling.packer import Node
 from extender.scheduling.plan import PlannedNode
@@ -33,6 +35,10 @@ class Fitting:
     def _fitting(self, node: Node, limit: int) -> list[Candidate]:
         assert node.view is not None and node.reqs is not None
         found = self.cache.lookup(node.view, node.reqs, node.gpus)
+        if mins := node.view.min_values:
+            # The launch's options, not the cheapest `limit`: [] (no price) when they cannot be covered.
+            covered = minvalues.options(found, node.used, mins, node.reqs, self.cache.max_options)
+            return covered[:limit]
         return found.remember(("fitting", node.used, limit), lambda: _fitting(found, node.used, limit))
 
     def offers(self, node: Node, limit: int) -> tuple[list[str], list[str]]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from extender.api.affinity import HostPort
 from extender.api.pod import Pod
 from extender.api.resources import Resources
-from extender.scheduling import attach, claims, limits
+from extender.scheduling import attach, claims, limits, minvalues
 from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.plan import ExistingNode
@@ -130,12 +130,17 @@ class Node:
             free = claims.shift(free, claims.new_on(self.claims, pod_class.shared), -1.0)
         return fit_count(pod_class.request, free)
 
-    def add(self, pod_class: PodClass, count: int) -> None:
+    def after(self, pod_class: PodClass, count: int) -> Vector:
+        """What the node would use with `count` more of the class's pods."""
         used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))
         if pod_class.shared and count > 0:
             used = claims.shift(used, claims.new_on(self.claims, pod_class.shared), 1.0)
+        return used
+
+    def add(self, pod_class: PodClass, count: int) -> None:
+        self.used = self.after(pod_class, count)
+        if pod_class.shared and count > 0:
             self.claims.update(claim for _, claim in pod_class.shared)
-        self.used = used
         self.entries.append((pod_class, count))
         for term in pod_class.matches:
             self.term_counts[term] += count
@@ -353,6 +358,41 @@ class Packer:
             found = self._names[id(reqs)] = (reqs, self.cache.lookup(node.view, reqs, node.gpus).names)
         return found[1]
 
+    def _min_values_room(self, node: Node, pod_class: PodClass, merged: Requirements, most: int) -> int:
+        """The most of `most` pods of the class the node takes while the types holding it all still
+        meet its NodePool's minValues within the launch's options (minvalues.py); fewer pods leave
+        more types, so the largest such count is found by bisection."""
+        assert node.view is not None
+        view, limit = node.view, self.cache.max_options
+        found = self.cache.lookup(view, merged, node.gpus)
+
+        def meets(count: int) -> bool:
+            return bool(
+                minvalues.options(found, node.after(pod_class, count), view.min_values, merged, limit)
+            )
+
+        if meets(most):
+            return most
+        low, high = 0, most  # meets(high) is false; meets(low) is assumed (0 adds nothing)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if meets(middle):
+                low = middle
+            else:
+                high = middle
+        return low
+
+    def min_values_unmet(self, pod_class: PodClass) -> list[str]:
+        """The minValues keys one pod of the class misses alone on a new node; [] when it meets them."""
+        view, reqs = pod_class.view, pod_class.reqs
+        if view is None or reqs is None or not view.min_values:
+            return []
+        found = self.cache.lookup(view, reqs, pod_class.gpus)
+        if minvalues.options(found, pod_class.request, view.min_values, reqs, self.cache.max_options):
+            return []
+        holding = [c.entry.type for c in found.candidates if fit_count(pod_class.request, c.entry.alloc)]
+        return minvalues.unmet(holding, view.min_values, reqs) or [k for k, _ in view.min_values]
+
     def _commit(self, node: Node, pod_class: PodClass, count: int) -> None:
         node.pods.extend(pod_class.pods[pod_class.next : pod_class.next + count])
         pod_class.next += count
@@ -419,6 +459,8 @@ class Packer:
             if merged is None or name not in self._allowed_names(node, merged):
                 continue
             count = min(want, pod_class.left, node.room_for(pod_class))
+            if seed.view.min_values and count:
+                count = self._min_values_room(node, pod_class, merged, count)
             count = self.topology_cap(node, pod_class, count)
             if count > 0:
                 node.reqs = merged
@@ -490,6 +532,8 @@ class Packer:
                     continue
                 if not ranking and self._ranking(seed, limited=False):
                     cause, reason = Cause.LIMITS, self.limit_reason(seed)
+                elif unmet := self.min_values_unmet(seed):
+                    cause, reason = Cause.NO_ROOM, minvalues.reason(unmet)
                 elif any(t.node.room_for(seed) for t in trials):
                     cause, reason = Cause.HOST_RULES, UNMET_TOPOLOGY
                 else:
@@ -618,6 +662,8 @@ class Packer:
         name = candidate.entry.type.name
         node = _empty(candidate, seed)
         trial = _Trial(candidate, node, 0.0)
+        assert seed.view is not None
+        mins = seed.view.min_values
         for pod_class in active:
             if pod_class.view is not seed.view or pod_class.gpus != seed.gpus:
                 continue
@@ -628,6 +674,8 @@ class Packer:
             if merged is not node.reqs and name not in self._allowed_names(node, merged):
                 continue
             room = node.room_for(pod_class)
+            if mins and room:
+                room = self._min_values_room(node, pod_class, merged, min(room, pod_class.left))
             if ruled(pod_class):
                 count = min(self.topology_cap(node, pod_class, pod_class.left), room)
                 trial.needs = None
@@ -701,6 +749,8 @@ class Packer:
         # (class, whether hostname rules or ports bind it): a free class's cap is what it wants.
         pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
         trial = _Trial(candidate, node, 0.0)
+        assert seed.view is not None
+        mins = seed.view.min_values
         while True:
             best: tuple[float, PodClass, int, Requirements, int] | None = None
             for pod_class, bound in pending:
@@ -714,6 +764,8 @@ class Packer:
                 ):
                     continue
                 room = node.room_for(pod_class)
+                if mins and room:
+                    room = self._min_values_room(node, pod_class, merged, min(room, want))
                 if bound:
                     count = min(self.topology_cap(node, pod_class, want), room)
                     trial.needs = None

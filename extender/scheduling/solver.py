@@ -23,7 +23,7 @@ from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
 from extender.scheduling import attach, claims, lastbind, limits, passes
 from extender.scheduling.bound import plan_bound
-from extender.scheduling.candidates import CandidateCache, ProvisionerView
+from extender.scheduling.candidates import MAX_OPTIONS, CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, Matcher, build_classes, existing_repels
 from extender.scheduling.domains import DomainPlanner, Outcome, settle_phases
@@ -65,7 +65,7 @@ def solve(
     unavailable: Collection[OfferingKey] = frozenset(),
     usage: Mapping[str, Resources] | None = None,
     sort_key: str = "cpu",
-    max_options: int = 60,
+    max_options: int = MAX_OPTIONS,
     with_bound: bool = True,
     namespaces: NamespaceLabels | None = None,
     search_budget: int | None = None,
@@ -96,7 +96,13 @@ def solve(
         )
     final, live = _screen(pods, namespaces)
     context = _Context(
-        views, CandidateCache(unavailable), dims, existing_nodes, namespaces, usage or {}, search_budget
+        views,
+        CandidateCache(unavailable, max_options),
+        dims,
+        existing_nodes,
+        namespaces,
+        usage or {},
+        search_budget,
     )
     result, dropped, later = _rounds(context, live, sort_key, max_options)
     classes = result.classes

@@ -35,14 +35,6 @@ REFUSED = {
     ("instance-store-ephemeral-storage.yaml", "EC2NodeClass"): (
         "spec.instanceStorePolicy: instanceStorePolicy is not supported",
     ),
-    ("min-values-family.yaml", "NodePool"): (
-        "spec.template.spec.requirements[4].minValues: minValues is not",
-    ),
-    ("min-values-multiple-keys.yaml", "NodePool"): (
-        "spec.template.spec.requirements[3].minValues: minValues is not",
-        "spec.template.spec.requirements[4].minValues: minValues is not",
-        "spec.template.spec.requirements[5].minValues: minValues is not",
-    ),
     ("windows-2019.yaml", "EC2NodeClass"): (
         'spec.amiSelectorTerms[0].alias: "windows2019@latest" is not supported',
     ),
@@ -139,3 +131,22 @@ def test_getting_started_nodepool_is_the_guides() -> None:
     assert pool.ttl_seconds_until_expired == 720 * 3600
     assert pool.provider.ami_version == "v20240625"
     assert pool.provider.subnet_selector == {"karpenter.sh/discovery": "demo"}
+
+
+def test_min_values_examples_keep_their_min_values() -> None:
+    """min-values-family.yaml and min-values-multiple-keys.yaml (refused before karpy kept minValues)
+    load with each requirement's minValues; the solver reads the largest per key."""
+    from extender.scheduling.constraints import min_values
+
+    pools = {
+        name: load_nodepool(doc)
+        for name, doc in DOCS
+        if name.startswith("min-values") and doc["kind"] == "NodePool"
+    }
+    assert min_values(pools["min-values-multiple-keys.yaml"]) == (
+        ("karpenter.k8s.aws/instance-category", 2),
+        ("karpenter.k8s.aws/instance-family", 5),
+        ("node.kubernetes.io/instance-type", 2),
+    )
+    family = pools["min-values-family.yaml"]
+    assert [r.min_values for r in family.requirements if r.min_values is not None] == [5]

@@ -128,6 +128,30 @@ def test_requirements_are_narrowed_to_what_the_launch_settled() -> None:
     assert reqs["team"] == {"key": "team", "operator": "Exists"}
 
 
+def test_min_values_stay_on_unsettled_keys_only() -> None:
+    """Karpenter's NodeClaim requirements carry minValues (NodeSelectorRequirementWithMinValues); a key
+    narrowed to the one value the launch settled drops it (the CRD's CEL: In lists >= minValues)."""
+    from dataclasses import replace
+
+    pool = replace(
+        POOL,
+        requirements=(
+            Requirement("karpenter.k8s.aws/instance-family", "In", ("m5", "c5"), min_values=2),
+            Requirement("team", "Exists", min_values=1),
+        ),
+    )
+    reqs = {
+        r["key"]: r
+        for r in nc.manifest(pool, node(), "i-0abc123", requests=Resources())["spec"]["requirements"]
+    }
+    assert reqs["karpenter.k8s.aws/instance-family"] == {
+        "key": "karpenter.k8s.aws/instance-family",
+        "operator": "In",
+        "values": ["m5"],
+    }
+    assert reqs["team"] == {"key": "team", "operator": "Exists", "minValues": 1}
+
+
 def test_no_owner_reference_without_the_nodepool_uid_and_never_expires_when_unset() -> None:
     from dataclasses import replace
 

@@ -149,10 +149,6 @@ def test_budgets_with_schedule_and_reasons() -> None:
     ("spec", "expected"),
     [
         (
-            {"requirements": [{"key": wk.INSTANCE_FAMILY, "operator": "Exists", "minValues": 2}]},
-            "spec.template.spec.requirements[0].minValues: minValues is not supported by karpy",
-        ),
-        (
             {"requirements": [{"key": wk.INSTANCE_CPU, "operator": "Gte", "values": ["4"]}]},
             "spec.template.spec.requirements[0].operator: operator Gte is not supported by karpy",
         ),
@@ -296,3 +292,53 @@ def test_a_nodepool_named_as_a_provisioner_is_left_out() -> None:
     other = load_nodepool(pool(name="other"))
     kept = without_clashes([make_provisioner("default")], [same, other])
     assert [(p.name, p.kind) for p in kept] == [("default", "Provisioner"), ("other", "NodePool")]
+
+
+@pytest.mark.parametrize(
+    ("requirement", "expected"),
+    [
+        # Karpenter's CRD (karpenter.sh_nodepools.yaml): minValues minimum 1, maximum 50, and its CEL
+        # rule that an In requirement lists at least minValues values (v1 nodepool_validation_cel_test.go
+        # "should error when minValues is zero/negative/more than 50/greater than the number of
+        # unique values").
+        ({"operator": "Exists", "minValues": 0}, "minValues: must be between 1 and 50"),
+        ({"operator": "Exists", "minValues": -1}, "minValues: must be between 1 and 50"),
+        ({"operator": "Exists", "minValues": 51}, "minValues: must be between 1 and 50"),
+        (
+            {"operator": "In", "values": ["c5", "m5"], "minValues": 3},
+            "minValues: requirements with 'minValues' must have at least that many values",
+        ),
+    ],
+)
+def test_invalid_min_values_are_refused_with_the_field(requirement: dict[str, Any], expected: str) -> None:
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    spec = {"nodeClassRef": ref, "requirements": [{"key": wk.INSTANCE_FAMILY, **requirement}]}
+    messages = refusals(load_nodepool, pool(template_spec=spec))
+    assert len(messages) == 1 and messages[0].startswith("spec.template.spec.requirements[0]." + expected), (
+        messages
+    )
+
+
+def test_min_values_are_kept() -> None:
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    requirements = [
+        {"key": wk.INSTANCE_FAMILY, "operator": "In", "values": ["c5", "m5"], "minValues": 2},
+        {"key": wk.INSTANCE_CPU, "operator": "Gt", "values": ["3"], "minValues": 50},
+        {"key": wk.ARCH, "operator": "Exists"},
+    ]
+    loaded = load_nodepool(pool(template_spec={"nodeClassRef": ref, "requirements": requirements}))
+    assert [r.min_values for r in loaded.requirements] == [2, 50, None]
+
+
+def test_min_values_drift_no_node() -> None:
+    """Karpenter pkg/apis/v1/nodeclaim.go: NodeClaimTemplate `Requirements ... hash:"ignore"`, so a
+    minValues change leaves the nodepool-hash (and every node) as it was."""
+    from extender.api.provisioner_hash import provisioner_hash
+
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    family = {"key": wk.INSTANCE_FAMILY, "operator": "Exists"}
+    hashes = {
+        provisioner_hash(load_nodepool(pool(template_spec={"nodeClassRef": ref, "requirements": [req]})))
+        for req in (family, {**family, "minValues": 2}, {**family, "minValues": 5})
+    }
+    assert len(hashes) == 1

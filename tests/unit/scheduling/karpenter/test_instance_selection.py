@@ -303,26 +303,4 @@ def test_schedules_on_the_cheaper_on_demand_type_despite_spot_ordering():
     assert c.expect_scheduled(p).instance_type == "c5.large"
 
 
-_NO_MIN_VALUES = "minValues on requirements is a NodePool feature (v1beta1+); v1alpha5 requirements have none"
-
-
-@not_ported(
-    "should schedule respecting the minValues from instance-type requirements",
-    "should schedule respecting the minValues in Gt operator",
-    "scheduler should fail if the minValues in Gt operator is not satisfied",
-    "should schedule respecting the minValues in Lt operator",
-    "scheduler should fail if the minValues in Lt operator is not satisfied",
-    "should schedule considering the max of the minValues of In and NotIn operators in the instance-type "
-    "requirements",
-    "should schedule considering the max of the minValues of Gt and Lt operators.",
-    "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the "
-    "requirement",
-    "schedule should fail if minimum number of InstanceTypes is not met as per the minValues in the "
-    "requirement after truncation",
-    "should schedule and pick the max of minValues of InstanceTypes if multiple operators are used for "
-    "the same requirement.",
-    "should schedule and respect multiple requirement keys with minValues",
-    reason=_NO_MIN_VALUES,
-)
-def test_min_values(title):
-    """Karpenter instance_selection_test.go: MinValues (each test named by `title`)."""
+# Context("MinValues") is ported in test_min_values.py (NodePools carry minValues; v1alpha5 has none).
