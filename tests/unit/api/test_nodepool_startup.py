@@ -14,6 +14,7 @@ from marshmallow import ValidationError
 
 from extender.api import labels as wk
 from extender.api import nodeclaim as nc
+from extender.api.migrate import convert
 from extender.api.node import Condition, Node, format_taints, parse_taints
 from extender.api.nodepool import load_nodepool
 from extender.api.provisioner import Taint
@@ -194,3 +195,22 @@ def test_the_hash_covers_them_and_is_unchanged_without_them() -> None:
     assert provisioner_hash(load_nodepool(pool([EBS, CILIUM]))) == provisioner_hash(
         load_nodepool(pool([CILIUM, EBS]))
     )
+
+
+def test_karpy_convert_carries_a_provisioners_startup_taints_into_a_loadable_nodepool() -> None:
+    """karpenter-convert copies spec.startupTaints to spec.template.spec.startupTaints (Karpenter
+    v0.7+ Provisioners have them; karpy's v1alpha5 loader, after Karpenter 0.5, does not plan them)."""
+    provisioner = {
+        "apiVersion": "karpenter.sh/v1alpha5",
+        "kind": "Provisioner",
+        "metadata": {"name": "cni"},
+        "spec": {
+            "startupTaints": [CILIUM],
+            "provider": {"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}},
+        },
+    }
+    converted = convert([provisioner], cluster_name="demo")
+    (nodepool,) = [o for o in converted.objects if o["kind"] == "NodePool"]
+    assert nodepool["spec"]["template"]["spec"]["startupTaints"] == [CILIUM]
+    assert load_nodepool(nodepool).startup_taints == (Taint(CILIUM["key"], "NoExecute", "true"),)
+    assert not any("startupTaints" in note for note in converted.notes)
