@@ -40,6 +40,7 @@ from extender.provisioning.nominate import Nominations
 from extender.provisioning.pools import Pools
 from extender.provisioning.report import NOT_BINDING_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot
+from extender.scheduling.constraints import describe_taint
 from extender.state import ClusterState
 
 log = logging.getLogger("karpy.controller.provisioning")
@@ -130,7 +131,8 @@ class Binder:
             self._refuse(pod, node, reason)
         # As Karpenter leaves them: kube-scheduler binds these once the startup taints are gone.
         waiting = [p for p in admitted if p.tolerates(startup) is not None]
-        self.nominations.nominate(node, waiting, launched=bool(provisioner))
+        why = "startup taint " + ", ".join(describe_taint(t) for t in startup)
+        self.nominations.nominate(node, waiting, launched=bool(provisioner), waiting_for=why)
         report.count("nominated", len(waiting))
         admitted = [p for p in admitted if p.tolerates(startup) is None]
         if not admitted:

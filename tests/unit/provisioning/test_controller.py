@@ -343,3 +343,8 @@ def test_pods_not_tolerating_a_startup_taint_are_left_to_kube_scheduler(cluster,
     assert held.pod.key == "ns/web" and held.node in cluster.nodes
     assert list(cluster.bound) == ["ns/agent"] and cluster.bound["ns/agent"] in cluster.nodes
     assert report.bound == 1 and not controller.parked
+    (event,) = [e for e in cluster.events if e["reason"] == "Nominated"]
+    assert event["name"] == "web" and event["message"].endswith(
+        "kube-scheduler binds it once the node has no startup taint "
+        "node.cilium.io/agent-not-ready=true:NoExecute"
+    )
