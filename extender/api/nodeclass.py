@@ -4,9 +4,9 @@ One typed value behind both v1alpha5 forms, a Provisioner's inline `spec.provide
 `karpenter.k8s.aws/v1alpha1` AWSNodeTemplate its `spec.providerRef` names. Field names are
 Karpenter's; v1's EC2NodeClass maps onto it field for field: amiFamily, amiSelectorTerms (here the
 v1alpha5 `amiSelector` map), userData, blockDeviceMappings (+ rootVolume), metadataOptions,
-subnet/securityGroup selector terms (a v1alpha5 map is one tag term), tags, instanceProfile,
-detailedMonitoring, context; its `kubelet`
-block is the Provisioner's `kubeletConfiguration` (extender.api.kubelet), where v1alpha5 keeps it.
+subnet/securityGroup selector terms (a v1alpha5 map becomes tag terms), tags, instanceProfile,
+detailedMonitoring, context; its `kubelet` block is the Provisioner's `kubeletConfiguration`
+(extender.api.kubelet), where v1alpha5 keeps it.
 """
 
 from __future__ import annotations
