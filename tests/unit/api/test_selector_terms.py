@@ -194,3 +194,33 @@ def test_convert_writes_ids_and_comma_values_as_terms_the_loader_reads() -> None
     loaded = load_ec2nodeclass(klass, cluster_name="demo").node_class
     assert [t.id for t in loaded.subnet_selector] == ["subnet-1", "subnet-2"]
     assert len(loaded.security_group_selector) == 2
+
+
+def test_the_loader_agrees_with_karpenters_cel_cases_on_selector_terms() -> None:
+    # aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass_validation_cel_test.go, the
+    # SubnetSelectorTerms / SecurityGroupSelectorTerms contexts (ported in v1_cel_cases.py and
+    # applied to the API server by tests/integration/test_v1_crd_validation.py).
+    from tests.integration.v1_cel_cases import selector_term_cases, terms
+
+    cases = [
+        *selector_term_cases("subnet", "subnet", "subnet-12345749"),
+        *selector_term_cases("securityGroup", "security group", "sg-12345749"),
+    ]
+    named = [
+        (terms("securityGroup", {"name": "testname"}), True),
+        (terms("securityGroup", {"id": "sg-12345749", "name": "my-security-group"}), False),
+        (terms("securityGroup", {"name": "my-security-group", "tags": {"test": "testvalue"}}), False),
+    ]
+    checked = [(case.name, case.manifest(), case.stored) for case in cases]
+    for edit, stored in named:
+        obj = manifest()
+        edit(obj)
+        checked.append((str(obj["spec"]["securityGroupSelectorTerms"]), obj, stored))
+    for name, obj, stored in checked:
+        try:
+            load_ec2nodeclass(obj, cluster_name="demo")
+            loaded = True
+        except ValidationError:
+            loaded = False
+        assert loaded == stored, name
+    assert len(checked) == 23
