@@ -8,7 +8,8 @@ changed is translated here, with v1 field paths in every error:
 - `amiSelectorTerms`: an `alias` (`al2023@latest`, `bottlerocket@latest`, `al2@latest`) names the
   family whose published AMI boots the node; otherwise the terms become the v1alpha5 amiSelector
   (several `id` terms, or one term of tags/name/owner). `amiFamily` without an alias is required.
-- `subnetSelectorTerms`, `securityGroupSelectorTerms`: one term of tags (karpy's selectors).
+- `subnetSelectorTerms`, `securityGroupSelectorTerms`: the NodeClass's selector terms (ORed; each
+  tags ANDed, or an `id`, or a security-group `name`), checked as Karpenter v1's CRD checks them.
 - `role` xor `instanceProfile` (see `NodeClass.role`); `kubelet` moved here from the NodePool.
 
 Fields karpy does not implement are refused by name, never dropped: a node must not silently boot
@@ -59,7 +60,7 @@ V1_METADATA_OPTIONS = {
     "httpTokens": "required",
 }
 #: v1alpha5 fields ec2nodeclass_provider fills from v1 ones (errors are reported on the v1 names).
-TRANSLATED_FIELDS = ("amiSelector", "subnetSelector", "securityGroupSelector", "instanceProfile")
+TRANSLATED_FIELDS = ("amiSelector", "instanceProfile")
 #: Fields both versions share, checked by NodeClassSchema under the same names.
 SHARED_FIELDS = (
     "userData",
@@ -145,26 +146,76 @@ def _ami_selector(terms: Any, family: str, errors: list[str]) -> tuple[str, dict
     return family, selector
 
 
-def _tag_selector(spec: Mapping[str, Any], name: str, errors: list[str]) -> dict[str, str]:
-    """karpy's selector (a tag map) for one of the v1 selector-term lists."""
+#: selector-term list -> (what its terms may select by, the resource an `id` names, its id pattern).
+SELECTOR_TERMS = {
+    "subnetSelectorTerms": (("tags", "id"), "subnet", re.compile(r"subnet-[0-9a-z]+")),
+    "securityGroupSelectorTerms": (("tags", "id", "name"), "security group", re.compile(r"sg-[0-9a-z]+")),
+}
+#: The CRD's MaxItems on a term list and MaxProperties on a term's tags.
+MAX_TERMS, MAX_TAGS = 30, 20
+
+
+def _selector_term(term: Any, path: str, name: str, errors: list[str]) -> nc.SelectorTerm | None:
+    """One subnet/security-group term, checked as Karpenter v1's CRD checks it (its CEL rules and
+    schema), except that a term mixing `id` (or `name`) with other fields is refused on its own."""
+    keys, what, pattern = SELECTOR_TERMS[name]
+    if not isinstance(term, Mapping):
+        errors.append(f"{path}: expected an object")
+        return None
+    unknown = sorted(set(term) - set(keys))
+    for key in unknown:
+        errors.append(f"{path}.{key}: unknown field (a term selects by {choices(keys)})")
+    if unknown:
+        return None
+    present = [key for key in keys if term.get(key) is not None]
+    if not present:
+        errors.append(f"{path}: expected at least one, got none, {list(keys)}")
+        return None
+    for key in ("id", "name"):
+        if key in present and len(present) > 1:
+            errors.append(
+                f"{path}.{key}: '{key}' is mutually exclusive, cannot be set with a combination "
+                f"of other fields in a {what} selector term"
+            )
+            return None
+    if "tags" in present:
+        tags = term["tags"]
+        if not isinstance(tags, Mapping) or not tags:
+            errors.append(f"{path}.tags: must not be empty")
+            return None
+        if not all(isinstance(v, str) for v in tags.values()):
+            errors.append(f"{path}.tags: values must be strings")
+            return None
+        if any(k == "" or v == "" for k, v in tags.items()):
+            errors.append(f"{path}.tags: empty tag keys or values aren't supported")
+            return None
+        if len(tags) > MAX_TAGS:
+            errors.append(f"{path}.tags: at most {MAX_TAGS} tags")
+            return None
+        return nc.SelectorTerm(tags={str(k): v for k, v in tags.items()})
+    key = present[0]
+    value = term[key]
+    if not isinstance(value, str) or not value:
+        errors.append(f"{path}.{key}: must be a non-empty string")
+        return None
+    if key == "id" and not pattern.search(value):
+        errors.append(f"{path}.id: {quote(value)} does not match {quote(pattern.pattern)}")
+        return None
+    return nc.SelectorTerm(id=value) if key == "id" else nc.SelectorTerm(name=value)
+
+
+def _selector_terms(spec: Mapping[str, Any], name: str, errors: list[str]) -> nc.Selector:
+    """A v1 subnet/security-group selector-term list (terms ORed, as in Karpenter v1)."""
     terms = spec.get(name)
     path = f"spec.{name}"
     if not isinstance(terms, list) or not terms:
         errors.append(f"{path}: must list at least one term")
-        return {}
-    if len(terms) != 1:
-        errors.append(_unsupported(path, "more than one term"))
-        return {}
-    term = terms[0] if isinstance(terms[0], Mapping) else {}
-    other = sorted(set(term) - {"tags"})
-    if other:
-        errors.append(_unsupported(f"{path}[0].{other[0]}", f"selecting by {other[0]} (select by tags)"))
-        return {}
-    tags = term.get("tags")
-    if not isinstance(tags, Mapping) or not tags:
-        errors.append(f"{path}[0].tags: must not be empty")
-        return {}
-    return {str(k): str(v) for k, v in tags.items()}
+        return ()
+    if len(terms) > MAX_TERMS:
+        errors.append(f"{path}: at most {MAX_TERMS} terms")
+        return ()
+    found = [_selector_term(term, f"{path}[{i}]", name, errors) for i, term in enumerate(terms)]
+    return tuple(term for term in found if term is not None)
 
 
 def ec2nodeclass_provider(spec: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -185,8 +236,6 @@ def ec2nodeclass_provider(spec: Mapping[str, Any]) -> tuple[dict[str, Any], list
     provider.setdefault("metadataOptions", dict(V1_METADATA_OPTIONS))
     provider.update(
         amiFamily=family,
-        subnetSelector=_tag_selector(spec, "subnetSelectorTerms", errors),
-        securityGroupSelector=_tag_selector(spec, "securityGroupSelectorTerms", errors),
         # A role stands for the instance profile karpy launches with (NodeClass.role).
         instanceProfile=str(profile or role or ""),
     )
@@ -214,6 +263,8 @@ def load_ec2nodeclass(
     if not isinstance(spec, Mapping):
         raise ValidationError(["spec: missing required field"])
     provider, errors = ec2nodeclass_provider(spec)
+    subnets = _selector_terms(spec, "subnetSelectorTerms", errors)
+    security_groups = _selector_terms(spec, "securityGroupSelectorTerms", errors)
     if not name:
         errors.insert(0, "metadata.name: missing required field")
     if obj.get("apiVersion", API_VERSION) != API_VERSION or obj.get("kind", KIND) != KIND:
@@ -234,7 +285,12 @@ def load_ec2nodeclass(
         errors += flatten_errors(err.messages, "spec.kubelet")
     if errors or node_class is None:
         raise ValidationError(errors)
-    node_class = replace(node_class, ami_version=alias_version(spec.get("amiSelectorTerms")))
+    node_class = replace(
+        node_class,
+        ami_version=alias_version(spec.get("amiSelectorTerms")),
+        subnet_selector=subnets,
+        security_group_selector=security_groups,
+    )
     if role := str(spec.get("role") or ""):
         node_class = replace(node_class, role=role, instance_profile="")
     return EC2NodeClass(name=name, node_class=node_class, kubelet=kubelet, uid=str(metadata.get("uid") or ""))

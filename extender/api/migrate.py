@@ -74,6 +74,17 @@ def _tag_terms(selector: Mapping[str, str], id_key: str = "") -> list[dict[str, 
     return terms
 
 
+def _network_terms(selector: Mapping[str, str], where: str, notes: list[str]) -> list[dict[str, Any]]:
+    """A v1alpha5 subnet/security-group selector as v1 terms: one id term per `aws-ids` entry, and
+    the tags split into one term per combination of their comma-separated values (v1 matches a
+    value exactly; "a,b" meant a or b)."""
+    ids = _split(selector.get("aws::ids") or selector.get("aws-ids") or "")
+    tags = {k: v for k, v in selector.items() if k not in ("aws-ids", "aws::ids")}
+    if ids and tags:
+        notes.append(f"{where}: aws-ids and tags became separate terms, which v1 ORs (v1alpha5 ANDed them)")
+    return [{"id": one} for one in ids] + [{"tags": t} for t in nc.split_tag_selector(tags)]
+
+
 def _ami_terms(
     provider: Mapping[str, Any], family: str, where: str, notes: list[str]
 ) -> list[dict[str, Any]]:
@@ -109,11 +120,10 @@ def node_class(
         raise ConvertError(f"{where}.amiFamily: {family} has no v1 counterpart (Karpenter v1 dropped it)")
     spec: dict[str, Any] = {"amiFamily": family} if family == nc.CUSTOM or provider.get("amiSelector") else {}
     spec["amiSelectorTerms"] = _ami_terms(provider, family, where, out.notes)
-    spec["subnetSelectorTerms"] = _tag_terms(provider.get("subnetSelector") or {}, id_key="id")
-    spec["securityGroupSelectorTerms"] = _tag_terms(provider.get("securityGroupSelector") or {}, id_key="id")
     for kind in ("subnet", "securityGroup"):
-        if len(spec[f"{kind}SelectorTerms"]) > 1:
-            out.notes.append(f"{where}.{kind}Selector: became several terms, which karpy's v1 loader refuses")
+        spec[f"{kind}SelectorTerms"] = _network_terms(
+            provider.get(f"{kind}Selector") or {}, f"{where}.{kind}Selector", out.notes
+        )
     if profile := provider.get("instanceProfile"):
         spec["instanceProfile"] = profile
     else:

@@ -4,14 +4,17 @@ One typed value behind both v1alpha5 forms, a Provisioner's inline `spec.provide
 `karpenter.k8s.aws/v1alpha1` AWSNodeTemplate its `spec.providerRef` names. Field names are
 Karpenter's; v1's EC2NodeClass maps onto it field for field: amiFamily, amiSelectorTerms (here the
 v1alpha5 `amiSelector` map), userData, blockDeviceMappings (+ rootVolume), metadataOptions,
-subnet/securityGroup selectors, tags, instanceProfile, detailedMonitoring, context; its `kubelet`
-block is the Provisioner's `kubeletConfiguration` (extender.api.kubelet), where v1alpha5 keeps it.
+subnet/securityGroup selector terms (a v1alpha5 map becomes tag terms), tags, instanceProfile,
+detailedMonitoring, context; its `kubelet` block is the Provisioner's `kubeletConfiguration`
+(extender.api.kubelet), where v1alpha5 keeps it.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 GIB = 2**30
 
@@ -64,6 +67,45 @@ class MetadataOptions:
 
 
 @dataclass(frozen=True)
+class SelectorTerm:
+    """One subnet or security-group selector term (Karpenter v1 `subnetSelectorTerms`): its tags
+    ANDed ("*" = any value of that key), or one resource id, or one security-group name. A
+    selector's terms are ORed."""
+
+    tags: Mapping[str, str] = field(default_factory=dict)
+    id: str = ""
+    name: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The term as the manifest writes it (also how errors and logs show it)."""
+        if self.id:
+            return {"id": self.id}
+        if self.name:
+            return {"name": self.name}
+        return {"tags": dict(self.tags)}
+
+
+Selector = tuple[SelectorTerm, ...]
+
+
+def split_tag_selector(selector: Mapping[str, str]) -> list[dict[str, str]]:
+    """A v1alpha5 tag selector as v1 tag maps: its comma-separated values ("a,b" = a or b) become
+    one map per combination, as v1 matches a value exactly and ORs terms."""
+    keys = sorted(selector)
+    choices = [[part.strip() for part in selector[key].split(",")] for key in keys]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*choices)] if keys else []
+
+
+def tag_terms(selector: Mapping[str, str]) -> Selector:
+    """A v1alpha5 `subnetSelector` / `securityGroupSelector` map as selector terms."""
+    return tuple(SelectorTerm(tags=tags) for tags in split_tag_selector(selector))
+
+
+def show_terms(terms: Selector) -> list[dict[str, Any]]:
+    return [term.as_dict() for term in terms]
+
+
+@dataclass(frozen=True)
 class ClusterRef:
     name: str
     endpoint: str = ""
@@ -96,8 +138,9 @@ class NodeClass:
     role: str = ""
     #: An unmanaged launch template used as is (AMI, user data, disks are then its own).
     launch_template: str = ""
-    subnet_selector: Mapping[str, str] = field(default_factory=dict)
-    security_group_selector: Mapping[str, str] = field(default_factory=dict)
+    #: Terms ORed; () = the cluster's default (resources tagged `kubernetes.io/cluster/<name>`).
+    subnet_selector: Selector = ()
+    security_group_selector: Selector = ()
     tags: Mapping[str, str] = field(default_factory=dict)
     #: "" = DEFAULT_AMI_FAMILY (see `family`).
     ami_family: str = ""

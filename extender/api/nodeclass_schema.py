@@ -376,8 +376,8 @@ class NodeClassSchema(Schema):
         return nc.NodeClass(
             instance_profile=data["instanceProfile"],
             launch_template=data["launchTemplate"],
-            subnet_selector=data["subnetSelector"],
-            security_group_selector=data["securityGroupSelector"],
+            subnet_selector=nc.tag_terms(data["subnetSelector"]),
+            security_group_selector=nc.tag_terms(data["securityGroupSelector"]),
             tags=data["tags"],
             ami_family=data["amiFamily"],
             ami_selector=data["amiSelector"],

@@ -12,7 +12,7 @@ import builtins
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +26,7 @@ from extender.api.labels import (
     CAPACITY_TYPE_SPOT,
     LAUNCH_ID_TAG,
 )
-from extender.api.nodeclass import AL2023, NodeClass
+from extender.api.nodeclass import AL2023, NodeClass, Selector
 from extender.api.provisioner import Provisioner
 from extender.cloud.aws import bootstrap, fleet, instances
 from extender.cloud.aws.amifamily import AMIResolver
@@ -396,9 +396,9 @@ class AWSCloudProvider:
     def _cluster_tag(self) -> dict[str, str]:
         return {f"karpenter.sh/cluster/{self._cluster}": "owned"}
 
-    def _subnet_selector(self, source: Provisioner | LaunchRequest | None) -> Mapping[str, str]:
+    def _subnet_selector(self, source: Provisioner | LaunchRequest | None) -> Selector:
         provisioner = source.provisioner if isinstance(source, LaunchRequest) else source
-        selector = provisioner.provider.subnet_selector if provisioner else {}
+        selector = provisioner.provider.subnet_selector if provisioner else ()
         return selector or cluster_selector(self._cluster)
 
     def _configured_kubernetes_version(self) -> str:

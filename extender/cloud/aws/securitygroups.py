@@ -1,13 +1,14 @@
-"""Security groups for a Provisioner's nodes, found by its security group selector (cached 60 s)."""
+"""Security groups for a node class's nodes, found by its security-group selector terms (cached 60 s)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from extender.api.nodeclass import Selector, show_terms
 from extender.cloud.aws import errors
-from extender.cloud.aws.selectors import Filters, SelectorCache, tags_of
+from extender.cloud.aws.selectors import Filters, SelectorCache, filter_sets, tags_of, union
 from extender.cloud.types import CloudError
 
 
@@ -37,10 +38,13 @@ class SecurityGroupProvider:
         self._cluster = cluster
         self._cache = SelectorCache(lambda filters: describe_security_groups(ec2, filters), timer=timer)
 
-    def ids(self, selector: Mapping[str, str]) -> list[str]:
-        ids = select_group_ids(self._cache.get(selector), self._cluster)
+    def ids(self, selector: Selector) -> list[str]:
+        """Ids of the groups any of the terms selects (see select_group_ids)."""
+        sets = filter_sets(selector, id_filter="group-id", name_filter="group-name")
+        groups = union((self._cache.get(filters) for filters in sets), "GroupId")
+        ids = select_group_ids(groups, self._cluster)
         if not ids:
             raise CloudError(
-                f"no security groups exist given constraints {dict(selector)}", code="NoSecurityGroups"
+                f"no security groups exist given constraints {show_terms(selector)}", code="NoSecurityGroups"
             )
         return ids

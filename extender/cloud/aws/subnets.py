@@ -1,13 +1,14 @@
-"""Subnets a Provisioner may launch into, found by its subnet selector (cached 60 s)."""
+"""Subnets a node class may launch into, found by its subnet selector terms (cached 60 s)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from extender.api.nodeclass import Selector, show_terms
 from extender.cloud.aws import errors
-from extender.cloud.aws.selectors import Filters, SelectorCache
+from extender.cloud.aws.selectors import Filters, SelectorCache, filter_sets, union
 from extender.cloud.types import CloudError
 
 
@@ -29,11 +30,13 @@ class SubnetProvider:
     def __init__(self, ec2: Any, *, timer: Callable[[], float] = time.monotonic) -> None:
         self._cache = SelectorCache(lambda filters: describe_subnets(ec2, filters), timer=timer)
 
-    def get(self, selector: Mapping[str, str]) -> list[dict[str, Any]]:
-        subnets = self._cache.get(selector)
+    def get(self, selector: Selector) -> list[dict[str, Any]]:
+        """Subnets any of the terms selects, each once."""
+        sets = filter_sets(selector, id_filter="subnet-id")
+        subnets = union((self._cache.get(filters) for filters in sets), "SubnetId")
         if not subnets:
-            raise CloudError(f"no subnets matched selector {dict(selector)}", code="NoSubnets")
+            raise CloudError(f"no subnets matched selector {show_terms(selector)}", code="NoSubnets")
         return subnets
 
-    def by_zone(self, selector: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    def by_zone(self, selector: Selector) -> dict[str, dict[str, Any]]:
         return one_per_zone(self.get(selector))

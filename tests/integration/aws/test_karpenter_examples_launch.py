@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -38,14 +38,19 @@ LAUNCHABLE = sorted(
 PLACEHOLDERS = ("${CLUSTER_NAME}", "CLUSTER_NAME", "my-cluster")
 
 
-def _ours(selector: Mapping[str, str], cluster: str) -> dict[str, str]:
+def _ours(selector: nc.Selector, cluster: str) -> nc.Selector:
     # `resolved` defaults a missing selector for cluster "demo".
-    return {
-        k.replace("kubernetes.io/cluster/demo", f"kubernetes.io/cluster/{cluster}"): cluster
-        if v in PLACEHOLDERS
-        else v
-        for k, v in selector.items()
-    }
+    return tuple(
+        nc.SelectorTerm(
+            tags={
+                k.replace("kubernetes.io/cluster/demo", f"kubernetes.io/cluster/{cluster}"): cluster
+                if v in PLACEHOLDERS
+                else v
+                for k, v in term.tags.items()
+            }
+        )
+        for term in selector
+    )
 
 
 @pytest.mark.parametrize("name", LAUNCHABLE)

@@ -130,7 +130,7 @@ def test_getting_started_nodepool_is_the_guides() -> None:
     assert pool.limits.cpu == 1000 and pool.consolidation and pool.consolidate_after == 60
     assert pool.ttl_seconds_until_expired == 720 * 3600
     assert pool.provider.ami_version == "v20240625"
-    assert pool.provider.subnet_selector == {"karpenter.sh/discovery": "demo"}
+    assert pool.provider.subnet_selector == (nc.SelectorTerm(tags={"karpenter.sh/discovery": "demo"}),)
 
 
 def test_min_values_examples_keep_their_min_values() -> None:

@@ -224,7 +224,7 @@ def test_provider_ref_resolves_to_the_template_and_a_missing_one_is_named() -> N
         )
     )
     assert name == "t" and node_class.family == nc.BOTTLEROCKET
-    assert node_class.subnet_selector == {"kubernetes.io/cluster/demo": "*"}
+    assert node_class.subnet_selector == (nc.SelectorTerm(tags={"kubernetes.io/cluster/demo": "*"}),)
     assert node_class.instance_profile == "nodes"
     assert node_class.ephemeral_storage() == 100 * GIB
     assert node_class.metadata_options == nc.MetadataOptions(http_put_response_hop_limit=1)

@@ -88,7 +88,9 @@ def test_general_purpose_example_maps_field_for_field() -> None:
     assert prov.consolidation and prov.consolidate_after == 0 and prov.ttl_seconds_after_empty is None
     assert prov.budgets == (Budget(nodes="10%"),) and prov.disruption_budget == "10%"
     assert prov.provider.family == nc.AL2023 and prov.provider.ami_selector == {}
-    assert prov.provider.subnet_selector == {"karpenter.sh/discovery": "${CLUSTER_NAME}"}
+    assert prov.provider.subnet_selector == (
+        nc.SelectorTerm(tags={"karpenter.sh/discovery": "${CLUSTER_NAME}"}),
+    )
     assert prov.provider.role == "KarpenterNodeRole-${CLUSTER_NAME}"
     # No instance profile: karpy's default, else the role's name.
     assert prov.provider.launch_profile("") == "KarpenterNodeRole-${CLUSTER_NAME}"
@@ -198,12 +200,12 @@ def test_an_unknown_node_class_is_named() -> None:
             "spec.instanceStorePolicy: instanceStorePolicy is not supported by karpy",
         ),
         (
-            {"subnetSelectorTerms": [{"id": "subnet-1"}, {"id": "subnet-2"}]},
-            "spec.subnetSelectorTerms: more than one term is not supported by karpy",
+            {"subnetSelectorTerms": [{"id": "subnet-1", "tags": {"a": "b"}}]},
+            "spec.subnetSelectorTerms[0].id: 'id' is mutually exclusive",
         ),
         (
-            {"securityGroupSelectorTerms": [{"name": "sg"}]},
-            "spec.securityGroupSelectorTerms[0].name: selecting by name (select by tags)",
+            {"securityGroupSelectorTerms": [{"tags": {"a": "b"}}, {"name": "sg", "tags": {"a": "b"}}]},
+            "spec.securityGroupSelectorTerms[1].name: 'name' is mutually exclusive",
         ),
         (
             {"amiSelectorTerms": [{"alias": "windows2022@latest"}]},

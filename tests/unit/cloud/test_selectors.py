@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from extender.cloud.aws.securitygroups import select_group_ids
-from extender.cloud.aws.selectors import SelectorCache, to_filters
+from extender.cloud.aws.selectors import SelectorCache, tag_filters, to_filters
 from extender.cloud.aws.subnets import one_per_zone
 
 
@@ -46,8 +46,9 @@ def test_selector_cache_fetches_once_per_ttl_per_selector() -> None:
     cache = SelectorCache(
         lambda filters: fetched.append(filters) or [{"id": len(fetched)}], ttl=60, timer=lambda: now[0]
     )
-    assert cache.get({"a": "*"}) == [{"id": 1}]
-    assert cache.get({"a": "*"}) == [{"id": 1}]
-    assert cache.get({"b": "1"}) == [{"id": 2}]
+    a, b = tag_filters({"a": "*"}), tag_filters({"b": "1"})
+    assert cache.get(a) == [{"id": 1}]
+    assert cache.get(tag_filters({"a": "*"})) == [{"id": 1}]
+    assert cache.get(b) == [{"id": 2}]
     now[0] = 61
-    assert cache.get({"a": "*"}) == [{"id": 3}]
+    assert cache.get(a) == [{"id": 3}]
