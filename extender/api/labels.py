@@ -91,6 +91,9 @@ PROVISIONING_NAMESPACE_LABEL = "karpenter.sh/provisioning"
 # Set on every Node karpy creates; kwok in the local cluster manages exactly these nodes.
 MANAGED_BY_LABEL = "karpy.sh/managed"
 LAUNCH_ID_TAG = "karpy.sh/launch-id"
+#: Stamped on a node at launch: its NodePool's startupTaints ("key=value:Effect,key:Effect"), so the
+#: solver and the bind read them off the node itself, as Karpenter reads them off its NodeClaim.
+STARTUP_TAINTS_ANNOTATION = "karpy.sh/startup-taints"
 #: A kubelet's mirror of a static pod (from a manifest file on the node).
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 #: The taint a cordoned node carries (spec.unschedulable).

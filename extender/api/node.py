@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -74,6 +74,13 @@ class Node:
     def has_taint(self, key: str) -> bool:
         return any(t.key == key for t in self.taints)
 
+    @property
+    def startup_taints(self) -> tuple[Taint, ...]:
+        """The taints of its NodePool's startupTaints it still carries (key and effect match, as
+        Karpenter's IsStartupTaint)."""
+        listed = parse_taints(self.annotations.get(wk.STARTUP_TAINTS_ANNOTATION, ""))
+        return tuple(t for t in self.taints if any((t.key, t.effect) == (s.key, s.effect) for s in listed))
+
     @classmethod
     def from_live(cls, obj: Mapping[str, Any]) -> Node:
         """`from_manifest` for the lifecycle, which never plans on the node: a capacity karpy cannot
@@ -113,6 +120,23 @@ class Node:
             else _condition(str(ready.get("status") or ""), str(ready.get("reason") or "")),
             resource_version=str(meta.get("resourceVersion") or ""),
         )
+
+
+def format_taints(taints: Sequence[Taint]) -> str:
+    """`key=value:Effect` (`key:Effect` without a value), comma-separated, as `kubectl taint` writes them."""
+    return ",".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in taints)
+
+
+@functools.lru_cache(maxsize=256)
+def parse_taints(text: str) -> tuple[Taint, ...]:
+    """`format_taints` read back; a malformed entry is skipped (the annotation is karpy's own)."""
+    result = []
+    for item in filter(None, text.split(",")):
+        head, _, effect = item.rpartition(":")
+        key, _, value = head.partition("=")
+        if key and effect:
+            result.append(Taint(key=key, value=value, effect=effect))
+    return tuple(result)
 
 
 @functools.lru_cache(maxsize=64)

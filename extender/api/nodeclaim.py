@@ -347,6 +347,8 @@ def manifest(
     labels = {k: v for k, v in node.labels.items() if k not in (wk.HOSTNAME, wk.PROVISIONER_NAME)}
     labels[NODEPOOL_LABEL] = provisioner.name
     metadata: dict[str, Any] = {"name": claim_name(provisioner.name, instance_id), "labels": labels}
+    if provisioner.annotations:  # Karpenter's NodeClaim carries the template's annotations
+        metadata["annotations"] = dict(provisioner.annotations)
     if provisioner.uid:
         metadata["ownerReferences"] = [
             {
@@ -357,6 +359,7 @@ def manifest(
                 "blockOwnerDeletion": True,
             }
         ]
+    startup = provisioner.startup_taints
     spec: dict[str, Any] = {
         "nodeClassRef": {
             "group": NODE_CLASS_GROUP,
@@ -370,8 +373,12 @@ def manifest(
                 Resources({k: v for k, v in requests.amounts.items() if node.capacity.get(k)})
             )
         },
-        "taints": [_taint(t) for t in node.taints if t.key not in EPHEMERAL_TAINTS],
-        "startupTaints": [],
+        "taints": [
+            _taint(t)
+            for t in node.taints
+            if t.key not in EPHEMERAL_TAINTS and not any(_same_taint(t, s) for s in startup)
+        ],
+        "startupTaints": [_taint(t) for t in startup],
         "expireAfter": duration(provisioner.ttl_seconds_until_expired),
     }
     if provisioner.termination_grace_period is not None:

@@ -10,7 +10,8 @@ template.spec.nodeClassRef -> the EC2NodeClass's NodeClass (`provider`) and kube
 
 Defaults are the CRD's (the API server applies them to stored objects; `karpy plan` reads files
 the API server never saw, so they are applied here too). What karpy does not implement is refused
-by name (startupTaints, Gte/Lte, Balanced, static replicas, template annotations). A requirement's
+by name (Gte/Lte, Balanced, static replicas). template.spec.startupTaints -> startup_taints and
+template.metadata.annotations -> annotations, both put on each node at launch. A requirement's
 minValues is kept (`Requirement.min_values`) within the CRD's bounds (1..50, at most the number of
 `In` values); the solver keeps that many distinct values of its key among a node's instance types.
 """
@@ -155,27 +156,31 @@ class TemplateSpecSchema(Base):
         validate=validate.Length(max=MAX_REQUIREMENTS, error="at most {max} requirements"),
     )
     taints = fields.List(fields.Nested(TaintSchema), load_default=list)
-    startupTaints = fields.Raw(load_default=None)
+    startupTaints = fields.List(fields.Nested(TaintSchema), load_default=list)
     nodeClassRef = fields.Nested(NodeClassRefSchema, required=True)
     expireAfter = _Duration(load_default=duration_seconds(DEFAULT_EXPIRE_AFTER))
     terminationGracePeriod = _Duration(never=False, load_default=None)
 
-    @validates_schema
-    def check_startup_taints(self, data: dict[str, Any], **_: Any) -> None:
-        if data.get("startupTaints"):
-            raise ValidationError(_unsupported("startupTaints"), "startupTaints")
+
+def validate_annotations(value: Mapping[str, str]) -> None:
+    """The keys the API server takes on a Node (qualified names): the CRD itself checks none, and a
+    key the Node create refuses would fail every launch instead of the NodePool's admission."""
+    errors = {
+        f"[{quote(key)}]": [f"invalid key name {quote(key)}: {problem}"]
+        for key in value
+        if (problem := qualified_name_problem(key)) is not None
+    }
+    if errors:
+        raise ValidationError(errors)
 
 
 class TemplateMetadataSchema(Base):
     labels = fields.Dict(
         keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
     )
-    annotations = fields.Raw(load_default=None)
-
-    @validates_schema
-    def check_annotations(self, data: dict[str, Any], **_: Any) -> None:
-        if data.get("annotations"):
-            raise ValidationError(_unsupported("annotations on nodes"), "annotations")
+    annotations = fields.Dict(
+        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_annotations
+    )
 
 
 class TemplateSchema(Base):
@@ -279,6 +284,8 @@ class NodePoolSchema(Base):
             requirements=tuple(tspec["requirements"]),
             labels=(template.get("metadata") or {}).get("labels", {}),
             taints=tuple(tspec["taints"]),
+            startup_taints=tuple(tspec["startupTaints"]),
+            annotations=(template.get("metadata") or {}).get("annotations", {}),
             ttl_seconds_until_expired=tspec["expireAfter"],
             termination_grace_period=tspec["terminationGracePeriod"],
             limits=spec["limits"],

@@ -52,6 +52,12 @@ class Provisioner:
     requirements: tuple[Requirement, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
+    #: NodePool `spec.template.spec.startupTaints`: put on each node at launch and expected to be
+    #: removed by something on the node (a CNI or CSI agent); pods need not tolerate them to have a
+    #: node planned, and the node is not Initialized while one remains.
+    startup_taints: tuple[Taint, ...] = ()
+    #: NodePool `spec.template.metadata.annotations`: put on each node (and its NodeClaim) at launch.
+    annotations: Mapping[str, str] = field(default_factory=dict)
     ttl_seconds_after_empty: int | None = None
     ttl_seconds_until_expired: int | None = None
     limits: Resources = field(default_factory=Resources)

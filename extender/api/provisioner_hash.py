@@ -1,7 +1,8 @@
 """The hash of what a Provisioner puts on its nodes, stamped on each node at launch (drift).
 
 As Karpenter's static drift (v0.30 `Provisioner.Hash`, later `nodepool-hash`): the fields that
-shape a node — labels, taints, kubelet configuration, the provider's node settings — hashed with
+shape a node — labels, annotations, taints, startup taints, kubelet configuration, the provider's
+node settings — hashed with
 zero values left out, so a field added to the model later (at its default) changes no hash and
 drifts no node. Fields that do not shape a node (requirements, which are checked against the
 node's labels instead; limits, weight, TTLs, consolidation, budgets) are not hashed. Provider
@@ -53,6 +54,10 @@ def node_shape(provisioner: Provisioner) -> dict[str, Any]:
         {
             "labels": provisioner.labels,
             "taints": provisioner.taints,
+            # NodePool template fields Karpenter's NodePool.Hash covers; empty ones drop out, so
+            # NodePools without them keep their hash.
+            "startup_taints": provisioner.startup_taints,
+            "annotations": provisioner.annotations,
             "kubelet": provisioner.kubelet,
             "provider": provider,
         }

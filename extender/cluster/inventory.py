@@ -134,15 +134,17 @@ def takes_pods(node: Node, marked: Mapping[str, str]) -> bool:
 def existing_node(
     node: Node, pods: NodePods, *, schedulable: bool, volumes: Attachments | None = None
 ) -> ExistingNode:
-    """The solver's view of one Node with `pods` bound to it (a karpy node's start-up taints left
-    out); `volumes`: its CSI attach limits and the volumes its pods hold."""
+    """The solver's view of one Node with `pods` bound to it (a karpy node's start-up taints, its
+    NodePool's startupTaints among them, left out: Karpenter's StateNode.Taints of a node not yet
+    initialized); `volumes`: its CSI attach limits and the volumes its pods hold."""
     limits, in_use = volumes or ((), ())
+    startup = node.startup_taints if node.is_karpy else ()
     return ExistingNode(
         name=node.name,
         provisioner=node.provisioner or "",
         instance_type=node.labels.get(wk.INSTANCE_TYPE, ""),
         labels=dict(node.labels),
-        taints=tuple(t for t in node.taints if not (node.is_karpy and ephemeral(t))),
+        taints=tuple(t for t in node.taints if not (node.is_karpy and ephemeral(t)) and t not in startup),
         allocatable=node.allocatable,
         requested=pods.requested,
         pod_count=pods.count,

@@ -9,7 +9,10 @@ parked instead). 409 on bind counts as bound: someone placed the pod, which is a
 
 Pods with rules karpy leaves to kube-scheduler (`Pod.deferred`) are not bound: their room is held
 on the node for kube-scheduler to bind them (extender/provisioning/nominate.py), and the re-check
-of the others counts that room as taken.
+of the others counts that room as taken. So are pods that do not tolerate a NodePool startup taint
+the node still carries: that taint orders the node's start-up (a CNI agent first), and kubelet
+refuses a pod that does not tolerate a NoExecute one; kube-scheduler binds them once it is gone,
+as with Karpenter, which plans past startup taints but never binds.
 
 Pods bind in the plan's bind phases (`Plan.bind_phases`): `by_phase` splits a node's pods, and
 `Held` carries the binds of later phases, which the pipeline makes after every earlier one.
@@ -26,6 +29,7 @@ from cachetools import TTLCache
 from kubernetes import client
 
 from extender.api.pod import Pod
+from extender.api.provisioner import Taint
 from extender.cluster import bind as kube_bind
 from extender.cluster import inventory
 from extender.cluster import nodes as kube_nodes
@@ -36,6 +40,7 @@ from extender.provisioning.nominate import Nominations
 from extender.provisioning.pools import Pools
 from extender.provisioning.report import NOT_BINDING_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot
+from extender.scheduling.constraints import describe_taint
 from extender.state import ClusterState
 
 log = logging.getLogger("karpy.controller.provisioning")
@@ -120,10 +125,16 @@ class Binder:
         if not pods:
             return 0
         t0 = self.clock()
-        admitted, refused = self._recheck(node, pods, snapshot)
+        admitted, refused, startup = self._recheck(node, pods, snapshot)
         report.add("recheck", self.clock() - t0)
         for pod, reason in refused:
             self._refuse(pod, node, reason)
+        # As Karpenter leaves them: kube-scheduler binds these once the startup taints are gone.
+        waiting = [p for p in admitted if p.tolerates(startup) is not None]
+        why = "startup taint " + ", ".join(describe_taint(t) for t in startup)
+        self.nominations.nominate(node, waiting, launched=bool(provisioner), waiting_for=why)
+        report.count("nominated", len(waiting))
+        admitted = [p for p in admitted if p.tolerates(startup) is None]
         if not admitted:
             return 0
         t0 = self.clock()
@@ -169,27 +180,29 @@ class Binder:
 
     def _recheck(
         self, node: str, pods: Sequence[Pod], snapshot: BindSnapshot
-    ) -> tuple[list[Pod], list[tuple[Pod, str]]]:
+    ) -> tuple[list[Pod], list[tuple[Pod, str]], tuple[Taint, ...]]:
         """kube-scheduler's Filter for each pod on the node as it is now (read again, with the pods
-        bound to it now) and the batch's picture of the rest of the cluster."""
+        bound to it now) and the batch's picture of the rest of the cluster: (admitted, refused,
+        the startup taints the node still carries, which the Filter here leaves out)."""
         try:
             current = kube_nodes.read_node(self.kube, node)
             if current is None:
-                return [], [(p, f"node {node} is gone") for p in pods]
+                return [], [(p, f"node {node} is gone") for p in pods], ()
             on_node = kube_pods.list_on_node(self.kube, node)
         except ClusterError as err:  # the bind itself fails (and is retried) if the apiserver is away
             log.warning("Re-reading node %s before binding failed, binding as planned, %s", node, err)
-            return list(pods), []
+            return list(pods), [], ()
         marked = self.state.marked()
         if not inventory.takes_pods(current, marked):
             snapshot.forget(node, pods)
             why = marked.get(node) or ("deleting" if current.deleting else "cordoned")
-            return [], [(p, f"node {node} takes no more pods ({why})") for p in pods]
+            return [], [(p, f"node {node} takes no more pods ({why})") for p in pods], ()
         pods_now = inventory.node_pods(on_node)
         bound = frozenset(p.key for p in pods_now.pods)
         held = inventory.with_held(pods_now, self.nominations.held_on(node), bound)
         live = inventory.existing_node(current, held, schedulable=True)
-        return snapshot.admit(live, pods)
+        admitted, refused = snapshot.admit(live, pods)
+        return admitted, refused, current.startup_taints if current.is_karpy else ()
 
     def _refuse(self, pod: Pod, node: str, reason: str) -> None:
         """A pod the re-check refused stays pending: the next batch plans it against the cluster as

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.api import labels as wk
-from extender.api.node import Node
+from extender.api.node import Node, format_taints
 from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner, Taint
 from extender.api.provisioner_hash import hash_annotations
@@ -155,6 +155,13 @@ def launched_image(instance: Instance) -> dict[str, str]:
     return {AMI_ID_ANNOTATION: instance.image_id} if instance.image_id else {}
 
 
+def startup_annotation(provisioner: Provisioner) -> dict[str, str]:
+    """The record of the NodePool's startup taints on its node (labels.STARTUP_TAINTS_ANNOTATION)."""
+    if not provisioner.startup_taints:
+        return {}
+    return {wk.STARTUP_TAINTS_ANNOTATION: format_taints(provisioner.startup_taints)}
+
+
 def _node(
     instance: Instance,
     itype: InstanceType,
@@ -175,7 +182,10 @@ def _node(
     if region:
         node_labels[wk.REGION] = region
     node_labels = with_deprecated_aliases(node_labels)
-    taints = (*provisioner.taints, *(t for t in planned_taints if t not in provisioner.taints), NOT_READY)
+    taints = (*provisioner.taints, *(t for t in planned_taints if t not in provisioner.taints))
+    # Startup taints go on the node too (Karpenter's registration), but were not planned: pods
+    # need not tolerate them.
+    taints = (*taints, *(t for t in provisioner.startup_taints if t not in taints), NOT_READY)
     return node_manifest(
         name=instance.private_dns_name.lower() or instance.id,
         provider_id=instance.provider_id or f"aws:///{instance.zone}/{instance.id}",
@@ -185,7 +195,13 @@ def _node(
         allocatable=itype.allocatable,
         arch=itype.arch,
         os=itype.os,
-        annotations={**hash_annotations(provisioner), **launched_image(instance)},
+        # The NodePool's template annotations, karpy's own stamps winning a clash.
+        annotations={
+            **provisioner.annotations,
+            **hash_annotations(provisioner),
+            **launched_image(instance),
+            **startup_annotation(provisioner),
+        },
     )
 
 

@@ -44,8 +44,9 @@ class Nominations:
         self.clock = clock
         self.deadline_seconds = deadline_seconds
 
-    def nominate(self, node: str, pods: Sequence[Pod], *, launched: bool) -> None:
-        """Hold `node`'s room for `pods` (each with deferred rules) and say so on each pod."""
+    def nominate(self, node: str, pods: Sequence[Pod], *, launched: bool, waiting_for: str = "") -> None:
+        """Hold `node`'s room for `pods` (each with deferred rules, or `waiting_for` what the node
+        must lose first: its startup taints) and say so on each pod."""
         if not pods:
             return
         self.state.hold(node, pods, self.clock() + self.deadline_seconds)
@@ -60,8 +61,12 @@ class Nominations:
             self.reporter.pod_event(
                 pod,
                 NOMINATED_REASON,
-                f"Pod should schedule on node {node}{why}; kube-scheduler binds it (karpy does not "
-                f"evaluate {'; '.join(pod.deferred)})",
+                f"Pod should schedule on node {node}{why}; kube-scheduler binds it "
+                + (
+                    f"once the node has no {waiting_for}"
+                    if waiting_for
+                    else f"(karpy does not evaluate {'; '.join(pod.deferred)})"
+                ),
                 warning=False,
             )
 

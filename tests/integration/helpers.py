@@ -83,6 +83,7 @@ def nodepool(
     requirements: list[dict[str, Any]],
     *,
     labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
     empty_after: str = "Never",
     disruption: dict[str, Any] | None = None,
     **template_spec: Any,
@@ -90,7 +91,8 @@ def nodepool(
     """A karpenter.sh/v1 NodePool and the EC2NodeClass of the same name it uses (AL2023, the
     cluster's tagged subnets and security groups, the local cluster's instance profile), whose empty
     nodes go `empty_after` after they empty (WhenEmpty), unless `disruption` replaces that block;
-    `template_spec` fields (terminationGracePeriod, expireAfter) join spec.template.spec."""
+    `template_spec` fields (terminationGracePeriod, expireAfter, startupTaints) join
+    spec.template.spec; `labels` and `annotations` go in spec.template.metadata."""
     from kubernetes import client
 
     objects = client.CustomObjectsApi(kube)
@@ -118,8 +120,9 @@ def nodepool(
             **template_spec,
         }
     }
-    if labels:
-        template["metadata"] = {"labels": labels}
+    metadata = {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
+    if metadata:
+        template["metadata"] = metadata
     objects.create_cluster_custom_object(
         "karpenter.sh",
         "v1",

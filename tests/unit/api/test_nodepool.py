@@ -155,8 +155,8 @@ def test_budgets_with_schedule_and_reasons() -> None:
             "spec.template.spec.requirements[0].operator: operator Gte is not supported by karpy",
         ),
         (
-            {"requirements": [], "startupTaints": [{"key": "a", "effect": "NoSchedule"}]},
-            "spec.template.spec.startupTaints: startupTaints is not supported by karpy",
+            {"requirements": [], "startupTaints": [{"key": "a", "effect": "NoBind"}]},
+            'spec.template.spec.startupTaints[0].effect: "NoBind" not in',
         ),
         (
             {"requirements": [{"key": wk.NODEPOOL, "operator": "In", "values": ["x"]}]},

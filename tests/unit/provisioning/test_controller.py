@@ -4,12 +4,14 @@ partial fleets, capacity errors and re-plans, bind conflicts, parking, and the b
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from extender import retry
 from extender.api import labels as wk
+from extender.api.provisioner import Taint
 from extender.cloud.fake import FakeCloudProvider
 from extender.cloud.types import CloudError, InsufficientCapacityError, LaunchRequest, OfferingKey
 from extender.cluster import bind as kube_bind
@@ -322,3 +324,27 @@ def test_the_lower_bound_is_computed_after_the_binds_off_the_batch(cluster, clou
     ((thread, bound_then),) = seen
     assert thread.startswith("events") and bound_then == 3
     assert report.lower_bound is not None and 0 < report.lower_bound <= report.planned_price
+
+
+def test_pods_not_tolerating_a_startup_taint_are_left_to_kube_scheduler(cluster, cloud) -> None:
+    """A NodePool startup taint is planned past (Karpenter: pods need not tolerate it) but orders the
+    node's start-up: karpy binds the pods that tolerate it and holds the room of the others for
+    kube-scheduler, which binds them once it is gone, as it does Karpenter's nominated pods."""
+    startup = Taint("node.cilium.io/agent-not-ready", "NoExecute", "true")
+    cluster.provisioners = [replace(cluster.provisioners[0], startup_taints=(startup,))]
+    agent = pod("agent", tolerations=[{"key": startup.key, "operator": "Exists"}])
+    keys = [cluster.add_pod(agent), cluster.add_pod(pod("web"))]
+    state = ClusterState()
+    controller = controller_for(cloud, state=state)
+    report = run(controller, keys)
+    tainted = {"key": startup.key, "value": "true", "effect": "NoExecute"}
+    assert cluster.nodes and all(tainted in n["spec"]["taints"] for n in cluster.nodes.values())
+    (held,) = state.holds()
+    assert held.pod.key == "ns/web" and held.node in cluster.nodes
+    assert list(cluster.bound) == ["ns/agent"] and cluster.bound["ns/agent"] in cluster.nodes
+    assert report.bound == 1 and not controller.parked
+    (event,) = [e for e in cluster.events if e["reason"] == "Nominated"]
+    assert event["name"] == "web" and event["message"].endswith(
+        "kube-scheduler binds it once the node has no startup taint "
+        "node.cilium.io/agent-not-ready=true:NoExecute"
+    )

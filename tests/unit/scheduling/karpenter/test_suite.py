@@ -18,8 +18,11 @@ from typing import Any
 
 import pytest
 
+from extender.api import labels as wk
+from extender.api.node import Node, format_taints
 from extender.api.pod import Pod
 from extender.api.provisioner import Taint
+from extender.cluster import inventory
 from extender.scheduling.instancetypes import Offering
 from extender.scheduling.solver import ExistingNode, solve
 from tests.unit.scheduling.builders import catalog
@@ -940,15 +943,36 @@ def test_in_flight_taints_does_not_schedule_to_a_tainted_node():
 
 _INITIALIZATION = (
     "which taints of an in-flight node are ephemeral (not-ready, startup taints before initialization) is "
-    "decided by the controller when it builds ExistingNode; solve() takes a node's taints as given and "
-    "v1alpha5 has no startupTaints"
+    "decided by the controller when it builds ExistingNode; solve() takes a node's taints as given. karpy "
+    "leaves a startup taint out for as long as the node carries it (it does not track initialization "
+    "there): a pod it then plans onto such a node is left to kube-scheduler, which waits for the taint"
 )
+
+
+def test_in_flight_taints_a_custom_startup_taint_is_assumed_gone():
+    """Karpenter suite_test.go: In-Flight Nodes / Taints "should assume pod will schedule to a tainted node
+    with a custom startup taint": the node as the controller's inventory sees it (its NodePool's startup
+    taint recorded on it at launch) takes the pod."""
+    c = cluster()
+    node = _empty_in_flight_node(c, "8")
+    startup = Taint("foo.com/taint", "tainted", "NoSchedule")
+    live = Node(
+        name=node.name,
+        labels=node.labels,
+        taints=(*node.taints, startup),
+        annotations={wk.STARTUP_TAINTS_ANNOTATION: format_taints((startup,))},
+    )
+    assert live.is_karpy
+    seen = inventory.existing_node(live, inventory.node_pods([]), schedulable=True)
+    c.replace_node(node.name, taints=seen.taints)
+    second = pod()
+    c.provision([second])
+    assert c.expect_scheduled(second).name == node.name
 
 
 @not_ported(
     "should assume pod will schedule to a node with ephemeral taint "
     "node.kubernetes.io/not-ready:NoExecute when the node is uninitialized",
-    "should assume pod will schedule to a tainted node with a custom startup taint",
     "should not assume pod will schedule to a node with startup taints after initialization",
     "should consider a tainted NotReady node as in-flight even if initialized",
     reason=_INITIALIZATION,

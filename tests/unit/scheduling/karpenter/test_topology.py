@@ -7,10 +7,12 @@ the test says so. Zones: test-zone-1/2/3 = Z1/Z2/Z3 (us-west-2a/b/c).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
 
+from extender.api.provisioner import Taint
 from extender.cluster.volumes import Volumes
 from extender.scheduling.solver import ExistingNode
 from tests.unit.scheduling.karpenter.builders import (
@@ -1264,10 +1266,15 @@ def test_schedules_pods_that_tolerate_provisioner_taints():
         c.expect_not_scheduled(p)
 
 
-@pytest.mark.skip(reason="v1alpha5 Provisioners have no startupTaints (added with Karpenter 0.7 / NodePools)")
 def test_startup_taints():
     """Karpenter topology_test.go: Taints "should provision nodes with taints and schedule pods if the taint
-    is only a startup taint"."""
+    is only a startup taint" (a NodePool field: the suite's Provisioner with its startupTaints set)."""
+    startup = Taint("ignore-me", "NoSchedule", "nothing-to-see-here")
+    c = Cluster(dataclasses.replace(provisioner(), kind="NodePool", startup_taints=(startup,)))
+    p = pod()
+    c.provision([p])
+    # Planned without it: the launch puts it on the node (tests/unit/api/test_nodepool_startup.py).
+    assert c.expect_scheduled(p).taints == ()
 
 
 def test_does_not_generate_taints_for_op_exists():
