@@ -16,16 +16,19 @@ from kubernetes.client.exceptions import ApiException
 
 from extender.api import labels as wk
 from extender.api import nodeclaim as nc
+from extender.api.disruption import DO_NOT_DISRUPT
 from extender.api.node import Node
 from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
 from extender.cluster import nodeclaims
 from tests.integration import lifecycle_harness
-from tests.integration.helpers import nodepool, unique, wait_for
+from tests.integration.helpers import nodepool, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import (
     GC_GRACE,
     Karpy,
     deployment,
+    instance_of,
+    instance_state,
     live_pods,
     messages,
     node_or_none,
@@ -128,6 +131,93 @@ def test_a_claim_whose_node_and_instance_are_gone_is_garbage_collected(
     wait_for(lambda: nodeclaims.read(karpy.kube, name) is None, GC_GRACE + 30, "orphan claim collected")
     assert time.monotonic() - created >= GC_GRACE - 3, "claim collected before its grace"
     assert f"Garbage collecting nodeclaim {name} whose node and instance are gone" in messages(lifecycle_log)
+
+
+def test_deleting_a_nodeclaim_drains_and_terminates_its_node_then_the_claim_goes(
+    karpy: Karpy,
+    core_v1: Any,
+    apps_v1: Any,
+    namespace: str,
+    lifecycle_log: pytest.LogCaptureFixture,
+) -> None:
+    """`kubectl delete nodeclaim` (Karpenter v1 docs, concepts/disruption "Manual methods"): the
+    claim's karpenter.sh/termination finalizer holds it while its node drains (a do-not-disrupt pod
+    holds the drain here), then the node and its instance go, then the claim; the Deployment's pod
+    comes back on a new node (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/termination)."""
+    pool = unique(NODEPOOL_PREFIX + "del")
+    nodepool(
+        karpy.kube,
+        pool,
+        karpy.settings.cluster_name,
+        [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
+    )
+    deployment(apps_v1, namespace, "claimed", pool, 1, owner_label=wk.NODEPOOL)
+    name = bound_node(core_v1, namespace, "claimed")
+    claim = wait_for(lambda: _ready_claim(karpy.kube, pool, name), 60, "the node's claim Ready")
+    claim_name = claim["metadata"]["name"]
+    assert claim["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
+    instance = instance_of(core_v1.read_node(name))
+    keeper = pod_manifest("keeper", "100m")
+    keeper["metadata"]["annotations"] = {DO_NOT_DISRUPT: "true"}
+    keeper["spec"]["nodeName"] = name
+    core_v1.create_namespaced_pod(namespace, keeper)
+
+    client.CustomObjectsApi(karpy.kube).delete_cluster_custom_object(
+        nc.GROUP, nc.VERSION, "nodeclaims", claim_name
+    )
+    # The node goes through its graceful termination; the keeper holds its drain.
+    wait_for(
+        lambda: any(
+            f"Unable to drain node {name}, pod {namespace}/keeper" in m for m in messages(lifecycle_log)
+        ),
+        30,
+        "the drain held by the do-not-disrupt pod",
+    )
+    held = core_v1.read_node(name)
+    assert held.metadata.deletion_timestamp is not None and held.spec.unschedulable
+    terminating = nodeclaims.read(karpy.kube, claim_name)
+    assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
+    assert terminating["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
+    assert instance_state(karpy, instance) == "running"
+    assert f"Deleting node {name} of deleted nodeclaim {claim_name}" in messages(lifecycle_log)
+
+    core_v1.delete_namespaced_pod("keeper", namespace, grace_period_seconds=0)
+    wait_for(lambda: node_or_none(core_v1, name) is None, 90, "the claim's node deleted")
+    assert nodeclaims.read(karpy.kube, claim_name) is None, "the claim outlived its node"
+    assert instance_state(karpy, instance) == "terminated"
+    wait_for(
+        lambda: (n := bound_node(core_v1, namespace, "claimed")) != name and n,
+        90,
+        "the Deployment's pod on a new node",
+    )
+    apps_v1.delete_namespaced_deployment("claimed", namespace)
+    wait_for(lambda: claims_of(karpy.kube, pool) == [], 60, "the new node and its claim deleted")
+
+
+def test_deleting_a_claim_whose_node_never_came_goes_at_once(
+    karpy: Karpy, lifecycle_log: pytest.LogCaptureFixture
+) -> None:
+    """A launch whose Node was never written: nothing to drain, the claim goes without the GC grace."""
+    pool = Provisioner(name=unique(NODEPOOL_PREFIX + "nonode"), kind=nc.NODEPOOL_KIND, provider_ref="default")
+    never = Node.from_manifest(
+        {
+            "metadata": {
+                "name": unique("never"),
+                "labels": {wk.INSTANCE_TYPE: "m5.large", wk.ZONE: "us-west-2a"},
+            },
+            "spec": {"providerID": "aws:///us-west-2a/i-0000000000000beef"},
+        }
+    )
+    name = nodeclaims.record_launch(
+        karpy.kube, pool, never, requests=Resources.of(cpu=1), now=datetime.now(UTC)
+    )
+    assert name is not None
+    assert nodeclaims.read(karpy.kube, name)["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
+    started = time.monotonic()
+    client.CustomObjectsApi(karpy.kube).delete_cluster_custom_object(nc.GROUP, nc.VERSION, "nodeclaims", name)
+    wait_for(lambda: nodeclaims.read(karpy.kube, name) is None, 20, "the deleted claim gone")
+    assert time.monotonic() - started < GC_GRACE, "the claim waited for garbage collection"
+    assert f"Deleted nodeclaim {name}" in messages(lifecycle_log)
 
 
 def test_the_crd_refuses_an_invalid_claim_with_the_field_path(karpy: Karpy) -> None:
