@@ -150,6 +150,7 @@ def test_deleting_a_nodeclaim_drains_and_terminates_its_node_then_the_claim_goes
         pool,
         karpy.settings.cluster_name,
         [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
+        empty_after="2s",
     )
     deployment(apps_v1, namespace, "claimed", pool, 1, owner_label=wk.NODEPOOL)
     name = bound_node(core_v1, namespace, "claimed")
