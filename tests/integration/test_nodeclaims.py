@@ -221,6 +221,30 @@ def test_deleting_a_claim_whose_node_never_came_goes_at_once(
     assert f"Deleted nodeclaim {name}" in messages(lifecycle_log)
 
 
+def test_a_claim_written_without_the_finalizer_gets_it_when_the_lifecycle_reads_it(karpy: Karpy) -> None:
+    """An upgrade: claims written before claims carried karpenter.sh/termination get it the first
+    time a (restarted) lifecycle loads them; every node is looked at when a replica starts leading."""
+    pool = Provisioner(name=unique(NODEPOOL_PREFIX + "upg"), kind=nc.NODEPOOL_KIND, provider_ref="default")
+    old = Node.from_manifest(
+        {
+            "metadata": {
+                "name": unique("old"),
+                "labels": {wk.INSTANCE_TYPE: "m5.large", wk.ZONE: "us-west-2a"},
+            },
+            "spec": {"providerID": "aws:///us-west-2a/i-00000000000000abc"},
+        }
+    )
+    manifest = nc.manifest(pool, old, "i-00000000000000abc", requests=Resources.of(cpu=1))
+    del manifest["metadata"]["finalizers"]
+    name = manifest["metadata"]["name"]
+    nodeclaims.create(karpy.kube, manifest, nc.launch_status(old, nc.launched(now=datetime.now(UTC))))
+    assert "finalizers" not in nodeclaims.read(karpy.kube, name)["metadata"]
+    nodeclaims.Tracker(karpy.kube, lambda: datetime.now(UTC)).sync(old, pool)
+    assert nodeclaims.read(karpy.kube, name)["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
+    # Its node and instance never existed: the lifecycle's GC lifts the finalizer and deletes it.
+    wait_for(lambda: nodeclaims.read(karpy.kube, name) is None, GC_GRACE + 30, "the claim collected")
+
+
 def test_the_crd_refuses_an_invalid_claim_with_the_field_path(karpy: Karpy) -> None:
     claim = {
         "apiVersion": nc.API_VERSION,
