@@ -29,8 +29,7 @@ from extender.cluster import nodeclaims
 from extender.cluster.nodes import instance_id
 from extender.lifecycle import nodepatch
 from extender.lifecycle.context import Context
-from extender.lifecycle.workqueue import DelayQueue
-from extender.loops import log_failure
+from extender.lifecycle.workqueue import DelayQueue, serve
 
 #: How often a claim whose node is terminating is looked at again (the node's termination
 #: normally finishes the claim itself; this catches a node that went another way).
@@ -120,15 +119,11 @@ class ClaimTerminator:
                 ctx.log.info("Deleted nodeclaim %s", name)
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            name = self.queue.get(timeout=1.0)
-            if name is None:
-                continue
-            try:
-                if self.ctx.is_leader():
-                    self.process(name)
-            except Exception as err:
-                log_failure(self.ctx.log, f"terminating nodeclaim {name}", err)
-                self.queue.add_backoff(name)
-            finally:
-                self.queue.done(name)
+        serve(
+            self.queue,
+            stop,
+            self.process,
+            is_leader=self.ctx.is_leader,
+            log=self.ctx.log,
+            doing="terminating nodeclaim",
+        )

@@ -113,19 +113,7 @@ def test_nodeclaims_track_nodepool_nodes_from_launch_to_deletion(
 def test_a_claim_whose_node_and_instance_are_gone_is_garbage_collected(
     karpy: Karpy, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
-    pool = Provisioner(name=unique(NODEPOOL_PREFIX + "gc"), kind=nc.NODEPOOL_KIND, provider_ref="default")
-    gone = Node.from_manifest(
-        {
-            "metadata": {
-                "name": unique("gone"),
-                "labels": {wk.INSTANCE_TYPE: "m5.large", wk.ZONE: "us-west-2a"},
-            },
-            "spec": {"providerID": "aws:///us-west-2a/i-0000000000000dead"},
-        }
-    )
-    name = nodeclaims.record_launch(
-        karpy.kube, pool, gone, requests=Resources.of(cpu=1), now=datetime.now(UTC)
-    )
+    name = _recorded(karpy, "gc", "i-0000000000000dead")
     assert name is not None and nodeclaims.read(karpy.kube, name) is not None
     created = time.monotonic()
     wait_for(lambda: nodeclaims.read(karpy.kube, name) is None, GC_GRACE + 30, "orphan claim collected")
@@ -199,19 +187,7 @@ def test_deleting_a_claim_whose_node_never_came_goes_at_once(
     karpy: Karpy, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
     """A launch whose Node was never written: nothing to drain, the claim goes without the GC grace."""
-    pool = Provisioner(name=unique(NODEPOOL_PREFIX + "nonode"), kind=nc.NODEPOOL_KIND, provider_ref="default")
-    never = Node.from_manifest(
-        {
-            "metadata": {
-                "name": unique("never"),
-                "labels": {wk.INSTANCE_TYPE: "m5.large", wk.ZONE: "us-west-2a"},
-            },
-            "spec": {"providerID": "aws:///us-west-2a/i-0000000000000beef"},
-        }
-    )
-    name = nodeclaims.record_launch(
-        karpy.kube, pool, never, requests=Resources.of(cpu=1), now=datetime.now(UTC)
-    )
+    name = _recorded(karpy, "nonode", "i-0000000000000beef")
     assert name is not None
     assert nodeclaims.read(karpy.kube, name)["metadata"]["finalizers"] == [wk.TERMINATION_FINALIZER]
     started = time.monotonic()
@@ -224,16 +200,7 @@ def test_deleting_a_claim_whose_node_never_came_goes_at_once(
 def test_a_claim_written_without_the_finalizer_gets_it_when_the_lifecycle_reads_it(karpy: Karpy) -> None:
     """An upgrade: claims written before claims carried karpenter.sh/termination get it the first
     time a (restarted) lifecycle loads them; every node is looked at when a replica starts leading."""
-    pool = Provisioner(name=unique(NODEPOOL_PREFIX + "upg"), kind=nc.NODEPOOL_KIND, provider_ref="default")
-    old = Node.from_manifest(
-        {
-            "metadata": {
-                "name": unique("old"),
-                "labels": {wk.INSTANCE_TYPE: "m5.large", wk.ZONE: "us-west-2a"},
-            },
-            "spec": {"providerID": "aws:///us-west-2a/i-00000000000000abc"},
-        }
-    )
+    pool, old = _without_node("upg", "i-00000000000000abc")
     manifest = nc.manifest(pool, old, "i-00000000000000abc", requests=Resources.of(cpu=1))
     del manifest["metadata"]["finalizers"]
     name = manifest["metadata"]["name"]
@@ -311,6 +278,29 @@ def test_a_drifted_nodepool_node_shows_drifted_on_its_claim_and_its_replacement_
     wait_for(lambda: nodeclaims.read(karpy.kube, claim_name) is None, 60, "the drifted node's claim deleted")
     apps_v1.delete_namespaced_deployment("drifting", namespace)
     wait_for(lambda: claims_of(karpy.kube, pool) == [], 60, "the empty replacement and its claim deleted")
+
+
+def _without_node(prefix: str, iid: str) -> tuple[Provisioner, Node]:
+    """A NodePool and a Node never written to the cluster, for an instance that never ran."""
+    pool = Provisioner(name=unique(NODEPOOL_PREFIX + prefix), kind=nc.NODEPOOL_KIND, provider_ref="default")
+    node = Node.from_manifest(
+        {
+            "metadata": {
+                "name": unique(prefix),
+                "labels": {wk.INSTANCE_TYPE: "m5.large", wk.ZONE: "us-west-2a"},
+            },
+            "spec": {"providerID": f"aws:///us-west-2a/{iid}"},
+        }
+    )
+    return pool, node
+
+
+def _recorded(karpy: Karpy, prefix: str, iid: str) -> str | None:
+    """The claim of a launch whose Node was never written, as provisioning records it."""
+    pool, node = _without_node(prefix, iid)
+    return nodeclaims.record_launch(
+        karpy.kube, pool, node, requests=Resources.of(cpu=1), now=datetime.now(UTC)
+    )
 
 
 def _ready_claim(kube: Any, pool: str, node: str) -> dict[str, Any] | None:
