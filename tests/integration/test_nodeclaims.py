@@ -183,6 +183,30 @@ def test_deleting_a_nodeclaim_drains_and_terminates_its_node_then_the_claim_goes
     wait_for(lambda: claims_of(karpy.kube, pool) == [], 60, "the new node and its claim deleted")
 
 
+def test_deleting_a_nodepool_terminates_its_nodes_through_their_claims(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str
+) -> None:
+    """Karpenter v1: a NodePool's NodeClaims are its dependents (ownerReferences), so deleting it
+    lets Kubernetes' garbage collector delete them, and each deleted claim terminates its node."""
+    pool = unique(NODEPOOL_PREFIX + "owner")
+    nodepool(
+        karpy.kube,
+        pool,
+        karpy.settings.cluster_name,
+        [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}],
+    )
+    deployment(apps_v1, namespace, "owned", pool, 1, owner_label=wk.NODEPOOL)
+    name = bound_node(core_v1, namespace, "owned")
+    claim = wait_for(lambda: _ready_claim(karpy.kube, pool, name), 60, "the node's claim Ready")
+    assert claim["metadata"]["ownerReferences"][0]["name"] == pool
+    instance = instance_of(core_v1.read_node(name))
+    client.CustomObjectsApi(karpy.kube).delete_cluster_custom_object(nc.GROUP, nc.VERSION, "nodepools", pool)
+    wait_for(lambda: node_or_none(core_v1, name) is None, 90, "the NodePool's node deleted")
+    wait_for(lambda: claims_of(karpy.kube, pool) == [], 30, "the NodePool's claim gone")
+    assert instance_state(karpy, instance) == "terminated"
+    apps_v1.delete_namespaced_deployment("owned", namespace)
+
+
 def test_deleting_a_claim_whose_node_never_came_goes_at_once(
     karpy: Karpy, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
