@@ -184,7 +184,7 @@ def test_deleting_a_nodeclaim_drains_and_terminates_its_node_then_the_claim_goes
 
 
 def test_deleting_a_nodepool_terminates_its_nodes_through_their_claims(
-    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
     """Karpenter v1: a NodePool's NodeClaims are its dependents (ownerReferences), so deleting it
     lets Kubernetes' garbage collector delete them, and each deleted claim terminates its node."""
@@ -204,6 +204,8 @@ def test_deleting_a_nodepool_terminates_its_nodes_through_their_claims(
     wait_for(lambda: node_or_none(core_v1, name) is None, 90, "the NodePool's node deleted")
     wait_for(lambda: claims_of(karpy.kube, pool) == [], 30, "the NodePool's claim gone")
     assert instance_state(karpy, instance) == "terminated"
+    claim_name = claim["metadata"]["name"]
+    assert f"Deleting node {name} of deleted nodeclaim {claim_name}" in messages(lifecycle_log)
     apps_v1.delete_namespaced_deployment("owned", namespace)
 
 
