@@ -4,8 +4,8 @@ launched instance and the pods' requests; and its status conditions, moved as th
 
 Pure: times come in as arguments. `extender/cluster/nodeclaims.py` writes what this builds. The
 Node stays karpy's primary object (Karpenter 0.5's design); the NodeClaim is the v1 record of it,
-so it carries no finalizer (nothing would remove one when a user deletes the claim) and the Node
-has no owner reference to it.
+and the Node has no owner reference to it. The claim carries Karpenter's `karpenter.sh/termination`
+finalizer: deleting it terminates its node (`lifecycle/claims.py`), as in Karpenter v1.
 
 Conditions follow metav1.Condition (type, status, reason, message, lastTransitionTime,
 observedGeneration) with meta.SetStatusCondition's rule: lastTransitionTime moves only when the
@@ -346,7 +346,11 @@ def manifest(
     ignores `status` on create, so `launch_status` is written after it)."""
     labels = {k: v for k, v in node.labels.items() if k not in (wk.HOSTNAME, wk.PROVISIONER_NAME)}
     labels[NODEPOOL_LABEL] = provisioner.name
-    metadata: dict[str, Any] = {"name": claim_name(provisioner.name, instance_id), "labels": labels}
+    metadata: dict[str, Any] = {
+        "name": claim_name(provisioner.name, instance_id),
+        "labels": labels,
+        "finalizers": [wk.TERMINATION_FINALIZER],
+    }
     if provisioner.annotations:  # Karpenter's NodeClaim carries the template's annotations
         metadata["annotations"] = dict(provisioner.annotations)
     if provisioner.uid:
@@ -408,12 +412,15 @@ def spec_taints(claim: Mapping[str, Any], field: str) -> tuple[Taint, ...]:
 
 @dataclass(frozen=True)
 class Record:
-    """What garbage collection reads of a claim: whose node and instance it records, and its age."""
+    """What garbage collection and the claim's termination read of a claim: whose node and instance
+    it records, its age, whether it is being deleted and whether karpy's finalizer holds it."""
 
     name: str
     provider_id: str = ""
     node_name: str = ""
     created: datetime | None = None
+    deleting: bool = False
+    finalized: bool = False  # carries `karpenter.sh/termination`
 
     @classmethod
     def from_manifest(cls, claim: Mapping[str, Any]) -> Record:
@@ -424,4 +431,6 @@ class Record:
             provider_id=str(status.get("providerID") or ""),
             node_name=str(status.get("nodeName") or ""),
             created=parse_time_or_none(meta.get("creationTimestamp")),
+            deleting=bool(meta.get("deletionTimestamp")),
+            finalized=wk.TERMINATION_FINALIZER in (meta.get("finalizers") or ()),
         )

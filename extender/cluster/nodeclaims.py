@@ -3,7 +3,8 @@
 Created right after CreateFleet returned the instance (before its Node, so the lifecycle finds it
 when the Node appears), kept current by the lifecycle through the status subresource, deleted when
 the node's termination finishes, and garbage-collected when its node and instance are both gone.
-`extender/api/nodeclaim.py` builds what is written here.
+`extender/api/nodeclaim.py` builds what is written here. Each claim carries the
+`karpenter.sh/termination` finalizer, lifted (`release`) only once its node and instance are gone.
 
 A record must never fail or hold up the node it records: the launch and termination verbs log an
 API error and carry on; the lifecycle's `Tracker.sync` writes whatever they missed.
@@ -21,6 +22,7 @@ from typing import Any
 from kubernetes import client
 
 from extender.api import nodeclaim as nc
+from extender.api.labels import TERMINATION_FINALIZER
 from extender.api.node import Node
 from extender.api.provisioner import Provisioner, Taint
 from extender.api.resources import Resources
@@ -85,6 +87,50 @@ def delete(kube: client.ApiClient, name: str) -> bool:
     return True
 
 
+#: Attempts at a finalizer change that keep meeting a newer version of the claim.
+FINALIZER_ATTEMPTS = 3
+
+
+def _set_finalizer(kube: client.ApiClient, name: str, present: bool) -> dict[str, Any] | None:
+    """Add (`present`) or lift karpy's finalizer, over the version read (a merge patch replaces the
+    list, so a finalizer someone else added meanwhile would be lost); the claim as left, None when
+    it is gone. Adding skips a claim being deleted: the API server refuses a new finalizer then."""
+    for attempt in range(FINALIZER_ATTEMPTS):
+        claim = read(kube, name)
+        if claim is None:
+            return None
+        meta = claim.get("metadata") or {}
+        old = list(meta.get("finalizers") or ())
+        if (TERMINATION_FINALIZER in old) == present or (present and meta.get("deletionTimestamp")):
+            return claim
+        new = [*old, TERMINATION_FINALIZER] if present else [f for f in old if f != TERMINATION_FINALIZER]
+        body = {"metadata": {"finalizers": new, "resourceVersion": meta.get("resourceVersion")}}
+        try:
+            with translated(f"{'adding' if present else 'removing'} the finalizer of nodeclaim {name}"):
+                return dict(
+                    _api(kube).patch_cluster_custom_object(
+                        nc.GROUP, nc.VERSION, PLURAL, name, body, _content_type="application/merge-patch+json"
+                    )
+                )
+        except NotFound:
+            return None
+        except Conflict:
+            if attempt == FINALIZER_ATTEMPTS - 1:
+                raise
+    return None
+
+
+def release(kube: client.ApiClient, name: str) -> bool:
+    """Lift karpy's finalizer (its node and instance are gone); False when the claim is gone."""
+    return _set_finalizer(kube, name, present=False) is not None
+
+
+def remove(kube: client.ApiClient, name: str) -> bool:
+    """Delete the claim and lift its finalizer, so it goes at once; False when it was not there."""
+    deleted = delete(kube, name)
+    return release(kube, name) or deleted
+
+
 def list_claims(kube: client.ApiClient) -> list[dict[str, Any]]:
     """Every NodeClaim; none when the CRD is not installed."""
     try:
@@ -93,6 +139,15 @@ def list_claims(kube: client.ApiClient) -> list[dict[str, Any]]:
     except NotFound:
         return []
     return list(raw.get("items") or [])
+
+
+def lister(kube: client.ApiClient) -> Callable[..., Any]:
+    """The NodeClaim list call, for an informer (`cluster/informer.py`) to list and watch with."""
+
+    def list_nodeclaims(**kwargs: Any) -> Any:
+        return _api(kube).list_cluster_custom_object(nc.GROUP, nc.VERSION, PLURAL, **kwargs)
+
+    return list_nodeclaims
 
 
 def name_of(node: Node, nodepool: str | None = None) -> str | None:
@@ -125,13 +180,13 @@ def record_launch(
 
 
 def delete_for_node(kube: client.ApiClient, node: Node) -> None:
-    """Termination's hook: the node is gone, so is its claim (if it has one). An API error is
-    logged; garbage collection removes the claim later."""
+    """Termination's hook: the node's instance is gone, so is its claim (if it has one): deleted
+    and its finalizer lifted. An API error is logged; garbage collection removes the claim later."""
     name = name_of(node)
     if name is None:
         return
     try:
-        if delete(kube, name):
+        if remove(kube, name):
             log.info("Deleted nodeclaim %s of node %s", name, node.name)
     except ClusterError as err:
         log.warning("Deleting nodeclaim %s of node %s, %s", name, node.name, err)
@@ -225,7 +280,8 @@ class Tracker:
             log.info("Nodeclaim %s of node %s: %s", name, node.name, change)
 
     def _load(self, name: str, node: Node, prov: Provisioner) -> _Written:
-        claim = read(self.kube, name)
+        # A claim written before claims carried the finalizer (an upgrade) gets it here.
+        claim = _set_finalizer(self.kube, name, present=True)
         if claim is None:
             # Its launch could not record it, or the instance was adopted after a crash: record it now.
             iid = instance_id(node.provider_id) or ""

@@ -16,11 +16,13 @@ from kubernetes import client
 
 from extender.api import labels
 from extender.api.provisioner import Provisioner
+from extender.cluster import nodeclaims
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.informer import start_informer
 from extender.cluster.nodes import list_karpy_nodes
 from extender.heartbeat import Heartbeats, no_tick
 from extender.lifecycle import gc, metrics, recovery
+from extender.lifecycle.claims import ClaimTerminator
 from extender.lifecycle.consolidation.worker import Consolidator
 from extender.lifecycle.context import Context
 from extender.lifecycle.interruption import InterruptionHandler, InterruptionPoller
@@ -41,6 +43,7 @@ DEADLINES = {
     "lifecycle-interruption": 300.0,
     "informer-nodes": 300.0,
     "informer-nodes-nodepool": 300.0,
+    "informer-nodeclaims": 300.0,
     "informer-pods": 300.0,
 }
 
@@ -75,6 +78,8 @@ class Lifecycle:
         self.ctx = ctx
         lookup = ProvisionerLookup(ctx.kube, settings=ctx.settings, lister=provisioners)
         self.nodes = NodeWorker(ctx, lookup.get, queue=queue)
+        #: `kubectl delete nodeclaim`: terminates the claim's node.
+        self.claims = ClaimTerminator(ctx)
         self._monotonic = monotonic
         self._was_leader = False
         self._last_resync = self._last_gc = monotonic()
@@ -109,6 +114,7 @@ class Lifecycle:
             self._last_resync = self._monotonic()
         if self._monotonic() - self._last_resync >= s.resync_seconds:
             self.nodes.enqueue_all()
+            self.claims.enqueue_all()
             self._last_resync = self._monotonic()
         if self._monotonic() - self._last_gc >= s.gc_interval_seconds:
             self._doing = "collecting garbage"
@@ -123,6 +129,7 @@ class Lifecycle:
         self._doing = "listing karpy nodes at leadership start"
         for node in list_karpy_nodes(self.ctx.kube):
             self.nodes.track("SYNC", node)
+        self.claims.enqueue_all()
 
 
 class LifecycleController:
@@ -180,8 +187,18 @@ class LifecycleController:
             )
             for key, name in ((labels.PROVISIONER_NAME, "nodes"), (labels.NODEPOOL, "nodes-nodepool"))
         ]
+        threads.append(
+            start_informer(
+                nodeclaims.lister(self.ctx.kube),
+                lifecycle.claims.on_claim,
+                stop,
+                name="nodeclaims",
+                tick=self._tick("informer-nodeclaims"),
+            )
+        )
         threads += [
             _thread(lambda: lifecycle.supervise(stop, tick=supervisor_tick), name="lifecycle-supervisor"),
+            _thread(lifecycle.claims.run, stop, name="lifecycle-nodeclaims"),
         ]
         threads += [
             _thread(lifecycle.nodes.run, stop, name=f"lifecycle-node-{i}") for i in range(NODE_WORKERS)
@@ -195,6 +212,7 @@ class LifecycleController:
         def close_on_stop() -> None:
             stop.wait()
             lifecycle.nodes.queue.close()
+            lifecycle.claims.queue.close()
 
         threads.append(_thread(close_on_stop, name="lifecycle-closer"))
         return threads

@@ -5,8 +5,9 @@
   without its finalizer.
 - A karpy Node whose instance is gone is deleted (its finalizer then drains it and finds the
   instance already terminated).
-- A NodeClaim whose node and instance are both gone is deleted (its node's termination would have
-  deleted it, unless that failed or the node went without its finalizer).
+- A NodeClaim whose node and instance are both gone is deleted and its `karpenter.sh/termination`
+  finalizer lifted (its node's termination would have done so, unless that failed or the node went
+  without its finalizer); one already being deleted is finished at once, without the grace.
 NodeClaims are listed before Nodes, and Nodes before instances, so that an object listed always has
 what it points at in the later list unless that is really gone.
 """
@@ -77,8 +78,8 @@ def orphan_claims(
     now: datetime,
     grace: float,
 ) -> tuple[str, ...]:
-    """Pure: the NodeClaims older than `grace` whose node (by name or provider id) and instance are
-    both gone."""
+    """Pure: the NodeClaims older than `grace`, or being deleted, whose node (by name or provider id)
+    and instance are both gone."""
     cutoff = now - timedelta(seconds=grace)
     names = {n.name for n in nodes}
     held = {iid for n in nodes if (iid := instance_id(n.provider_id))} | {i.id for i in instances}
@@ -87,7 +88,7 @@ def orphan_claims(
         for c in claims
         if c.node_name not in names
         and instance_id(c.provider_id) not in held
-        and (c.created or now) <= cutoff
+        and (c.deleting or (c.created or now) <= cutoff)
     )
 
 
@@ -132,5 +133,5 @@ def collect(ctx: Context, *, protected: frozenset[str] = frozenset()) -> Garbage
         if not ctx.is_leader():
             break
         ctx.log.info("Garbage collecting nodeclaim %s whose node and instance are gone", name)
-        nodeclaims.delete(ctx.kube, name)
+        nodeclaims.remove(ctx.kube, name)
     return garbage

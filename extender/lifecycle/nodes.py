@@ -24,8 +24,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
 from extender.lifecycle.podevents import PodEvents
 from extender.lifecycle.termination import Step, Terminator
-from extender.lifecycle.workqueue import DelayQueue
-from extender.loops import log_failure
+from extender.lifecycle.workqueue import DelayQueue, serve
 
 TERMINATING_POLL_SECONDS = 1.0
 #: A node whose Provisioner is not (yet) known is looked at again after this long.
@@ -152,18 +151,14 @@ class NodeWorker:
             self.queue.add(name, min(pending))
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            name = self.queue.get(timeout=1.0)
-            if name is None:
-                continue
-            try:
-                if self.ctx.is_leader():
-                    self.process(name)
-            except Exception as err:
-                log_failure(self.ctx.log, f"reconciling node {name}", err)
-                self.queue.add_backoff(name)
-            finally:
-                self.queue.done(name)
+        serve(
+            self.queue,
+            stop,
+            self.process,
+            is_leader=self.ctx.is_leader,
+            log=self.ctx.log,
+            doing="reconciling node",
+        )
 
     def _drift(self, node: Node, prov: Provisioner, pods: list[Pod]) -> float | None:
         """Replace a drifted node through expiry's path; a node not yet being replaced is checked

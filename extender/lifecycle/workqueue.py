@@ -9,10 +9,13 @@ The clock is injected so due-time decisions are testable without sleeping.
 from __future__ import annotations
 
 import heapq
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from extender.loops import log_failure
 
 K = TypeVar("K", bound=Hashable)
 
@@ -133,3 +136,29 @@ class DelayQueue(Generic[K]):
             return None
         # Cap the wait so an injected clock that jumps (tests) is noticed promptly.
         return min(max(self._heap[0][0] - self._clock(), 0.0), 1.0)
+
+
+def serve(
+    queue: DelayQueue[str],
+    stop: threading.Event,
+    process: Callable[[str], None],
+    *,
+    is_leader: Callable[[], bool],
+    log: logging.Logger,
+    doing: str,
+) -> None:
+    """A worker: pop due keys until `stop`, `process` each while leader (a key popped meanwhile is
+    dropped: the next leader enqueues what it must); a failure is logged (`doing <key>`) and retried
+    with backoff."""
+    while not stop.is_set():
+        key = queue.get(timeout=1.0)
+        if key is None:
+            continue
+        try:
+            if is_leader():
+                process(key)
+        except Exception as err:
+            log_failure(log, f"{doing} {key}", err)
+            queue.add_backoff(key)
+        finally:
+            queue.done(key)

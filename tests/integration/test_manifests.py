@@ -292,6 +292,10 @@ def controller_rbac(cluster: Any, dynamic: Any) -> Iterator[None]:
         # A drain still blocked at terminationGracePeriod deletes its pods, as Karpenter v1's
         # terminator does (pkg/controllers/node/termination/terminator/eviction.go).
         ("delete", "pods", {"namespace": "default"}),
+        # A deleted NodeClaim terminates its node, held by karpenter.sh/termination until then
+        # (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/termination/controller.go).
+        ("watch", "nodeclaims", {"group": "karpenter.sh"}),
+        ("patch", "nodeclaims", {"group": "karpenter.sh"}),
     ],
 )
 def test_the_controller_may_do_what_karpy_does(
@@ -310,6 +314,7 @@ def test_the_controller_may_do_what_karpy_does(
         ("update", "provisioners", {"group": "karpenter.sh"}),
         ("delete", "provisioners", {"group": "karpenter.sh"}),
         ("update", "nodepools", {"group": "karpenter.sh"}),
+        ("update", "nodeclaims", {"group": "karpenter.sh"}),
         ("patch", "ec2nodeclasses", {"group": "karpenter.k8s.aws"}),
         (
             "update",

@@ -103,7 +103,7 @@ def test_the_claim_records_the_launch_as_karpenter_v1_does() -> None:
             "blockOwnerDeletion": True,
         }
     ]
-    assert "finalizers" not in meta
+    assert meta["finalizers"] == ["karpenter.sh/termination"]
     assert spec["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
     assert spec["resources"] == {"requests": {"cpu": "1500m", "memory": "1Gi"}}
     assert spec["taints"] == [{"key": "dedicated", "effect": "NoSchedule", "value": "web"}]

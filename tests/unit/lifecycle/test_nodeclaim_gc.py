@@ -41,6 +41,14 @@ def test_a_claim_goes_only_when_node_and_instance_are_both_gone() -> None:
     assert found == ("both-gone", "never-launched")
 
 
+def test_a_claim_being_deleted_whose_node_and_instance_are_gone_goes_without_the_grace() -> None:
+    # `kubectl delete nodeclaim` of a claim whose launch never wrote a Node: nothing left to wait for.
+    young = T0 - timedelta(seconds=5)
+    deleting = Record("deleting", "aws:///us-west-2a/i-1", "n1", young, deleting=True, finalized=True)
+    held = Record("held", "aws:///us-west-2a/i-2", "n2", young, deleting=True, finalized=True)
+    assert gc.orphan_claims([deleting, held], [], [instance("i-2")], T0, 120) == ("deleting",)
+
+
 def test_no_claims_no_garbage() -> None:
     assert gc.orphan_claims([], [node("n1")], [], T0, 120) == ()
 
@@ -65,7 +73,8 @@ def test_orphan_claims_are_deleted_by_a_leader_only(monkeypatch: pytest.MonkeyPa
         "status": {"providerID": "aws:///us-west-2a/i-0dead", "nodeName": "gone"},
     }
     deleted: list[str] = []
-    monkeypatch.setattr(gc.nodeclaims, "delete", lambda _, name: deleted.append(name) or True)
+    # Deleted and its finalizer lifted at once (`remove`), or the claim would be held for ever.
+    monkeypatch.setattr(gc.nodeclaims, "remove", lambda _, name: deleted.append(name) or True)
     for leader, expected in ((False, []), (True, ["general-0dead"])):
         world = World(monkeypatch, leader=leader)
         monkeypatch.setattr(gc.nodeclaims, "list_claims", lambda _: [orphan])
