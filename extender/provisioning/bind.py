@@ -129,12 +129,14 @@ class Binder:
         report.add("recheck", self.clock() - t0)
         for pod, reason in refused:
             self._refuse(pod, node, reason)
-        # As Karpenter leaves them: kube-scheduler binds these once the startup taints are gone.
-        waiting = [p for p in admitted if p.tolerates(startup) is not None]
-        why = "startup taint " + ", ".join(describe_taint(t) for t in startup)
-        self.nominations.nominate(node, waiting, launched=bool(provisioner), waiting_for=why)
-        report.count("nominated", len(waiting))
-        admitted = [p for p in admitted if p.tolerates(startup) is None]
+        if startup:
+            # As Karpenter leaves them: kube-scheduler binds these once the startup taints are gone.
+            tolerated = {p.key: p.tolerates(startup) is None for p in admitted}
+            waiting = [p for p in admitted if not tolerated[p.key]]
+            why = "startup taint " + ", ".join(describe_taint(t) for t in startup)
+            self.nominations.nominate(node, waiting, launched=bool(provisioner), waiting_for=why)
+            report.count("nominated", len(waiting))
+            admitted = [p for p in admitted if tolerated[p.key]]
         if not admitted:
             return 0
         t0 = self.clock()
