@@ -86,9 +86,7 @@ class ClaimTerminator:
         """Every claim seen being deleted (a new leader picks up what the last one left)."""
         with self._lock:
             names = list(self._deleting)
-        for name in names:
-            self.queue.add(name)
-        return len(names)
+        return self.queue.add_all(names)
 
     def process(self, name: str) -> None:
         ctx = self.ctx

@@ -85,9 +85,7 @@ class NodeWorker:
     def enqueue_all(self) -> int:
         with self._lock:
             names = list(self._cache)
-        for name in names:
-            self.queue.add(name)
-        return len(names)
+        return self.queue.add_all(names)
 
     # --- reconcile -------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import heapq
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 from extender.loops import log_failure
@@ -51,6 +51,14 @@ class DelayQueue(Generic[K]):
                 return
             self._push(key, due)
             self._cond.notify()
+
+    def add_all(self, keys: Iterable[K]) -> int:
+        """`add` each key now; how many."""
+        count = 0
+        for key in keys:
+            self.add(key)
+            count += 1
+        return count
 
     def add_backoff(self, key: K) -> float:
         """Requeue after an exponential backoff (base * 2^failures, capped); returns the delay."""
