@@ -18,7 +18,7 @@ from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cluster.nodeclaims import Tracker
-from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, protection, readiness
+from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
@@ -39,9 +39,12 @@ class NodeWorker:
         *,
         queue: DelayQueue[str] | None = None,
         ledger: DisruptionLedger | None = None,
+        fresh: Callable[[Node], Provisioner | None] | None = None,
     ) -> None:
         self.ctx = ctx
         self.provisioners = provisioners
+        #: A node's Provisioner from a listing newer than the node (drift's verdicts are judged on it).
+        self.fresh = fresh or (lambda node: provisioners(node.provisioner))
         # `is None`: an empty queue is falsy (it has a length), and the one handed in must be kept.
         self.queue: DelayQueue[str] = queue if queue is not None else DelayQueue()
         self.expiry = Expiry()
@@ -167,7 +170,7 @@ class NodeWorker:
         with self._lock:
             found = self._drifting.get(name)
         if found is None or name not in self.expiry.active():
-            reason = drift.check(ctx, node, prov)
+            reason = drift.check(ctx, node, prov, reread=lambda: self.fresh(node))
             with self._lock:
                 if reason is None:
                     self._drifting.pop(name, None)
@@ -176,8 +179,9 @@ class NodeWorker:
         since, reason = found
         # On the claim before the replacement starts, or while do-not-disrupt holds the node.
         self.claims.sync(node, prov, drifted=reason)
-        if name not in self.expiry.active() and (blocker := protection.node_blocker(node.annotations, pods)):
-            # Drift is graceful: a do-not-disrupt node or pod holds it (pod and node events look again).
+        if name not in self.expiry.active() and (blocker := drift.blocker(node, pods)):
+            # Drift is graceful: a node still coming up, a do-not-disrupt node or pod holds it (pod and
+            # node events look again).
             metrics.disruption("drifted", "blocked")
             ctx.log.debug("Drifted node %s is not disrupted, %s", name, blocker)
             return None
