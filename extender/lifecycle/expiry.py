@@ -55,6 +55,9 @@ class Expiry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._active: dict[str, Disruption] = {}
+        #: Due nodes that may not be disrupted now (not initialized, do-not-disrupt): left out of
+        #: `pick`, so one that stays so (a startup taint never lifted) does not hold the slots.
+        self._held: set[str] = set()
 
     def active(self) -> set[str]:
         with self._lock:
@@ -63,6 +66,14 @@ class Expiry:
     def finished(self, node: str) -> None:
         with self._lock:
             self._active.pop(node, None)
+            self._held.discard(node)
+
+    def hold(self, node: str, held: bool) -> None:
+        with self._lock:
+            if held:
+                self._held.add(node)
+            else:
+                self._held.discard(node)
 
     def reconcile(
         self,
@@ -119,7 +130,8 @@ class Expiry:
             disruption = self._active.get(node_name)
             if disruption is None:
                 in_flight = len(deleting | set(self._active))
-                if node_name not in pick(due, now, in_flight, ctx.settings.lifecycle.max_disrupting):
+                waiting = [(name, at) for name, at in due if name not in self._held]
+                if node_name not in pick(waiting, now, in_flight, ctx.settings.lifecycle.max_disrupting):
                     metrics.disruption(reason, "blocked")
                     ctx.log.debug(
                         "%s node %s waits for a disruption slot (%s in flight)",

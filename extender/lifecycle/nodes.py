@@ -171,15 +171,20 @@ class NodeWorker:
             found = self._drifting.get(name)
         if found is None or name not in self.expiry.active():
             reason = drift.check(ctx, node, prov, reread=lambda: self.fresh(node))
-            with self._lock:
-                if reason is None:
+            if reason is None:
+                with self._lock:
                     self._drifting.pop(name, None)
-                    return None
+                self.expiry.hold(name, False)
+                return None
+            with self._lock:
                 found = self._drifting.setdefault(name, (ctx.clock(), reason))
         since, reason = found
         # On the claim before the replacement starts, or while do-not-disrupt holds the node.
         self.claims.sync(node, prov, drifted=reason)
-        if name not in self.expiry.active() and (blocker := drift.blocker(node, pods)):
+        blocker = None if name in self.expiry.active() else drift.blocker(node, pods)
+        # A held node takes no place in the queue for disruption slots: the next due node goes first.
+        self.expiry.hold(name, blocker is not None)
+        if blocker is not None:
             # Drift is graceful: a node still coming up, a do-not-disrupt node or pod holds it (pod and
             # node events look again).
             metrics.disruption("drifted", "blocked")

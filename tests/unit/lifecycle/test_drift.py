@@ -406,3 +406,20 @@ def test_a_marked_node_keeps_its_mark_unless_a_fresh_listing_clears_it(
     assert patched == []
     assert drift.check(ctx, marked, OLD_POOL, reread=lambda: OLD_POOL) is None
     assert patched == [(wk.VOLUNTARY_DISRUPTION_ANNOTATION, None)]
+
+
+def test_a_drifted_node_held_back_does_not_keep_the_slot_from_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One disruption slot (the default), two drifted nodes: the one found first cannot be
+    disrupted (still coming up, or a startup taint nothing lifts), so the other takes the slot
+    instead of waiting behind it for ever."""
+    cluster = Cluster(monkeypatch, launched_node(OLD_POOL, created=T0))
+    ctx = Context(Settings(), None, Cloud("ami-1"), None, None, Recorder(None))  # type: ignore[arg-type]
+    ctx.clock = lambda: T0 + timedelta(minutes=5)
+    assert ctx.settings.lifecycle.max_disrupting == 1
+    keeper = expiry.Expiry()
+    due = [("coming-up", T0), ("n1", T0 + timedelta(seconds=1))]
+    keeper.hold("coming-up", True)
+    assert keeper.replace(ctx, cluster.node, "drifted", T0, pods=[], deleting=set(), due=due) is None
+    assert cluster.deleted == ["n1"]
