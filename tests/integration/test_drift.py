@@ -32,6 +32,7 @@ from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixt
     karpy,
     live_pods,
     messages,
+    node_or_none,
 )
 from tests.integration.observed import Objects, Observed
 from tests.integration.test_consolidation import PENDING_LIMIT, Pending, consolidating, cordoned, nodes_of
@@ -405,7 +406,9 @@ def test_a_pool_recreated_under_its_name_keeps_the_node_it_launches(
         placed[app] = wait_for(partial(running, core_v1, namespace, app, 1), UP, f"the {app} pod Running")
     launched = {node for by_pod in placed.values() for node in by_pod.values()}
     for node in launched:
-        assert core_v1.read_node(node).metadata.labels["tier"] == "b"
+        live = node_or_none(core_v1, node)
+        assert live is not None, f"node {node} gone right after its pod was bound"
+        assert live.metadata.labels["tier"] == "b"
     assert (lookup(pool).uid, lookup(prov).uid) != first  # type: ignore[union-attr]
     time.sleep(KEPT_FOR)
     assert still.stop() == 0, (
