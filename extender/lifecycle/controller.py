@@ -77,7 +77,7 @@ class Lifecycle:
     ) -> None:
         self.ctx = ctx
         lookup = ProvisionerLookup(ctx.kube, settings=ctx.settings, lister=provisioners)
-        self.nodes = NodeWorker(ctx, lookup.get, queue=queue)
+        self.nodes = NodeWorker(ctx, lookup.get, queue=queue, fresh=lookup.fresh)
         #: `kubectl delete nodeclaim`: terminates the claim's node.
         self.claims = ClaimTerminator(ctx)
         self._monotonic = monotonic

@@ -9,20 +9,29 @@ Karpenter's drift check (fact sheet §7), in this order:
 - `RequirementsDrifted`: the node's labels no longer meet the Provisioner's requirements;
 - `AMIDrift`: the AMI the node booted from (its `karpenter.k8s.aws/instance-ami-id` label) is not
   the one the cloud provider resolves for its Provisioner and instance type now.
+A node is judged against the live object: the verdict (drifted, or no longer drifted) changes only
+after a listing that started after the node was created confirms it (provisioners.ProvisionerLookup
+`fresh`), so a node launched from a NodePool edited, or deleted and re-created under its name, since
+the lifecycle's cached listing is never compared with the old spec (issue 31).
 A drifted node is annotated (`karpenter.sh/voluntary-disruption: drifted`), gets a `Drifted` Event
-and counts in `karpenter_nodes_drifted{reason}`, then goes through the replacement path expiry
-uses (expiry.Expiry.replace: disruption slot, the Provisioner's budget, replacements launched and
-Ready before the node is drained).
+and counts in `karpenter_nodes_drifted{reason}`; as Karpenter sets `Drifted` on any launched
+NodeClaim. It is replaced only once initialized (`blocker`), then through the replacement path
+expiry uses (expiry.Expiry.replace: disruption slot, the Provisioner's budget, replacements launched
+and initialized before the node is drained).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.nodeclass import AMI_ID_ANNOTATION
+from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_hash import HASH_VERSION, hash_annotations, provisioner_hash
-from extender.lifecycle import metrics, nodepatch
+from extender.api.resources import total
+from extender.lifecycle import metrics, nodepatch, protection, readiness
 from extender.lifecycle.context import Context
 from extender.scheduling.requirements import Requirements
 
@@ -57,17 +66,38 @@ def current_image(ctx: Context, provisioner: Provisioner, node: Node) -> str | N
         return None
 
 
-def check(ctx: Context, node: Node, provisioner: Provisioner) -> str | None:
+def blocker(node: Node, pods: Sequence[Pod]) -> str | None:
+    """Why a drifted node is not replaced now, or None. Karpenter disrupts only initialized nodes
+    (`pkg/controllers/disruption/types.go` NewCandidate: "state node isn't initialized"): one still
+    coming up may be waiting for the very pods it was launched for. Then do-not-disrupt."""
+    requests = total(p.requests for p in nodepatch.workload(pods))
+    if not readiness.initialized(node, requests):
+        return "node is not initialized"
+    return protection.node_blocker(node.annotations, pods)
+
+
+Reread = Callable[[], Provisioner | None]
+
+
+def check(ctx: Context, node: Node, provisioner: Provisioner, reread: Reread | None = None) -> str | None:
     """The node's drift reason, marking it drifted (annotation, Event, metric) the first time; a
-    node that is no longer drifted (the Provisioner changed back) loses the mark."""
-    if node.annotations.get(wk.PROVISIONER_HASH_VERSION_ANNOTATION) != HASH_VERSION:
-        # Launched before hashing, or under another hash version: stamp the current hash, so later
-        # changes are compared (as Karpenter re-stamps on a hash-version change) and no node drifts
-        # only because karpy hashes differently now.
+    node that is no longer drifted (the Provisioner changed back) loses the mark. `reread`: the
+    node's Provisioner from a listing newer than the node; a verdict that would change is judged
+    again against it before anything is written."""
+    marked = node.annotations.get(wk.VOLUNTARY_DISRUPTION_ANNOTATION) == DRIFTED
+    stamped = node.annotations.get(wk.PROVISIONER_HASH_VERSION_ANNOTATION) == HASH_VERSION
+    reason = drift_reason(node, provisioner, current_image(ctx, provisioner, node))
+    if reread is not None and (not stamped or (reason is None) == marked):
+        live = reread()
+        if live is None:
+            return None  # gone since the cached listing: nothing to judge against
+        provisioner, reason = live, drift_reason(node, live, current_image(ctx, live, node))
+    if not stamped:
+        # Launched before hashing, or under another hash version (not compared by hash above): stamp
+        # the current hash, so later changes are compared (as Karpenter re-stamps on a hash-version
+        # change) and no node drifts only because karpy hashes differently now.
         for key, value in hash_annotations(provisioner).items():
             nodepatch.set_annotation(ctx.kube, node.name, key, value)
-    reason = drift_reason(node, provisioner, current_image(ctx, provisioner, node))
-    marked = node.annotations.get(wk.VOLUNTARY_DISRUPTION_ANNOTATION) == DRIFTED
     if reason is None and marked:
         ctx.log.info("Node %s is no longer drifted", node.name)
         nodepatch.set_annotation(ctx.kube, node.name, wk.VOLUNTARY_DISRUPTION_ANNOTATION, None)

@@ -3,9 +3,9 @@
 A due node takes one of `max_disrupting` slots (cluster-wide, expiry and drift) and one of its
 Provisioner's disruption budget (budgets.py, shared with emptiness and consolidation), is cordoned
 and marked for removal, capacity for its pods is requested from provisioning, and only when those
-replacement nodes are Ready (or the wait cap passes) is the node deleted — the termination
-finalizer then drains it. Longest overdue first. `Expiry.replace` is that path for any reason:
-drift (drift.py) replaces a drifted node through it too.
+replacement nodes are initialized (Ready, taints lifted; or the wait cap passes) is the node
+deleted — the termination finalizer then drains it. Longest overdue first. `Expiry.replace` is
+that path for any reason: drift (drift.py) replaces a drifted node through it too.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.cluster.cordon import cordon
-from extender.lifecycle import metrics, nodepatch
+from extender.cluster.errors import ClusterError
+from extender.lifecycle import metrics, nodepatch, readiness
 from extender.lifecycle.context import Context, go_duration
 
 #: How often a due node waiting for a slot, or for its replacements, is looked at again.
@@ -54,6 +55,9 @@ class Expiry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._active: dict[str, Disruption] = {}
+        #: Due nodes that may not be disrupted now (not initialized, do-not-disrupt): left out of
+        #: `pick`, so one that stays so (a startup taint never lifted) does not hold the slots.
+        self._held: set[str] = set()
 
     def active(self) -> set[str]:
         with self._lock:
@@ -62,6 +66,14 @@ class Expiry:
     def finished(self, node: str) -> None:
         with self._lock:
             self._active.pop(node, None)
+            self._held.discard(node)
+
+    def hold(self, node: str, held: bool) -> None:
+        with self._lock:
+            if held:
+                self._held.add(node)
+            else:
+                self._held.discard(node)
 
     def reconcile(
         self,
@@ -110,7 +122,7 @@ class Expiry:
         why: str = "",
     ) -> float | None:
         """Replace `node` (due since `at`) for `reason` ("expired", "drifted"): wait for a slot and
-        the budget, launch replacements for its pods, delete it once they are Ready. Returns when
+        the budget, launch replacements for its pods, delete it once they are initialized. Returns when
         to look again, None once the node is deleted."""
         node_name = node.name
         now = ctx.clock()
@@ -118,7 +130,8 @@ class Expiry:
             disruption = self._active.get(node_name)
             if disruption is None:
                 in_flight = len(deleting | set(self._active))
-                if node_name not in pick(due, now, in_flight, ctx.settings.lifecycle.max_disrupting):
+                waiting = [(name, at) for name, at in due if name not in self._held]
+                if node_name not in pick(waiting, now, in_flight, ctx.settings.lifecycle.max_disrupting):
                     metrics.disruption(reason, "blocked")
                     ctx.log.debug(
                         "%s node %s waits for a disruption slot (%s in flight)",
@@ -155,6 +168,13 @@ class Expiry:
         ctx.mark(node_name, reason)
         if cordon(ctx.kube, node_name):
             ctx.log.info("Cordoned node %s", node_name)
+        # Marked and cordoned, the node takes no new pods; the ones bound since the caller listed
+        # them (a batch binding to a node it just launched) need room too, or they are evicted
+        # with no replacement up (issue 31: a pod bound 10 ms after the listing lost its node).
+        try:
+            pods = nodepatch.pods_on_node(ctx.kube, node_name)
+        except ClusterError as err:
+            ctx.log.warning("Listing pods of %s node %s again, %s", reason, node_name, err)
         workload = nodepatch.workload(pods)
         if workload and ctx.provisioning is not None:
             disruption.replacements = list(ctx.provisioning.provision_replacements(workload))
@@ -172,7 +192,9 @@ class Expiry:
             return True
         for name in disruption.replacements:
             node = nodepatch.get_node(ctx.kube, name)
-            # Not created yet counts as not ready: the launch is still in flight.
-            if node is None or not node.ready:
+            # Not created yet counts as not ready: the launch is still in flight. Initialized, as
+            # Karpenter waits for replacements (Ready and the not-ready/startup taints gone), not
+            # only Ready: until the taint is lifted the moved pods cannot land there.
+            if node is None or not readiness.initialized(node):
                 return False
         return True

@@ -18,7 +18,7 @@ from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cluster.nodeclaims import Tracker
-from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, protection, readiness
+from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
@@ -39,9 +39,12 @@ class NodeWorker:
         *,
         queue: DelayQueue[str] | None = None,
         ledger: DisruptionLedger | None = None,
+        fresh: Callable[[Node], Provisioner | None] | None = None,
     ) -> None:
         self.ctx = ctx
         self.provisioners = provisioners
+        #: A node's Provisioner from a listing newer than the node (drift's verdicts are judged on it).
+        self.fresh = fresh or (lambda node: provisioners(node.provisioner))
         # `is None`: an empty queue is falsy (it has a length), and the one handed in must be kept.
         self.queue: DelayQueue[str] = queue if queue is not None else DelayQueue()
         self.expiry = Expiry()
@@ -167,17 +170,23 @@ class NodeWorker:
         with self._lock:
             found = self._drifting.get(name)
         if found is None or name not in self.expiry.active():
-            reason = drift.check(ctx, node, prov)
-            with self._lock:
-                if reason is None:
+            reason = drift.check(ctx, node, prov, reread=lambda: self.fresh(node))
+            if reason is None:
+                with self._lock:
                     self._drifting.pop(name, None)
-                    return None
+                self.expiry.hold(name, False)
+                return None
+            with self._lock:
                 found = self._drifting.setdefault(name, (ctx.clock(), reason))
         since, reason = found
         # On the claim before the replacement starts, or while do-not-disrupt holds the node.
         self.claims.sync(node, prov, drifted=reason)
-        if name not in self.expiry.active() and (blocker := protection.node_blocker(node.annotations, pods)):
-            # Drift is graceful: a do-not-disrupt node or pod holds it (pod and node events look again).
+        blocker = None if name in self.expiry.active() else drift.blocker(node, pods)
+        # A held node takes no place in the queue for disruption slots: the next due node goes first.
+        self.expiry.hold(name, blocker is not None)
+        if blocker is not None:
+            # Drift is graceful: a node still coming up, a do-not-disrupt node or pod holds it (pod and
+            # node events look again).
             metrics.disruption("drifted", "blocked")
             ctx.log.debug("Drifted node %s is not disrupted, %s", name, blocker)
             return None

@@ -3,15 +3,20 @@
 A node that has never been Ready (still carries the not-ready taint, or its kubelet never posted a
 status) `registration_ttl` after creation is deleted; the termination finalizer then evicts the pods
 bound to it, so their owners recreate them and provisioning sees them again.
+
+`initialized` is Karpenter's Initialized condition for a node alone (nodeclaim.lifecycle): drift
+replaces only initialized nodes, and a replacement counts as up only once initialized.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from extender.api import labels
+from extender.api import nodeclaim as nc
 from extender.api.node import Node
+from extender.api.resources import Resources
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
@@ -30,6 +35,20 @@ def never_joined(node: Node) -> bool:
     if cond is None:
         return True
     return cond.reason in NEVER_UPDATED_REASONS or node.has_taint(labels.NOT_READY_TAINT_KEY)
+
+
+def initialized(node: Node, requests: Resources | None = None) -> bool:
+    """Registered (kubelet posted its status), Ready, none of the startup taints recorded at launch
+    nor a known ephemeral taint left (the not-ready taint included), every requested resource
+    registered: Karpenter's Initialized (`pkg/controllers/nodeclaim/lifecycle/initialization.go`),
+    judged from the node alone."""
+    conditions = nc.lifecycle((), node, startup_taints=node.startup_taints, requests=requests, now=_EPOCH)
+    found = nc.get(conditions, nc.INITIALIZED)
+    return found is not None and found.status == nc.TRUE
+
+
+#: `nc.lifecycle` stamps transition times; `initialized` only reads the status.
+_EPOCH = datetime.fromtimestamp(0, UTC)
 
 
 def decide(node: Node, registration_ttl: float, now: datetime) -> Decision:

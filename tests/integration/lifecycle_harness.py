@@ -98,6 +98,8 @@ class Karpy(ProvisioningKarpy):
     recorder: Recorder
     extender: Extender
     clock: OffsetClock = field(default_factory=OffsetClock)
+    #: The lifecycle's threads and state (a test may read what its workers hold).
+    lifecycle: LifecycleController | None = None
 
 
 def make_settings(cluster: Any) -> Settings:
@@ -168,7 +170,18 @@ def _karpy(cluster: Any) -> Iterator[Karpy]:
     controller.start(stop)
     extender = Extender(cluster.extender_port, create_app(settings, state, controller.enqueue))
     try:
-        yield Karpy(controller, state, raw_cloud, kube, leading, settings, recorder, extender, clock)
+        yield Karpy(
+            controller,
+            state,
+            raw_cloud,
+            kube,
+            leading,
+            settings,
+            recorder,
+            extender,
+            clock,
+            lifecycle=lifecycle,
+        )
     finally:
         # Give up leadership first: a watch or queue thread still unwinding acts only as a leader,
         # so it cannot launch, disrupt or collect in the next module's cluster state.

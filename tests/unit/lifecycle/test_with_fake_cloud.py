@@ -164,6 +164,7 @@ def test_an_expired_node_is_replaced_through_provisioning_before_it_is_deleted(m
     cordoned: list[str] = []
     monkeypatch.setattr(expiry, "cordon", lambda _, name: cordoned.append(name) or True)
     monkeypatch.setattr(nodepatch, "get_node", lambda _, name: read(cluster.nodes.get(name)))
+    monkeypatch.setattr(nodepatch, "pods_on_node", lambda _, name: workload if name == "old" else [])
     world.cloud.fail_next("create", refuse_cheapest)
     world.ctx.provisioning = provisioning = ProvisioningController(
         settings=Settings(),
@@ -188,10 +189,15 @@ def test_an_expired_node_is_replaced_through_provisioning_before_it_is_deleted(m
     replacements = [n for n in cluster.nodes if n != "old"]
     assert replacements and cordoned == ["old"]
     assert world.state.removal_reason("old") == "expired" and cluster.bound == {}
-    # The old node goes only once every replacement is Ready.
+    # The old node goes only once every replacement is initialized: Ready, and its not-ready taint
+    # lifted (Karpenter waits for Initialized replacements, issue 31).
     assert world.deleted == []
+    ready = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+    for name in replacements:
+        cluster.nodes[name]["status"]["conditions"] = ready
+    assert reconcile() == expiry.WAIT_POLL_SECONDS and world.deleted == []
     for name in replacements[:-1]:
-        cluster.nodes[name]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        cluster.nodes[name]["spec"]["taints"] = []
         assert reconcile() == expiry.WAIT_POLL_SECONDS and world.deleted == []
-    cluster.nodes[replacements[-1]]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    cluster.nodes[replacements[-1]]["spec"]["taints"] = []
     assert reconcile() is None and world.deleted == ["old"]
