@@ -17,13 +17,17 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from extender.api import nodeclass as nc
+from extender.api import ranges
 from extender.api.kubelet import EVICTION_SIGNALS, RESERVABLE, KubeletConfiguration
 from extender.api.quantity import QuantityError, parse_quantity
 from extender.api.schema_text import Base, choices, quote
 
-# Go's time.ParseDuration grammar (kubelet's metav1.Duration).
+# Go's time.ParseDuration grammar (kubelet's metav1.Duration), on text of bounded length.
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PERCENT = re.compile(r"^([0-9]+(\.[0-9]+)?)%$")
+MAX_PERCENT_LENGTH = 32
 #: kubelet's defaults, which a lone image GC threshold is checked against.
 IMAGE_GC_HIGH_DEFAULT, IMAGE_GC_LOW_DEFAULT = 85, 80
 MAX_VOLUME_BYTES = 64 * 2**40
@@ -45,6 +49,17 @@ def validate_selector(value: Mapping[str, str]) -> None:
 def _validate_tags(value: Mapping[str, str]) -> None:
     if "" in value:
         raise ValidationError({'[""]': ["empty tag keys are not supported"]})
+    if (extra := len(set(value) - set(nc.KARPY_TAG_KEYS))) > nc.MAX_USER_TAGS:
+        raise ValidationError(
+            f"{extra} tags; EC2 allows {nc.MAX_EC2_TAGS} per instance and karpy adds"
+            f" {len(nc.KARPY_INSTANCE_TAGS)} of its own ({choices(nc.KARPY_INSTANCE_TAGS)}), so at most"
+            f" {nc.MAX_USER_TAGS}"
+        )
+    errors = {
+        f"[{quote(key)}]": [problem] for key, tag in value.items() if (problem := nc.tag_problem(key, tag))
+    }
+    if errors:
+        raise ValidationError(errors)
 
 
 def _validate_ip(value: str) -> None:
@@ -71,10 +86,16 @@ def _quantities(validator: Any) -> fields.Dict:
     return fields.Dict(keys=fields.String(), values=_QuantityText(), load_default=dict, validate=validator)
 
 
-def _non_negative_int(**kwargs: Any) -> fields.Integer:
-    return fields.Integer(
-        strict=True, load_default=None, validate=validate.Range(min=0, error="cannot be negative"), **kwargs
-    )
+def _count(low: int = 0) -> fields.Integer:
+    """A kubelet count (an int32 in kubelet's own configuration)."""
+
+    def check(value: int) -> None:
+        if value < 0:
+            raise ValidationError("cannot be negative")
+        if (problem := ranges.count_problem(value, low)) is not None:
+            raise ValidationError(problem)
+
+    return fields.Integer(strict=True, load_default=None, validate=check)
 
 
 def _reserved(value: Mapping[str, str]) -> None:
@@ -88,7 +109,9 @@ def _reserved(value: Mapping[str, str]) -> None:
         except QuantityError as err:
             errors[f"[{quote(name)}]"] = [str(err)]
             continue
-        if name == "pid" and amount != int(amount):
+        if (problem := ranges.quantity_problem(amount)) is not None:
+            errors[f"[{quote(name)}]"] = [f"{quote(raw)} {problem}"]
+        elif name == "pid" and amount != int(amount):
             errors[f"[{quote(name)}]"] = ["must be a whole number of process IDs"]
     if errors:
         raise ValidationError(errors)
@@ -96,12 +119,14 @@ def _reserved(value: Mapping[str, str]) -> None:
 
 def threshold_problem(raw: str) -> str | None:
     """Why `raw` is not an eviction threshold kubelet accepts ("100Mi", "10%"), or None."""
-    if match := _PERCENT.match(raw):
+    if len(raw) <= MAX_PERCENT_LENGTH and (match := _PERCENT.match(raw)):
         return None if 0 < float(match.group(1)) <= 100 else "a percentage must be above 0% and at most 100%"
     try:
-        parse_quantity(raw)
+        amount = parse_quantity(raw)
     except QuantityError as err:
         return f"{err} (a quantity such as 100Mi, or a percentage such as 10%)"
+    if (problem := ranges.quantity_problem(amount)) is not None:
+        return f"{quote(raw)} {problem}"
     return None
 
 
@@ -116,11 +141,22 @@ def _eviction(value: Mapping[str, str]) -> None:
         raise ValidationError(errors)
 
 
+def go_duration_seconds(raw: str) -> float | None:
+    """Go's time.ParseDuration of unsigned text, in seconds; None when it is not one or is above
+    Go's largest duration (ranges.MAX_DURATION_SECONDS)."""
+    if len(raw) > ranges.MAX_DURATION_LENGTH or not _DURATION.match(raw):
+        return None
+    seconds = sum(float(n) * _GO_UNITS[unit] for n, unit in _DURATION_PART.findall(raw))
+    return seconds if ranges.seconds_problem(seconds) is None else None
+
+
 def _grace_periods(value: Mapping[str, str]) -> None:
     errors = {
-        f"[{quote(signal)}]": [f"{quote(raw)} is not a duration such as 1m30s"]
+        f"[{quote(signal)}]": [
+            f"{quote(raw)} is not a duration such as 1m30s, up to {ranges.MAX_DURATION_TEXT}"
+        ]
         for signal, raw in value.items()
-        if not _DURATION.match(raw)
+        if go_duration_seconds(raw) is None
     }
     if errors:
         raise ValidationError(errors)
@@ -128,14 +164,14 @@ def _grace_periods(value: Mapping[str, str]) -> None:
 
 class KubeletSchema(Base):
     clusterDNS = fields.List(fields.String(validate=_validate_ip), load_default=list)
-    maxPods = fields.Integer(strict=True, load_default=None, validate=validate.Range(min=1))
-    podsPerCore = _non_negative_int()
+    maxPods = _count(low=1)
+    podsPerCore = _count()
     systemReserved = _quantities(_reserved)
     kubeReserved = _quantities(_reserved)
     evictionHard = _map(_eviction)
     evictionSoft = _map(_eviction)
     evictionSoftGracePeriod = _map(_grace_periods)
-    evictionMaxPodGracePeriod = _non_negative_int()
+    evictionMaxPodGracePeriod = _count()
     imageGCHighThresholdPercent = fields.Integer(
         strict=True, load_default=None, validate=validate.Range(min=0, max=100)
     )

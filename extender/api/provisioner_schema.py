@@ -7,7 +7,6 @@ go through it. Errors are flattened to `path: message` lines such as
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -22,6 +21,7 @@ from marshmallow import (
 )
 
 from extender.api import labels as wk
+from extender.api import ranges
 from extender.api.nodeclass import API_VERSION as NODE_TEMPLATE_API_VERSION
 from extender.api.nodeclass import KIND as NODE_TEMPLATE_KIND
 from extender.api.nodeclass import NodeClass
@@ -50,6 +50,8 @@ _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Karpenter: Gt/Lt "must have a single positive integer value" (0 allowed, no sign).
 _INTEGER = re.compile(r"^[0-9]+$")
+#: A Gt/Lt value is a label value (at most 63 characters).
+MAX_INTEGER_LENGTH = 63
 
 
 def qualified_name_problem(key: str) -> str | None:
@@ -114,8 +116,16 @@ class RequirementSchema(_Base):
         op, values = data["operator"], data["values"]
         if op in ("Exists", "DoesNotExist") and values:
             raise ValidationError(f"must be empty for operator {op}", "values")
-        if op in ("Gt", "Lt") and (len(values) != 1 or not _INTEGER.match(values[0])):
-            raise ValidationError(f"operator {op} takes exactly one non-negative integer value", "values")
+        if op in ("Gt", "Lt") and (
+            len(values) != 1
+            or len(values[0]) > MAX_INTEGER_LENGTH
+            or not _INTEGER.match(values[0])
+            or ranges.bounded_int(values[0], ranges.MAX_INT64) is None
+        ):
+            raise ValidationError(
+                f"operator {op} takes exactly one non-negative integer value up to {ranges.MAX_INT64}",
+                "values",
+            )
         if op in ("In", "NotIn"):
             if not values:
                 raise ValidationError(f"must not be empty for operator {op}", "values")
@@ -154,10 +164,6 @@ class TaintSchema(_Base):
         return Taint(key=data["key"], value=data["value"], effect=data["effect"])
 
 
-#: The largest quantity a resource list may give (far above any cluster's total capacity).
-MAX_QUANTITY = 1e15
-
-
 class ResourceListField(fields.Field[Resources]):
     """{"cpu": "1000", "memory": "1000Gi"} -> Resources; a malformed quantity names its key."""
 
@@ -171,9 +177,9 @@ class ResourceListField(fields.Field[Resources]):
             except (QuantityError, TypeError, ValueError) as err:
                 errors[str(name)] = [str(err)]
                 continue
-            if not math.isfinite(parsed) or parsed > MAX_QUANTITY:
+            if (problem := ranges.quantity_problem(parsed)) is not None:
                 # "1e400" parses to infinity: a limit nothing can reach is no limit.
-                errors[str(name)] = [f"{_quote(raw)} is larger than {MAX_QUANTITY:g}"]
+                errors[str(name)] = [f"{_quote(raw)} {problem}"]
         if errors:
             raise ValidationError(errors)
         return Resources.parse(value)
@@ -201,14 +207,23 @@ class LimitsSchema(_Base):
     resources = LimitListField(load_default=Resources)
 
 
-_TTL = validate.Range(min=0, error="cannot be negative")
+def _validate_ttl(seconds: int) -> None:
+    # Karpenter v1alpha5 turns these into a time.Duration: the same maximum as a v1 duration.
+    if seconds < 0:
+        raise ValidationError("cannot be negative")
+    if (problem := ranges.seconds_problem(seconds)) is not None:
+        raise ValidationError(f"{seconds} seconds: {problem}")
+
+
 _BUDGET = re.compile(r"^(0|[1-9][0-9]*)%?$")
 
 
 def _validate_budget(value: str) -> None:
-    if not _BUDGET.match(value) or (value.endswith("%") and int(value[:-1]) > 100):
+    count = ranges.bounded_int(value.removesuffix("%"), ranges.MAX_COUNT) if _BUDGET.match(value) else None
+    if count is None or (value.endswith("%") and count > 100):
         raise ValidationError(
-            f'{_quote(value)} is not a node count ("3") or a percentage from 0% to 100% ("10%")'
+            f'{_quote(value)} is not a node count ("3") up to {ranges.MAX_COUNT} or a percentage from'
+            ' 0% to 100% ("10%")'
         )
 
 
@@ -247,8 +262,8 @@ class SpecSchema(_Base):
         keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
     )
     taints = fields.List(fields.Nested(TaintSchema), load_default=list)
-    ttlSecondsAfterEmpty = fields.Integer(strict=True, load_default=None, validate=_TTL)
-    ttlSecondsUntilExpired = fields.Integer(strict=True, load_default=None, validate=_TTL)
+    ttlSecondsAfterEmpty = fields.Integer(strict=True, load_default=None, validate=_validate_ttl)
+    ttlSecondsUntilExpired = fields.Integer(strict=True, load_default=None, validate=_validate_ttl)
     limits = fields.Nested(LimitsSchema, load_default=None)
     # Higher is tried first; modern Karpenter's range.
     weight = fields.Integer(strict=True, load_default=0, validate=validate.Range(min=0, max=100))
