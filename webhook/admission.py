@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from extender.api.schema_text import summarize
+
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 #: Deepest JSON nesting accepted. Real objects stay under ~20 levels (a pod's affinity terms are
@@ -64,6 +66,12 @@ class Verdict:
     @classmethod
     def deny(cls, code: int, message: str) -> Verdict:
         return cls(allowed=False, code=code, message=message)
+
+    @classmethod
+    def refuse(cls, problems: Sequence[str]) -> Verdict:
+        """Admitted when `problems` is empty; else denied (403) with them, bounded in length
+        (schema_text.summarize): the first few field paths and "+N more"."""
+        return cls.deny(403, summarize(problems)) if problems else cls()
 
 
 def _str(value: Any) -> str:

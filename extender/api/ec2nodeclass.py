@@ -103,6 +103,9 @@ def _ami_selector(terms: Any, family: str, errors: list[str]) -> tuple[str, dict
     if not isinstance(terms, list) or not terms:
         errors.append(f"{path}: must list at least one term")
         return family, {}
+    if len(terms) > MAX_TERMS:
+        errors.append(f"{path}: at most {MAX_TERMS} terms")
+        return family, {}
     aliases = [t.get("alias") for t in terms if isinstance(t, Mapping) and t.get("alias")]
     if aliases:
         if len(terms) != 1:

@@ -20,7 +20,7 @@ from extender.api import nodeclass as nc
 from extender.api import ranges
 from extender.api.kubelet import EVICTION_SIGNALS, RESERVABLE, KubeletConfiguration
 from extender.api.quantity import QuantityError, parse_quantity
-from extender.api.schema_text import Base, choices, quote
+from extender.api.schema_text import Base, BoundedDict, BoundedList, choices, quote
 
 # Go's time.ParseDuration grammar (kubelet's metav1.Duration), on text of bounded length.
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
@@ -46,15 +46,20 @@ def validate_selector(value: Mapping[str, str]) -> None:
         raise ValidationError(errors)
 
 
-def _validate_tags(value: Mapping[str, str]) -> None:
-    if "" in value:
-        raise ValidationError({'[""]': ["empty tag keys are not supported"]})
-    if (extra := len(set(value) - set(nc.KARPY_TAG_KEYS))) > nc.MAX_USER_TAGS:
-        raise ValidationError(
+def tag_count_problem(value: Mapping[Any, Any]) -> str | None:
+    """More tags than an instance can carry next to karpy's own, or None."""
+    if (extra := len(value) - sum(key in value for key in nc.KARPY_TAG_KEYS)) > nc.MAX_USER_TAGS:
+        return (
             f"{extra} tags; EC2 allows {nc.MAX_EC2_TAGS} per instance and karpy adds"
             f" {len(nc.KARPY_INSTANCE_TAGS)} of its own ({choices(nc.KARPY_INSTANCE_TAGS)}), so at most"
             f" {nc.MAX_USER_TAGS}"
         )
+    return None
+
+
+def _validate_tags(value: Mapping[str, str]) -> None:
+    if "" in value:
+        raise ValidationError({'[""]': ["empty tag keys are not supported"]})
     errors = {
         f"[{quote(key)}]": [problem] for key, tag in value.items() if (problem := nc.tag_problem(key, tag))
     }
@@ -69,8 +74,21 @@ def _validate_ip(value: str) -> None:
         raise ValidationError(f"{quote(value)} is not an IP address") from err
 
 
-def _map(validator: Any = None) -> fields.Dict:
-    return fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict, validate=validator)
+#: Entries of any other map (selectors, kubelet thresholds): a few are ever meaningful.
+MAX_MAP_ENTRIES = 50
+#: List fields: the Karpenter CRDs' maxItems on blockDeviceMappings; clusterDNS likewise.
+MAX_LIST_ITEMS = 50
+#: EC2 takes at most 16 KB of user data, before base64 (RunInstances); karpy adds its own to it.
+MAX_USER_DATA_BYTES = 16 * 1024
+
+
+def _map(validator: Any = None, **kwargs: Any) -> BoundedDict:
+    return BoundedDict(max_items=MAX_MAP_ENTRIES, load_default=dict, validate=validator, **kwargs)
+
+
+def _user_data(value: str) -> None:
+    if (size := len(value.encode("utf-8", "surrogatepass"))) > MAX_USER_DATA_BYTES:
+        raise ValidationError(f"{size} bytes; EC2 takes at most {MAX_USER_DATA_BYTES} bytes of user data")
 
 
 class _QuantityText(fields.Field[str]):
@@ -82,8 +100,8 @@ class _QuantityText(fields.Field[str]):
         return str(value)
 
 
-def _quantities(validator: Any) -> fields.Dict:
-    return fields.Dict(keys=fields.String(), values=_QuantityText(), load_default=dict, validate=validator)
+def _quantities(validator: Any) -> BoundedDict:
+    return _map(validator, values=_QuantityText())
 
 
 def _count(low: int = 0) -> fields.Integer:
@@ -163,7 +181,9 @@ def _grace_periods(value: Mapping[str, str]) -> None:
 
 
 class KubeletSchema(Base):
-    clusterDNS = fields.List(fields.String(validate=_validate_ip), load_default=list)
+    clusterDNS = BoundedList(
+        fields.String(validate=_validate_ip), max_items=MAX_LIST_ITEMS, load_default=list
+    )
     maxPods = _count(low=1)
     podsPerCore = _count()
     systemReserved = _quantities(_reserved)
@@ -357,11 +377,18 @@ class NodeClassSchema(Schema):
     launchTemplate = fields.String(load_default="")
     subnetSelector = _map(validate_selector)
     securityGroupSelector = _map(validate_selector)
-    tags = _map(_validate_tags)
+    tags = BoundedDict(
+        max_items=nc.MAX_EC2_TAGS + len(nc.KARPY_TAG_KEYS),
+        precheck=tag_count_problem,
+        load_default=dict,
+        validate=_validate_tags,
+    )
     amiFamily = fields.String(load_default="", validate=_ami_family)
     amiSelector = _map(validate_selector)
-    userData = fields.String(load_default=None)
-    blockDeviceMappings = fields.List(fields.Nested(BlockDeviceMappingSchema), load_default=list)
+    userData = fields.String(load_default=None, validate=_user_data)
+    blockDeviceMappings = BoundedList(
+        fields.Nested(BlockDeviceMappingSchema), max_items=MAX_LIST_ITEMS, load_default=list
+    )
     metadataOptions = fields.Nested(MetadataOptionsSchema, load_default=None)
     detailedMonitoring = _bool()
     context = fields.String(load_default="")

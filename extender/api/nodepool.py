@@ -39,13 +39,13 @@ from extender.api.provisioner_schema import (
     LimitListField,
     MetadataSchema,
     RequirementSchema,
-    TaintSchema,
     flatten_errors,
+    label_field,
     qualified_name_problem,
-    validate_labels,
+    taint_field,
 )
 from extender.api.resources import Resources
-from extender.api.schema_text import Base, choices, quote
+from extender.api.schema_text import Base, BoundedDict, BoundedList, choices, quote
 
 API_VERSION = f"{wk.GROUP}/v1"
 KIND = "NodePool"
@@ -69,6 +69,8 @@ MAX_SCHEDULE_LENGTH = 1024
 NODE_ANNOTATIONS_BYTES = 256 * 1024
 #: Room kept for the annotations karpy (hash, startup taints, AMI) and kubelet put on the Node too.
 RESERVED_ANNOTATION_BYTES = 16 * 1024
+#: The CRD's maxItems on budgets; reasons are a set of three, a few repeats tolerated.
+MAX_BUDGETS, MAX_REASONS = 50, 10
 #: The CRD's minimum and maximum of a requirement's minValues.
 MIN_VALUES_RANGE = (1, 50)
 
@@ -161,13 +163,14 @@ class NodeClassRefSchema(Base):
 
 
 class TemplateSpecSchema(Base):
-    requirements = fields.List(
+    requirements = BoundedList(
         fields.Nested(NodePoolRequirementSchema),
+        max_items=MAX_REQUIREMENTS,
+        what="requirements",
         required=True,
-        validate=validate.Length(max=MAX_REQUIREMENTS, error="at most {max} requirements"),
     )
-    taints = fields.List(fields.Nested(TaintSchema), load_default=list)
-    startupTaints = fields.List(fields.Nested(TaintSchema), load_default=list)
+    taints = taint_field()
+    startupTaints = taint_field()
     nodeClassRef = fields.Nested(NodeClassRefSchema, required=True)
     expireAfter = _Duration(load_default=duration_seconds(DEFAULT_EXPIRE_AFTER))
     terminationGracePeriod = _Duration(never=False, load_default=None)
@@ -181,16 +184,21 @@ def annotation_bytes(annotations: Mapping[str, str]) -> int:
     )
 
 
-def validate_annotations(value: Mapping[str, str]) -> None:
-    """What the API server takes on a Node (qualified keys, 256 KiB in all): the CRD itself checks
-    neither, and annotations the Node create refuses would fail every launch instead of the
-    NodePool's admission."""
+def annotations_size_problem(value: Mapping[Any, Any]) -> str | None:
+    """Annotations that do not fit on a Node next to karpy's and kubelet's own, or None."""
     limit = NODE_ANNOTATIONS_BYTES - RESERVED_ANNOTATION_BYTES
-    if (size := annotation_bytes(value)) > limit:
-        raise ValidationError(
+    if (size := annotation_bytes({str(k): str(v) for k, v in value.items()})) > limit:
+        return (
             f"{size} bytes of annotations; a Node takes {NODE_ANNOTATIONS_BYTES} bytes in all, and "
             f"karpy keeps {RESERVED_ANNOTATION_BYTES} of them for its own and kubelet's (at most {limit})"
         )
+    return None
+
+
+def validate_annotations(value: Mapping[str, str]) -> None:
+    """What the API server takes on a Node (qualified keys, 256 KiB in all, checked on the raw map
+    by annotations_size_problem): the CRD itself checks neither, and annotations the Node create
+    refuses would fail every launch instead of the NodePool's admission."""
     errors = {
         f"[{quote(key)}]": [f"invalid key name {quote(key)}: {problem}"]
         for key in value
@@ -229,11 +237,13 @@ def validate_budget_duration(value: str) -> None:
 
 
 class TemplateMetadataSchema(Base):
-    labels = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
-    )
-    annotations = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_annotations
+    labels = label_field()
+    annotations = BoundedDict(
+        # Entries cost at least 2 bytes each: the byte limit bounds the count too.
+        max_items=NODE_ANNOTATIONS_BYTES // 2,
+        precheck=annotations_size_problem,
+        load_default=dict,
+        validate=validate_annotations,
     )
 
 
@@ -246,7 +256,12 @@ class BudgetSchema(Base):
     nodes = fields.String(load_default=DEFAULT_DISRUPTION_BUDGET, validate=validate_budget_nodes)
     schedule = fields.String(load_default=None, validate=validate_schedule)
     duration = fields.String(load_default=None, validate=validate_budget_duration)
-    reasons = fields.List(fields.String(validate=validate.OneOf(REASONS)), load_default=list)
+    reasons = BoundedList(
+        fields.String(validate=validate.OneOf(REASONS)),
+        max_items=MAX_REASONS,
+        what="reasons",
+        load_default=list,
+    )
 
     @validates_schema
     def check_schedule(self, data: dict[str, Any], **_: Any) -> None:
@@ -269,10 +284,8 @@ class BudgetSchema(Base):
 class DisruptionSchema(Base):
     consolidationPolicy = fields.String(load_default=WHEN_EMPTY_OR_UNDERUTILIZED)
     consolidateAfter = _Duration(load_default=0)
-    budgets = fields.List(
-        fields.Nested(BudgetSchema),
-        load_default=None,
-        validate=validate.Length(max=50, error="at most {max} budgets"),
+    budgets = BoundedList(
+        fields.Nested(BudgetSchema), max_items=MAX_BUDGETS, what="budgets", load_default=None
     )
 
     @validates_schema

@@ -38,6 +38,7 @@ from extender.api.provisioner import (
 from extender.api.quantity import QuantityError
 from extender.api.resources import COUNTABLE, Resources
 from extender.api.schema_text import Base as _Base
+from extender.api.schema_text import BoundedDict, BoundedList, too_many
 from extender.api.schema_text import choices as _choices
 from extender.api.schema_text import quote as _quote
 
@@ -95,9 +96,23 @@ def validate_labels(value: Mapping[str, str]) -> None:
 
 
 #: Bounds a Provisioner's requirements (Karpenter v1's NodePool CRD allows 100 requirements); each
-#: value is a node label's, so a few hundred cover any real zone or type list.
+#: value is a node label's, so a few hundred cover any real zone or type list. Labels: the NodePool
+#: CRD's maxProperties. Taints: no CRD bound; a hundred is far past any real node's.
 MAX_REQUIREMENTS = 100
 MAX_VALUES = 500
+MAX_LABELS = 100
+MAX_TAINTS = 100
+#: Entries of a resource list (limits): a handful of resource names are countable.
+MAX_RESOURCES = 64
+
+
+def label_field() -> BoundedDict:
+    """Labels every node gets: at most MAX_LABELS, each a valid node label."""
+    return BoundedDict(max_items=MAX_LABELS, what="labels", load_default=dict, validate=validate_labels)
+
+
+def taint_field() -> BoundedList:
+    return BoundedList(fields.Nested(TaintSchema), max_items=MAX_TAINTS, what="taints", load_default=list)
 
 
 class RequirementSchema(_Base):
@@ -105,11 +120,7 @@ class RequirementSchema(_Base):
     operator = fields.String(
         required=True, validate=validate.OneOf(OPERATORS, error='"{input}" not in ' + _choices(OPERATORS))
     )
-    values = fields.List(
-        fields.String(),
-        load_default=list,
-        validate=validate.Length(max=MAX_VALUES, error="at most {max} values"),
-    )
+    values = BoundedList(fields.String(), max_items=MAX_VALUES, what="values", load_default=list)
 
     @validates_schema
     def check_values(self, data: dict[str, Any], **_: Any) -> None:
@@ -170,6 +181,8 @@ class ResourceListField(fields.Field[Resources]):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Resources:
         if not isinstance(value, dict):
             raise ValidationError("must be a map of resource name to quantity")
+        if len(value) > MAX_RESOURCES:
+            raise ValidationError(too_many(len(value), MAX_RESOURCES, "resources"))
         errors: dict[str, list[str]] = {}
         for name, raw in value.items():
             try:
@@ -253,15 +266,11 @@ class ProviderRefSchema(_Base):
 
 
 class SpecSchema(_Base):
-    requirements = fields.List(
-        fields.Nested(RequirementSchema),
-        load_default=list,
-        validate=validate.Length(max=MAX_REQUIREMENTS, error="at most {max} requirements"),
+    requirements = BoundedList(
+        fields.Nested(RequirementSchema), max_items=MAX_REQUIREMENTS, what="requirements", load_default=list
     )
-    labels = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
-    )
-    taints = fields.List(fields.Nested(TaintSchema), load_default=list)
+    labels = label_field()
+    taints = taint_field()
     ttlSecondsAfterEmpty = fields.Integer(strict=True, load_default=None, validate=_validate_ttl)
     ttlSecondsUntilExpired = fields.Integer(strict=True, load_default=None, validate=_validate_ttl)
     limits = fields.Nested(LimitsSchema, load_default=None)
@@ -293,6 +302,8 @@ class SpecSchema(_Base):
         # Works on the raw input so an unknown key is reported together with any field errors.
         if not isinstance(original, Mapping) or not isinstance(original.get("requirements"), list):
             return
+        if len(original["requirements"]) > MAX_REQUIREMENTS:
+            return  # refused by its field, unread
         raw_labels = original.get("labels")
         declared = {wk.normalize_key(k) for k in raw_labels} if isinstance(raw_labels, Mapping) else set()
         errors: dict[str, list[str]] = {}

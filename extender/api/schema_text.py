@@ -3,9 +3,10 @@ choices are listed, and the lenient base schema (unknown fields ignored, as the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from marshmallow import EXCLUDE, Schema
+from marshmallow import EXCLUDE, Schema, ValidationError, fields
 
 #: A value longer than this is cut in messages: a 1 MB label value must not come back as a 1 MB
 #: denial (issue 26, found while probing).
@@ -57,3 +58,46 @@ def choices(options: tuple[str, ...]) -> str:
 class Base(Schema):
     class Meta:
         unknown = EXCLUDE
+
+
+def too_many(count: int, maximum: int, what: str = "entries") -> str:
+    return f"at most {maximum} {what} ({count} given)"
+
+
+class BoundedList(fields.List):
+    """A list whose length is checked before any item is loaded: a 100,000-item list costs one
+    len(), not 100,000 nested loads and as many error lines."""
+
+    def __init__(self, inner: Any, *, max_items: int, what: str = "entries", **kwargs: Any) -> None:
+        super().__init__(inner, **kwargs)
+        self.max_items, self.what = max_items, what
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, list) and len(value) > self.max_items:
+            raise ValidationError(too_many(len(value), self.max_items, self.what))
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class BoundedDict(fields.Dict):
+    """A map whose size is checked before any key is loaded (see BoundedList); `precheck` may
+    refuse the raw map first with a better message (a tag count, an annotation size)."""
+
+    def __init__(
+        self,
+        *,
+        max_items: int,
+        what: str = "entries",
+        precheck: Callable[[Mapping[Any, Any]], str | None] | None = None,
+        values: fields.Field | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(keys=fields.String(), values=values or fields.String(), **kwargs)
+        self.max_items, self.what, self.precheck = max_items, what, precheck
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, Mapping):
+            if self.precheck is not None and (problem := self.precheck(value)) is not None:
+                raise ValidationError(problem)
+            if len(value) > self.max_items:
+                raise ValidationError(too_many(len(value), self.max_items, self.what))
+        return super()._deserialize(value, attr, data, **kwargs)
