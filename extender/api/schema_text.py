@@ -64,7 +64,7 @@ def too_many(count: int, maximum: int, what: str = "entries") -> str:
     return f"at most {maximum} {what} ({count} given)"
 
 
-class BoundedList(fields.List):
+class BoundedList(fields.List[Any]):
     """A list whose length is checked before any item is loaded: a 100,000-item list costs one
     len(), not 100,000 nested loads and as many error lines."""
 
@@ -88,7 +88,7 @@ class BoundedDict(fields.Dict):
         max_items: int,
         what: str = "entries",
         precheck: Callable[[Mapping[Any, Any]], str | None] | None = None,
-        values: fields.Field | None = None,
+        values: fields.Field[Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(keys=fields.String(), values=values or fields.String(), **kwargs)
@@ -100,4 +100,4 @@ class BoundedDict(fields.Dict):
                 raise ValidationError(problem)
             if len(value) > self.max_items:
                 raise ValidationError(too_many(len(value), self.max_items, self.what))
-        return super()._deserialize(value, attr, data, **kwargs)
+        return super()._deserialize(value, attr, data, **kwargs)  # type: ignore[no-untyped-call]
