@@ -13,13 +13,13 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from hack.localcluster.karpyenv import install_provisioner_crd
 from tests.integration.examples_apply import example_hook
-from tests.integration.test_webhook import WebhookProcess, configuration
+from tests.integration.test_webhook import WebhookProcess, serving
 
 pytestmark = pytest.mark.integration
 
@@ -36,46 +36,36 @@ RESOURCES = {
 CALL_GUARD_SECONDS = 2.0
 
 
-@pytest.fixture(scope="module")
-def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
-    from kubernetes import client
+@dataclass(frozen=True)
+class Live:
+    webhook: WebhookProcess
+    objects: Any  # kubernetes CustomObjectsApi
 
-    api_client = cluster.api_client()
-    install_provisioner_crd(api_client)  # every CRD, both API versions
-    process = WebhookProcess(
-        cluster.kubeconfig, tmp_path_factory.mktemp("hostile-webhook"), config_name=CONFIG_NAME
-    )
-    admission = client.AdmissionregistrationV1Api(api_client)
-    hooks = [
+
+def _hooks(process: WebhookProcess) -> list[dict[str, Any]]:
+    return [
         example_hook(
             f"validation.webhook.{plural}.{group}", process.url(path), (group, version, plural), RUN_LABEL
         )
         for group, version, plural, path in RESOURCES.values()
     ]
-    admission.create_mutating_webhook_configuration(configuration("Mutating", CONFIG_NAME, []))
-    admission.create_validating_webhook_configuration(configuration("Validating", CONFIG_NAME, hooks))
-    try:
-        process.start()
-        yield process
-    finally:
-        process.stop()
-        admission.delete_mutating_webhook_configuration(CONFIG_NAME)
-        admission.delete_validating_webhook_configuration(CONFIG_NAME)
-        objects = client.CustomObjectsApi(api_client)
-        for group, version, plural, _ in RESOURCES.values():
-            for item in objects.list_cluster_custom_object(
-                group, version, plural, label_selector=f"karpy.sh/hostile-admission-test={RUN}"
-            )["items"]:
-                objects.delete_cluster_custom_object(group, version, plural, item["metadata"]["name"])
-        api_client.close()
 
 
-@pytest.fixture
-def objects(cluster: Any) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def live(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     from kubernetes import client
 
-    with cluster.api_client() as api:
-        yield client.CustomObjectsApi(api)
+    cert_dir = tmp_path_factory.mktemp("hostile-webhook")
+    with serving(cluster, cert_dir, CONFIG_NAME, _hooks) as process, cluster.api_client() as api:
+        objects = client.CustomObjectsApi(api)
+        try:
+            yield Live(process, objects)
+        finally:  # whatever a failed assertion let through
+            selector = ",".join(f"{k}={v}" for k, v in RUN_LABEL.items())
+            for group, version, plural, _ in RESOURCES.values():
+                listed = objects.list_cluster_custom_object(group, version, plural, label_selector=selector)
+                for item in listed["items"]:
+                    objects.delete_cluster_custom_object(group, version, plural, item["metadata"]["name"])
 
 
 def _meta(name: str) -> dict[str, Any]:
@@ -116,14 +106,14 @@ def ec2nodeclass(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def create(objects: Any, obj: dict[str, Any]) -> tuple[int, str, float]:
+def create(live: Live, obj: dict[str, Any]) -> tuple[int, str, float]:
     """(HTTP status, message, seconds) of creating `obj` through kube-apiserver."""
     from kubernetes.client.exceptions import ApiException
 
     group, version, plural, _ = RESOURCES[obj["kind"]]
     started = time.perf_counter()
     try:
-        objects.create_cluster_custom_object(group, version, plural, obj)
+        live.objects.create_cluster_custom_object(group, version, plural, obj)
         status, message = 201, ""
     except ApiException as err:
         status, message = err.status, str(err.body)
@@ -132,14 +122,14 @@ def create(objects: Any, obj: dict[str, Any]) -> tuple[int, str, float]:
     return status, message, took
 
 
-def healthz(webhook: WebhookProcess) -> int:
-    context = ssl.create_default_context(cafile=str(webhook.cert_dir / "ca.crt"))
-    with urllib.request.urlopen(webhook.url("/healthz"), context=context, timeout=2) as resp:
+def healthz(live: Live) -> int:
+    context = ssl.create_default_context(cafile=str(live.webhook.cert_dir / "ca.crt"))
+    with urllib.request.urlopen(live.webhook.url("/healthz"), context=context, timeout=2) as resp:
         return int(resp.status)
 
 
-def refused_by_name(objects: Any, obj: dict[str, Any], field: str) -> str:
-    status, message, took = create(objects, obj)
+def refused_by_name(live: Live, obj: dict[str, Any], field: str) -> str:
+    status, message, took = create(live, obj)
     assert status == 403 and field in message, (status, message[:500])
     assert "internal error" not in message and len(message) < 4000
     assert took < CALL_GUARD_SECONDS
@@ -152,41 +142,31 @@ def three_line_schedule() -> str:
     return "\n".join([line, line, line[:2665]])
 
 
-def test_a_backtracking_schedule_is_refused_by_name_and_the_next_nodepool_admitted(
-    webhook: WebhookProcess, objects: Any
-) -> None:
+def test_a_backtracking_schedule_is_refused_by_name_and_the_next_nodepool_admitted(live: Live) -> None:
     schedule = three_line_schedule()
     assert len(schedule) == 8011
     hostile = nodepool("schedule")
     hostile["spec"]["disruption"] = {"budgets": [{"nodes": "1", "schedule": schedule, "duration": "1h"}]}
-    refused_by_name(objects, hostile, "spec.disruption.budgets[0].schedule")
-    assert healthz(webhook) == 200
-    status, message, took = create(objects, nodepool("valid-after-schedule"))
+    refused_by_name(live, hostile, "spec.disruption.budgets[0].schedule")
+    assert healthz(live) == 200
+    status, message, took = create(live, nodepool("valid-after-schedule"))
     assert status == 201 and took < CALL_GUARD_SECONDS, message
-    assert healthz(webhook) == 200
+    assert healthz(live) == 200
 
 
-def test_an_expire_after_past_gos_largest_duration_is_refused_by_name(
-    objects: Any, webhook: WebhookProcess
-) -> None:
-    message = refused_by_name(
-        objects, nodepool("expire", expireAfter="99999999999h"), "spec.template.spec.expireAfter"
-    )
-    assert "2562047h47m16s" in message
+def test_an_expire_after_past_gos_largest_duration_is_refused_by_name(live: Live) -> None:
+    hostile = nodepool("expire", expireAfter="99999999999h")
+    assert "2562047h47m16s" in refused_by_name(live, hostile, "spec.template.spec.expireAfter")
 
 
-def test_an_ec2nodeclass_with_more_tags_than_ec2_allows_is_refused_naming_spec_tags(
-    objects: Any, webhook: WebhookProcess
-) -> None:
+def test_an_ec2nodeclass_with_more_tags_than_ec2_allows_is_refused_naming_spec_tags(live: Live) -> None:
     tags = {f"team-{i}": "a" for i in range(60)}
-    refused_by_name(objects, ec2nodeclass("tags", tags=tags), "spec.tags")
-    status, message, _ = create(objects, ec2nodeclass("tags-ok", tags=dict(list(tags.items())[:45])))
+    refused_by_name(live, ec2nodeclass("tags", tags=tags), "spec.tags")
+    status, message, _ = create(live, ec2nodeclass("tags-ok", tags=dict(list(tags.items())[:45])))
     assert status == 201, message
 
 
-def test_a_provisioner_with_more_tags_than_ec2_allows_is_refused_the_same_way(
-    objects: Any, webhook: WebhookProcess
-) -> None:
+def test_a_provisioner_with_more_tags_than_ec2_allows_is_refused_the_same_way(live: Live) -> None:
     provisioner = {
         "apiVersion": "karpenter.sh/v1alpha5",
         "kind": "Provisioner",
@@ -201,19 +181,16 @@ def test_a_provisioner_with_more_tags_than_ec2_allows_is_refused_the_same_way(
             }
         },
     }
-    refused_by_name(objects, provisioner, "spec.provider.tags")
+    refused_by_name(live, provisioner, "spec.provider.tags")
 
 
-def test_a_template_annotation_no_node_can_carry_is_refused_by_name(
-    objects: Any, webhook: WebhookProcess
-) -> None:
+def test_a_template_annotation_no_node_can_carry_is_refused_by_name(live: Live) -> None:
     hostile = nodepool("annotation")
     hostile["spec"]["template"]["metadata"] = {"annotations": {"example.com/blob": "x" * 2**20}}
-    message = refused_by_name(objects, hostile, "spec.template.metadata.annotations")
-    assert "262144" in message
+    assert "262144" in refused_by_name(live, hostile, "spec.template.metadata.annotations")
 
 
-def test_the_webhook_stayed_healthy_throughout(webhook: WebhookProcess) -> None:
-    assert healthz(webhook) == 200
-    log = webhook.log.read_text(errors="replace")
+def test_the_webhook_stayed_healthy_throughout(live: Live) -> None:
+    assert healthz(live) == 200
+    log = live.webhook.log.read_text(errors="replace")
     assert "WORKER TIMEOUT" not in log and "Traceback" not in log, log[-3000:]

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
@@ -23,7 +23,7 @@ from extender.api.nodepool import load_nodepool
 from extender.api.provisioner_schema import load_provisioner
 from extender.api.schema_text import PROBLEM_CHARACTERS, SHOWN_PROBLEMS
 from tests.unit.api.test_nodepool import node_class, pool
-from tests.unit.webhook.reviews import make_review, provisioner_manifest, valid_spec
+from tests.unit.webhook.reviews import field_paths, fuzz, make_review, provisioner_manifest, valid_spec
 from webhook.app import create_app
 from webhook.config import WebhookConfig
 
@@ -180,20 +180,9 @@ hostile_values = st.one_of(
 )
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            found += _paths(value, (*prefix, i))
-    return found
-
-
 def mutate(data: st.DataObject, obj: dict[str, Any]) -> dict[str, Any]:
     """`obj` with one to three of its fields (paths of the valid template) made hostile."""
-    candidates = [p for p in _paths(obj) if len(p) >= 2 and p[0] in ("spec", "status", "metadata")]
+    candidates = [p for p in field_paths(obj) if len(p) >= 2 and p[0] in ("spec", "status", "metadata")]
     obj = copy.deepcopy(obj)
     for _ in range(data.draw(st.integers(1, 3))):
         where = data.draw(st.sampled_from(candidates))
@@ -208,16 +197,6 @@ def mutate(data: st.DataObject, obj: dict[str, Any]) -> dict[str, Any]:
             if isinstance(parent, dict) or (isinstance(parent, list) and where[-1] < len(parent)):
                 parent[where[-1]] = data.draw(hostile_values)
     return obj
-
-
-def fuzz(examples: int) -> settings:
-    return settings(
-        max_examples=examples,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
 
 
 @fuzz(250)
