@@ -213,7 +213,7 @@ def validate_budget_nodes(value: str) -> None:
     if len(value) > ranges.MAX_DURATION_LENGTH or not _BUDGET_NODES.match(value):
         raise ValidationError(f'{quote(value)} is not a node count ("3") or a percentage ("10%")')
     if not value.endswith("%") and ranges.bounded_int(value, ranges.MAX_COUNT) is None:
-        raise ValidationError(f"{quote(value)} {ranges.count_problem(ranges.MAX_COUNT + 1)}")
+        raise ValidationError(f"{quote(value)} is more nodes than {ranges.MAX_COUNT} (math.MaxInt32)")
 
 
 def validate_schedule(value: str) -> None:
