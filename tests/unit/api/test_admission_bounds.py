@@ -58,7 +58,9 @@ def only_problem(problems: list[str], path: str) -> str:
 def three_line_schedule() -> str:
     """The issue's 8,011-character schedule over three lines."""
     line = " ".join(["1"] * 1335)
-    return "\n".join([line, line, line[:2665]])
+    schedule = "\n".join([line, line, line + " 1"])
+    assert len(schedule) == 8011
+    return schedule
 
 
 @pytest.mark.parametrize(
