@@ -56,10 +56,13 @@ def only_problem(problems: list[str], path: str) -> str:
 
 
 def three_line_schedule() -> str:
-    """The issue's 8,011-character schedule over three lines."""
-    line = " ".join(["1"] * 1335)
-    schedule = "\n".join([line, line, line + " 1"])
-    assert len(schedule) == 8011
+    """An 8,011-character schedule over three lines, as in the issue: a long line of tokens, an
+    empty line, a valid five-field line. kube-apiserver's CRD pattern (Go, unanchored search) finds
+    the last line and admits it; karpy's old `re.match` of the same pattern must start at the first
+    line, cannot cross the empty one, and backtracks through every way of splitting 4,000 tokens
+    into five groups, holding the webhook past kube-apiserver's 10 s timeout."""
+    schedule = " ".join(["1"] * 4000) + "1\n\n0 0 * * *"
+    assert len(schedule) == 8011 and schedule.count("\n") == 2
     return schedule
 
 
