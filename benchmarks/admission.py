@@ -32,6 +32,7 @@ from marshmallow import ValidationError
 
 from extender.api import cron, ec2nodeclass, nodeclass_schema, nodepool, provisioner_schema, quantity, ranges
 from extender.api.nodepool import validate_schedule
+from tests.unit.api.test_admission_bounds import three_line_schedule
 from tests.unit.api.test_nodepool import node_class, pool
 from tests.unit.webhook.reviews import make_review, provisioner_manifest, valid_spec
 from webhook.app import create_app
@@ -173,14 +174,15 @@ def worst_bodies() -> dict[str, tuple[str, str, str, str, dict[str, Any]]]:
     np_route = ("/validate/nodepool", "karpenter.sh", "v1", "NodePool")
     nc_route = ("/validate/ec2nodeclass", "karpenter.k8s.aws", "v1", "EC2NodeClass")
     pv_route = ("/validate/provisioner", "karpenter.sh", "v1alpha5", "Provisioner")
+    schedule = three_line_schedule()
+    labelled = _pool_with()
+    labelled["spec"]["template"]["metadata"] = {"labels": {f"k{i}": "v" for i in range(200_000)}}
     annotated = _pool_with()
     annotated["spec"]["template"]["metadata"] = {"annotations": {"a": "x" * 2**20}}
     bodies = {
         "8,011-char schedule": (
             *np_route,
-            pool(
-                disruption={"budgets": [{"nodes": "1", "schedule": "1 " * 4005 + "\n\n", "duration": "1h"}]}
-            ),
+            pool(disruption={"budgets": [{"nodes": "1", "schedule": schedule, "duration": "1h"}]}),
         ),
         "90k requirements": (
             *np_route,
@@ -197,6 +199,13 @@ def worst_bodies() -> dict[str, tuple[str, str, str, str, dict[str, Any]]]:
         "1 MB annotation": (*np_route, annotated),
         "200k tags": (*nc_route, node_class(tags={f"k{i}": "v" for i in range(200_000)})),
         "3 MB userData": (*nc_route, node_class(userData="x" * 3 * 2**20)),
+        "100k-key metadataOptions": (
+            *nc_route,
+            node_class(metadataOptions={f"k{i}": 1 for i in range(100_000)}),
+        ),
+        "60k block devices": (*nc_route, node_class(blockDeviceMappings=[{"deviceName": "/dev/x"}] * 60_000)),
+        "200k template labels": (*np_route, labelled),
+        "1M-item unknown field": (*np_route, {**_pool_with(), "status": {"x": [0] * 1_000_000}}),
         "90k provisioner reqs": (
             *pv_route,
             provisioner_manifest(

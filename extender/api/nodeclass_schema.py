@@ -14,13 +14,22 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import (
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    pre_load,
+    validate,
+    validates_schema,
+)
 
 from extender.api import nodeclass as nc
 from extender.api import ranges
 from extender.api.kubelet import EVICTION_SIGNALS, RESERVABLE, KubeletConfiguration
 from extender.api.quantity import QuantityError, parse_quantity
-from extender.api.schema_text import Base, BoundedDict, BoundedList, choices, quote
+from extender.api.schema_text import Base, BoundedDict, BoundedList, choices, quote, too_many
 
 # Go's time.ParseDuration grammar (kubelet's metav1.Duration), on text of bounded length.
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
@@ -248,6 +257,22 @@ class ClusterSchema(Base):
         return nc.ClusterRef(**data)
 
 
+class StrictSchema(Schema):
+    """Unknown fields refused (RAISE); a map with more keys than the schema declares is refused
+    before any is read: a 300,000-key metadataOptions costs one len(), not 300,000 error lines."""
+
+    class Meta:
+        unknown = RAISE
+
+    @pre_load
+    def bound_fields(self, data: Any, **_: Any) -> Any:
+        if isinstance(data, Mapping) and len(data) > len(self.load_fields):
+            raise ValidationError(
+                too_many(len(data), len(self.load_fields), "fields") + ", unknown fields among them"
+            )
+        return data
+
+
 class _VolumeSize(fields.Field[float]):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
         try:
@@ -263,10 +288,7 @@ def _bool() -> fields.Boolean:
     return fields.Boolean(truthy={True}, falsy={False}, load_default=None)
 
 
-class EBSSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class EBSSchema(StrictSchema):
     volumeSize = _VolumeSize(load_default=None)
     volumeType = fields.String(
         load_default="",
@@ -313,10 +335,7 @@ class EBSSchema(Schema):
         )
 
 
-class BlockDeviceMappingSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class BlockDeviceMappingSchema(StrictSchema):
     deviceName = fields.String(required=True, validate=validate.Length(min=1))
     ebs = fields.Nested(EBSSchema, required=True)
     rootVolume = fields.Boolean(truthy={True}, falsy={False}, load_default=False)
@@ -330,10 +349,7 @@ def _one_of(*options: str) -> validate.OneOf:
     return validate.OneOf(options, error='"{input}" not in ' + choices(options))
 
 
-class MetadataOptionsSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class MetadataOptionsSchema(StrictSchema):
     defaults = nc.MetadataOptions()
     httpEndpoint = fields.String(load_default=defaults.http_endpoint, validate=_one_of("enabled", "disabled"))
     httpProtocolIPv6 = fields.String(
@@ -364,12 +380,9 @@ def _ami_family(value: str) -> None:
         raise ValidationError(f"{quote(value)} not in {choices(nc.AMI_FAMILIES)}")
 
 
-class NodeClassSchema(Schema):
-    """A Provisioner's `spec.provider` and an AWSNodeTemplate's `spec`: one set of fields."""
-
-    class Meta:
-        # Strict, as Karpenter decodes the provider: a misspelt selector must not be silently dropped.
-        unknown = RAISE
+class NodeClassSchema(StrictSchema):
+    """A Provisioner's `spec.provider` and an AWSNodeTemplate's `spec`: one set of fields. Strict,
+    as Karpenter decodes the provider: a misspelt selector must not be silently dropped."""
 
     apiVersion = fields.String()
     kind = fields.String()

@@ -321,6 +321,23 @@ def test_an_oversized_list_or_map_is_one_quick_problem(path: str, obj: dict[str,
     only_problem(problems_within_guard(validate_nodepool, obj), path)
 
 
+@pytest.mark.parametrize(
+    ("path", "spec"),
+    [
+        ("spec.metadataOptions", {"metadataOptions": {f"k{i}": 1 for i in range(100_000)}}),
+        (
+            "spec.blockDeviceMappings",
+            {"blockDeviceMappings": [{"deviceName": f"/dev/{i}"} for i in range(60_000)]},
+        ),
+        ("spec.tags", {"tags": {f"k{i}": "v" for i in range(200_000)}}),
+    ],
+)
+def test_an_oversized_node_class_is_one_quick_problem(path: str, spec: dict[str, Any]) -> None:
+    """Distinct objects, as decoded from JSON: neither copied nor loaded item by item (a 100,000-key
+    metadataOptions was 100,000 unknown-field lines, 0.5 s)."""
+    only_problem(problems_within_guard(validate_ec2nodeclass, node_class(**spec)), path)
+
+
 def test_an_oversized_provisioner_is_one_quick_problem() -> None:
     spec = {**valid_spec(), "requirements": [{"key": "a/b/c", "operator": "Foo"}] * 90_000}
     only_problem(
