@@ -29,7 +29,7 @@ def validate_nodepool(request: AdmissionRequest) -> Verdict:
     if (wrong := _wrong(request, nodepool.API_VERSION.split("/")[0], nodepool.KIND)) is not None:
         return wrong
     problems = nodepool.validate_nodepool(request.object)
-    return Verdict.deny(403, "; ".join(problems)) if problems else Verdict()
+    return Verdict.refuse(problems)
 
 
 def validate_ec2nodeclass(request: AdmissionRequest, config: WebhookConfig) -> Verdict:
@@ -39,4 +39,4 @@ def validate_ec2nodeclass(request: AdmissionRequest, config: WebhookConfig) -> V
         return wrong
     obj: Any = request.object
     problems = ec2nodeclass.validate_ec2nodeclass(obj, cluster_name=config.cluster_name or "my-cluster")
-    return Verdict.deny(403, "; ".join(problems)) if problems else Verdict()
+    return Verdict.refuse(problems)

@@ -29,4 +29,4 @@ def validate(request: AdmissionRequest, config: WebhookConfig) -> Verdict:
         instance_profile=config.default_instance_profile,
     )
     problems = validate_node_template(defaulted)
-    return Verdict.deny(403, "; ".join(problems)) if problems else Verdict()
+    return Verdict.refuse(problems)

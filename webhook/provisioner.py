@@ -45,4 +45,4 @@ def validate(request: AdmissionRequest) -> Verdict:
     if (wrong := _wrong_object(request)) is not None:
         return wrong
     problems = validate_provisioner(request.object)
-    return Verdict.deny(403, "; ".join(problems)) if problems else Verdict()
+    return Verdict.refuse(problems)

@@ -20,6 +20,7 @@ from extender.api.nodepool import API_VERSION as NODEPOOL_API_VERSION
 from extender.api.nodepool import KIND, PLURAL, load_nodepool
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
+from extender.api.schema_text import summarize
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,9 @@ class ProvisionerSource:
                 loaded.append(load_nodepool(item) if item.get("kind") == KIND else load_provisioner(item))
             except ValidationError as err:
                 name = (item.get("metadata") or {}).get("name", "?")
-                log.warning("Ignoring invalid provisioner %s: %s", name, "; ".join(map(str, err.messages)))
+                log.warning(
+                    "Ignoring invalid provisioner %s: %s", name, summarize(list(map(str, err.messages)))
+                )
         return tuple(loaded)
 
 

@@ -8,7 +8,8 @@ rules here are robfig/cron v3's (parser.go `getRange`, spec.go `dayMatches`/`Nex
 when day of month or day of week starts with `*`/`?` (and has no step above 1) both must match,
 otherwise either may. `@every` is not accepted: Karpenter's CRD pattern forbids it.
 
-Pure: parse once, ask `next_after(t)`; no clock.
+Pure: parse once, ask `next_after(t)`; no clock. Parsing is linear in the text (splits and one
+anchored, unambiguous pattern per term), and any text parses or raises CronError, nothing else.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from extender.api import ranges
+from extender.api.schema_text import shorten
 
 #: robfig's search horizon: `Next` gives up (zero time) five years on.
 YEAR_LIMIT = 5
@@ -63,10 +67,14 @@ class Field:
 
 def _int(text: str) -> int:
     if not _INT.fullmatch(text):
-        raise CronError(f"failed to parse int from {text}")
-    number = int(text)
-    if number < 0:
-        raise CronError(f"negative number ({number}) not allowed: {text}")
+        raise CronError(f"failed to parse int from {shorten(text)}")
+    if text.startswith("-"):
+        raise CronError(f"negative number not allowed: {shorten(text)}")
+    # Any value above a field's maximum is refused by the caller; digits past int64's are refused
+    # here, before int() (which refuses 4300 digits with a ValueError), as Go's Atoi refuses them.
+    number = ranges.bounded_int(text.lstrip("+"), ranges.MAX_INT64)
+    if number is None:
+        raise CronError(f"failed to parse int from {shorten(text)}: value out of range")
     return number
 
 
@@ -90,7 +98,7 @@ def parse_range(expr: str, bounds: Bounds) -> Field:
         elif len(low_and_high) == 2:
             end = _int_or_name(low_and_high[1], bounds.names)
         else:
-            raise CronError(f"too many hyphens: {expr}")
+            raise CronError(f"too many hyphens: {shorten(expr)}")
     if len(range_and_step) == 1:
         step = 1
     elif len(range_and_step) == 2:
@@ -100,15 +108,15 @@ def parse_range(expr: str, bounds: Bounds) -> Field:
         if step > 1:
             star = False
     else:
-        raise CronError(f"too many slashes: {expr}")
+        raise CronError(f"too many slashes: {shorten(expr)}")
     if start < bounds.low:
-        raise CronError(f"beginning of range ({start}) below minimum ({bounds.low}): {expr}")
+        raise CronError(f"beginning of range ({start}) below minimum ({bounds.low}): {shorten(expr)}")
     if end > bounds.high:
-        raise CronError(f"end of range ({end}) above maximum ({bounds.high}): {expr}")
+        raise CronError(f"end of range ({end}) above maximum ({bounds.high}): {shorten(expr)}")
     if start > end:
-        raise CronError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
+        raise CronError(f"beginning of range ({start}) beyond end of range ({end}): {shorten(expr)}")
     if step == 0:
-        raise CronError(f"step of range should be a positive number: {expr}")
+        raise CronError(f"step of range should be a positive number: {shorten(expr)}")
     return Field(frozenset(range(start, end + 1, step)), star)
 
 
@@ -159,11 +167,11 @@ def parse(spec: str) -> Schedule:
         raise CronError("empty spec string")
     if spec.startswith("@"):
         if spec not in _DESCRIPTORS:
-            raise CronError(f"unrecognized descriptor: {spec}")
+            raise CronError(f"unrecognized descriptor: {shorten(spec)}")
         spec = _DESCRIPTORS[spec]
     fields = spec.split()
     if len(fields) != 5:
-        raise CronError(f"expected exactly 5 fields, found {len(fields)}: {spec}")
+        raise CronError(f"expected exactly 5 fields, found {len(fields)}: {shorten(spec)}")
     bounds = (MINUTES, HOURS, DOM, MONTHS, DOW)
     minute, hour, dom, month, dow = (parse_field(t, b) for t, b in zip(fields, bounds, strict=True))
     return Schedule(minute, hour, dom, month, dow)

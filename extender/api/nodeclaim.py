@@ -92,22 +92,35 @@ class Condition:
         }
 
     @classmethod
-    def from_manifest(cls, raw: Mapping[str, Any]) -> Condition:
+    def from_manifest(cls, raw: Any) -> Condition:
+        raw = _mapping(raw)
+        generation = raw.get("observedGeneration")
         return cls(
             type=str(raw.get("type") or ""),
             status=str(raw.get("status") or UNKNOWN),
             reason=str(raw.get("reason") or ""),
             message=str(raw.get("message") or ""),
             last_transition_time=str(raw.get("lastTransitionTime") or ""),
-            observed_generation=int(raw.get("observedGeneration") or 0),
+            observed_generation=generation if type(generation) is int else 0,
         )
 
 
 Conditions = tuple[Condition, ...]
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A field read back from the API server, as a map ({} for anything else): claims are read by
+    every worker, and a hand-made claim holding the wrong shape must not stop one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def conditions_of(claim: Mapping[str, Any]) -> Conditions:
-    return tuple(Condition.from_manifest(c) for c in (claim.get("status") or {}).get("conditions") or ())
+    conditions = _items(_mapping(_mapping(claim).get("status")).get("conditions"))
+    return tuple(Condition.from_manifest(c) for c in conditions)
 
 
 def get(conditions: Iterable[Condition], type_: str) -> Condition | None:
@@ -406,7 +419,7 @@ def spec_taints(claim: Mapping[str, Any], field: str) -> tuple[Taint, ...]:
     """`spec.taints` or `spec.startupTaints` of a claim read back."""
     return tuple(
         Taint(key=str(t.get("key", "")), effect=str(t.get("effect", "")), value=str(t.get("value") or ""))
-        for t in (claim.get("spec") or {}).get(field) or ()
+        for t in map(_mapping, _items(_mapping(_mapping(claim).get("spec")).get(field)))
     )
 
 
@@ -424,13 +437,13 @@ class Record:
 
     @classmethod
     def from_manifest(cls, claim: Mapping[str, Any]) -> Record:
-        meta = claim.get("metadata") or {}
-        status = claim.get("status") or {}
+        meta = _mapping(_mapping(claim).get("metadata"))
+        status = _mapping(_mapping(claim).get("status"))
         return cls(
             name=str(meta.get("name") or ""),
             provider_id=str(status.get("providerID") or ""),
             node_name=str(status.get("nodeName") or ""),
             created=parse_time_or_none(meta.get("creationTimestamp")),
             deleting=bool(meta.get("deletionTimestamp")),
-            finalized=wk.TERMINATION_FINALIZER in (meta.get("finalizers") or ()),
+            finalized=wk.TERMINATION_FINALIZER in _items(meta.get("finalizers")),
         )

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from extender.api.labels import LAUNCH_ID_TAG
+
 GIB = 2**30
 
 AL2023, AL2, BOTTLEROCKET, UBUNTU, CUSTOM = "AL2023", "AL2", "Bottlerocket", "Ubuntu", "Custom"
@@ -33,6 +35,33 @@ KIND = "AWSNodeTemplate"
 AMI_ID_ANNOTATION = "karpenter.k8s.aws/instance-ami-id"
 
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
+
+#: EC2's tag limits (User Guide, "Tag restrictions"): 50 tags a resource, keys of at most 128
+#: characters, values of at most 256, and the `aws:` prefix reserved.
+MAX_EC2_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE = 50, 128, 256
+#: The tags karpy puts on every instance besides the user's (extender/cloud/aws/provider.py
+#: `instance_tags`; a launch template gets fewer: the cluster tag and the user's).
+KARPY_INSTANCE_TAGS = (
+    "Name",
+    "kubernetes.io/cluster/<cluster>",
+    "karpenter.sh/cluster/<cluster>",
+    "<owner label>",
+    LAUNCH_ID_TAG,
+)
+#: User tag keys that replace one of karpy's rather than add one.
+KARPY_TAG_KEYS = ("Name", LAUNCH_ID_TAG)
+MAX_USER_TAGS = MAX_EC2_TAGS - len(KARPY_INSTANCE_TAGS)
+
+
+def tag_problem(key: str, value: str) -> str | None:
+    """Why EC2 would refuse the tag `key=value` (and with it every launch), or None."""
+    if len(key) > MAX_TAG_KEY:
+        return f"key of {len(key)} characters, EC2 takes at most {MAX_TAG_KEY}"
+    if key.lower().startswith("aws:"):
+        return "the aws: prefix is reserved for AWS"
+    if len(value) > MAX_TAG_VALUE:
+        return f"value of {len(value)} characters, EC2 takes at most {MAX_TAG_VALUE}"
+    return None
 
 
 @dataclass(frozen=True)

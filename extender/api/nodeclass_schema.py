@@ -14,16 +14,29 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import (
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    pre_load,
+    validate,
+    validates_schema,
+)
 
 from extender.api import nodeclass as nc
+from extender.api import ranges
 from extender.api.kubelet import EVICTION_SIGNALS, RESERVABLE, KubeletConfiguration
 from extender.api.quantity import QuantityError, parse_quantity
-from extender.api.schema_text import Base, choices, quote
+from extender.api.schema_text import Base, BoundedDict, BoundedList, choices, quote, too_many
 
-# Go's time.ParseDuration grammar (kubelet's metav1.Duration).
+# Go's time.ParseDuration grammar (kubelet's metav1.Duration), on text of bounded length.
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PERCENT = re.compile(r"^([0-9]+(\.[0-9]+)?)%$")
+MAX_PERCENT_LENGTH = 32
 #: kubelet's defaults, which a lone image GC threshold is checked against.
 IMAGE_GC_HIGH_DEFAULT, IMAGE_GC_LOW_DEFAULT = 85, 80
 MAX_VOLUME_BYTES = 64 * 2**40
@@ -42,9 +55,25 @@ def validate_selector(value: Mapping[str, str]) -> None:
         raise ValidationError(errors)
 
 
+def tag_count_problem(value: Mapping[Any, Any]) -> str | None:
+    """More tags than an instance can carry next to karpy's own, or None."""
+    if (extra := len(value) - sum(key in value for key in nc.KARPY_TAG_KEYS)) > nc.MAX_USER_TAGS:
+        return (
+            f"{extra} tags; EC2 allows {nc.MAX_EC2_TAGS} per instance and karpy adds"
+            f" {len(nc.KARPY_INSTANCE_TAGS)} of its own ({choices(nc.KARPY_INSTANCE_TAGS)}), so at most"
+            f" {nc.MAX_USER_TAGS}"
+        )
+    return None
+
+
 def _validate_tags(value: Mapping[str, str]) -> None:
     if "" in value:
         raise ValidationError({'[""]': ["empty tag keys are not supported"]})
+    errors = {
+        f"[{quote(key)}]": [problem] for key, tag in value.items() if (problem := nc.tag_problem(key, tag))
+    }
+    if errors:
+        raise ValidationError(errors)
 
 
 def _validate_ip(value: str) -> None:
@@ -54,8 +83,21 @@ def _validate_ip(value: str) -> None:
         raise ValidationError(f"{quote(value)} is not an IP address") from err
 
 
-def _map(validator: Any = None) -> fields.Dict:
-    return fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict, validate=validator)
+#: Entries of any other map (selectors, kubelet thresholds): a few are ever meaningful.
+MAX_MAP_ENTRIES = 50
+#: List fields: the Karpenter CRDs' maxItems on blockDeviceMappings; clusterDNS likewise.
+MAX_LIST_ITEMS = 50
+#: EC2 takes at most 16 KB of user data, before base64 (RunInstances); karpy adds its own to it.
+MAX_USER_DATA_BYTES = 16 * 1024
+
+
+def _map(validator: Any = None, **kwargs: Any) -> BoundedDict:
+    return BoundedDict(max_items=MAX_MAP_ENTRIES, load_default=dict, validate=validator, **kwargs)
+
+
+def _user_data(value: str) -> None:
+    if (size := len(value.encode("utf-8", "surrogatepass"))) > MAX_USER_DATA_BYTES:
+        raise ValidationError(f"{size} bytes; EC2 takes at most {MAX_USER_DATA_BYTES} bytes of user data")
 
 
 class _QuantityText(fields.Field[str]):
@@ -67,14 +109,20 @@ class _QuantityText(fields.Field[str]):
         return str(value)
 
 
-def _quantities(validator: Any) -> fields.Dict:
-    return fields.Dict(keys=fields.String(), values=_QuantityText(), load_default=dict, validate=validator)
+def _quantities(validator: Any) -> BoundedDict:
+    return _map(validator, values=_QuantityText())
 
 
-def _non_negative_int(**kwargs: Any) -> fields.Integer:
-    return fields.Integer(
-        strict=True, load_default=None, validate=validate.Range(min=0, error="cannot be negative"), **kwargs
-    )
+def _count(low: int = 0) -> fields.Integer:
+    """A kubelet count (an int32 in kubelet's own configuration)."""
+
+    def check(value: int) -> None:
+        if value < 0:
+            raise ValidationError("cannot be negative")
+        if (problem := ranges.count_problem(value, low)) is not None:
+            raise ValidationError(problem)
+
+    return fields.Integer(strict=True, load_default=None, validate=check)
 
 
 def _reserved(value: Mapping[str, str]) -> None:
@@ -88,7 +136,9 @@ def _reserved(value: Mapping[str, str]) -> None:
         except QuantityError as err:
             errors[f"[{quote(name)}]"] = [str(err)]
             continue
-        if name == "pid" and amount != int(amount):
+        if (problem := ranges.quantity_problem(amount)) is not None:
+            errors[f"[{quote(name)}]"] = [f"{quote(raw)} {problem}"]
+        elif name == "pid" and amount != int(amount):
             errors[f"[{quote(name)}]"] = ["must be a whole number of process IDs"]
     if errors:
         raise ValidationError(errors)
@@ -96,12 +146,14 @@ def _reserved(value: Mapping[str, str]) -> None:
 
 def threshold_problem(raw: str) -> str | None:
     """Why `raw` is not an eviction threshold kubelet accepts ("100Mi", "10%"), or None."""
-    if match := _PERCENT.match(raw):
+    if len(raw) <= MAX_PERCENT_LENGTH and (match := _PERCENT.match(raw)):
         return None if 0 < float(match.group(1)) <= 100 else "a percentage must be above 0% and at most 100%"
     try:
-        parse_quantity(raw)
+        amount = parse_quantity(raw)
     except QuantityError as err:
         return f"{err} (a quantity such as 100Mi, or a percentage such as 10%)"
+    if (problem := ranges.quantity_problem(amount)) is not None:
+        return f"{quote(raw)} {problem}"
     return None
 
 
@@ -116,26 +168,39 @@ def _eviction(value: Mapping[str, str]) -> None:
         raise ValidationError(errors)
 
 
+def go_duration_seconds(raw: str) -> float | None:
+    """Go's time.ParseDuration of unsigned text, in seconds; None when it is not one or is above
+    Go's largest duration (ranges.MAX_DURATION_SECONDS)."""
+    if len(raw) > ranges.MAX_DURATION_LENGTH or not _DURATION.match(raw):
+        return None
+    seconds = sum(float(n) * _GO_UNITS[unit] for n, unit in _DURATION_PART.findall(raw))
+    return seconds if ranges.seconds_problem(seconds) is None else None
+
+
 def _grace_periods(value: Mapping[str, str]) -> None:
     errors = {
-        f"[{quote(signal)}]": [f"{quote(raw)} is not a duration such as 1m30s"]
+        f"[{quote(signal)}]": [
+            f"{quote(raw)} is not a duration such as 1m30s, up to {ranges.MAX_DURATION_TEXT}"
+        ]
         for signal, raw in value.items()
-        if not _DURATION.match(raw)
+        if go_duration_seconds(raw) is None
     }
     if errors:
         raise ValidationError(errors)
 
 
 class KubeletSchema(Base):
-    clusterDNS = fields.List(fields.String(validate=_validate_ip), load_default=list)
-    maxPods = fields.Integer(strict=True, load_default=None, validate=validate.Range(min=1))
-    podsPerCore = _non_negative_int()
+    clusterDNS = BoundedList(
+        fields.String(validate=_validate_ip), max_items=MAX_LIST_ITEMS, load_default=list
+    )
+    maxPods = _count(low=1)
+    podsPerCore = _count()
     systemReserved = _quantities(_reserved)
     kubeReserved = _quantities(_reserved)
     evictionHard = _map(_eviction)
     evictionSoft = _map(_eviction)
     evictionSoftGracePeriod = _map(_grace_periods)
-    evictionMaxPodGracePeriod = _non_negative_int()
+    evictionMaxPodGracePeriod = _count()
     imageGCHighThresholdPercent = fields.Integer(
         strict=True, load_default=None, validate=validate.Range(min=0, max=100)
     )
@@ -192,6 +257,22 @@ class ClusterSchema(Base):
         return nc.ClusterRef(**data)
 
 
+class StrictSchema(Schema):
+    """Unknown fields refused (RAISE); a map with more keys than the schema declares is refused
+    before any is read: a 300,000-key metadataOptions costs one len(), not 300,000 error lines."""
+
+    class Meta:
+        unknown = RAISE
+
+    @pre_load
+    def bound_fields(self, data: Any, **_: Any) -> Any:
+        if isinstance(data, Mapping) and len(data) > len(self.load_fields):
+            raise ValidationError(
+                too_many(len(data), len(self.load_fields), "fields") + ", unknown fields among them"
+            )
+        return data
+
+
 class _VolumeSize(fields.Field[float]):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
         try:
@@ -207,10 +288,7 @@ def _bool() -> fields.Boolean:
     return fields.Boolean(truthy={True}, falsy={False}, load_default=None)
 
 
-class EBSSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class EBSSchema(StrictSchema):
     volumeSize = _VolumeSize(load_default=None)
     volumeType = fields.String(
         load_default="",
@@ -257,10 +335,7 @@ class EBSSchema(Schema):
         )
 
 
-class BlockDeviceMappingSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class BlockDeviceMappingSchema(StrictSchema):
     deviceName = fields.String(required=True, validate=validate.Length(min=1))
     ebs = fields.Nested(EBSSchema, required=True)
     rootVolume = fields.Boolean(truthy={True}, falsy={False}, load_default=False)
@@ -274,10 +349,7 @@ def _one_of(*options: str) -> validate.OneOf:
     return validate.OneOf(options, error='"{input}" not in ' + choices(options))
 
 
-class MetadataOptionsSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class MetadataOptionsSchema(StrictSchema):
     defaults = nc.MetadataOptions()
     httpEndpoint = fields.String(load_default=defaults.http_endpoint, validate=_one_of("enabled", "disabled"))
     httpProtocolIPv6 = fields.String(
@@ -308,12 +380,9 @@ def _ami_family(value: str) -> None:
         raise ValidationError(f"{quote(value)} not in {choices(nc.AMI_FAMILIES)}")
 
 
-class NodeClassSchema(Schema):
-    """A Provisioner's `spec.provider` and an AWSNodeTemplate's `spec`: one set of fields."""
-
-    class Meta:
-        # Strict, as Karpenter decodes the provider: a misspelt selector must not be silently dropped.
-        unknown = RAISE
+class NodeClassSchema(StrictSchema):
+    """A Provisioner's `spec.provider` and an AWSNodeTemplate's `spec`: one set of fields. Strict,
+    as Karpenter decodes the provider: a misspelt selector must not be silently dropped."""
 
     apiVersion = fields.String()
     kind = fields.String()
@@ -321,11 +390,18 @@ class NodeClassSchema(Schema):
     launchTemplate = fields.String(load_default="")
     subnetSelector = _map(validate_selector)
     securityGroupSelector = _map(validate_selector)
-    tags = _map(_validate_tags)
+    tags = BoundedDict(
+        max_items=nc.MAX_EC2_TAGS + len(nc.KARPY_TAG_KEYS),
+        precheck=tag_count_problem,
+        load_default=dict,
+        validate=_validate_tags,
+    )
     amiFamily = fields.String(load_default="", validate=_ami_family)
     amiSelector = _map(validate_selector)
-    userData = fields.String(load_default=None)
-    blockDeviceMappings = fields.List(fields.Nested(BlockDeviceMappingSchema), load_default=list)
+    userData = fields.String(load_default=None, validate=_user_data)
+    blockDeviceMappings = BoundedList(
+        fields.Nested(BlockDeviceMappingSchema), max_items=MAX_LIST_ITEMS, load_default=list
+    )
     metadataOptions = fields.Nested(MetadataOptionsSchema, load_default=None)
     detailedMonitoring = _bool()
     context = fields.String(load_default="")

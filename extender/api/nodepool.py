@@ -25,6 +25,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
+from extender.api import cron, ranges
 from extender.api import labels as wk
 from extender.api.disruption import REASONS, WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED, Budget
 from extender.api.ec2nodeclass import API_GROUP as NODE_CLASS_GROUP
@@ -38,13 +39,13 @@ from extender.api.provisioner_schema import (
     LimitListField,
     MetadataSchema,
     RequirementSchema,
-    TaintSchema,
     flatten_errors,
+    label_field,
     qualified_name_problem,
-    validate_labels,
+    taint_field,
 )
 from extender.api.resources import Resources
-from extender.api.schema_text import Base, choices, quote
+from extender.api.schema_text import Base, BoundedDict, BoundedList, choices, quote
 
 API_VERSION = f"{wk.GROUP}/v1"
 KIND = "NodePool"
@@ -52,15 +53,24 @@ PLURAL = "nodepools"
 DEFAULT_EXPIRE_AFTER = "720h"
 NEVER = "Never"
 
-# The CRD's patterns (karpenter.sh_nodepools.yaml).
+# The CRD's patterns (karpenter.sh_nodepools.yaml), applied only to text of bounded length. Its
+# schedule pattern is not: Python's backtracking engine takes seconds on a few hundred characters
+# of it (Go's RE2 does not), so a schedule is parsed instead (cron.parse, linear).
 _DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
 _DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
-_SCHEDULE = re.compile(
-    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
-)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+#: The longest schedule admitted: every value of every field listed ("0,1,...,59 0,1,...,23 ...")
+#: is about 350 characters.
+MAX_SCHEDULE_LENGTH = 1024
+#: Kubernetes' limit on a Node's annotations, len(key) + len(value) summed in bytes (apimachinery
+#: ValidateAnnotationsSize, TotalAnnotationSizeLimitB).
+NODE_ANNOTATIONS_BYTES = 256 * 1024
+#: Room kept for the annotations karpy (hash, startup taints, AMI) and kubelet put on the Node too.
+RESERVED_ANNOTATION_BYTES = 16 * 1024
+#: The CRD's maxItems on budgets; reasons are a set of three, a few repeats tolerated.
+MAX_BUDGETS, MAX_REASONS = 50, 10
 #: The CRD's minimum and maximum of a requirement's minValues.
 MIN_VALUES_RANGE = (1, 50)
 
@@ -69,9 +79,12 @@ def duration_seconds(text: str) -> int | None:
     """ "1h30m" -> 5400, "Never" -> None; raises ValueError for anything else."""
     if text == NEVER:
         return None
-    if not _DURATION.match(text):
+    if len(text) > ranges.MAX_DURATION_LENGTH or not _DURATION.match(text):
         raise ValueError(f'{quote(text)} is not a duration such as "30s", "15m", "720h" or "Never"')
-    return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+    seconds = sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+    if (problem := ranges.seconds_problem(seconds)) is not None:
+        raise ValueError(f"{quote(text)} {problem}")
+    return seconds
 
 
 class _Duration(fields.Field[int | None]):
@@ -150,21 +163,42 @@ class NodeClassRefSchema(Base):
 
 
 class TemplateSpecSchema(Base):
-    requirements = fields.List(
+    requirements = BoundedList(
         fields.Nested(NodePoolRequirementSchema),
+        max_items=MAX_REQUIREMENTS,
+        what="requirements",
         required=True,
-        validate=validate.Length(max=MAX_REQUIREMENTS, error="at most {max} requirements"),
     )
-    taints = fields.List(fields.Nested(TaintSchema), load_default=list)
-    startupTaints = fields.List(fields.Nested(TaintSchema), load_default=list)
+    taints = taint_field()
+    startupTaints = taint_field()
     nodeClassRef = fields.Nested(NodeClassRefSchema, required=True)
     expireAfter = _Duration(load_default=duration_seconds(DEFAULT_EXPIRE_AFTER))
     terminationGracePeriod = _Duration(never=False, load_default=None)
 
 
+def annotation_bytes(annotations: Mapping[str, str]) -> int:
+    """What apimachinery's ValidateAnnotationsSize counts: len(key) + len(value), in UTF-8 bytes."""
+    return sum(
+        len(k.encode("utf-8", "surrogatepass")) + len(v.encode("utf-8", "surrogatepass"))
+        for k, v in annotations.items()
+    )
+
+
+def annotations_size_problem(value: Mapping[Any, Any]) -> str | None:
+    """Annotations that do not fit on a Node next to karpy's and kubelet's own, or None."""
+    limit = NODE_ANNOTATIONS_BYTES - RESERVED_ANNOTATION_BYTES
+    if (size := annotation_bytes({str(k): str(v) for k, v in value.items()})) > limit:
+        return (
+            f"{size} bytes of annotations; a Node takes {NODE_ANNOTATIONS_BYTES} bytes in all, and "
+            f"karpy keeps {RESERVED_ANNOTATION_BYTES} of them for its own and kubelet's (at most {limit})"
+        )
+    return None
+
+
 def validate_annotations(value: Mapping[str, str]) -> None:
-    """The keys the API server takes on a Node (qualified names): the CRD itself checks none, and a
-    key the Node create refuses would fail every launch instead of the NodePool's admission."""
+    """What the API server takes on a Node (qualified keys, 256 KiB in all, checked on the raw map
+    by annotations_size_problem): the CRD itself checks neither, and annotations the Node create
+    refuses would fail every launch instead of the NodePool's admission."""
     errors = {
         f"[{quote(key)}]": [f"invalid key name {quote(key)}: {problem}"]
         for key in value
@@ -174,12 +208,42 @@ def validate_annotations(value: Mapping[str, str]) -> None:
         raise ValidationError(errors)
 
 
+def validate_budget_nodes(value: str) -> None:
+    """The CRD's pattern, and a count karpy computes with (at most math.MaxInt32)."""
+    if len(value) > ranges.MAX_DURATION_LENGTH or not _BUDGET_NODES.match(value):
+        raise ValidationError(f'{quote(value)} is not a node count ("3") or a percentage ("10%")')
+    if not value.endswith("%") and ranges.bounded_int(value, ranges.MAX_COUNT) is None:
+        raise ValidationError(f"{quote(value)} is more nodes than {ranges.MAX_COUNT} (math.MaxInt32)")
+
+
+def validate_schedule(value: str) -> None:
+    """robfig/cron's standard parser, as Karpenter reads the schedule, on text of bounded length:
+    parsed in linear time rather than matched against the CRD's backtracking pattern."""
+    if len(value) > MAX_SCHEDULE_LENGTH:
+        raise ValidationError(f"{len(value)} characters, more than a cron schedule's {MAX_SCHEDULE_LENGTH}")
+    try:
+        cron.parse(value)
+    except cron.CronError as err:
+        raise ValidationError(f"{quote(value)} is not a cron schedule: {err}") from err
+
+
+def validate_budget_duration(value: str) -> None:
+    if len(value) > ranges.MAX_DURATION_LENGTH or not _BUDGET_DURATION.match(value):
+        raise ValidationError(f"{quote(value)} is not a duration in hours and minutes")
+    try:
+        duration_seconds(value.removesuffix("0s"))
+    except ValueError as err:
+        raise ValidationError(str(err)) from err
+
+
 class TemplateMetadataSchema(Base):
-    labels = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
-    )
-    annotations = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_annotations
+    labels = label_field()
+    annotations = BoundedDict(
+        # Entries cost at least 2 bytes each: the byte limit bounds the count too.
+        max_items=NODE_ANNOTATIONS_BYTES // 2,
+        precheck=annotations_size_problem,
+        load_default=dict,
+        validate=validate_annotations,
     )
 
 
@@ -189,20 +253,15 @@ class TemplateSchema(Base):
 
 
 class BudgetSchema(Base):
-    nodes = fields.String(
-        load_default=DEFAULT_DISRUPTION_BUDGET,
-        validate=validate.Regexp(
-            _BUDGET_NODES, error='"{input}" is not a node count ("3") or a percentage ("10%")'
-        ),
+    nodes = fields.String(load_default=DEFAULT_DISRUPTION_BUDGET, validate=validate_budget_nodes)
+    schedule = fields.String(load_default=None, validate=validate_schedule)
+    duration = fields.String(load_default=None, validate=validate_budget_duration)
+    reasons = BoundedList(
+        fields.String(validate=validate.OneOf(REASONS)),
+        max_items=MAX_REASONS,
+        what="reasons",
+        load_default=list,
     )
-    schedule = fields.String(
-        load_default=None, validate=validate.Regexp(_SCHEDULE, error='"{input}" is not a cron schedule')
-    )
-    duration = fields.String(
-        load_default=None,
-        validate=validate.Regexp(_BUDGET_DURATION, error='"{input}" is not a duration in hours and minutes'),
-    )
-    reasons = fields.List(fields.String(validate=validate.OneOf(REASONS)), load_default=list)
 
     @validates_schema
     def check_schedule(self, data: dict[str, Any], **_: Any) -> None:
@@ -225,10 +284,8 @@ class BudgetSchema(Base):
 class DisruptionSchema(Base):
     consolidationPolicy = fields.String(load_default=WHEN_EMPTY_OR_UNDERUTILIZED)
     consolidateAfter = _Duration(load_default=0)
-    budgets = fields.List(
-        fields.Nested(BudgetSchema),
-        load_default=None,
-        validate=validate.Length(max=50, error="at most {max} budgets"),
+    budgets = BoundedList(
+        fields.Nested(BudgetSchema), max_items=MAX_BUDGETS, what="budgets", load_default=None
     )
 
     @validates_schema

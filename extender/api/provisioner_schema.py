@@ -7,7 +7,6 @@ go through it. Errors are flattened to `path: message` lines such as
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -22,6 +21,7 @@ from marshmallow import (
 )
 
 from extender.api import labels as wk
+from extender.api import ranges
 from extender.api.nodeclass import API_VERSION as NODE_TEMPLATE_API_VERSION
 from extender.api.nodeclass import KIND as NODE_TEMPLATE_KIND
 from extender.api.nodeclass import NodeClass
@@ -38,6 +38,7 @@ from extender.api.provisioner import (
 from extender.api.quantity import QuantityError
 from extender.api.resources import COUNTABLE, Resources
 from extender.api.schema_text import Base as _Base
+from extender.api.schema_text import BoundedDict, BoundedList, too_many
 from extender.api.schema_text import choices as _choices
 from extender.api.schema_text import quote as _quote
 
@@ -50,6 +51,8 @@ _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Karpenter: Gt/Lt "must have a single positive integer value" (0 allowed, no sign).
 _INTEGER = re.compile(r"^[0-9]+$")
+#: A Gt/Lt value is a label value (at most 63 characters).
+MAX_INTEGER_LENGTH = 63
 
 
 def qualified_name_problem(key: str) -> str | None:
@@ -93,9 +96,23 @@ def validate_labels(value: Mapping[str, str]) -> None:
 
 
 #: Bounds a Provisioner's requirements (Karpenter v1's NodePool CRD allows 100 requirements); each
-#: value is a node label's, so a few hundred cover any real zone or type list.
+#: value is a node label's, so a few hundred cover any real zone or type list. Labels: the NodePool
+#: CRD's maxProperties. Taints: no CRD bound; a hundred is far past any real node's.
 MAX_REQUIREMENTS = 100
 MAX_VALUES = 500
+MAX_LABELS = 100
+MAX_TAINTS = 100
+#: Entries of a resource list (limits): a handful of resource names are countable.
+MAX_RESOURCES = 64
+
+
+def label_field() -> BoundedDict:
+    """Labels every node gets: at most MAX_LABELS, each a valid node label."""
+    return BoundedDict(max_items=MAX_LABELS, what="labels", load_default=dict, validate=validate_labels)
+
+
+def taint_field() -> BoundedList:
+    return BoundedList(fields.Nested(TaintSchema), max_items=MAX_TAINTS, what="taints", load_default=list)
 
 
 class RequirementSchema(_Base):
@@ -103,19 +120,23 @@ class RequirementSchema(_Base):
     operator = fields.String(
         required=True, validate=validate.OneOf(OPERATORS, error='"{input}" not in ' + _choices(OPERATORS))
     )
-    values = fields.List(
-        fields.String(),
-        load_default=list,
-        validate=validate.Length(max=MAX_VALUES, error="at most {max} values"),
-    )
+    values = BoundedList(fields.String(), max_items=MAX_VALUES, what="values", load_default=list)
 
     @validates_schema
     def check_values(self, data: dict[str, Any], **_: Any) -> None:
         op, values = data["operator"], data["values"]
         if op in ("Exists", "DoesNotExist") and values:
             raise ValidationError(f"must be empty for operator {op}", "values")
-        if op in ("Gt", "Lt") and (len(values) != 1 or not _INTEGER.match(values[0])):
-            raise ValidationError(f"operator {op} takes exactly one non-negative integer value", "values")
+        if op in ("Gt", "Lt") and (
+            len(values) != 1
+            or len(values[0]) > MAX_INTEGER_LENGTH
+            or not _INTEGER.match(values[0])
+            or ranges.bounded_int(values[0], ranges.MAX_INT64) is None
+        ):
+            raise ValidationError(
+                f"operator {op} takes exactly one non-negative integer value up to {ranges.MAX_INT64}",
+                "values",
+            )
         if op in ("In", "NotIn"):
             if not values:
                 raise ValidationError(f"must not be empty for operator {op}", "values")
@@ -154,16 +175,14 @@ class TaintSchema(_Base):
         return Taint(key=data["key"], value=data["value"], effect=data["effect"])
 
 
-#: The largest quantity a resource list may give (far above any cluster's total capacity).
-MAX_QUANTITY = 1e15
-
-
 class ResourceListField(fields.Field[Resources]):
     """{"cpu": "1000", "memory": "1000Gi"} -> Resources; a malformed quantity names its key."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Resources:
         if not isinstance(value, dict):
             raise ValidationError("must be a map of resource name to quantity")
+        if len(value) > MAX_RESOURCES:
+            raise ValidationError(too_many(len(value), MAX_RESOURCES, "resources"))
         errors: dict[str, list[str]] = {}
         for name, raw in value.items():
             try:
@@ -171,9 +190,9 @@ class ResourceListField(fields.Field[Resources]):
             except (QuantityError, TypeError, ValueError) as err:
                 errors[str(name)] = [str(err)]
                 continue
-            if not math.isfinite(parsed) or parsed > MAX_QUANTITY:
+            if (problem := ranges.quantity_problem(parsed)) is not None:
                 # "1e400" parses to infinity: a limit nothing can reach is no limit.
-                errors[str(name)] = [f"{_quote(raw)} is larger than {MAX_QUANTITY:g}"]
+                errors[str(name)] = [f"{_quote(raw)} {problem}"]
         if errors:
             raise ValidationError(errors)
         return Resources.parse(value)
@@ -201,14 +220,23 @@ class LimitsSchema(_Base):
     resources = LimitListField(load_default=Resources)
 
 
-_TTL = validate.Range(min=0, error="cannot be negative")
+def _validate_ttl(seconds: int) -> None:
+    # Karpenter v1alpha5 turns these into a time.Duration: the same maximum as a v1 duration.
+    if seconds < 0:
+        raise ValidationError("cannot be negative")
+    if (problem := ranges.seconds_problem(seconds)) is not None:
+        raise ValidationError(f"{seconds} seconds: {problem}")
+
+
 _BUDGET = re.compile(r"^(0|[1-9][0-9]*)%?$")
 
 
 def _validate_budget(value: str) -> None:
-    if not _BUDGET.match(value) or (value.endswith("%") and int(value[:-1]) > 100):
+    count = ranges.bounded_int(value.removesuffix("%"), ranges.MAX_COUNT) if _BUDGET.match(value) else None
+    if count is None or (value.endswith("%") and count > 100):
         raise ValidationError(
-            f'{_quote(value)} is not a node count ("3") or a percentage from 0% to 100% ("10%")'
+            f'{_quote(value)} is not a node count ("3") up to {ranges.MAX_COUNT} or a percentage from'
+            ' 0% to 100% ("10%")'
         )
 
 
@@ -238,17 +266,13 @@ class ProviderRefSchema(_Base):
 
 
 class SpecSchema(_Base):
-    requirements = fields.List(
-        fields.Nested(RequirementSchema),
-        load_default=list,
-        validate=validate.Length(max=MAX_REQUIREMENTS, error="at most {max} requirements"),
+    requirements = BoundedList(
+        fields.Nested(RequirementSchema), max_items=MAX_REQUIREMENTS, what="requirements", load_default=list
     )
-    labels = fields.Dict(
-        keys=fields.String(), values=fields.String(), load_default=dict, validate=validate_labels
-    )
-    taints = fields.List(fields.Nested(TaintSchema), load_default=list)
-    ttlSecondsAfterEmpty = fields.Integer(strict=True, load_default=None, validate=_TTL)
-    ttlSecondsUntilExpired = fields.Integer(strict=True, load_default=None, validate=_TTL)
+    labels = label_field()
+    taints = taint_field()
+    ttlSecondsAfterEmpty = fields.Integer(strict=True, load_default=None, validate=_validate_ttl)
+    ttlSecondsUntilExpired = fields.Integer(strict=True, load_default=None, validate=_validate_ttl)
     limits = fields.Nested(LimitsSchema, load_default=None)
     # Higher is tried first; modern Karpenter's range.
     weight = fields.Integer(strict=True, load_default=0, validate=validate.Range(min=0, max=100))
@@ -278,6 +302,8 @@ class SpecSchema(_Base):
         # Works on the raw input so an unknown key is reported together with any field errors.
         if not isinstance(original, Mapping) or not isinstance(original.get("requirements"), list):
             return
+        if len(original["requirements"]) > MAX_REQUIREMENTS:
+            return  # refused by its field, unread
         raw_labels = original.get("labels")
         declared = {wk.normalize_key(k) for k in raw_labels} if isinstance(raw_labels, Mapping) else set()
         errors: dict[str, list[str]] = {}

@@ -246,7 +246,7 @@ def test_kubelet_moves_from_the_node_class_onto_the_pool() -> None:
     prov = load_nodepool(pool(), {"default": klass})
     assert prov.kubelet.max_pods == 20 and prov.kubelet.system_reserved == {"cpu": "100m"}
     bad = refusals(lambda o: load_ec2nodeclass(o, cluster_name="demo"), node_class(kubelet={"maxPods": 0}))
-    assert bad == ["spec.kubelet.maxPods: Must be greater than or equal to 1."]
+    assert bad == ["spec.kubelet.maxPods: must be between 1 and 2147483647"]
 
 
 def test_durations() -> None:

@@ -6,6 +6,8 @@ import base64
 import json
 from typing import Any
 
+from hypothesis import HealthCheck, settings
+
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
 
@@ -71,3 +73,26 @@ def decoded_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
 
 def loaded(name: str, **spec: Any) -> Provisioner:
     return load_provisioner(provisioner_manifest(name, **spec))
+
+
+def field_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path (keys and indexes) into decoded JSON, the root's `()` included."""
+    found = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += field_paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += field_paths(value, (*prefix, i))
+    return found
+
+
+def fuzz(examples: int) -> settings:
+    """Hypothesis settings for the fuzz tests: reproducible, no deadline, no example database."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.unit.webhook.reviews import (
+    field_paths,
+    fuzz,
     loaded,
     make_review,
     pod_manifest,
@@ -29,16 +31,6 @@ from webhook.config import WebhookConfig
 pytestmark = pytest.mark.slow
 
 PATHS = ("/mutate/provisioner", "/validate/provisioner", "/mutate/pod")
-
-
-def fuzz(examples: int) -> settings:
-    return settings(
-        max_examples=examples,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
 
 
 _client: FlaskClient | None = None
@@ -118,23 +110,12 @@ def _templates() -> list[dict[str, Any]]:
 TEMPLATES = _templates()
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            found += _paths(value, (*prefix, i))
-    return found
-
-
 @fuzz(6000)
 @given(path=st.sampled_from(PATHS), data=st.data())
 def test_mutated_reviews(path: str, data: st.DataObject) -> None:
     review = copy.deepcopy(data.draw(st.sampled_from(TEMPLATES)))
     for _ in range(data.draw(st.integers(1, 3))):
-        candidates = [p for p in _paths(review) if len(p) >= 2]
+        candidates = [p for p in field_paths(review) if len(p) >= 2]
         where = data.draw(st.sampled_from(candidates))
         parent = review
         for key in where[:-1]:
