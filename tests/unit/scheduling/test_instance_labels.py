@@ -145,6 +145,7 @@ def test_validation_accepts_the_keys_with_every_operator_and_checks_values() -> 
     assert provisioner_errors({"requirements": ok}) == []
     assert provisioner_errors({"requirements": [req(wk.INSTANCE_GENERATION, "Gt", "-1")]}) == [
         "spec.requirements[0].values: operator Gt takes exactly one non-negative integer value"
+        " up to 9223372036854775807"
     ]
     assert provisioner_errors({"requirements": [req(wk.INSTANCE_CPU, "Lt", "4", "8")]})
     # An unknown key of the AWS domain is refused, as a label in that domain is.
