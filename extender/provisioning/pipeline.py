@@ -32,8 +32,8 @@ from extender.provisioning.launch import Launched, Launcher, pods_of
 from extender.provisioning.offerings import UnavailableOfferings
 from extender.provisioning.plan import plan
 from extender.provisioning.pools import Pools
-from extender.provisioning.register import Registrar
-from extender.provisioning.report import BatchReport, Reporter
+from extender.provisioning.register import NodeRefused, Registrar
+from extender.provisioning.report import LAUNCH_FAILED_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot
 
 log = logging.getLogger("karpy.controller.provisioning")
@@ -193,7 +193,16 @@ class Pipeline:
         names: list[str] = []
         held: list[Held] = []
         for instance, planned in outcome.instances:
-            name = self.registrar.register(instance, planned, provisioner, report)
+            try:
+                name = self.registrar.register(instance, planned, provisioner, report)
+            except NodeRefused as err:
+                # The instance is gone and the pool backed off: the pods wait, never relaunched for
+                # in the next batch (launch.py checks the backoff first).
+                for pod in planned.pods:
+                    self.reporter.waiting(pod, LAUNCH_FAILED_REASON, str(err))
+                if snapshot is not None:
+                    self.park(p.key for p in planned.pods)
+                continue
             names.append(name)
             if snapshot is not None:
                 held += Held.split(name, planned.pods, provisioner.name, phases)
