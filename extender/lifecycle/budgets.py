@@ -86,7 +86,7 @@ def budget_allows(budget: Budget, total: int, now: datetime | None) -> int:
     if budget.schedule is not None:
         try:
             schedule = _schedule(budget.schedule)
-        except cron.CronError:
+        except ValueError:  # CronError, or a field int() refuses (thousands of digits)
             return 0
         if now is not None and not _window_open(schedule, budget.duration or 0, now):
             return UNLIMITED
