@@ -142,4 +142,5 @@ def test_a_node_karpy_cannot_handle_is_skipped_and_reported_once(monkeypatch, ca
     # A new resourceVersion is news again.
     world.manifests[bad]["metadata"]["resourceVersion"] = "2"
     world.worker.process(bad)
-    assert len([r for r in caplog.records if "Skipping node bad" in r.message and r.levelname == "ERROR"]) == 2
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "Skipping node bad" in r.message]
+    assert len(errors) == 2
