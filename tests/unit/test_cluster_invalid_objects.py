@@ -50,7 +50,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         kube_provisioners, "list_custom", lambda _kube, _g, _v, plural: copy.deepcopy(objects[plural])
     )
     monkeypatch.setattr(events, "record", lambda _kube, **kw: objects["events"].append(kw))
-    for quarantine in kube_provisioners.INVALID.values():
+    for quarantine in getattr(kube_provisioners, "INVALID", {}).values():  # fresh per test
         quarantine.retain(set())
     return objects
 
