@@ -112,6 +112,7 @@ class Registrar:
             except CloudError as cloud_err:  # garbage collection terminates it later
                 terminated = f"not terminated ({cloud_err}), left to garbage collection"
         nodeclaims.delete_for_node(self.kube, Node.from_live(manifest))
+        metrics.LAUNCH_ERRORS.labels(provisioner=provisioner.name, code=f"NodeCreate{err.status}").inc()
         log.error(
             "Provisioning failed, creating node of instance %s (%s), %s", instance.id, terminated, err
         )
