@@ -65,11 +65,16 @@ class Launcher:
             log.info("Not launching %d node(s), no longer the leader", request.count)
             return Launched(park=pods_of(group.nodes))
         if (hold := self.backoff.blocked(provisioner)) is not None:
+            # No time left in the text: one Event per pod for the whole hold, not one per batch.
             message = (
-                f"not launching for {provisioner.noun} {provisioner.name} for "
-                f"{hold.seconds_left(self.clock()):.0f}s, {hold.message}"
+                f"not launching for {provisioner.noun} {provisioner.name} while backed off, {hold.message}"
             )
-            log.debug("Not launching %d node(s), %s", request.count, message)
+            log.debug(
+                "Not launching %d node(s) for %.0fs, %s",
+                request.count,
+                hold.seconds_left(self.clock()),
+                message,
+            )
             for pod in pods_of(group.nodes):
                 self.reporter.waiting(pod, LAUNCH_FAILED_REASON, message)
             return Launched(park=pods_of(group.nodes))

@@ -93,7 +93,9 @@ def test_a_node_the_apiserver_refuses_terminates_its_instance_and_backs_the_pool
         clock.now += 10
         run(controller, [key])
     assert cloud.verbs().count("create") == 1
-    assert [e["reason"] for e in cluster.events if e["kind"] == "Pod"] == ["LaunchFailed", "LaunchFailed"]
+    assert [e["reason"] for e in cluster.events if e["kind"] == "Pod"] == ["LaunchFailed", "LaunchFailed"], [
+        e["message"] for e in cluster.events if e["kind"] == "Pod"
+    ]
     # Another pool launches meanwhile.
     other = cluster.add_pod(for_pool("api", "plain"))
     run(controller, [other])
