@@ -19,7 +19,7 @@ from kubernetes import client
 from extender.api import labels as wk
 from tests.integration import lifecycle_harness
 from tests.integration.helpers import nodepool, pod_manifest, unique, wait_for
-from tests.integration.lifecycle_harness import Karpy, deployment, live_pods, node_or_none
+from tests.integration.lifecycle_harness import Karpy, bound_node, deployment, node_or_none
 
 pytestmark = pytest.mark.integration
 
@@ -48,15 +48,6 @@ def events_of(core: Any, kind: str, name: str) -> list[Any]:
 def condition(kube: Any, pool: str, kind: str) -> dict[str, Any] | None:
     obj = client.CustomObjectsApi(kube).get_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
-
-
-def bound_node(core: Any, namespace: str, app: str) -> str:
-    pods = wait_for(
-        lambda: (ps := live_pods(core, namespace, app)) and all(p.spec.node_name for p in ps) and ps,
-        90,
-        f"{app} bound",
-    )
-    return str(pods[0].spec.node_name)
 
 
 def test_hostile_pools_are_isolated_and_a_refused_node_is_not_launched_again(
