@@ -35,6 +35,7 @@ from extender.provisioning.pools import Pools
 from extender.provisioning.register import NodeRefused, Registrar
 from extender.provisioning.report import LAUNCH_FAILED_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot
+from extender.provisioning.unplannable import FAILED_PLANNING_REASON, Unplannable
 
 log = logging.getLogger("karpy.controller.provisioning")
 
@@ -65,6 +66,12 @@ class Pipeline:
         self.pools = pools
         self.park = park
         self.clock = clock
+        #: Pools the solver raised on, left out until edited.
+        self.unplannable = Unplannable(
+            lambda pool, message: report.provisioner_event(
+                pool, FAILED_PLANNING_REASON, message, warning=True
+            )
+        )
 
     def provision(self, keys: Collection[str], report: BatchReport) -> Context | None:
         """Re-read, plan, launch and bind one batch; its context, or None when nothing was planned."""
@@ -108,7 +115,14 @@ class Pipeline:
                         return launched
                     remaining = unbound
             self.reporter.reasons.clear(p.key for p in remaining)
-            result = plan(remaining, ctx, inv, self.unavailable.current(), onto_existing=bind)
+            result = plan(
+                remaining,
+                ctx,
+                inv,
+                self.unavailable.current(),
+                onto_existing=bind,
+                unplannable=self.unplannable,
+            )
             packing = self.clock() - t0
             metrics.PACKING.observe(packing)
             report.add("packing", packing)

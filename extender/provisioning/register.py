@@ -113,9 +113,7 @@ class Registrar:
                 terminated = f"not terminated ({cloud_err}), left to garbage collection"
         nodeclaims.delete_for_node(self.kube, Node.from_live(manifest))
         metrics.LAUNCH_ERRORS.labels(provisioner=provisioner.name, code=f"NodeCreate{err.status}").inc()
-        log.error(
-            "Provisioning failed, creating node of instance %s (%s), %s", instance.id, terminated, err
-        )
+        log.error("Provisioning failed, creating node of instance %s (%s), %s", instance.id, terminated, err)
         self.backoff.failed(
             provisioner, f"creating node of instance {instance.id}, {err} (instance {terminated})"
         )

@@ -168,3 +168,22 @@ def test_which_node_create_errors_back_a_pool_off() -> None:
     assert not permanent_cluster_error(Unavailable("x", status=503))
     assert not permanent_cluster_error(Invalid("x", status=429))
     assert not permanent_cluster_error(Invalid("x", status=409))
+
+
+def test_a_pool_the_solver_raises_on_is_left_out_and_the_others_planned(cluster, cloud, caplog) -> None:
+    """A `Gt` requirement of 5,000 digits loads (the schema checks it is digits) but `int()` refuses
+    it in the solver: every batch of every pool failed. Now that pool is left out, once reported."""
+    huge_gt = {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["9" * 5000]}
+    cluster.provisioners[0] = replace(
+        make_provisioner("broken", requirements=[huge_gt]), kind="NodePool", resource_version="7"
+    )
+    controller = controller_for(cloud)
+    keys = [cluster.add_pod(for_pool(f"api-{i}", "plain")) for i in range(2)]
+    for key in keys:
+        run(controller, [key])
+        assert key in cluster.bound
+    planning = [e for e in cluster.events if e["reason"] == "FailedPlanning"]
+    assert [(e["kind"], e["name"]) for e in planning] == [("NodePool", "broken")]
+    assert "Exceeds the limit" in planning[0]["message"]
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "out of planning" in r.getMessage()]
+    assert len(errors) == 1
