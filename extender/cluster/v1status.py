@@ -69,6 +69,13 @@ def _keep_times(old: list[Any], new: list[dict[str, Any]]) -> list[dict[str, Any
     return new + [c for t, c in before.items() if t in KEPT and t not in written]
 
 
+def _conditions(obj: Mapping[str, Any]) -> list[Any]:
+    """The object's current conditions; none when its status is not what the API writes."""
+    status = obj.get("status")
+    found = status.get("conditions") if isinstance(status, Mapping) else None
+    return found if isinstance(found, list) else []
+
+
 def _failure(err: Exception) -> str:
     return short("; ".join(map(str, err.messages)) if isinstance(err, ValidationError) else f"{err}")
 
@@ -162,7 +169,7 @@ def set_condition(kube: client.ApiClient, name: str, ok: bool, reason: str, mess
         api = client.CustomObjectsApi(kube)
         with translated(f"reading nodepool {name}"):
             obj = api.get_cluster_custom_object(group, version, nodepool.PLURAL, name)
-        old = [c for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+        old = [c for c in _conditions(obj) if isinstance(c, dict)]
         cond = condition(REGISTRATION_HEALTHY, ok, reason, short(message), now, _generation(obj))
         prior = next((c for c in old if c.get("type") == REGISTRATION_HEALTHY), None)
         if prior and prior.get("status") == cond["status"] and prior.get("lastTransitionTime"):
@@ -190,9 +197,7 @@ def refresh(kube: client.ApiClient, resolve: Resolve, settings: Settings) -> Non
     for obj in kube_provisioners.list_custom(kube, group, version, ec2nodeclass.PLURAL):
         name = (obj.get("metadata") or {}).get("name", "")
         status, ready[name] = node_class_status(obj, resolve, settings, now)
-        status["conditions"] = _keep_times(
-            (obj.get("status") or {}).get("conditions") or [], status["conditions"]
-        )
+        status["conditions"] = _keep_times(_conditions(obj), status["conditions"])
         try:
             _patch(kube, group, version, ec2nodeclass.PLURAL, name, status)
         except ClusterError as err:  # status is informational; the next pass writes it
@@ -210,9 +215,7 @@ def refresh(kube: client.ApiClient, resolve: Resolve, settings: Settings) -> Non
     for obj in pools:
         name = (obj.get("metadata") or {}).get("name", "")
         status = nodepool_status(obj, ready, usage.get(name) or Resources(), counts.get(name, 0), now)
-        status["conditions"] = _keep_times(
-            (obj.get("status") or {}).get("conditions") or [], status["conditions"]
-        )
+        status["conditions"] = _keep_times(_conditions(obj), status["conditions"])
         try:
             _patch(kube, group, version, nodepool.PLURAL, name, status)
         except ClusterError as err:
