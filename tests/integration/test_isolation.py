@@ -40,9 +40,10 @@ def pool_instances(karpy: Karpy, pool: str) -> list[dict[str, Any]]:
     return [i for r in found["Reservations"] for i in r["Instances"]]
 
 
-def events_of(core: Any, kind: str, name: str) -> list[Any]:
+def events_of(core: Any, kind: str, name: str, namespace: str = "default") -> list[Any]:
+    """Events about an object (a cluster-scoped one's are in `default`, as karpy records them)."""
     selector = f"involvedObject.kind={kind},involvedObject.name={name}"
-    return core.list_namespaced_event("default", field_selector=selector).items
+    return core.list_namespaced_event(namespace, field_selector=selector).items
 
 
 def condition(kube: Any, pool: str, kind: str) -> dict[str, Any] | None:
@@ -93,7 +94,7 @@ def test_hostile_pools_are_isolated_and_a_refused_node_is_not_launched_again(
     (big_pod,) = live_pods_named(core_v1, namespace, "big")
     assert not big_pod.spec.node_name
     assert [e.reason for e in events_of(core_v1, "NodePool", big)] == ["LaunchFailed"]
-    assert any(e.reason == "LaunchFailed" for e in events_of(core_v1, "Pod", "big"))
+    assert any(e.reason == "LaunchFailed" for e in events_of(core_v1, "Pod", "big", namespace))
     health = wait_for(
         lambda: condition(karpy.kube, big, "NodeRegistrationHealthy"), 30, "the pool's condition"
     )
