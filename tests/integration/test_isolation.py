@@ -121,3 +121,52 @@ def instances_state(karpy: Karpy, pool: str) -> set[str]:
 
 def live_pods_named(core: Any, namespace: str, name: str) -> list[Any]:
     return [p for p in core.list_namespaced_pod(namespace).items if p.metadata.name == name]
+
+
+def launch_errors(pool: str, code: str) -> float:
+    from prometheus_client import REGISTRY
+
+    found = REGISTRY.get_sample_value("karpy_launch_errors_total", {"provisioner": pool, "code": code})
+    return found or 0.0
+
+
+def test_an_ec2_refusal_for_good_backs_only_its_pool_off(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, controller_log: pytest.LogCaptureFixture
+) -> None:
+    """An EC2NodeClass with 60 tags (the CRD admits it, EC2 allows 50): moto refuses the launch with
+    TagLimitExceeded. One refused launch, one Event and the condition on the pool; the pod waits
+    without another try while backed off; another pool's pod is bound meanwhile."""
+    cluster = karpy.settings.cluster_name
+    on_demand = [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}]
+    tagged, plain = unique("np-tags"), unique("np-plain")
+    nodepool(karpy.kube, tagged, cluster, on_demand)
+    nodepool(karpy.kube, plain, cluster, on_demand)
+    client.CustomObjectsApi(karpy.kube).patch_cluster_custom_object(
+        "karpenter.k8s.aws",
+        "v1",
+        "ec2nodeclasses",
+        tagged,
+        {"spec": {"tags": {f"team-{i}": "x" for i in range(60)}}},
+    )
+    core_v1.create_namespaced_pod(namespace, pod_manifest("tagged", "1", selector={wk.NODEPOOL: tagged}))
+    refused = wait_for(
+        lambda: events_of(core_v1, "NodePool", tagged), 60, "the tagged pool's LaunchFailed Event"
+    )
+    refused_at = time.monotonic()
+    assert refused[0].reason == "LaunchFailed" and "TagLimitExceeded" in refused[0].message
+    deployment(apps_v1, namespace, "plain", plain, 1, owner_label=wk.NODEPOOL)
+    bound_node(core_v1, namespace, "plain")
+    time.sleep(max(refused_at + WATCH_SECONDS - time.monotonic(), 0))
+    tries = launch_errors(tagged, "TagLimitExceeded")
+    print(f"launches refused with TagLimitExceeded in {WATCH_SECONDS:.0f}s: {tries:.0f}")
+    assert tries == 1
+    assert pool_instances(karpy, tagged) == []
+    assert [e.reason for e in events_of(core_v1, "NodePool", tagged)] == ["LaunchFailed"]
+    health = wait_for(lambda: condition(karpy.kube, tagged, "NodeRegistrationHealthy"), 30, "the condition")
+    assert (health["status"], health["reason"]) == ("False", "LaunchFailed")
+    assert [r for r in controller_log.records if r.exc_info] == []
+    apps_v1.delete_namespaced_deployment("plain", namespace)
+    for name in (tagged, plain):
+        client.CustomObjectsApi(karpy.kube).delete_cluster_custom_object(
+            "karpenter.sh", "v1", "nodepools", name
+        )
