@@ -50,6 +50,8 @@ NODE_CLASS_GROUP, NODE_CLASS_VERSION = NODE_CLASS_API_VERSION.split("/")
 
 #: Objects that did not load, by kind: reported once per change, whichever worker listed them.
 INVALID = {kind: Quarantine(kind) for kind in ("Provisioner", "AWSNodeTemplate", np.KIND, "EC2NodeClass")}
+#: NodePools left out for a Provisioner of the same name.
+CLASHES = Quarantine("NodePoolNameClash")
 API_VERSIONS = {
     "Provisioner": wk.API_VERSION,
     "AWSNodeTemplate": nc.API_VERSION,
@@ -322,9 +324,11 @@ def without_clashes(provisioners: list[Provisioner], nodepools: list[Provisioner
     result = list(provisioners)
     for pool in nodepools:
         if pool.name in taken:
-            clash = {"metadata": {"name": pool.name, "resourceVersion": pool.resource_version}}
-            reject(np.KIND, clash, "a provisioner of the same name exists")
+            # Its own record: the NodePool itself loaded (and was accepted) a moment ago.
+            if CLASHES.failed(pool.name, pool.resource_version, "a provisioner of the same name exists"):
+                log.error("Ignoring nodepool %s, a provisioner of the same name exists", pool.name)
             continue
+        CLASHES.recovered(pool.name)
         result.append(pool)
     return result
 

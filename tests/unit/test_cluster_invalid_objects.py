@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from extender.api.provisioner import Provisioner
 from extender.cluster import events, v1status
 from extender.cluster import provisioners as kube_provisioners
 from extender.settings import Settings
@@ -114,3 +115,11 @@ def test_the_status_pass_keeps_the_launch_backoffs_condition() -> None:
     kept = v1status._keep_times(old, new)
     assert [c["type"] for c in kept] == ["Ready", "NodeRegistrationHealthy"]
     assert kept[0]["lastTransitionTime"] == "t0"
+
+
+def test_a_nodepool_named_as_a_provisioner_is_reported_once(caplog) -> None:
+    legacy, pool = Provisioner(name="same"), Provisioner(name="same", kind="NodePool", resource_version="4")
+    for _ in range(5):
+        assert kube_provisioners.without_clashes([legacy], [pool]) == [legacy]
+    clashes = [r for r in caplog.records if r.levelname == "ERROR" and "same name" in r.getMessage()]
+    assert len(clashes) == 1
