@@ -5,6 +5,11 @@ configuration) and status patches.
 Both API versions load into the one Provisioner type (`kind` says which). Names are unique across
 the two: a NodePool named as a Provisioner is ignored, with an error, so that every node's owner
 label, status and event names exactly one object.
+
+An object that does not load — refused by the schema, or with a value karpy cannot compute with
+that raises anything else — is left out and the others load: it is quarantined (quarantine.py), so
+its ERROR line and its `ValidationFailed` Event come once per resourceVersion and error, not on
+every listing. (Its status condition is the status pass's, v1status.py.)
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from extender.api.nodetemplate import default_node_template, load_node_template
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_defaults import default_manifest
 from extender.api.provisioner_schema import load_provisioner
+from extender.cluster import events
 from extender.cluster.errors import NotFound, translated
+from extender.cluster.quarantine import Quarantine, short
 from extender.settings import Settings
 
 log = logging.getLogger("karpy.provisioners")
@@ -39,6 +46,66 @@ TEMPLATE_GROUP, TEMPLATE_VERSION = nc.API_VERSION.split("/")
 TEMPLATE_PLURAL = "awsnodetemplates"
 NODEPOOL_GROUP, NODEPOOL_VERSION = np.API_VERSION.split("/")
 NODE_CLASS_GROUP, NODE_CLASS_VERSION = NODE_CLASS_API_VERSION.split("/")
+
+
+#: Objects that did not load, by kind: reported once per change, whichever worker listed them.
+INVALID = {kind: Quarantine(kind) for kind in ("Provisioner", "AWSNodeTemplate", np.KIND, "EC2NodeClass")}
+#: NodePools left out for a Provisioner of the same name.
+CLASHES = Quarantine("NodePoolNameClash")
+API_VERSIONS = {
+    "Provisioner": wk.API_VERSION,
+    "AWSNodeTemplate": nc.API_VERSION,
+    np.KIND: np.API_VERSION,
+    "EC2NodeClass": NODE_CLASS_API_VERSION,
+}
+#: How much of an error's text an ERROR line carries (a 10,000-value requirement's is megabytes).
+LOG_LIMIT = 1000
+INVALID_REASON = "ValidationFailed"
+
+
+def error_text(err: Exception) -> str:
+    """What an object's load failure says: the schema's messages (field paths), or, for a value
+    that broke a computation, the exception."""
+    if isinstance(err, ValidationError):
+        return str(err.messages)
+    return f"{type(err).__name__}: {err}"
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def reject(
+    kind: str, obj: Mapping[str, Any], err: Exception | str, kube: client.ApiClient | None = None
+) -> None:
+    """Report that `obj` is left out (`err`: why): at ERROR with a Warning Event the first time for
+    this resourceVersion and error text, at DEBUG after that."""
+    meta = _meta(obj)
+    name = str(meta.get("name") or "")
+    message = err if isinstance(err, str) else error_text(err)
+    if not INVALID[kind].failed(name, str(meta.get("resourceVersion") or ""), message):
+        log.debug("Ignoring invalid %s %s, %s", kind.lower(), name, short(message, LOG_LIMIT))
+        return
+    log.error("Ignoring invalid %s %s, %s", kind.lower(), name, short(message, LOG_LIMIT))
+    if kube is not None:
+        events.record(
+            kube,
+            kind=kind,
+            api_version=API_VERSIONS[kind],
+            name=name,
+            uid=str(meta.get("uid") or ""),
+            reason=INVALID_REASON,
+            message=f"Ignoring invalid {kind.lower()}, {short(message)}",
+            warning=True,
+        )
+
+
+def accept(kind: str, obj: Mapping[str, Any]) -> None:
+    """`obj` loaded: a later failure is news again."""
+    name = str(_meta(obj).get("name") or "")
+    if INVALID[kind].recovered(name):
+        log.info("Loaded %s %s, valid again", kind.lower(), name)
 
 
 def load_defaulted(
@@ -69,44 +136,45 @@ def node_templates_of(
     cluster_name: str,
     cluster_endpoint: str = "",
     instance_profile: str = "",
+    kube: client.ApiClient | None = None,
 ) -> dict[str, NodeClass]:
     """AWSNodeTemplate manifests -> node configurations by name, defaulted as an inline provider is;
-    an invalid one is logged and left out (a Provisioner naming it is then refused)."""
+    an invalid one is reported (`reject`) and left out (a Provisioner naming it is then refused)."""
     result: dict[str, NodeClass] = {}
     for obj in items:
-        defaulted = default_node_template(
-            obj,
-            cluster_name=cluster_name,
-            cluster_endpoint=cluster_endpoint,
-            instance_profile=instance_profile,
-        )
         try:
-            name, node_class = load_node_template(defaulted)
-        except ValidationError as err:
-            log.error(
-                "Ignoring invalid AWSNodeTemplate %s, %s",
-                (obj.get("metadata") or {}).get("name"),
-                err.messages,
+            defaulted = default_node_template(
+                obj,
+                cluster_name=cluster_name,
+                cluster_endpoint=cluster_endpoint,
+                instance_profile=instance_profile,
             )
+            name, node_class = load_node_template(defaulted)
+        except Exception as err:  # one object's boundary: it is left out, the others load
+            reject("AWSNodeTemplate", obj, err, kube)
             continue
+        accept("AWSNodeTemplate", obj)
         result[name] = node_class
     return result
 
 
 def node_classes_of(
-    items: list[Mapping[str, Any]], *, cluster_name: str, cluster_endpoint: str = ""
+    items: list[Mapping[str, Any]],
+    *,
+    cluster_name: str,
+    cluster_endpoint: str = "",
+    kube: client.ApiClient | None = None,
 ) -> dict[str, EC2NodeClass]:
-    """EC2NodeClass manifests by name; an invalid one is logged and left out (a NodePool naming it
-    is then refused)."""
+    """EC2NodeClass manifests by name; an invalid one is reported (`reject`) and left out (a
+    NodePool naming it is then refused)."""
     result: dict[str, EC2NodeClass] = {}
     for obj in items:
         try:
             loaded = load_ec2nodeclass(obj, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint)
-        except ValidationError as err:
-            log.error(
-                "Ignoring invalid EC2NodeClass %s, %s", (obj.get("metadata") or {}).get("name"), err.messages
-            )
+        except Exception as err:  # one object's boundary
+            reject("EC2NodeClass", obj, err, kube)
             continue
+        accept("EC2NodeClass", obj)
         result[loaded.name] = loaded
     return result
 
@@ -118,7 +186,7 @@ def list_custom(kube: client.ApiClient, group: str, version: str, plural: str) -
             raw = client.CustomObjectsApi(kube).list_cluster_custom_object(group, version, plural)
     except NotFound:
         return []
-    return list(raw.get("items") or [])
+    return [obj for obj in raw.get("items") or [] if isinstance(obj, Mapping)]
 
 
 def list_node_templates(kube: client.ApiClient) -> list[Mapping[str, Any]]:
@@ -162,32 +230,54 @@ def list_provisioners(
     """
     with translated("listing provisioners"):
         raw = client.CustomObjectsApi(kube).list_cluster_custom_object(GROUP, VERSION, PLURAL)
-    items = raw.get("items") or []
+    items = [obj for obj in raw.get("items") or [] if isinstance(obj, Mapping)]
     templates = (
         node_templates_of(
             list_node_templates(kube),
             cluster_name=cluster_name,
             cluster_endpoint=cluster_endpoint,
             instance_profile=instance_profile,
+            kube=kube,
         )
-        if any((obj.get("spec") or {}).get("providerRef") for obj in items)
+        if any(isinstance(obj.get("spec"), Mapping) and obj["spec"].get("providerRef") for obj in items)
         else {}
     )
+    return provisioners_of(
+        items,
+        templates,
+        cluster_name=cluster_name,
+        cluster_endpoint=cluster_endpoint,
+        instance_profile=instance_profile,
+        kube=kube,
+    )
+
+
+def provisioners_of(
+    items: list[Mapping[str, Any]],
+    templates: Mapping[str, NodeClass],
+    *,
+    cluster_name: str,
+    cluster_endpoint: str = "",
+    instance_profile: str = "",
+    kube: client.ApiClient | None = None,
+) -> list[Provisioner]:
+    """Provisioner manifests -> every one that loads, defaulted; the others are reported and left
+    out (`kube`, when given, carries their Events)."""
     result = []
     for obj in items:
-        name = (obj.get("metadata") or {}).get("name", "")
         try:
-            result.append(
-                load_defaulted(
-                    obj,
-                    cluster_name=cluster_name,
-                    cluster_endpoint=cluster_endpoint,
-                    instance_profile=instance_profile,
-                    node_templates=templates,
-                )
+            loaded = load_defaulted(
+                obj,
+                cluster_name=cluster_name,
+                cluster_endpoint=cluster_endpoint,
+                instance_profile=instance_profile,
+                node_templates=templates,
             )
-        except ValidationError as err:
-            log.error("Ignoring invalid provisioner %s, %s", name, err.messages)
+        except Exception as err:  # one object's boundary
+            reject("Provisioner", obj, err, kube)
+            continue
+        accept("Provisioner", obj)
+        result.append(loaded)
     return result
 
 
@@ -203,15 +293,28 @@ def list_nodepools(
         list(list_custom(kube, NODE_CLASS_GROUP, NODE_CLASS_VERSION, NODE_CLASS_PLURAL)),
         cluster_name=cluster_name,
         cluster_endpoint=cluster_endpoint,
+        kube=kube,
     )
+    return nodepools_of(items, classes, kube=kube)
+
+
+def nodepools_of(
+    items: list[Mapping[str, Any]],
+    classes: Mapping[str, EC2NodeClass],
+    *,
+    kube: client.ApiClient | None = None,
+) -> list[Provisioner]:
+    """NodePool manifests -> every one that loads with its EC2NodeClass; the others are reported
+    and left out."""
     result = []
     for obj in items:
         try:
-            result.append(load_nodepool(obj, classes))
-        except ValidationError as err:
-            log.error(
-                "Ignoring invalid nodepool %s, %s", (obj.get("metadata") or {}).get("name"), err.messages
-            )
+            loaded = load_nodepool(obj, dict(classes))
+        except Exception as err:  # one object's boundary
+            reject(np.KIND, obj, err, kube)
+            continue
+        accept(np.KIND, obj)
+        result.append(loaded)
     return result
 
 
@@ -221,11 +324,11 @@ def without_clashes(provisioners: list[Provisioner], nodepools: list[Provisioner
     result = list(provisioners)
     for pool in nodepools:
         if pool.name in taken:
-            log.error(
-                "Ignoring nodepool %s, a provisioner of the same name exists",
-                pool.name,
-            )
+            # Its own record: the NodePool itself loaded (and was accepted) a moment ago.
+            if CLASHES.failed(pool.name, pool.resource_version, "a provisioner of the same name exists"):
+                log.error("Ignoring nodepool %s, a provisioner of the same name exists", pool.name)
             continue
+        CLASHES.recovered(pool.name)
         result.append(pool)
     return result
 

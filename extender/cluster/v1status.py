@@ -5,6 +5,9 @@ from the cloud provider) and the conditions `SubnetsReady`, `SecurityGroupsReady
 `InstanceProfileReady` folded into `Ready`; NodePool: `resources` and `nodes` (the capacity and
 count of its live and in-flight nodes, as `status.resources` of a Provisioner) and the conditions
 `NodeClassReady` and `Ready`. One pass writes every object; the controller runs it periodically.
+A NodePool's `NodeRegistrationHealthy` is written apart, when provisioning backs the pool's
+launches off or lifts that (`set_condition`), and the pass keeps it. An object that does not load,
+whatever it raises, is `Ready=False` with reason `ValidationFailed` and the (shortened) error.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from extender.cluster import inventory
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.errors import ClusterError, translated
+from extender.cluster.quarantine import short
 from extender.settings import Settings
 
 log = logging.getLogger("karpy.v1status")
@@ -48,30 +52,46 @@ def condition(kind: str, ok: bool, reason: str, message: str, now: str, generati
     }
 
 
+#: Conditions written apart from the status pass (provisioning's launch backoff): kept by it.
+REGISTRATION_HEALTHY = "NodeRegistrationHealthy"
+KEPT = frozenset({REGISTRATION_HEALTHY})
+
+
 def _keep_times(old: list[Any], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A condition whose status did not change keeps its lastTransitionTime."""
+    """A condition whose status did not change keeps its lastTransitionTime; those written apart
+    (KEPT) are carried over as they are."""
     before = {c.get("type"): c for c in old if isinstance(c, dict)}
     for cond in new:
         prior = before.get(cond["type"])
         if prior and prior.get("status") == cond["status"] and prior.get("lastTransitionTime"):
             cond["lastTransitionTime"] = prior["lastTransitionTime"]
-    return new
+    written = {cond["type"] for cond in new}
+    return new + [c for t, c in before.items() if t in KEPT and t not in written]
+
+
+def _conditions(obj: Mapping[str, Any]) -> list[Any]:
+    """The object's current conditions; none when its status is not what the API writes."""
+    status = obj.get("status")
+    found = status.get("conditions") if isinstance(status, Mapping) else None
+    return found if isinstance(found, list) else []
+
+
+def _failure(err: Exception) -> str:
+    return short("; ".join(map(str, err.messages)) if isinstance(err, ValidationError) else f"{err}")
 
 
 def node_class_status(
     obj: Mapping[str, Any], resolve: Resolve, settings: Settings, now: str
 ) -> tuple[dict[str, Any], bool]:
     """(status, ready) of one EC2NodeClass manifest."""
-    metadata = obj.get("metadata") or {}
-    generation = int(metadata.get("generation") or 0)
+    generation = _generation(obj)
     try:
         loaded = load_ec2nodeclass(
             obj, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
         )
-    except ValidationError as err:
-        message = "; ".join(map(str, err.messages))
+    except Exception as err:  # one object's boundary: reported on it, the others go on
         return {
-            "conditions": [condition("Ready", False, "ValidationFailed", message, now, generation)]
+            "conditions": [condition("Ready", False, "ValidationFailed", _failure(err), now, generation)]
         }, False
     try:
         found = resolve(loaded.node_class)
@@ -114,12 +134,11 @@ def nodepool_status(
     obj: Mapping[str, Any], ready_classes: Mapping[str, bool], used: Resources, nodes: int, now: str
 ) -> dict[str, Any]:
     """The status of one NodePool manifest: its nodes' resources and whether it can launch."""
-    generation = int((obj.get("metadata") or {}).get("generation") or 0)
+    generation = _generation(obj)
     try:
         pool = parse_nodepool(dict(obj))
-    except ValidationError as err:
-        message = "; ".join(map(str, err.messages))
-        conditions = [condition("Ready", False, "ValidationFailed", message, now, generation)]
+    except Exception as err:  # one object's boundary
+        conditions = [condition("Ready", False, "ValidationFailed", _failure(err), now, generation)]
     else:
         ref = pool.provider_ref
         found = ready_classes.get(ref)
@@ -133,6 +152,32 @@ def nodepool_status(
     if used.get("pods"):
         resources["pods"] = str(int(used.get("pods")))
     return {"resources": resources, "nodes": nodes, "conditions": conditions}
+
+
+def _generation(obj: Mapping[str, Any]) -> int:
+    meta = obj.get("metadata")
+    value = meta.get("generation") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, int) else 0
+
+
+def set_condition(kube: client.ApiClient, name: str, ok: bool, reason: str, message: str) -> None:
+    """Write the NodePool's NodeRegistrationHealthy (read, replace that one condition, merge-patch
+    the status), best effort: the next change writes it again."""
+    group, version = nodepool.API_VERSION.split("/")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        api = client.CustomObjectsApi(kube)
+        with translated(f"reading nodepool {name}"):
+            obj = api.get_cluster_custom_object(group, version, nodepool.PLURAL, name)
+        old = [c for c in _conditions(obj) if isinstance(c, dict)]
+        cond = condition(REGISTRATION_HEALTHY, ok, reason, short(message), now, _generation(obj))
+        prior = next((c for c in old if c.get("type") == REGISTRATION_HEALTHY), None)
+        if prior and prior.get("status") == cond["status"] and prior.get("lastTransitionTime"):
+            cond["lastTransitionTime"] = prior["lastTransitionTime"]
+        conditions = [c for c in old if c.get("type") != REGISTRATION_HEALTHY] + [cond]
+        _patch(kube, group, version, nodepool.PLURAL, name, {"conditions": conditions})
+    except ClusterError as err:
+        log.debug("Failed to update %s of nodepool %s, %s", REGISTRATION_HEALTHY, name, err)
 
 
 def _patch(
@@ -152,9 +197,7 @@ def refresh(kube: client.ApiClient, resolve: Resolve, settings: Settings) -> Non
     for obj in kube_provisioners.list_custom(kube, group, version, ec2nodeclass.PLURAL):
         name = (obj.get("metadata") or {}).get("name", "")
         status, ready[name] = node_class_status(obj, resolve, settings, now)
-        status["conditions"] = _keep_times(
-            (obj.get("status") or {}).get("conditions") or [], status["conditions"]
-        )
+        status["conditions"] = _keep_times(_conditions(obj), status["conditions"])
         try:
             _patch(kube, group, version, ec2nodeclass.PLURAL, name, status)
         except ClusterError as err:  # status is informational; the next pass writes it
@@ -172,9 +215,7 @@ def refresh(kube: client.ApiClient, resolve: Resolve, settings: Settings) -> Non
     for obj in pools:
         name = (obj.get("metadata") or {}).get("name", "")
         status = nodepool_status(obj, ready, usage.get(name) or Resources(), counts.get(name, 0), now)
-        status["conditions"] = _keep_times(
-            (obj.get("status") or {}).get("conditions") or [], status["conditions"]
-        )
+        status["conditions"] = _keep_times(_conditions(obj), status["conditions"])
         try:
             _patch(kube, group, version, nodepool.PLURAL, name, status)
         except ClusterError as err:

@@ -47,11 +47,25 @@ BUDGET_REASONS = {"empty": EMPTY, "expired": EXPIRED, "drifted": DRIFTED}
 Limit = Callable[[int], int]
 
 
+#: Digits beyond which a count is "unlimited" rather than converted (int() of thousands of digits
+#: raises, and no cluster has 10^10 nodes).
+MAX_COUNT_DIGITS = 10
+
+
 def allowed(budget: str, total: int) -> int:
-    """How many of `total` nodes the budget lets be disrupted at once."""
-    if budget.endswith("%"):
-        return math.ceil(int(budget[:-1]) * total / 100)
-    return int(budget)
+    """How many of `total` nodes the budget lets be disrupted at once. A value admission should
+    have refused is clamped: a count too long to be real is UNLIMITED, a percentage past 100 is
+    100 %, and one that is not a number fails closed at 0 (as an unparsable schedule does)."""
+    text = budget.strip()
+    percent = text.endswith("%")
+    digits = text[:-1] if percent else text
+    if not digits.isascii() or not digits.isdigit():
+        return 0
+    if len(digits) > MAX_COUNT_DIGITS:
+        return total if percent else UNLIMITED
+    if percent:
+        return math.ceil(min(int(digits), 100) * total / 100)
+    return min(int(digits), UNLIMITED)
 
 
 def free(budget: str, total: int, disrupting: int) -> int:
@@ -72,11 +86,21 @@ def budget_allows(budget: Budget, total: int, now: datetime | None) -> int:
     if budget.schedule is not None:
         try:
             schedule = _schedule(budget.schedule)
-        except cron.CronError:
+        except ValueError:  # CronError, or a field int() refuses (thousands of digits)
             return 0
-        if now is not None and not cron.window_open(schedule, budget.duration or 0, now):
+        if now is not None and not _window_open(schedule, budget.duration or 0, now):
             return UNLIMITED
     return allowed(budget.nodes, total)
+
+
+def _window_open(schedule: cron.Schedule, duration: float, now: datetime) -> bool:
+    """`cron.window_open`, total: a window longer than the calendar before `now` (`now - duration`
+    past datetime.min raises OverflowError) holds every fire there has been, so it is open now (a
+    schedule that never fires counts as open too, as robfig's zero time does)."""
+    try:
+        return cron.window_open(schedule, duration, now)
+    except OverflowError:
+        return True
 
 
 def applies(budget: Budget, reason: str) -> bool:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import Enum
 
 from extender.api import labels
 from extender.api.meta import format_time, parse_time
 from extender.api.node import Node
 from extender.api.pod import Pod
-from extender.lifecycle import metrics, nodepatch, protection
+from extender.lifecycle import horizon, metrics, nodepatch, protection
 from extender.lifecycle.context import Context, go_duration
 
 
@@ -51,7 +51,9 @@ def decide(node: Node, pods: Sequence[Pod], ttl: float | None, now: datetime) ->
         stamp = None  # a hand-edited annotation: start the TTL afresh
     if stamp is None:
         return Decision(Action.ADD, requeue_after=ttl)
-    due = stamp + timedelta(seconds=ttl)
+    due = horizon.after(stamp, ttl)
+    if due is None:
+        return Decision(Action.NONE)  # a TTL past the calendar never runs out (horizon.py)
     if now >= due:
         # karpenter.sh/do-not-disrupt on the node keeps it; its annotation's removal is a node
         # event that brings it back here.

@@ -13,13 +13,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.cluster.cordon import cordon
 from extender.cluster.errors import ClusterError
-from extender.lifecycle import metrics, nodepatch, readiness
+from extender.lifecycle import horizon, metrics, nodepatch, readiness
 from extender.lifecycle.context import Context, go_duration
 
 #: How often a due node waiting for a slot, or for its replacements, is looked at again.
@@ -29,9 +29,10 @@ TERMINATION_REASONS = {"expired": "expiration", "drifted": "drift"}
 
 
 def expires_at(node: Node, ttl: float | None) -> datetime | None:
+    """When the node expires; None for never (no TTL, or one past the calendar: horizon.py)."""
     if ttl is None or node.created is None:
         return None
-    return node.created + timedelta(seconds=ttl)
+    return horizon.after(node.created, ttl)
 
 
 def pick(

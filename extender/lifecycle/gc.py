@@ -15,9 +15,10 @@ what it points at in the later list unless that is really gone.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from extender.api import nodeclaim
 from extender.api.node import Node
@@ -25,6 +26,7 @@ from extender.cloud.types import Instance, InstanceNotFoundError
 from extender.cluster import nodeclaims
 from extender.cluster.errors import ClusterError
 from extender.cluster.nodes import instance_id, list_karpy_nodes
+from extender.cluster.quarantine import Quarantine, short
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context, go_duration
 
@@ -92,11 +94,28 @@ def orphan_claims(
     )
 
 
+#: NodeClaims that do not read (hand-made, malformed): left out of the collection, reported once.
+UNREADABLE_CLAIMS = Quarantine("NodeClaim")
+
+
+def _record(ctx: Context, claim: Any) -> nodeclaim.Record | None:
+    """A claim's Record; None (left alone, reported once per resourceVersion) when it does not read."""
+    try:
+        return nodeclaim.Record.from_manifest(claim)
+    except Exception as err:  # one claim's boundary: the collection goes on
+        meta = claim.get("metadata") if isinstance(claim, Mapping) else None
+        meta = meta if isinstance(meta, Mapping) else {}
+        name, message = str(meta.get("name") or "?"), f"{type(err).__name__}: {err}"
+        if UNREADABLE_CLAIMS.failed(name, str(meta.get("resourceVersion") or ""), message):
+            ctx.log.error("Ignoring unreadable nodeclaim %s, %s", name, short(message))
+        return None
+
+
 def _claims(ctx: Context) -> list[nodeclaim.Record]:
     """Every NodeClaim; none when they cannot be listed: the records must not stop the collection
     of instances and nodes."""
     try:
-        return [nodeclaim.Record.from_manifest(c) for c in nodeclaims.list_claims(ctx.kube)]
+        return [r for c in nodeclaims.list_claims(ctx.kube) if (r := _record(ctx, c)) is not None]
     except ClusterError as err:
         ctx.log.warning("Listing nodeclaims for garbage collection, %s", err)
         return []

@@ -3,6 +3,11 @@
 Each pop reconciles one node with a fresh read: a deleting node goes through the termination
 finalizer; a live one through readiness, finalizer, expiry, drift and emptiness, and is requeued at
 the earliest time any of them asked for (an emptiness or expiry due time), never on a fixed tick.
+
+One node karpy cannot handle stops no other: a reconcile that fails with karpy's own error (not the
+API server's or the cloud's, which are retried as the queue retries them) quarantines the node — an
+ERROR line and a Warning Event once per resourceVersion and error, `karpy_unhandled_objects{kind=
+"Node"}` — and backs it off; the cross-node computations (the due list, the budget census) skip it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cluster.nodeclaims import Tracker
+from extender.cluster.quarantine import Quarantine, short
 from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, readiness
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
@@ -25,6 +31,7 @@ from extender.lifecycle.expiry import Expiry, expires_at
 from extender.lifecycle.podevents import PodEvents
 from extender.lifecycle.termination import Step, Terminator
 from extender.lifecycle.workqueue import DelayQueue, serve
+from extender.loops import is_expected
 
 TERMINATING_POLL_SECONDS = 1.0
 #: A node whose Provisioner is not (yet) known is looked at again after this long.
@@ -57,6 +64,8 @@ class NodeWorker:
         self._cache: dict[str, Node] = {}
         #: Drifted nodes -> (when found drifted, drift reason), until they are gone.
         self._drifting: dict[str, tuple[datetime, str]] = {}
+        #: Nodes whose reconcile fails with karpy's own error: reported once, skipped, backed off.
+        self.faults = Quarantine("Node")
 
     @functools.cached_property
     def claims(self) -> Tracker:
@@ -66,8 +75,16 @@ class NodeWorker:
     # --- watch callbacks -------------------------------------------------------------------------
 
     def on_node(self, event: str, manifest: Mapping[str, Any]) -> None:
-        """The Node informer's handler: API JSON enters here."""
-        self.track(event, Node.from_live(manifest))
+        """The Node informer's handler: API JSON enters here. A node that does not parse is
+        quarantined; the watch goes on."""
+        try:
+            node = Node.from_live(manifest)
+        except Exception as err:  # one node's boundary
+            meta = manifest.get("metadata")
+            if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
+                self._failed(meta["name"], str(meta.get("resourceVersion") or ""), None, err)
+            return
+        self.track(event, node)
 
     def track(self, event: str, node: Node) -> None:
         with self._lock:
@@ -93,10 +110,36 @@ class NodeWorker:
     # --- reconcile -------------------------------------------------------------------------------
 
     def process(self, name: str) -> None:
-        """Reconcile `name` once; schedules its own requeue."""
+        """Reconcile `name` once; schedules its own requeue. The API server's and the cloud's
+        failures leave (the queue retries them); karpy's own quarantine the node (module doc)."""
+        node: Node | None = None
+        try:
+            node = nodepatch.get_node(self.ctx.kube, name)
+            self._reconcile(name, node)
+        except Exception as err:
+            if is_expected(err):
+                raise
+            self._failed(name, node.resource_version if node else "", node, err)
+            self.queue.add_backoff(name)
+            return
+        if self.faults.recovered(name):
+            self.ctx.log.info("Reconciled node %s again", name)
+
+    def _failed(self, name: str, version: str, node: Node | None, err: Exception) -> None:
+        message = f"{type(err).__name__}: {err}"
+        if not self.faults.failed(name, version, message):
+            self.ctx.log.debug("Skipping node %s, %s", name, short(message))
+            return
+        self.ctx.log.error("Skipping node %s, karpy cannot reconcile it, %s", name, short(message))
+        if node is not None:
+            self.ctx.recorder.node(
+                node, "FailedReconcile", f"karpy cannot reconcile this node, {short(message)}", warning=True
+            )
+
+    def _reconcile(self, name: str, node: Node | None) -> None:
         ctx = self.ctx
-        node = nodepatch.get_node(ctx.kube, name)
         if node is None or not node.is_karpy:
+            self.faults.recovered(name)
             with self._lock:
                 self._cache.pop(name, None)
                 self._drifting.pop(name, None)
@@ -233,12 +276,20 @@ class NodeWorker:
             return {name for name, node in self._cache.items() if node.deleting}
 
     def _due(self) -> list[tuple[str, Any]]:
+        """(name, due time) of every node due for replacement; a node whose due time cannot be
+        computed is skipped (and quarantined), never failing the others'."""
         with self._lock:
             nodes = list(self._cache.values())
         due = []
         for node in nodes:
-            prov = self.provisioners(node.provisioner)
-            at = expires_at(node, prov.ttl_seconds_until_expired if prov else None)
+            try:
+                prov = self.provisioners(node.provisioner)
+                at = expires_at(node, prov.ttl_seconds_until_expired if prov else None)
+            except Exception as err:
+                if is_expected(err):
+                    raise
+                self._failed(node.name, node.resource_version, node, err)
+                continue
             if at is not None and not node.deleting:
                 due.append((node.name, at))
         with self._lock:

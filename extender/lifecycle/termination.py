@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 
 from extender.api import labels
@@ -32,7 +32,7 @@ from extender.cluster import nodeclaims
 from extender.cluster.cordon import cordon
 from extender.cluster.eviction import Outcome, delete, evict
 from extender.cluster.nodes import instance_id
-from extender.lifecycle import metrics, nodepatch, protection
+from extender.lifecycle import horizon, metrics, nodepatch, protection
 from extender.lifecycle.context import Context
 
 
@@ -75,7 +75,8 @@ def needs_force_delete(pod: Pod, deadline: datetime | None, now: datetime) -> bo
 
 def _force_at(pod: Pod, deadline: datetime) -> datetime:
     grace = pod.grace_seconds if pod.grace_seconds is not None else DEFAULT_POD_GRACE_SECONDS
-    return deadline - timedelta(seconds=grace)
+    # A grace longer than the calendar before the deadline: due since the beginning of time.
+    return horizon.after(deadline, -grace) or datetime.min.replace(tzinfo=UTC)
 
 
 def plan_drain(
@@ -108,10 +109,11 @@ def plan_drain(
 
 
 def deadline_of(node: Node, grace_seconds: float | None) -> datetime | None:
-    """When the node's drain must end: its deletion time plus the terminationGracePeriod."""
+    """When the node's drain must end: its deletion time plus the terminationGracePeriod (None: no
+    deadline, as without a period; a period past the calendar has none either, horizon.py)."""
     if grace_seconds is None or node.deleted_at is None:
         return None
-    return node.deleted_at + timedelta(seconds=grace_seconds)
+    return horizon.after(node.deleted_at, grace_seconds)
 
 
 def _stuck(pod: Pod, now: datetime, stuck_after: float) -> bool:

@@ -41,6 +41,7 @@ from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
 from extender.loops import log_failure, run_forever
 from extender.provisioning import metrics
+from extender.provisioning.backoff import LaunchBackoff
 from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
 from extender.provisioning.gather import Gatherer
@@ -98,6 +99,8 @@ class ProvisioningController:
         self._fast_path: set[str] = set()
         self._fast_lock = threading.Lock()
         reporter = Reporter(kube, self.pools, clock)
+        #: Pools whose launches failed for good, not launched for until their backoff passes.
+        self.backoff = LaunchBackoff(clock, reporter.pool_backoff)
         deadline = settings.scheduler_bind_deadline_seconds
         self.nominations = Nominations(state=state, reporter=reporter, clock=clock, deadline_seconds=deadline)
         # A pod bound (the index) or deleted (the pending watch) ends the room held for it.
@@ -135,6 +138,7 @@ class ProvisioningController:
                 unavailable=self.unavailable,
                 reporter=reporter,
                 clock=clock,
+                backoff=self.backoff,
             ),
             register=Registrar(
                 kube=kube,
@@ -142,6 +146,8 @@ class ProvisioningController:
                 reporter=reporter,
                 clock=clock,
                 created=self.nodes.assume,
+                cloud=cloud,
+                backoff=self.backoff,
             ),
             bind=Binder(
                 kube=kube,

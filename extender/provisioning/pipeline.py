@@ -32,9 +32,10 @@ from extender.provisioning.launch import Launched, Launcher, pods_of
 from extender.provisioning.offerings import UnavailableOfferings
 from extender.provisioning.plan import plan
 from extender.provisioning.pools import Pools
-from extender.provisioning.register import Registrar
-from extender.provisioning.report import BatchReport, Reporter
+from extender.provisioning.register import NodeRefused, Registrar
+from extender.provisioning.report import LAUNCH_FAILED_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot
+from extender.provisioning.unplannable import FAILED_PLANNING_REASON, Unplannable
 
 log = logging.getLogger("karpy.controller.provisioning")
 
@@ -65,6 +66,12 @@ class Pipeline:
         self.pools = pools
         self.park = park
         self.clock = clock
+        #: Pools the solver raised on, left out until edited.
+        self.unplannable = Unplannable(
+            lambda pool, message: report.provisioner_event(
+                pool, FAILED_PLANNING_REASON, message, warning=True
+            )
+        )
 
     def provision(self, keys: Collection[str], report: BatchReport) -> Context | None:
         """Re-read, plan, launch and bind one batch; its context, or None when nothing was planned."""
@@ -108,7 +115,14 @@ class Pipeline:
                         return launched
                     remaining = unbound
             self.reporter.reasons.clear(p.key for p in remaining)
-            result = plan(remaining, ctx, inv, self.unavailable.current(), onto_existing=bind)
+            result = plan(
+                remaining,
+                ctx,
+                inv,
+                self.unavailable.current(),
+                onto_existing=bind,
+                unplannable=self.unplannable,
+            )
             packing = self.clock() - t0
             metrics.PACKING.observe(packing)
             report.add("packing", packing)
@@ -193,7 +207,16 @@ class Pipeline:
         names: list[str] = []
         held: list[Held] = []
         for instance, planned in outcome.instances:
-            name = self.registrar.register(instance, planned, provisioner, report)
+            try:
+                name = self.registrar.register(instance, planned, provisioner, report)
+            except NodeRefused as err:
+                # The instance is gone and the pool backed off: the pods wait, never relaunched for
+                # in the next batch (launch.py checks the backoff first).
+                for pod in planned.pods:
+                    self.reporter.waiting(pod, LAUNCH_FAILED_REASON, str(err))
+                if snapshot is not None:
+                    self.park(p.key for p in planned.pods)
+                continue
             names.append(name)
             if snapshot is not None:
                 held += Held.split(name, planned.pods, provisioner.name, phases)

@@ -11,8 +11,10 @@ import dataclasses
 from collections.abc import Collection, Sequence
 
 from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
 from extender.cluster.inventory import Inventory
 from extender.provisioning.gather import Context
+from extender.provisioning.unplannable import Unplannable
 from extender.scheduling.instancetypes import OfferingKey
 from extender.scheduling.plan import ExistingNode, Plan
 from extender.scheduling.solver import solve
@@ -25,20 +27,27 @@ def plan(
     unavailable: Collection[OfferingKey],
     *,
     onto_existing: bool,
+    unplannable: Unplannable | None = None,
 ) -> Plan:
+    """`unplannable`: pools the solver raises on are left out (unplannable.py)."""
     existing = inv.existing if onto_existing else topology_only(inv.existing, {p.key for p in pods})
-    return solve(
-        list(pods),
-        list(ctx.provisioners.values()),
-        ctx.catalog,
-        daemonsets=ctx.daemonsets,
-        existing_nodes=existing,
-        unavailable=frozenset(unavailable),
-        usage=inv.usage,
-        # The bound is for `karpy plan` and the benchmarks; a batch is pending pods waiting.
-        with_bound=False,
-        namespaces=inv.namespaces,
-    )
+
+    def run(provisioners: list[Provisioner]) -> Plan:
+        return solve(
+            list(pods),
+            provisioners,
+            ctx.catalog,
+            daemonsets=ctx.daemonsets,
+            existing_nodes=existing,
+            unavailable=frozenset(unavailable),
+            usage=inv.usage,
+            # The bound is for `karpy plan` and the benchmarks; a batch is pending pods waiting.
+            with_bound=False,
+            namespaces=inv.namespaces,
+        )
+
+    pools = list(ctx.provisioners.values())
+    return run(pools) if unplannable is None else unplannable.solve(pools, run)
 
 
 def topology_only(nodes: Sequence[ExistingNode], leaving: set[str]) -> list[ExistingNode]:

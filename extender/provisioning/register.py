@@ -1,6 +1,11 @@
 """Register: the Node object of each launched instance (Karpenter 0.5 creates it before kubelet
 registers, so pods can be bound at once), and adoption of instances an interrupted launch left
 without one. `launcher` builds the Node objects; this step writes them.
+
+A Node the API server refuses for good (a 4xx other than 409/429, e.g. 422 for template annotations
+past 256 KiB) never will be: the instance just launched is terminated at once (not left for garbage
+collection while the next batch launches another), its NodeClaim deleted, the pool backed off
+(backoff.py), and `NodeRefused` tells the pipeline to park the node's pods.
 """
 
 from __future__ import annotations
@@ -16,15 +21,21 @@ from extender.api import labels as wk
 from extender.api import nodeclaim
 from extender.api.node import Node
 from extender.api.provisioner import Provisioner
-from extender.cloud.types import Instance
+from extender.cloud.types import CloudError, CloudProvider, Instance, InstanceNotFoundError
 from extender.cluster import nodeclaims
 from extender.cluster import nodes as kube_nodes
+from extender.cluster.errors import ClusterError
 from extender.provisioning import launcher, metrics
+from extender.provisioning.backoff import LaunchBackoff, permanent_cluster_error
 from extender.provisioning.gather import Context
 from extender.provisioning.report import BatchReport, Reporter
 from extender.scheduling.plan import PlannedNode
 
 log = logging.getLogger("karpy.controller.provisioning")
+
+
+class NodeRefused(Exception):
+    """The Node of a launched instance cannot be created; the instance is terminated."""
 
 
 class Registrar:
@@ -36,11 +47,15 @@ class Registrar:
         reporter: Reporter,
         clock: Callable[[], float],
         created: Callable[[Mapping[str, Any]], None] = lambda _manifest: None,
+        cloud: CloudProvider | None = None,
+        backoff: LaunchBackoff | None = None,
     ) -> None:
         self.kube = kube
         self.region = region
         self.reporter = reporter
         self.clock = clock
+        self.cloud = cloud
+        self.backoff = backoff if backoff is not None else LaunchBackoff(clock)
         #: Told of every Node karpy creates, so the node index counts it before its watch event.
         self.created = created
 
@@ -60,7 +75,14 @@ class Registrar:
                 requests=planned.requests,
                 now=datetime.now(UTC),
             )
-        kube_nodes.create_node(self.kube, manifest)
+        try:
+            kube_nodes.create_node(self.kube, manifest)
+        except ClusterError as err:
+            if not permanent_cluster_error(err):
+                raise
+            self._abandon(instance, manifest, provisioner, err)
+            raise NodeRefused(f"creating node {name} of instance {instance.id}, {err}") from err
+        self.backoff.succeeded(provisioner)
         self.created(manifest)
         created = self.clock() - t0
         metrics.NODE_CREATE.labels(provisioner=provisioner.name).observe(created)
@@ -76,6 +98,25 @@ class Registrar:
             f"for {len(planned.pods)} pod(s)",
         )
         return name
+
+    def _abandon(
+        self, instance: Instance, manifest: Mapping[str, Any], provisioner: Provisioner, err: ClusterError
+    ) -> None:
+        """Terminate the instance whose Node was refused, delete its claim, back its pool off."""
+        terminated = "terminated"
+        if self.cloud is not None:
+            try:
+                self.cloud.delete(instance.id)
+            except InstanceNotFoundError:
+                pass
+            except CloudError as cloud_err:  # garbage collection terminates it later
+                terminated = f"not terminated ({cloud_err}), left to garbage collection"
+        nodeclaims.delete_for_node(self.kube, Node.from_live(manifest))
+        metrics.LAUNCH_ERRORS.labels(provisioner=provisioner.name, code=f"NodeCreate{err.status}").inc()
+        log.error("Provisioning failed, creating node of instance %s (%s), %s", instance.id, terminated, err)
+        self.backoff.failed(
+            provisioner, f"creating node of instance {instance.id}, {err} (instance {terminated})"
+        )
 
     def adopt(self, instances: Sequence[Instance], ctx: Callable[[], Context]) -> list[str]:
         """Create the Nodes of karpy instances that have none; the adopted node names. An instance

@@ -21,11 +21,13 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import Resources
-from extender.cluster import events, inventory
+from extender.cluster import events, inventory, v1status
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.errors import ClusterError
+from extender.cluster.quarantine import short
 from extender.provisioning import pending
+from extender.provisioning.backoff import Hold
 from extender.provisioning.pools import Pools
 from extender.scheduling.plan import Plan
 
@@ -39,6 +41,9 @@ REPORT_TTL_SECONDS = 600.0
 UNMODELLED_REASON = "UnmodelledRule"
 INVALID_POD_REASON = "InvalidPod"
 NOT_BINDING_REASON = "NotBinding"
+#: A launch failed in a way retrying will not fix: on the pool and its pods (Karpenter's NodeClaim
+#: `Launched=False` reason).
+LAUNCH_FAILED_REASON = "LaunchFailed"
 
 
 @dataclass
@@ -79,6 +84,7 @@ class Reporter:
     def __init__(self, kube: client.ApiClient, pools: Pools, clock: Callable[[], float]) -> None:
         self.kube = kube
         self.pools = pools
+        self.clock = clock
         self._reported: TTLCache[tuple[str, str], bool] = TTLCache(
             maxsize=10_000, ttl=REPORT_TTL_SECONDS, timer=clock
         )
@@ -89,16 +95,25 @@ class Reporter:
     def ignoring(self, pod: Pod, reason: str, message: str) -> None:
         """Log and record (Warning Event) why karpy will not provision for `pod`, once per
         REPORT_TTL_SECONDS for the same pod and message."""
-        key = (pod.uid or pod.key, message)
         self.reasons.set(pod.key, pending.UNMODELLED)
-        with self._lock:
-            seen = key in self._reported
-            self._reported[key] = True
-        if seen:
+        if not self._first(pod, message):
             log.debug("Ignoring pod %s, %s", pod.key, message)
             return
         log.info("Ignoring pod %s, %s", pod.key, message)
         self.pod_event(pod, reason, message)
+
+    def waiting(self, pod: Pod, reason: str, message: str) -> None:
+        """A Warning Event on `pod` saying why no node is launched for it now, once per
+        REPORT_TTL_SECONDS for the same pod and message."""
+        if self._first(pod, message):
+            self.pod_event(pod, reason, message)
+
+    def _first(self, pod: Pod, message: str) -> bool:
+        key = (pod.uid or pod.key, message)
+        with self._lock:
+            seen = key in self._reported
+            self._reported[key] = True
+        return not seen
 
     def pod_event(self, pod: Pod, reason: str, message: str, *, warning: bool = True) -> None:
         self.pools.events.submit(
@@ -131,14 +146,29 @@ class Reporter:
     ) -> None:
         events.record(
             self.kube,
-            kind="Provisioner",
-            api_version=kube_provisioners.GROUP + "/" + kube_provisioners.VERSION,
+            kind=provisioner.kind,
+            api_version=kube_provisioners.API_VERSIONS[provisioner.kind],
             name=provisioner.name,
             uid=provisioner.uid,
             reason=reason,
             message=message,
             warning=warning,
         )
+
+    def pool_backoff(self, pool: Provisioner, hold: Hold | None) -> None:
+        """Tell of a pool's launch backoff (backoff.py): one Warning Event per failure and the
+        NodePool's NodeRegistrationHealthy condition; lifted: the condition back to True."""
+        if hold is None:
+            log.info("Launching for %s %s again", pool.noun, pool.name)
+            if pool.kind == "NodePool":
+                v1status.set_condition(self.kube, pool.name, True, "", "")
+            return
+        seconds = hold.seconds_left(self.clock())
+        message = f"{hold.message}; not launching for it for {seconds:.0f}s (failure {hold.failures})"
+        log.error("Backing off %s %s, %s", pool.noun, pool.name, short(message, 1000))
+        self.provisioner_event(pool, LAUNCH_FAILED_REASON, short(message), warning=True)
+        if pool.kind == "NodePool":
+            v1status.set_condition(self.kube, pool.name, False, LAUNCH_FAILED_REASON, hold.message)
 
     def bound(self, plan: Plan, report: BatchReport) -> None:
         """Compute the plan's lower bound on the event pool, after the caller has bound the batch:

@@ -43,11 +43,35 @@ class Request:
 
     @property
     def query(self) -> dict[str, list[str]]:
-        return parse_qs(urlsplit(self.path).query)
+        # Blank values kept: `?watch=` is a watch to kube-apiserver.
+        return parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+
+    @property
+    def _resource_path(self) -> list[str]:
+        """The path after its group-version (`/api/v1`, `/apis/<group>/<version>`)."""
+        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        if parts[:1] == ["api"]:
+            return parts[2:]
+        if parts[:1] == ["apis"]:
+            return parts[3:]
+        return []
 
     @property
     def is_watch(self) -> bool:
-        return self.query.get("watch", [""])[0] in ("true", "1")
+        """As kube-apiserver reads it: `watch` parsed by apimachinery's
+        runtime.Convert_Slice_string_To_bool (only absent, "0" or any case of "false" is false:
+        `watch=True`, `watch=1`, `watch=t`, even `watch=` watch), or the legacy `/watch/` path."""
+        values = self.query.get("watch")
+        if values and values[0] != "0" and values[0].lower() != "false":
+            return True
+        return self._resource_path[:1] == ["watch"]
+
+    @property
+    def is_list(self) -> bool:
+        """A GET of a collection that is not a watch: `<plural>` or `namespaces/<ns>/<plural>`."""
+        rest = self._resource_path
+        collection = len(rest) == 1 or (len(rest) == 3 and rest[0] == "namespaces")
+        return self.method == "GET" and collection and not self.is_watch
 
 
 @dataclass(frozen=True)
@@ -120,10 +144,15 @@ SQS_FAILURE = Fault(
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def apiserver_faults(rate: float, rand: random.Random) -> Decide:
-    """`rate` of all requests (watches at their start only) get one of the apiserver's overload answers."""
+def apiserver_faults(
+    rate: float, rand: random.Random, only: Callable[[Request], bool] | None = None
+) -> Decide:
+    """`rate` of all requests (watches at their start only), or of those `only` selects (e.g.
+    `lambda r: r.is_list`), get one of the apiserver's overload answers."""
 
     def decide(request: Request) -> Fault | None:
+        if only is not None and not only(request):
+            return None
         if rand.random() >= rate:
             return None
         choices = APISERVER_FAULTS + ((LOST_WRITE,) if request.method in WRITES else ())

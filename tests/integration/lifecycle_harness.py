@@ -35,6 +35,7 @@ from extender.state import ClusterState
 from tests.integration.helpers import (
     PRICES,
     pod_manifest,
+    wait_for,
 )
 from tests.integration.helpers import Karpy as ProvisioningKarpy
 from tests.integration.helpers import provisioner as create_provisioner
@@ -241,6 +242,16 @@ def live_pods(core: Any, namespace: str, app: str) -> list[Any]:
         for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
         if p.metadata.deletion_timestamp is None
     ]
+
+
+def bound_node(core: Any, namespace: str, app: str) -> str:
+    """The node the app's pods are bound to, once they all are (90 s at most)."""
+    pods = wait_for(
+        lambda: (ps := live_pods(core, namespace, app)) and all(p.spec.node_name for p in ps) and ps,
+        90,
+        f"{app} bound",
+    )
+    return str(pods[0].spec.node_name)
 
 
 def available(core: Any, namespace: str, app: str) -> int:

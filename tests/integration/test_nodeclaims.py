@@ -26,10 +26,10 @@ from tests.integration.helpers import nodepool, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import (
     GC_GRACE,
     Karpy,
+    bound_node,
     deployment,
     instance_of,
     instance_state,
-    live_pods,
     messages,
     node_or_none,
     provisioner,
@@ -45,15 +45,6 @@ NODEPOOL_PREFIX = "np-"
 
 def claims_of(kube: Any, pool: str) -> list[dict[str, Any]]:
     return [c for c in nodeclaims.list_claims(kube) if c["metadata"]["labels"].get(nc.NODEPOOL_LABEL) == pool]
-
-
-def bound_node(core: Any, namespace: str, app: str) -> str:
-    pods = wait_for(
-        lambda: (ps := live_pods(core, namespace, app)) and all(p.spec.node_name for p in ps) and ps,
-        90,
-        f"{app} bound",
-    )
-    return str(pods[0].spec.node_name)
 
 
 def test_nodeclaims_track_nodepool_nodes_from_launch_to_deletion(

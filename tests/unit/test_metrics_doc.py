@@ -19,6 +19,7 @@ UNITLESS = {
     "karpy_cluster_bound_pods",
     "karpy_interruption_queue_messages",
     "karpenter_leader_election_is_leader",
+    "karpy_unhandled_objects",
 }
 
 
