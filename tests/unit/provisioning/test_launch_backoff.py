@@ -171,12 +171,15 @@ def test_which_node_create_errors_back_a_pool_off() -> None:
 
 
 def test_a_pool_the_solver_raises_on_is_left_out_and_the_others_planned(cluster, cloud, caplog) -> None:
-    """A `Gt` requirement of 5,000 digits loads (the schema checks it is digits) but `int()` refuses
-    it in the solver: every batch of every pool failed. Now that pool is left out, once reported."""
-    huge_gt = {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["9" * 5000]}
-    cluster.provisioners[0] = replace(
-        make_provisioner("broken", requirements=[huge_gt]), kind="NodePool", resource_version="7"
+    """A `Gt` requirement of 5,000 digits loaded before admission bounded it to int64 (an object
+    stored before an upgrade, or while the webhook was down), and `int()` refuses it in the solver:
+    every batch of every pool failed. Now that pool is left out, once reported."""
+    gt = {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["1"]}
+    loaded = make_provisioner("broken", requirements=[gt])
+    huge = tuple(
+        replace(r, values=("9" * 5000,)) if r.operator == "Gt" else r for r in loaded.requirements
     )
+    cluster.provisioners[0] = replace(loaded, requirements=huge, kind="NodePool", resource_version="7")
     controller = controller_for(cloud)
     keys = [cluster.add_pod(for_pool(f"api-{i}", "plain")) for i in range(2)]
     for key in keys:
