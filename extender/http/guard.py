@@ -5,6 +5,7 @@ O(nodes) dict lookups: this runs inside kube-scheduler's serialized scheduling c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,9 +13,11 @@ from typing import Any
 from extender.api.pod import Pod, PodError
 from extender.api.resources import Resources
 from extender.cluster import objects
-from extender.state import ClusterState
+from extender.state import ClusterState, Hold
 
 MAX_SCORE = 10
+
+log = logging.getLogger("karpy.extender")
 
 
 @dataclass
@@ -59,7 +62,8 @@ def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[st
     kube-scheduler's to place, even while a batch has it."""
     result = FilterResult()
     key = objects.pod_key(pod)
-    if state.claimed(key) and state.held(key) is None:
+    own = _own_hold(state, key, pod)
+    if state.claimed(key) and own is None:
         result.claimed = True
         result.failed = {name: "karpy: provisioning a node for this pod" for name in names}
         return result
@@ -74,6 +78,10 @@ def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[st
             result.failed[name] = f"karpy: node {reason}"
             result.removal += 1
             continue
+        if own is not None and own.node == name:
+            # The plan gave this pod its room here beside the others held on the node: they never
+            # refuse it, even before the node cache has the node (the next batch adds it).
+            continue
         count, reserved = state.reservation(name, excluding=key)
         if count:
             if requests is None:
@@ -86,6 +94,26 @@ def filter_nodes(state: ClusterState, pod: Mapping[str, Any], names: Sequence[st
     failed = result.failed
     result.node_names = [name for name in names if name not in failed] if failed else list(names)
     return result
+
+
+def _own_hold(state: ClusterState, key: str, pod: Mapping[str, Any]) -> Hold | None:
+    """The pod's hold; a hold under its name for an earlier pod (a StatefulSet re-creates a pod
+    under the same name, with a new uid) ends here: that pod no longer exists."""
+    hold = state.held(key)
+    if hold is None or not hold.pod.uid:
+        return hold
+    meta = pod.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, Mapping) else None
+    if not uid or uid == hold.pod.uid:
+        return hold
+    if (ended := state.unhold(key)) is not None:
+        log.info(
+            "Released the room held on node %s for pod %s (uid %s), which no longer exists",
+            ended.node,
+            key,
+            ended.pod.uid,
+        )
+    return None
 
 
 def prioritize(

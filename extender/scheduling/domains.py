@@ -384,7 +384,10 @@ class DomainPlanner:
                 extra = extra.intersect(_in(key, allowed))
                 continue
             load: Counter[str] = Counter()
-            for rule in spreads:
+            # Only a spread that counts the pod itself is evened out by where it goes; one that
+            # does not (kube-scheduler's selfMatchNum 0) leaves every allowed domain alike, and
+            # steering away from its matching pods would keep the pod off their nodes.
+            for rule in (r for r in spreads if r.term.selects(pod)):
                 maybe, _ = self._batch_counts(pod, rule, frozenset())
                 load.update(self._existing(pod, rule, frozenset()))
                 load.update(maybe)

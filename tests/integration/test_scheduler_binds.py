@@ -89,9 +89,16 @@ def running(core: Any, namespace: str, count: int) -> Callable[[], list[Any]]:
     return check
 
 
-def statefulset(apps: Any, namespace: str, provisioner_name: str, storage_class: str) -> None:
-    """StatefulSet `db`: 3 replicas (OrderedReady) of the Provisioner, each with claim data-db-<i>
-    of `storage_class` from its volumeClaimTemplates."""
+def statefulset(
+    apps: Any,
+    namespace: str,
+    provisioner_name: str,
+    storage_class: str,
+    replicas: int = 3,
+    policy: str = "OrderedReady",
+) -> None:
+    """StatefulSet `db`: `replicas` replicas (`policy`: OrderedReady or Parallel) of the Provisioner,
+    each with claim data-db-<i> of `storage_class` from its volumeClaimTemplates."""
     template = pod_manifest("db", "250m", selector={wk.PROVISIONER_NAME: provisioner_name})
     template["metadata"]["labels"] = {"app": "db"}
     template["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
@@ -102,7 +109,8 @@ def statefulset(apps: Any, namespace: str, provisioner_name: str, storage_class:
             "kind": "StatefulSet",
             "metadata": {"name": "db"},
             "spec": {
-                "replicas": 3,
+                "replicas": replicas,
+                "podManagementPolicy": policy,
                 "serviceName": "db",
                 "selector": {"matchLabels": {"app": "db"}},
                 "template": {"metadata": template["metadata"], "spec": template["spec"]},
@@ -125,15 +133,51 @@ def claims_of(core: Any, namespace: str) -> list[Any]:
     return core.list_namespaced_persistent_volume_claim(namespace).items
 
 
-def replicas_run_in(core: Any, namespace: str, zone: str) -> list[Any]:
-    """Wait for the 3 replicas to Run; each on a node of `zone`, each claim Bound. The pods."""
+def scheduling_messages(core: Any, namespace: str) -> dict[str, str]:
+    """Pod name -> the message of its PodScheduled condition (why kube-scheduler left it pending)."""
+    return {
+        p.metadata.name: next(
+            (c.message or "" for c in p.status.conditions or [] if c.type == "PodScheduled"), ""
+        )
+        for p in pods_of(core, namespace)
+    }
+
+
+def replicas_run_in(core: Any, namespace: str, zone: str, replicas: int = 3) -> list[Any]:
+    """Wait for the replicas to Run; each on a node of `zone`, each claim Bound. The pods."""
     # OrderedReady: the replicas start one after another, each after the previous Runs.
-    pods = wait_for(running(core, namespace, 3), 3 * BIND_SECONDS, "3 replicas Running")
+    try:
+        pods = wait_for(
+            running(core, namespace, replicas), replicas * BIND_SECONDS, f"{replicas} replicas Running"
+        )
+    except AssertionError as err:
+        raise AssertionError(f"{err}; kube-scheduler said: {scheduling_messages(core, namespace)}") from None
     assert {core.read_node(p.spec.node_name).metadata.labels[wk.ZONE] for p in pods} == {zone}
     claims = claims_of(core, namespace)
-    assert sorted(c.metadata.name for c in claims) == [f"data-db-{i}" for i in range(3)]
+    assert sorted(c.metadata.name for c in claims) == [f"data-db-{i}" for i in range(replicas)]
     assert all(c.status.phase == "Bound" for c in claims)
     return pods
+
+
+def static_volumes(core: Any, name: str, storage_class: str, zone: str, count: int) -> list[str]:
+    """`count` statically provisioned 1Gi volumes of `storage_class`, with node affinity to `zone`;
+    their names."""
+    in_zone = {"matchExpressions": [{"key": wk.ZONE, "operator": "In", "values": [zone]}]}
+    volumes = [f"{name}-pv-{i}" for i in range(count)]
+    for pv in volumes:
+        core.create_persistent_volume(
+            {
+                "metadata": {"name": pv},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": storage_class,
+                    "hostPath": {"path": f"/tmp/{pv}"},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [in_zone]}},
+                },
+            }
+        )
+    return volumes
 
 
 def nominated_with_a_launch(core: Any, namespace: str, pods: list[Any]) -> Any:
@@ -144,42 +188,75 @@ def nominated_with_a_launch(core: Any, namespace: str, pods: list[Any]) -> Any:
     return nominated
 
 
+def static_statefulset_runs_in_zone_c(
+    karpy: Karpy,
+    core: Any,
+    apps: Any,
+    namespace: str,
+    replicas: int,
+    policy: str = "OrderedReady",
+    types: tuple[str, ...] = (),
+    **class_fields: Any,
+) -> None:
+    """StatefulSet `db` of `replicas` (`policy`) on a new WaitForFirstConsumer class (`class_fields`
+    added, e.g. allowedTopologies) of static no-provisioner volumes, one per replica with node
+    affinity to zone c, launched on a Provisioner of `types` (any when empty): every replica Runs
+    in zone c with its claim Bound to one of them, karpy launched for the first and holds no room
+    once they are bound."""
+    name = unique("sts")
+    only = [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": list(types)}] if types else []
+    provisioner(karpy.kube, name, only)
+    local = f"{name}-local"
+    storage = wait_for_first_consumer_class(karpy.kube, local, "kubernetes.io/no-provisioner", **class_fields)
+    volumes = static_volumes(core, name, local, ZONE_C, replicas)
+    try:
+        statefulset(apps, namespace, name, local, replicas=replicas, policy=policy)
+        pods = replicas_run_in(core, namespace, ZONE_C, replicas=replicas)
+        assert sorted(c.spec.volume_name for c in claims_of(core, namespace)) == volumes
+        nominated_with_a_launch(core, namespace, pods)
+        assert not any(karpy.state.held(f"{namespace}/{p.metadata.name}") for p in pods)
+    finally:
+        apps.delete_namespaced_stateful_set("db", namespace)
+        for pv in volumes:
+            core.delete_persistent_volume(pv)
+        storage.delete_storage_class(local)
+
+
 def test_a_statefulset_on_static_wait_for_first_consumer_volumes_runs_in_their_zone(
     karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, ready_nodes: None
 ) -> None:
     """3 replicas, volumeClaimTemplates on a WaitForFirstConsumer class of statically provisioned
     volumes (kubernetes.io/no-provisioner), 3 PVs with node affinity to zone c: karpy launches in
     zone c, kube-scheduler's VolumeBinding binds each claim to a PV, every pod Runs there."""
-    name = unique("sts")
-    provisioner(karpy.kube, name, [])
-    local = f"{name}-local"
-    storage = wait_for_first_consumer_class(karpy.kube, local, "kubernetes.io/no-provisioner")
-    zone_c = {"matchExpressions": [{"key": wk.ZONE, "operator": "In", "values": [ZONE_C]}]}
-    volumes = [f"{name}-pv-{i}" for i in range(3)]
-    for pv in volumes:
-        core_v1.create_persistent_volume(
-            {
-                "metadata": {"name": pv},
-                "spec": {
-                    "capacity": {"storage": "1Gi"},
-                    "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": local,
-                    "hostPath": {"path": f"/tmp/{pv}"},
-                    "nodeAffinity": {"required": {"nodeSelectorTerms": [zone_c]}},
-                },
-            }
-        )
+    static_statefulset_runs_in_zone_c(karpy, core_v1, apps_v1, namespace, 3)
+
+
+@pytest.fixture
+def every_node_cordoned(core_v1: Any) -> Iterator[None]:
+    """Cordon every node there is now (uncordoned again after the test): only new capacity takes pods."""
+    cordoned = [n.metadata.name for n in core_v1.list_node().items if not n.spec.unschedulable]
+    for node in cordoned:
+        core_v1.patch_node(node, {"spec": {"unschedulable": True}})
     try:
-        statefulset(apps_v1, namespace, name, local)
-        pods = replicas_run_in(core_v1, namespace, ZONE_C)
-        assert sorted(c.spec.volume_name for c in claims_of(core_v1, namespace)) == volumes
-        nominated_with_a_launch(core_v1, namespace, pods)
-        assert not any(karpy.state.held(f"{namespace}/{p.metadata.name}") for p in pods)
+        yield
     finally:
-        apps_v1.delete_namespaced_stateful_set("db", namespace)
-        for pv in volumes:
-            core_v1.delete_persistent_volume(pv)
-        storage.delete_storage_class(local)
+        for node in cordoned:
+            core_v1.patch_node(node, {"spec": {"unschedulable": None}})
+
+
+def test_a_statefulset_on_an_allowed_topologies_class_with_every_node_cordoned_runs_in_its_zone(
+    karpy: Karpy, core_v1: Any, apps_v1: Any, namespace: str, ready_nodes: None, every_node_cordoned: None
+) -> None:
+    """Issue 33: 2 replicas on a WaitForFirstConsumer class with allowedTopologies (zone c) and
+    static no-provisioner volumes in zone c, every existing node cordoned. Started together
+    (Parallel) on a Provisioner of m5.large, one batch plans both onto one new node in zone c and
+    holds their room there; kube-scheduler's filter, which karpy's guard answers, must let each
+    replica onto it (was: "0/4 nodes are available: 1 karpy: room reserved for 1 other pod(s), 3
+    node(s) were unschedulable", each refused for the other's hold until the deadline)."""
+    zone_c = [{"matchLabelExpressions": [{"key": wk.ZONE, "values": [ZONE_C]}]}]
+    static_statefulset_runs_in_zone_c(
+        karpy, core_v1, apps_v1, namespace, 2, "Parallel", ("m5.large",), allowedTopologies=zone_c
+    )
 
 
 @pytest.fixture

@@ -1139,22 +1139,27 @@ def _with_volumes(raw: dict, claims: dict[str, str]) -> Pod:
     return dataclasses.replace(pod, csi_claims=found) if found else pod
 
 
-def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | None, list[str]]:
-    """One seed: its scenario, the solver's plan and every line the checker reports."""
+def solve_scenario(s: Scenario, features: Features) -> Plan:
+    """The solver's plan for a scenario (benchmarks/fingerprint.py replays these too)."""
     from extender.scheduling.solver import solve
 
+    pods = [_with_volumes(raw, s.claims) for raw in s.new]
+    kwargs: dict[str, Any] = {"unavailable": s.unavailable, "usage": s.usage}
+    if s.cluster:
+        kwargs["existing_nodes"] = [_existing_node(raw) for raw in s.cluster]
+    if features.namespaces:
+        kwargs["namespaces"] = NAMESPACES
+    if "with_bound" in inspect.signature(solve).parameters:
+        kwargs["with_bound"] = False
+    return solve(pods, s.provisioners, catalog(), **kwargs)
+
+
+def run(seed: int, features: Features | None = None) -> tuple[Scenario, Plan | None, list[str]]:
+    """One seed: its scenario, the solver's plan and every line the checker reports."""
     features = features or Features.probe()
     s = scenario(seed, features)
     try:
-        pods = [_with_volumes(raw, s.claims) for raw in s.new]
-        kwargs: dict[str, Any] = {"unavailable": s.unavailable, "usage": s.usage}
-        if s.cluster:
-            kwargs["existing_nodes"] = [_existing_node(raw) for raw in s.cluster]
-        if features.namespaces:
-            kwargs["namespaces"] = NAMESPACES
-        if "with_bound" in inspect.signature(solve).parameters:
-            kwargs["with_bound"] = False
-        plan = solve(pods, s.provisioners, catalog(), **kwargs)
+        plan = solve_scenario(s, features)
     except Exception as err:  # the solver must take every valid workload
         return s, None, [f"solver: {type(err).__name__}: {err}"]
     args = (s.new, s.cluster, plan, s.provisioners, catalog())
