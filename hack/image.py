@@ -68,7 +68,9 @@ def _run(argv: Sequence[str], *, timeout: float = 1800, quiet: bool = False) -> 
         print("+ " + " ".join(argv), file=sys.stderr, flush=True)
     result = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
-        raise ImageError(f"{' '.join(argv)} exited {result.returncode}:\n{(result.stdout + result.stderr)[-3000:]}")
+        raise ImageError(
+            f"{' '.join(argv)} exited {result.returncode}:\n{(result.stdout + result.stderr)[-3000:]}"
+        )
     return result.stdout
 
 
@@ -131,7 +133,13 @@ def base_tarball() -> Path:
             timeout=1800,
         )
         # What a slim image leaves out: apt's lists and caches, docs, man pages, locales.
-        for sub in ("var/lib/apt/lists", "var/cache/apt", "usr/share/doc", "usr/share/man", "usr/share/locale"):
+        for sub in (
+            "var/lib/apt/lists",
+            "var/cache/apt",
+            "usr/share/doc",
+            "usr/share/man",
+            "usr/share/locale",
+        ):
             shutil.rmtree(root / sub, ignore_errors=True)
             (root / sub).mkdir(parents=True, exist_ok=True)
         partial = tarball.with_suffix(".partial")
@@ -181,7 +189,11 @@ def image_size(image: Image) -> int:
 
 def _ca_bundle() -> str:
     """The CA bundle this machine's pip trusts (a TLS-inspecting proxy's CA included), if any."""
-    for candidate in (os.environ.get("PIP_CERT"), os.environ.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
+    for candidate in (
+        os.environ.get("PIP_CERT"),
+        os.environ.get("SSL_CERT_FILE"),
+        "/etc/ssl/certs/ca-certificates.crt",
+    ):
         if candidate and Path(candidate).is_file():
             return candidate
     return ""
@@ -236,29 +248,42 @@ def config(image: Image) -> dict[str, Any]:
     return dict(out[0]["Config"])
 
 
-@contextmanager
-def rootfs(image: Image) -> Iterator[Path]:
-    """The image's root filesystem as a directory: a working container's mount (buildah, podman)
-    or an export (docker); removed afterwards."""
+def mount(image: Image) -> tuple[str, Path]:
+    """A working container of the image and its root filesystem as a directory (buildah, podman:
+    the container's mount; docker: an export into a temporary directory); `unmount` removes it."""
     argv = image.engine_argv()
     if image.engine == "docker":
         container = _run(["docker", "create", image.ref], quiet=True).strip()
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                export = subprocess.Popen(["docker", "export", container], stdout=subprocess.PIPE)
-                subprocess.run(["tar", "-C", tmp, "-xf", "-"], stdin=export.stdout, check=True)
-                export.wait()
-                yield Path(tmp)
-            finally:
-                _run(["docker", "rm", container], quiet=True)
-        return
-    create = [*argv, "from", "--pull=never", image.ref] if image.engine == "buildah" else [*argv, "create", image.ref]
+        target = Path(tempfile.mkdtemp(prefix="karpy-rootfs-"))
+        export = subprocess.Popen(["docker", "export", container], stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-C", str(target), "-xf", "-"], stdin=export.stdout, check=True)
+        export.wait()
+        return container, target
+    create = (
+        [*argv, "from", "--pull=never", image.ref]
+        if image.engine == "buildah"
+        else [*argv, "create", image.ref]
+    )
     container = _run(create, quiet=True).strip()
+    return container, Path(_run([*argv, "mount", container], quiet=True).strip())
+
+
+def unmount(image: Image, container: str, root: Path) -> None:
+    if image.engine == "docker":
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        _run([*image.engine_argv(), "umount", container], quiet=True)
+    _run([*image.engine_argv(), "rm", container], quiet=True)
+
+
+@contextmanager
+def rootfs(image: Image) -> Iterator[Path]:
+    """`mount` for the duration of a block."""
+    container, root = mount(image)
     try:
-        yield Path(_run([*argv, "mount", container], quiet=True).strip())
+        yield root
     finally:
-        _run([*argv, "umount", container], quiet=True)
-        _run([*argv, "rm", container], quiet=True)
+        unmount(image, container, root)
 
 
 def chroot_argv(root: Path, argv: Sequence[str], binds: Sequence[Path], uid: int = UID) -> list[str]:
@@ -281,7 +306,18 @@ def chroot_argv(root: Path, argv: Sequence[str], binds: Sequence[Path], uid: int
         'mount -o remount,bind,ro "$R"',
         f'exec chroot --userspec={uid}:{uid} --groups= "$R" "$@"',
     ]
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script), "sh", str(root), *argv]
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "\n".join(script),
+        "sh",
+        str(root),
+        *argv,
+    ]
 
 
 def image_env(image_config: Mapping[str, Any]) -> dict[str, str]:
