@@ -96,8 +96,24 @@ def choose_engine() -> str:
 
 
 def _store_flags(store: str) -> list[str]:
-    # vfs: no overlay-on-overlay or fuse needed; the store lives in karpy's cache like the Go builds.
-    return ["--root", store, "--runroot", f"{store}-run", "--storage-driver", "vfs"] if store else []
+    # The store lives in karpy's cache like the Go builds; its folder name is its storage driver.
+    if not store:
+        return []
+    return ["--root", store, "--runroot", f"{store}-run", "--storage-driver", Path(store).name.split("-")[-1]]
+
+
+def storage_driver() -> str:
+    """overlay where the kernel has it and the cache is not itself on overlayfs (a container's
+    root: overlay on overlay fails); else vfs, which copies every layer (several times slower)."""
+    if forced := os.environ.get("KARPY_IMAGE_STORAGE_DRIVER"):
+        return forced
+    try:
+        kernel = Path("/proc/filesystems").read_text()
+    except OSError:
+        return "vfs"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    fs = subprocess.run(["stat", "-f", "-c", "%T", str(CACHE)], capture_output=True, text=True).stdout.strip()
+    return "overlay" if "\toverlay" in kernel and fs not in ("overlayfs", "tmpfs") else "vfs"
 
 
 def digest(paths: Sequence[str], *extra: str) -> str:
@@ -207,7 +223,7 @@ def build(base_route: str = "auto") -> Image:
         if base_route in ("auto", route):
             return last
     engine = choose_engine()
-    store = str(CACHE / "store") if engine == "buildah" else ""
+    store = str(CACHE / f"store-{storage_driver()}") if engine == "buildah" else ""
     if base_route == "registry" or (base_route == "auto" and _pullable(engine, store)):
         base = REGISTRY_BASE
     else:
