@@ -335,7 +335,12 @@ def render_figures(figures: dash.Figures) -> str:
     )
     cost = f"COST ${figures.price_per_hour:.4f}/h"
     if figures.lower_bound is None or figures.consolidating_cost is None:
-        cost += f", lower bound - ({figures.unreachable or 'from the controller: --metrics'})"
+        why = (
+            "the controller computes it for consolidating Provisioners and NodePools; none here"
+            if figures.source == "metrics"
+            else figures.unreachable or "from the controller: --metrics"
+        )
+        cost += f", lower bound - ({why})"
     else:
         cost += (
             f", consolidating Provisioners ${figures.consolidating_cost:.4f}/h against a lower bound of "
