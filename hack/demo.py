@@ -385,7 +385,7 @@ class Demo:
             f"applied manifests/namespace.yaml and the chart's CRDs: {', '.join(f.stem for f in files)}"
         )
         if self.args.image:
-            self.image = karpy_image.recorded() or karpy_image.build()
+            self.image = karpy_image.build()  # the recorded image when the tree is unchanged
             self.container, self.rootfs = karpy_image.mount(self.image)
             self._save_processes()
         logs = self.run_dir / "logs"
