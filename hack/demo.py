@@ -148,8 +148,9 @@ class Demo:
         self.timeline.step(f"started {name}{where} (pid {proc.pid}): {' '.join(argv[1:])[-160:]}")
 
     def _save_processes(self) -> None:
-        image = {"image": asdict(self.image), "container": self.container, "rootfs": str(self.rootfs)}
-        state = {"processes": self.started, **(image if self.image else {})}
+        state: dict[str, Any] = {"processes": self.started}
+        if self.image is not None:
+            state |= {"image": asdict(self.image), "container": self.container, "rootfs": str(self.rootfs)}
         (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
     def _alive(self, name: str) -> bool:
