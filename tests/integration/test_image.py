@@ -32,7 +32,7 @@ from hack import image as karpy_image
 from hack.demo import V1ALPHA5_CRDS, crd_files
 from hack.demo_objects import nodepool
 from hack.localcluster import cluster as localcluster
-from hack.localcluster import karpyenv
+from hack.localcluster import karpyenv, procs
 
 pytestmark = [
     pytest.mark.integration,
@@ -267,6 +267,24 @@ def test_helm_install_with_the_image_reference(
     admission = client.AdmissionregistrationV1Api(api)
     assert admission.read_mutating_webhook_configuration("karpy-webhook").webhooks
     assert admission.read_validating_webhook_configuration("karpy-webhook").webhooks
+
+    # `karpy status` without flags asks the chart's Service through the API server's proxy: here it
+    # exists with no ready pod (kwok runs no containers), so the API server answers 503.
+    env = {
+        **os.environ,
+        "KARPY_NAMESPACE": "karpy",
+        "KARPY_EXTENDER_METRICS_BIND": f"127.0.0.1:{procs.free_port()}",
+    }
+    env.pop("KARPY_STATUS_METRICS_URL", None)
+    status = subprocess.run(
+        [str(Path(sys.executable).with_name("karpy")), "status", "--kubeconfig", fresh_cluster["kubeconfig"]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert status.returncode == 0, status.stderr
+    assert "no controller metrics: service karpy/karpy-controller port metrics (503)" in status.stdout
 
     # kube-controller-manager creates the Deployments' pods with the image reference.
     core = client.CoreV1Api(api)
