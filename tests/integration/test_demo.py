@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -22,6 +23,33 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 TTL = 30
+
+
+def run_demo(run_dir: Path, summary_path: Path, *args: str) -> tuple[dict[str, Any], str]:
+    """`python -m hack.demo` as make runs it, in `run_dir`; asserts it succeeded and returns its
+    JSON summary and output."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hack.demo",
+            "--run-dir",
+            str(run_dir),
+            "--json-summary",
+            str(summary_path),
+            *args,
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = result.stdout + result.stderr
+    assert summary_path.exists(), output[-4000:]
+    summary = json.loads(summary_path.read_text())
+    assert result.returncode == 0 and summary["ok"], f"{summary['problems']}\n{output[-4000:]}"
+    return summary, output
 
 
 def test_the_demo_applies_the_crds_the_chart_installs() -> None:
@@ -57,32 +85,8 @@ def test_the_demo_applies_the_crds_the_chart_installs() -> None:
 def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path, api: str) -> None:
     """The walkthrough on the v1alpha5 Provisioner, and the same on a v1 NodePool + EC2NodeClass
     (consolidationPolicy WhenEmpty, consolidateAfter = the TTL): the same plans, nodes and TTL."""
-    summary_path = tmp_path / "summary.json"
     run_dir = tmp_path / "run"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hack.demo",
-            "--run-dir",
-            str(run_dir),
-            "--json-summary",
-            str(summary_path),
-            "--ttl",
-            str(TTL),
-            "--api",
-            api,
-        ],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    output = result.stdout + result.stderr
-    assert summary_path.exists(), output[-4000:]
-    summary = json.loads(summary_path.read_text())
-    assert result.returncode == 0 and summary["ok"], f"{summary['problems']}\n{output[-4000:]}"
+    summary, output = run_demo(run_dir, tmp_path / "summary.json", "--ttl", str(TTL), "--api", api)
 
     # Scale-up: 5 pods bound; redeploy: 3 + 2 on two c5.xlarge nodes.
     assert summary["phases"]["scale_up"]["pods_bound"] == 5

@@ -33,6 +33,7 @@ from hack.demo import V1ALPHA5_CRDS, crd_files
 from hack.demo_objects import nodepool
 from hack.localcluster import cluster as localcluster
 from hack.localcluster import karpyenv, procs
+from tests.integration.test_demo import run_demo
 
 pytestmark = [
     pytest.mark.integration,
@@ -104,19 +105,8 @@ def test_walkthrough_from_the_image_on_a_v1alpha5_only_cluster(
     run_dir = tmp_path / "run"
     summary_path = tmp_path / "summary.json"
     demo = [sys.executable, "-m", "hack.demo", "--run-dir", str(run_dir)]
-    result = subprocess.run(
-        [*demo, "--image", "--crds", "v1alpha5", "--keep", "--json-summary", str(summary_path)],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    output = result.stdout + result.stderr
     try:
-        assert summary_path.exists(), output[-4000:]
-        summary = json.loads(summary_path.read_text())
-        assert result.returncode == 0 and summary["ok"], f"{summary['problems']}\n{output[-4000:]}"
+        summary, output = run_demo(run_dir, summary_path, "--image", "--crds", "v1alpha5", "--keep")
         assert f"from image {image.ref}" in output
         assert summary["phases"]["scale_up"]["pods_bound"] == 5
         redeploy = summary["phases"]["redeploy"]["nodes"].values()
