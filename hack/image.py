@@ -35,7 +35,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("KARPY_CACHE_DIR", Path.home() / ".cache" / "karpy")) / "image"
 NAME = "karpy"
-REGISTRY_BASE = "python:3.11-slim-bookworm"
+#: The Dockerfile's default BASE, fully qualified (no short-name lookup through registries.conf).
+REGISTRY_BASE = "docker.io/library/python:3.11-slim-bookworm"
 #: Debian bookworm's python3 is 3.11 (the version karpy supports); ca-certificates for AWS's TLS.
 SUITE = "bookworm"
 MIRROR = os.environ.get("KARPY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
