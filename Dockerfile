@@ -1,18 +1,32 @@
 # karpy container image: one image, two entry points (`karpy controller`, `karpy webhook`), each
 # serving its Flask app under gunicorn in-process (extender/cli/controller.py, webhook/server.py).
-# Build: docker build -t karpy:latest .   (not built in karpy's CI: no container engine there)
+# Build: `make image` (hack/image.py: docker, podman or buildah, whichever the machine has), or
+#   docker build -t karpy:latest .
+# BASE: any Debian bookworm image with python3 3.11 and python3-venv. The default is the registry's
+# python:3.11-slim-bookworm; where no registry can be reached, hack/image.py makes one with
+# debootstrap (bookworm minbase + python3) and passes it as --build-arg BASE=localhost/karpy-base:<hash>.
+ARG BASE=python:3.11-slim-bookworm
 
-FROM python:3.11-slim-bookworm AS build
+FROM ${BASE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# The "ca" secret (optional): a CA bundle pip trusts, for builds behind a TLS-inspecting proxy
+# (hack/image.py passes the host's); never stored in a layer.
+# Dependencies first, from pyproject.toml alone, so a source change reuses this layer.
+COPY pyproject.toml ./
+RUN --mount=type=secret,id=ca \
+    if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
+ && python3 -m venv /opt/karpy \
+ && /opt/karpy/bin/pip install --upgrade pip setuptools \
+ && /opt/karpy/bin/pip install $(python3 -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
+COPY README.md ./
 COPY extender ./extender
 COPY webhook ./webhook
-RUN python -m venv /opt/karpy \
- && /opt/karpy/bin/pip install --upgrade pip \
- && /opt/karpy/bin/pip install .
+# pip and setuptools are not needed at run time.
+RUN /opt/karpy/bin/pip install --no-deps --no-build-isolation . \
+ && /opt/karpy/bin/pip uninstall -y -q pip setuptools
 
-FROM python:3.11-slim-bookworm
+FROM ${BASE}
 # HOME=/tmp: the only writable path in karpy's pods (an emptyDir under readOnlyRootFilesystem);
 # gunicorn puts its control socket under $HOME.
 ENV PATH=/opt/karpy/bin:$PATH \

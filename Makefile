@@ -4,7 +4,7 @@ PYTHON ?= .venv/bin/python
 .PHONY: test venv build-cluster cluster-up cluster-down cluster-status
 
 # All tests: unit, integration on the local control plane + moto, property and fuzz tests.
-test: venv build-cluster promtool monitoring-crds
+test: venv build-cluster promtool monitoring-crds image
 	.venv/bin/pytest tests
 
 # The project's Python environment (re-created when pyproject.toml changes).
@@ -54,3 +54,11 @@ promtool: venv
 # The Prometheus Operator's ServiceMonitor/PodMonitor/PrometheusRule CRDs from its Go module (hack/monitoring_crds.py).
 monitoring-crds: venv
 	$(PYTHON) -m hack.monitoring_crds
+
+# --- the container image (owner: issue 32) ---
+.PHONY: image
+
+# karpy's image with docker, podman or buildah (whichever is here; hack/image.py), from the registry's
+# python:3.11-slim-bookworm or, without registry access, a debootstrap bookworm base; cached in ~/.cache/karpy/image.
+image: venv
+	$(PYTHON) -m hack.image

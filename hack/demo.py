@@ -2,11 +2,15 @@
 
 1. brings up the proving ground (hack/localcluster: etcd, kube-apiserver, controller-manager,
    kube-scheduler with karpy's extender registered, kwok, moto seeded like an EKS account);
-2. starts karpy as a user would: `karpy webhook --self-signed` under gunicorn with TLS, behind real
-   Mutating/ValidatingWebhookConfigurations (manifests/webhook/webhooks.yaml pointed at 127.0.0.1),
-   and `karpy controller` configured by KARPY_* variables (cluster, moto endpoint, SSM prefix, queue);
-3. applies the CRDs and the default Provisioner (spot, ttlSecondsAfterEmpty 30), or with `--api v1`
-   the default NodePool + EC2NodeClass (spot, consolidationPolicy WhenEmpty, consolidateAfter 30s);
+2. starts karpy as a user would (`--image`: from the image `make image` built, each process chrooted
+   into the image's read-only root filesystem as uid 65532, as a pod runs it): `karpy webhook
+   --self-signed` under gunicorn with TLS, behind real Mutating/ValidatingWebhookConfigurations
+   (manifests/webhook/webhooks.yaml pointed at 127.0.0.1), and `karpy controller` configured by
+   KARPY_* variables (cluster, moto endpoint, SSM prefix, queue, the seeded default instance profile);
+3. applies the chart's CRDs (charts/karpy/crds, every one, as `helm install` does; `--crds v1alpha5`:
+   only the Provisioner and AWSNodeTemplate CRDs, a cluster upgraded from Karpenter v0.31) and the
+   default Provisioner (spot, ttlSecondsAfterEmpty 30), or with `--api v1` the default NodePool +
+   EC2NodeClass (spot, consolidationPolicy WhenEmpty, consolidateAfter 30s);
 4. creates `inflate` (pause, 1 CPU, 0 replicas), scales it to 5, shows `karpy status`; redeploys it with
    nodeSelector node.kubernetes.io/instance-type: c5.xlarge (3 + 2 pods on two nodes); deletes it and
    waits for the empty nodes to be terminated after the TTL;
@@ -20,6 +24,7 @@ KEEP=1), which leaves the cluster and karpy running for kubectl; `python -m hack
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -30,9 +35,11 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from hack import image as karpy_image
 from hack.demo_objects import (
     APP,
     NAMESPACE,
@@ -49,13 +56,10 @@ from hack.localcluster import awsseed, build, karpyenv, procs
 from hack.localcluster import cluster as localcluster
 
 SELECTED_TYPE = "c5.xlarge"
-#: Both API versions' CRDs, as the chart installs them.
-CRDS = (
-    "provisioners.karpenter.sh",
-    "awsnodetemplates.karpenter.k8s.aws",
-    "nodepools.karpenter.sh",
-    "ec2nodeclasses.karpenter.k8s.aws",
-)
+#: The CRDs `helm install` applies (a chart's crds/ folder); the demo applies the same files.
+CHART_CRDS = REPO / "charts" / "karpy" / "crds"
+#: What a cluster upgraded from Karpenter v0.31 has (`--crds v1alpha5`): no NodePool, NodeClaim, EC2NodeClass.
+V1ALPHA5_CRDS = ("awsnodetemplates.karpenter.k8s.aws", "provisioners.karpenter.sh")
 STATE_FILE = "demo.json"
 BIND_TIMEOUT = 120.0
 
@@ -70,6 +74,27 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str, interval: flo
         if time.monotonic() > deadline:
             raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)
+
+
+def crd_files(which: str = "all") -> list[Path]:
+    """The chart's CRD files, every one (`all`) or the v1alpha5 kinds' only."""
+    files = sorted(CHART_CRDS.glob("*.yaml"))
+    return files if which == "all" else [f for f in files if f.stem in V1ALPHA5_CRDS]
+
+
+def flat_kubeconfig(source: Path, target: Path) -> None:
+    """`source` with its certificate and key files inlined (`kubectl config view --flatten`), so a
+    process that sees none of the run folder (karpy in its image) can use it."""
+    import yaml
+
+    config = yaml.safe_load(source.read_text())
+    for section, key in (("clusters", "cluster"), ("users", "user")):
+        for entry in config.get(section) or []:
+            body = entry[key]
+            for field in ("certificate-authority", "client-certificate", "client-key"):
+                if field in body:
+                    body[f"{field}-data"] = base64.b64encode(Path(body.pop(field)).read_bytes()).decode()
+    target.write_text(yaml.safe_dump(config))
 
 
 def karpy_command() -> list[str]:
@@ -92,17 +117,41 @@ class Demo:
         self.problems: list[str] = []
         #: The AMI families karpy's nodes booted (show_node_images).
         self.ami_families: list[str] = []
+        #: --image: the image, its mounted root filesystem and the working container.
+        self.image: karpy_image.Image | None = None
+        self.rootfs: Path | None = None
+        self.container = ""
+        self.metrics_bind = ""
 
     # --- processes -------------------------------------------------------------------------
 
+    def _karpy(self, *args: str) -> list[str]:
+        """The argv of a karpy command: the console script, or the image's entry point."""
+        if self.image is None:
+            return [*karpy_command(), *args]
+        return [*karpy_image.config(self.image)["Entrypoint"], *args]
+
     def _spawn(self, name: str, argv: list[str], env: Mapping[str, str]) -> None:
         log = self.run_dir / "logs" / f"{name}.log"
-        proc = procs.spawn(argv, log, env={**os.environ, **env}, cwd=REPO, die_with_parent=not self.args.keep)
+        full_env = {**os.environ, **env}
+        if self.image is not None and self.rootfs is not None:
+            # Only the image's environment and karpy's settings, as in a pod; the karpy folder
+            # (kubeconfig, certs) is the one host path it sees, like a mounted Secret.
+            full_env = {**karpy_image.image_env(karpy_image.config(self.image)), **env}
+            argv = karpy_image.chroot_argv(self.rootfs, argv, [self._karpy_dir()])
+        proc = procs.spawn(argv, log, env=full_env, cwd=REPO, die_with_parent=not self.args.keep)
         self.started.append(
             {"name": name, "pid": proc.pid, "ticks": procs.start_ticks(proc.pid), "log": str(log)}
         )
-        (self.run_dir / STATE_FILE).write_text(json.dumps({"processes": self.started}, indent=2) + "\n")
-        self.timeline.step(f"started {name} (pid {proc.pid}): {' '.join(argv[1:])}")
+        self._save_processes()
+        where = f" from image {self.image.ref}" if self.image else ""
+        self.timeline.step(f"started {name}{where} (pid {proc.pid}): {' '.join(argv[1:])[-160:]}")
+
+    def _save_processes(self) -> None:
+        state: dict[str, Any] = {"processes": self.started}
+        if self.image is not None:
+            state |= {"image": asdict(self.image), "container": self.container, "rootfs": str(self.rootfs)}
+        (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
     def _alive(self, name: str) -> bool:
         entry = next(p for p in self.started if p["name"] == name)
@@ -119,7 +168,7 @@ class Demo:
 
     def start_webhook(self) -> None:
         port = procs.free_port()
-        cert_dir = self.run_dir / "webhook-certs"
+        cert_dir = self._karpy_dir() / "webhook-certs"
         shutil.rmtree(cert_dir, ignore_errors=True)
         assert self.kube is not None
         names: dict[str, list[str]] = {
@@ -133,15 +182,14 @@ class Demo:
         patches += [f"--patch-validating={n}" for n in names["ValidatingWebhookConfiguration"]]
         self._spawn(
             "karpy-webhook",
-            [
-                *karpy_command(),
+            self._karpy(
                 "webhook",
                 f"--bind=127.0.0.1:{port}",
                 "--self-signed",
                 "--san=127.0.0.1",
                 f"--cert-dir={cert_dir}",
                 *patches,
-            ],
+            ),
             self._karpy_env(),
         )
         wait_for(
@@ -151,10 +199,25 @@ class Demo:
         self._wait_http("karpy-webhook", f"https://127.0.0.1:{port}/readyz", context, 60)
         self.timeline.step(f"webhook ready on https://127.0.0.1:{port} (caBundle patched into {names})")
 
+    def _karpy_dir(self) -> Path:
+        """What karpy's processes read and write: a self-contained kubeconfig, the webhook's certs,
+        the price file; owned by the image's user in --image mode."""
+        folder = self.run_dir / "karpy"
+        if not folder.exists():
+            folder.mkdir(parents=True)
+            flat_kubeconfig(Path(self.state["kubeconfig"]), folder / "kubeconfig")
+            if self.args.prices:
+                shutil.copy(self.args.prices, folder / "prices.json")
+            if self.image is not None:
+                for path in (folder, *folder.iterdir()):
+                    os.chown(path, karpy_image.UID, karpy_image.UID)
+        return folder
+
     def _karpy_env(self) -> dict[str, str]:
         aws = self.state["aws"]
+        folder = self._karpy_dir()
         env = {
-            "KARPY_KUBECONFIG": self.state["kubeconfig"],
+            "KARPY_KUBECONFIG": str(folder / "kubeconfig"),
             "KARPY_CLUSTER_NAME": self.state["cluster_name"],
             "KARPY_CLUSTER_ENDPOINT": self.state["apiserver_url"],
             "KARPY_NAMESPACE": "karpy",
@@ -165,7 +228,9 @@ class Demo:
             "KARPY_AWS_INTERRUPTION_QUEUE": aws["queue_url"],
             # moto has no Pricing API; prices come from --prices, else karpy's built-in us-east-1 table.
             "KARPY_AWS_PRICING_API": "false",
-            "KARPY_AWS_PRICE_FILE": str(self.args.prices or ""),
+            "KARPY_AWS_PRICE_FILE": str(folder / "prices.json") if self.args.prices else "",
+            # As Karpenter's getting-started install sets settings.aws.defaultInstanceProfile.
+            "KARPY_AWS_DEFAULT_INSTANCE_PROFILE": aws.get("instance_profile", ""),
             "KARPY_LEADER_ELECTION_NAMESPACE": "karpy",
             # moto accepts any credentials; never let boto3 look further (profiles, IMDS).
             "AWS_ACCESS_KEY_ID": "testing",
@@ -176,12 +241,13 @@ class Demo:
 
     def start_controller(self) -> None:
         bind = f"127.0.0.1:{self.state['extender_port']}"
+        self.metrics_bind = f"127.0.0.1:{procs.free_port()}"
         env = {
             **self._karpy_env(),
             "KARPY_EXTENDER_BIND": bind,
-            "KARPY_EXTENDER_METRICS_BIND": f"127.0.0.1:{procs.free_port()}",
+            "KARPY_EXTENDER_METRICS_BIND": self.metrics_bind,
         }
-        self._spawn("karpy-controller", [*karpy_command(), "controller"], env)
+        self._spawn("karpy-controller", self._karpy("controller"), env)
         self._wait_http("karpy-controller", f"http://{bind}/readyz", None, 120)
         self.timeline.step(f"controller ready; kube-scheduler calls its extender at http://{bind}/")
 
@@ -259,7 +325,9 @@ class Demo:
         argv = [*karpy_command(), "status", f"--kubeconfig={self.state['kubeconfig']}"]
         if self.args.prices:
             argv.append(f"--prices={self.args.prices}")
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=REPO)
+        # No --metrics: karpy status finds the local controller by its KARPY_EXTENDER_METRICS_BIND.
+        env = {**os.environ, "KARPY_EXTENDER_METRICS_BIND": self.metrics_bind}
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
         self.timeline.block("status", "$ karpy status\n" + (result.stdout or result.stderr))
 
     def walkthrough(self) -> None:
@@ -309,10 +377,18 @@ class Demo:
         self.timeline.step(f"cluster ready in {self.state['ready_seconds']}s: {self.state['apiserver_url']}")
         self.kube = Kube(self.state["kubeconfig"])
         self.kube.create_file(REPO / "manifests" / "namespace.yaml")
-        for crd in CRDS:
-            self.kube.create_file(REPO / "manifests" / "crd" / f"{crd}.yaml")
+        files = crd_files(self.args.crds)
+        for path in files:
+            self.kube.create_file(path)
+            crd = path.stem
             wait_for(lambda crd=crd: self.kube.crd_established(crd), 30, f"the CRD {crd}")  # type: ignore[union-attr,misc]
-        self.timeline.step("applied manifests/namespace.yaml and the CRDs of both API versions")
+        self.timeline.step(
+            f"applied manifests/namespace.yaml and the chart's CRDs: {', '.join(f.stem for f in files)}"
+        )
+        if self.args.image:
+            self.image = karpy_image.build()  # the recorded image when the tree is unchanged
+            self.container, self.rootfs = karpy_image.mount(self.image)
+            self._save_processes()
         logs = self.run_dir / "logs"
         for name in ("karpy-webhook", "karpy-controller"):
             (logs / f"{name}.log").write_bytes(b"")
@@ -375,6 +451,8 @@ class Demo:
                 "KEEP: the cluster and karpy are still running.",
                 f"  export KUBECONFIG={self.state.get('kubeconfig')}",
                 f"  {build.binary('kubectl')} get nodes,pods -A",
+                f"  KARPY_EXTENDER_METRICS_BIND={self.metrics_bind} karpy status "
+                f"--kubeconfig {self.state.get('kubeconfig')}",
                 f"  logs: {self.run_dir / 'logs'}",
                 f"  stop: make demo-down   (or: python -m hack.demo down --run-dir {self.run_dir})",
             ]
@@ -390,6 +468,8 @@ class Demo:
         if self.args.keep:
             return []
         stopped = self.stop_karpy()
+        if self.image is not None and self.rootfs is not None:
+            karpy_image.unmount(self.image, self.container, self.rootfs)
         stopped += localcluster.down(self.run_dir, quiet=True)
         self.timeline.step(f"stopped {', '.join(stopped) or 'nothing'}")
         cluster = (localcluster.load_state(self.run_dir) or {}).get("processes", {})
@@ -438,9 +518,13 @@ def down(run_dir: Path) -> int:
     """Stop what `--keep` left running: karpy's processes, then the cluster."""
     stopped = []
     with suppress(OSError, ValueError):
-        for entry in json.loads((run_dir / STATE_FILE).read_text()).get("processes", []):
+        state = json.loads((run_dir / STATE_FILE).read_text())
+        for entry in state.get("processes", []):
             if procs.stop_pid(entry["pid"], ticks=entry.get("ticks"), timeout=20):
                 stopped.append(entry["name"])
+        if state.get("container"):
+            image = karpy_image.Image(**state["image"])
+            karpy_image.unmount(image, state["container"], Path(state["rootfs"]))
     print(f"stopped: {', '.join(stopped) or 'no karpy process was running'}")
     localcluster.down(run_dir)
     return 0
@@ -466,6 +550,17 @@ def main(argv: list[str] | None = None) -> int:
         choices=("v1alpha5", "v1"),
         default="v1alpha5",
         help="the default as a v1alpha5 Provisioner, or a v1 NodePool + EC2NodeClass (WhenEmpty after --ttl)",
+    )
+    parser.add_argument(
+        "--image",
+        action="store_true",
+        help="run karpy from the image `make image` built (chrooted, read-only root, uid 65532; needs root)",
+    )
+    parser.add_argument(
+        "--crds",
+        choices=("all", "v1alpha5"),
+        default="all",
+        help="the chart's CRDs: all (default), or v1alpha5's only (a cluster upgraded from Karpenter v0.31)",
     )
     args = parser.parse_args(argv)
     if args.command == "down":

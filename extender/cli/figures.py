@@ -52,6 +52,8 @@ class Figures:
     #: Consolidating Provisioners only (karpenter_consolidation_*); None without the controller's metrics.
     consolidating_cost: float | None = None
     lower_bound: float | None = None
+    #: Without the controller's metrics: where `karpy status` looked for them and why it got none.
+    unreachable: str = ""
 
 
 def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float | None:

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from extender.api import labels as wk
-from extender.api.quantity import QuantityError, format_cpu, format_memory, parse_quantity
+from extender.api.quantity import QuantityError, format_cpu, parse_quantity
 from extender.cli import figures as dash
 from extender.cli.main import UsageError
 from extender.scheduling.pricing import PriceBook, Shape
@@ -147,7 +147,7 @@ def provisioner_row(obj: Mapping[str, Any], nodes: Sequence[NodeRow]) -> Provisi
         capacity_types=_capacity_types(spec),
         nodes=sum(1 for node in nodes if node.provisioner == name),
         cpu=str(resources.get("cpu", "-")),
-        memory=str(resources.get("memory", "-")),
+        memory=readable_memory(_quantity(resources["memory"])) if "memory" in resources else "-",
     )
 
 
@@ -200,7 +200,7 @@ def pending_row(pod: Mapping[str, Any], now: float) -> PendingRow:
         age_seconds=_age(pod, now),
         reason=scheduled.get("reason") or ("Scheduled" if scheduled.get("status") == "True" else "Pending"),
         cpu=format_cpu(cpu),
-        memory=format_memory(memory),
+        memory=readable_memory(memory),
     )
 
 
@@ -300,7 +300,16 @@ def _seconds(value: float | None) -> str:
 
 
 def _amount(resource: str, value: float) -> str:
-    return format_memory(value) if resource == "memory" else f"{value:g}"
+    return readable_memory(value) if resource == "memory" else f"{value:g}"
+
+
+def readable_memory(num_bytes: float) -> str:
+    """Bytes in the largest binary unit that keeps one digit before the point, one decimal at
+    most (15518924Ki reads 14.8Gi), as `kubectl top` and `kubectl describe node` readers expect."""
+    for suffix, factor in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if num_bytes >= factor:
+            return f"{num_bytes / factor:.1f}".removesuffix(".0") + suffix
+    return f"{num_bytes:g}"
 
 
 def render_figures(figures: dash.Figures) -> str:
@@ -326,7 +335,12 @@ def render_figures(figures: dash.Figures) -> str:
     )
     cost = f"COST ${figures.price_per_hour:.4f}/h"
     if figures.lower_bound is None or figures.consolidating_cost is None:
-        cost += ", lower bound - (from the controller: --metrics)"
+        why = (
+            "the controller computes it for consolidating Provisioners and NodePools; none here"
+            if figures.source == "metrics"
+            else figures.unreachable or "from the controller: --metrics"
+        )
+        cost += f", lower bound - ({why})"
     else:
         cost += (
             f", consolidating Provisioners ${figures.consolidating_cost:.4f}/h against a lower bound of "
@@ -362,8 +376,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--metrics",
         default=None,
-        help="the controller's /metrics URL (e.g. through kubectl port-forward svc/karpy-controller 8089): "
-        "startup, limits and the lower bound as the dashboards show them (env KARPY_STATUS_METRICS_URL)",
+        help="the controller's /metrics URL: startup, limits and the lower bound as the dashboards show them "
+        "(env KARPY_STATUS_METRICS_URL). Without it: the karpy-controller Service's metrics port through "
+        "the API server, then a local controller at KARPY_EXTENDER_METRICS_BIND (default 127.0.0.1:8089)",
     )
     parser.add_argument(
         "--watch",
@@ -423,12 +438,12 @@ def watch(
     return 0
 
 
-def _scrape(url: str) -> str:
+def _scrape(url: str, timeout: float = 10.0) -> str:
     import urllib.error
     import urllib.request
 
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.read().decode()
     except (urllib.error.URLError, OSError, ValueError) as err:
         raise UsageError(f"reading metrics from {url}: {getattr(err, 'reason', err)}") from err
@@ -484,6 +499,46 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
         status = summarize(
             provisioners, karpy_nodes, pods.list_pending(kube)[0], assigned, prices=prices, now=time.time()
         )
-    if metrics_url:
-        return status, dash.from_metrics(_scrape(metrics_url))
-    return status, dash.from_api(provisioners, karpy_nodes, assigned, price_per_hour=status.price_per_hour)
+        if metrics_url:
+            return status, dash.from_metrics(_scrape(metrics_url))
+        text, tried = discover_metrics(kube, settings)
+    if text is not None:
+        return status, dash.from_metrics(text)
+    figures = dash.from_api(provisioners, karpy_nodes, assigned, price_per_hour=status.price_per_hour)
+    return status, dataclasses.replace(figures, unreachable=f"no controller metrics: {tried}; or --metrics")
+
+
+#: The chart's Service in front of the controllers' metrics port (charts/karpy/templates/controller).
+METRICS_SERVICE = "karpy-controller:metrics"
+DISCOVERY_TIMEOUT = 3.0
+
+
+def discover_metrics(kube: Any, settings: Any) -> tuple[str | None, str]:
+    """The controller's /metrics text without a flag: first the chart's Service through the API
+    server's service proxy (what `kubectl get --raw` reaches; works from a laptop and in-cluster),
+    then a controller on this machine at its metrics bind (KARPY_EXTENDER_METRICS_BIND, as a local
+    run sets it). Returns (text, where) or (None, what was tried)."""
+    from kubernetes import client
+
+    tried = []
+    service = f"service {settings.namespace}/{METRICS_SERVICE.replace(':', ' port ')}"
+    try:
+        response = client.CoreV1Api(kube).connect_get_namespaced_service_proxy_with_path(
+            METRICS_SERVICE,
+            settings.namespace,
+            "metrics",
+            _preload_content=False,
+            _request_timeout=DISCOVERY_TIMEOUT,
+        )
+        return response.data.decode(), service
+    except Exception as err:  # 404 without the chart, 503 without a ready pod, refused, timeout
+        tried.append(f"{service} ({getattr(err, 'status', None) or type(err).__name__})")
+    bind = settings.extender.metrics_bind
+    if bind and bind != settings.extender.bind:
+        host, _, port = bind.rpartition(":")
+        url = f"http://{'127.0.0.1' if host in ('', '0.0.0.0') else host}:{port}/metrics"
+        try:
+            return _scrape(url, timeout=DISCOVERY_TIMEOUT), url
+        except UsageError:
+            tried.append(f"{url} (unreachable)")
+    return None, ", ".join(tried)

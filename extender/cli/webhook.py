@@ -179,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
     config = WebhookConfig.from_settings(
         settings,
         default_provisioner=args.default_provisioner,
-        default_instance_profile=args.default_instance_profile,
+        # The flag, else KARPY_AWS_DEFAULT_INSTANCE_PROFILE: the controller's setting, one for both.
+        default_instance_profile=args.default_instance_profile or settings.aws.default_instance_profile,
         provisioner_cache_seconds=args.provisioner_cache_seconds,
     )
     log.info("Serving admission webhook on %s (%s)", args.bind, "https" if certfile else "http")

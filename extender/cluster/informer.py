@@ -38,13 +38,15 @@ def run_list_watch(
     watch_seconds: float = WATCH_SECONDS,
     tick: Callable[[], None] = no_tick,
     backoff: LoopBackoff | None = None,
+    still_served: Callable[[], bool] | None = None,
     **selectors: Any,
 ) -> None:
     """`on_list(items, resourceVersion)` at every (re)list (the items stream in page by page as
     `on_list` consumes them), then `on_event(type, obj)` per watch
     event (bookmarks included, so the receiver can track resourceVersion); returns once `stop` is set.
     `tick` is called after every list and every watch call (a heartbeat: both end within
-    `watch_seconds` plus a list's time); failed passes re-list after `backoff`."""
+    `watch_seconds` plus a list's time); failed passes re-list after `backoff`, unless
+    `still_served()` says the kind's CRD is gone: then it returns (see `start_informer`'s `crd`)."""
     version = ""
     backoff = backoff or LoopBackoff()
     while not stop.is_set():
@@ -66,6 +68,9 @@ def run_list_watch(
             log.debug("Watch of %s expired at resourceVersion %s, re-listing", name, version)
         except Exception as err:  # connection reset, apiserver restart: relist after a backoff
             if stop.is_set():
+                return
+            if still_served is not None and not still_served():
+                log.info("Stopped watching %s, no longer served (its CustomResourceDefinition is gone)", name)
                 return
             delay = backoff.failed()
             log.warning("Watching %s failed, re-listing in %.1fs, %s", name, delay, err)
@@ -98,9 +103,14 @@ def start_informer(
     *,
     name: str,
     tick: Callable[[], None] = no_tick,
+    crd: Crd | None = None,
     **selectors: Any,
 ) -> threading.Thread:
     """`handler("SYNC", obj)` for each listed object, then `handler(type, obj)` per watch event.
+
+    With `crd` (a custom kind), the watch starts only once the API serves the kind and stops when it
+    no longer does: a cluster without that CRD (v1alpha5 only: no NodeClaims) gets no failing
+    watch and no warning every backoff, and the watch starts when the CRD is applied.
 
     An object deleted while the watch was down (a failed watch is followed by a re-list, not a
     replay) is missing from the re-list: the handler gets `DELETED` with its `tombstone`, as
@@ -129,22 +139,73 @@ def start_informer(
             known[_key(obj)] = tombstone(obj)
         handler(kind, obj)
 
-    thread = threading.Thread(
-        target=run_list_watch,
-        args=(list_fn,),
-        kwargs={
-            "on_list": on_list,
-            "on_event": on_event,
-            "stop": stop,
-            "name": name,
-            "tick": tick,
+    def list_watch(still_served: Callable[[], bool] | None = None) -> None:
+        run_list_watch(
+            list_fn,
+            on_list=on_list,
+            on_event=on_event,
+            stop=stop,
+            name=name,
+            tick=tick,
+            still_served=still_served,
             **selectors,
-        },
-        name=f"informer-{name}",
-        daemon=True,
-    )
+        )
+
+    def gated() -> None:
+        assert crd is not None
+        while not stop.is_set():
+            crd.wait_served(stop, tick=tick, what=name)
+            if not stop.is_set():
+                list_watch(crd.served)
+
+    thread = threading.Thread(target=gated if crd else list_watch, name=f"informer-{name}", daemon=True)
     thread.start()
     return thread
+
+
+class Crd:
+    """A custom kind (group, version, plural) and whether the API serves it, from discovery
+    (`GET /apis/<group>/<version>`, readable by every authenticated user, as kubectl discovers it):
+    no RBAC on CustomResourceDefinitions is needed."""
+
+    #: Seconds between discovery requests while the kind is not served.
+    POLL_SECONDS = 10.0
+
+    def __init__(self, kube: Any, group: str, version: str, plural: str) -> None:
+        self.kube, self.group, self.version, self.plural = kube, group, version, plural
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}/{self.version}"
+
+    def served(self) -> bool:
+        """True when discovery lists the kind; also True when discovery itself fails for another
+        reason (the watch's own backoff handles an unreachable API)."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            found = client.CustomObjectsApi(self.kube).get_api_resources(self.group, self.version)
+        except ApiException as err:
+            return err.status != 404
+        except Exception:  # connection refused, timeout: not evidence the CRD is missing
+            return True
+        return any(r.name == self.plural for r in found.resources or [])
+
+    def wait_served(self, stop: threading.Event, *, tick: Callable[[], None] = no_tick, what: str) -> None:
+        """Return once the kind is served (or `stop` is set), logging once at INFO while it is not."""
+        waited = False
+        while not stop.is_set() and not self.served():
+            if not waited:
+                log.info(
+                    "Not watching %s until %s is served (its CustomResourceDefinition is not installed)",
+                    what,
+                    self,
+                )
+                waited = True
+            tick()
+            stop.wait(self.POLL_SECONDS)
+        if waited and not stop.is_set():
+            log.info("Watching %s, %s is now served", what, self)
 
 
 class WatchedIndex:

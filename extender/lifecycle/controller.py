@@ -14,11 +14,11 @@ from typing import Any
 
 from kubernetes import client
 
-from extender.api import labels
+from extender.api import labels, nodeclaim
 from extender.api.provisioner import Provisioner
 from extender.cluster import nodeclaims
 from extender.cluster.boundpods import BoundPods
-from extender.cluster.informer import start_informer
+from extender.cluster.informer import Crd, start_informer
 from extender.cluster.nodes import list_karpy_nodes
 from extender.heartbeat import Heartbeats, no_tick
 from extender.lifecycle import gc, metrics, recovery
@@ -194,6 +194,7 @@ class LifecycleController:
                 stop,
                 name="nodeclaims",
                 tick=self._tick("informer-nodeclaims"),
+                crd=Crd(self.ctx.kube, nodeclaim.GROUP, nodeclaim.VERSION, nodeclaims.PLURAL),
             )
         )
         threads += [

@@ -102,6 +102,14 @@ INTERRUPTION_RULES: dict[str, dict[str, list[str]]] = {
     "scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
 }
 
+#: Who may assume the node role: EC2 instances.
+NODE_TRUST_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    ],
+}
+
 MOTO_ENV = {
     "MOTO_EC2_ENABLE_INSTANCE_TYPE_VALIDATION": "true",
     "MOTO_ENABLE_AMI_VALIDATION": "true",
@@ -125,6 +133,9 @@ class AwsSeed:
     queue_url: str
     queue_arn: str
     rules: tuple[str, ...] = field(default=())
+    #: The nodes' instance profile (role KarpenterNodeRole-<cluster>), what Karpenter's getting-started
+    #: install sets as its default instance profile (KARPY_AWS_DEFAULT_INSTANCE_PROFILE).
+    instance_profile: str = ""
 
     @property
     def subnet_ids(self) -> list[str]:
@@ -253,6 +264,15 @@ def seed(
             raise RuntimeError(f"moto: put_targets failed for rule {rule}: {result}")
         rules.append(rule)
 
+    # Karpenter v0.31's getting-started CloudFormation: KarpenterNodeRole-<cluster> in
+    # KarpenterNodeInstanceProfile-<cluster>, installed as settings.aws.defaultInstanceProfile.
+    iam = aws_client("iam", endpoint_url, region)
+    role = f"KarpenterNodeRole-{cluster_name}"
+    iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps(NODE_TRUST_POLICY))
+    instance_profile = f"KarpenterNodeInstanceProfile-{cluster_name}"
+    iam.create_instance_profile(InstanceProfileName=instance_profile)
+    iam.add_role_to_instance_profile(InstanceProfileName=instance_profile, RoleName=role)
+
     return AwsSeed(
         endpoint_url=endpoint_url,
         region=region,
@@ -267,6 +287,7 @@ def seed(
         queue_url=queue_url,
         queue_arn=queue_arn,
         rules=tuple(rules),
+        instance_profile=instance_profile,
     )
 
 

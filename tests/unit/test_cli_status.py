@@ -239,3 +239,27 @@ def test_a_nodepool_has_a_row_read_from_its_v1_fields_and_counts_its_nodes() -> 
         ("spot",),
         1,
     )
+
+
+@pytest.mark.parametrize(
+    ("quantity", "text"),
+    [("15518924Ki", "14.8Gi"), ("16Gi", "16Gi"), ("512Mi", "512Mi"), ("1536Mi", "1.5Gi"), ("1000", "1000")],
+)
+def test_a_provisioners_memory_reads_in_the_largest_unit(quantity: str, text: str) -> None:
+    """Issue 32: the demo's Provisioner row read `15518924Ki` (a node's capacity summed as the API
+    writes it); people read Gi, as `kubectl top` shows it."""
+    obj = {"metadata": {"name": "default"}, "spec": {}, "status": {"resources": {"memory": quantity}}}
+    assert status.provisioner_row(obj, []).memory == text
+
+
+def test_without_the_controller_the_lower_bound_says_where_karpy_looked() -> None:
+    from extender.cli import figures as dash
+
+    figures = dash.Figures(
+        source="pods",
+        startup=(),
+        limits=(),
+        price_per_hour=0.0,
+        unreachable="no controller metrics: x; or --metrics",
+    )
+    assert status.render_figures(figures).endswith("lower bound - (no controller metrics: x; or --metrics)")
