@@ -141,6 +141,7 @@ def base_tarball() -> Path:
     if not shutil.which("debootstrap"):
         if os.geteuid() != 0:
             raise ImageError("debootstrap is missing (apt-get install debootstrap)")
+        _run(["apt-get", "update", "-q"])  # a fresh machine's package lists may be empty or old
         _run(["apt-get", "install", "-y", "-q", "debootstrap"])
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
