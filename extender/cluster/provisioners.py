@@ -15,7 +15,7 @@ every listing. (Its status condition is the status pass's, v1status.py.)
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from kubernetes import client
@@ -179,6 +179,12 @@ def node_classes_of(
     return result
 
 
+def refused_names(items: list[Mapping[str, Any]], loaded: Mapping[str, Any]) -> set[str]:
+    """The names among `items` that did not load: a NodePool naming one is told its class is
+    invalid, not missing."""
+    return {str(_meta(obj).get("name") or "") for obj in items} - set(loaded)
+
+
 def list_custom(kube: client.ApiClient, group: str, version: str, plural: str) -> list[Mapping[str, Any]]:
     """Every object of a custom resource; none when its CRD is not installed."""
     try:
@@ -204,14 +210,12 @@ def load_configured(
     so that its plans are the controller's); `node_templates` are AWSNodeTemplate manifests. A
     NodePool (`kind`) loads with `node_classes`, EC2NodeClass manifests, resolving its nodeClassRef."""
     if obj.get("kind") == np.KIND:
-        classes = (
-            node_classes_of(
-                node_classes, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
-            )
-            if node_classes is not None
-            else None
+        if node_classes is None:
+            return load_nodepool(obj)
+        classes = node_classes_of(
+            node_classes, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
         )
-        return load_nodepool(obj, classes)
+        return load_nodepool(obj, classes, refused_names(node_classes, classes))
     defaults = {
         "cluster_name": settings.cluster_name,
         "cluster_endpoint": settings.cluster_endpoint,
@@ -289,13 +293,11 @@ def list_nodepools(
     items = list_custom(kube, NODEPOOL_GROUP, NODEPOOL_VERSION, np.PLURAL)
     if not items:
         return []
+    class_items = list_custom(kube, NODE_CLASS_GROUP, NODE_CLASS_VERSION, NODE_CLASS_PLURAL)
     classes = node_classes_of(
-        list(list_custom(kube, NODE_CLASS_GROUP, NODE_CLASS_VERSION, NODE_CLASS_PLURAL)),
-        cluster_name=cluster_name,
-        cluster_endpoint=cluster_endpoint,
-        kube=kube,
+        class_items, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint, kube=kube
     )
-    return nodepools_of(items, classes, kube=kube)
+    return nodepools_of(items, classes, kube=kube, invalid_classes=refused_names(class_items, classes))
 
 
 def nodepools_of(
@@ -303,13 +305,14 @@ def nodepools_of(
     classes: Mapping[str, EC2NodeClass],
     *,
     kube: client.ApiClient | None = None,
+    invalid_classes: Collection[str] = (),
 ) -> list[Provisioner]:
     """NodePool manifests -> every one that loads with its EC2NodeClass; the others are reported
-    and left out."""
+    and left out (`invalid_classes`: EC2NodeClasses that exist but did not load)."""
     result = []
     for obj in items:
         try:
-            loaded = load_nodepool(obj, dict(classes))
+            loaded = load_nodepool(obj, dict(classes), invalid_classes)
         except Exception as err:  # one object's boundary
             reject(np.KIND, obj, err, kube)
             continue
