@@ -8,8 +8,8 @@ label, status and event names exactly one object.
 
 An object that does not load — refused by the schema, or with a value karpy cannot compute with
 that raises anything else — is left out and the others load: it is quarantined (quarantine.py), so
-its ERROR line and its `ValidationFailed` Event come once per resourceVersion and error, not on
-every listing. (Its status condition is the status pass's, v1status.py.)
+its ERROR line and its `ValidationFailed` Event come once per generation (spec change) and error,
+not on every listing nor on every status write. (Its status condition is the status pass's, v1status.py.)
 """
 
 from __future__ import annotations
@@ -76,6 +76,14 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def _spec_version(meta: Mapping[str, Any]) -> str:
+    """What marks a change worth reporting again: the generation, which only a spec change bumps
+    (karpy's own status writes bump the resourceVersion every status pass), else the
+    resourceVersion."""
+    generation = meta.get("generation")
+    return f"g{generation}" if generation is not None else str(meta.get("resourceVersion") or "")
+
+
 def reject(
     kind: str, obj: Mapping[str, Any], err: Exception | str, kube: client.ApiClient | None = None
 ) -> None:
@@ -84,7 +92,7 @@ def reject(
     meta = _meta(obj)
     name = str(meta.get("name") or "")
     message = err if isinstance(err, str) else error_text(err)
-    if not INVALID[kind].failed(name, str(meta.get("resourceVersion") or ""), message):
+    if not INVALID[kind].failed(name, _spec_version(meta), message):
         log.debug("Ignoring invalid %s %s, %s", kind.lower(), name, short(message, LOG_LIMIT))
         return
     log.error("Ignoring invalid %s %s, %s", kind.lower(), name, short(message, LOG_LIMIT))

@@ -145,3 +145,20 @@ def test_a_nodepool_of_an_invalid_node_class_says_the_class_is_invalid(cluster, 
     assert 'EC2NodeClass "missing" not found' in errors["Ignoring invalid nodepool uses-missing"]
     by_name = {e["name"]: e["message"] for e in cluster["events"]}
     assert 'EC2NodeClass "tagged" is invalid' in by_name["uses-tagged"]
+
+
+def test_a_status_write_is_not_news_but_a_spec_change_is(cluster, caplog) -> None:
+    """Found live: karpy's own status pass bumps an invalid NodePool's resourceVersion every minute,
+    and each bump logged the ERROR and recorded the Event again. A status write leaves
+    metadata.generation alone (the CRDs have the status subresource); a spec change bumps it."""
+    bad = nodepool("bad", taints="not a list")
+    bad["metadata"]["generation"] = 1
+    cluster["nodepools"] = [bad]
+    for version in ("1", "2", "3"):
+        bad["metadata"]["resourceVersion"] = version
+        kube_provisioners.list_nodepools(object(), cluster_name="c")
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 1
+    bad["metadata"]["generation"] = 2
+    kube_provisioners.list_nodepools(object(), cluster_name="c")
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 2
+    assert len(cluster["events"]) == 2
