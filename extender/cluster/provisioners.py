@@ -336,7 +336,7 @@ def without_clashes(provisioners: list[Provisioner], nodepools: list[Provisioner
     for pool in nodepools:
         if pool.name in taken:
             # Its own record: the NodePool itself loaded (and was accepted) a moment ago.
-            if CLASHES.failed(pool.name, pool.resource_version, "a provisioner of the same name exists"):
+            if CLASHES.failed(pool.name, pool.spec_only(), "a provisioner of the same name exists"):
                 log.error("Ignoring nodepool %s, a provisioner of the same name exists", pool.name)
             continue
         CLASHES.recovered(pool.name)

@@ -190,3 +190,25 @@ def test_a_pool_the_solver_raises_on_is_left_out_and_the_others_planned(cluster,
     assert "Exceeds the limit" in planning[0]["message"]
     errors = [r for r in caplog.records if r.levelname == "ERROR" and "out of planning" in r.getMessage()]
     assert len(errors) == 1
+
+
+def test_a_left_out_pool_is_reported_again_on_an_edit_not_on_a_status_write(cluster, cloud, caplog) -> None:
+    """karpy rewrites a NodePool's status every minute (v1status), which bumps its resourceVersion:
+    keyed on that, the left-out pool's ERROR and FailedPlanning Event came back every minute. An
+    edit of its spec is news; a status write is not."""
+    gt = {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["1"]}
+    loaded = make_provisioner("broken", requirements=[gt])
+    huge = tuple(replace(r, values=("9" * 5000,)) if r.operator == "Gt" else r for r in loaded.requirements)
+    broken = replace(loaded, requirements=huge, kind="NodePool", resource_version="7")
+    cluster.provisioners[0] = broken
+    controller = controller_for(cloud)
+
+    def reported_after(pool: Any, name: str) -> int:
+        cluster.provisioners[0] = pool
+        run(controller, [cluster.add_pod(for_pool(name, "plain"))])
+        return len([e for e in cluster.events if e["reason"] == "FailedPlanning"])
+
+    assert reported_after(broken, "api-0") == 1
+    assert reported_after(replace(broken, resource_version="8"), "api-1") == 1  # a status write
+    edited = replace(broken, weight=(broken.weight or 0) + 1, resource_version="9")
+    assert reported_after(edited, "api-2") == 2
