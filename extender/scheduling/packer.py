@@ -108,6 +108,10 @@ class Node:
     charged: Resources = field(default_factory=Resources)
     #: Keys of the claims its pods hold: a shared claim is charged to the node once.
     claims: set[str] = field(default_factory=set)
+    #: A new node's instance type, and whether `reqs` are known to allow it (a trial's type comes
+    #: from its seed's own requirements; a rounding pattern's may not).
+    type_name: str = ""
+    type_allowed: bool = True
 
     def room(self, request: Vector) -> int:
         """fit_count(request, capacity - used), without building the difference (the fills' hot call)."""
@@ -150,6 +154,13 @@ class Node:
             self.spread_caps[term] = min(skew, self.spread_caps.get(term, skew))
 
 
+#: What `Packer.can_take` finds: (how many pods, the node's requirements with them, the node's
+#: room for the class after minValues, which a trial records); requirements None when the class
+#: may not join the node at all. A plain tuple: every fill asks it for every pending class.
+Take = tuple[int, Requirements | None, int]
+NO_TAKE: Take = (0, None, 0)
+
+
 @dataclass
 class _Trial:
     candidate: Candidate
@@ -173,9 +184,12 @@ class _Trial:
             c.left - taken.get(id(c), 0) >= n for c, n in self.needs.values()
         )
 
-    def need(self, pod_class: PodClass, left: int) -> None:
-        """Record that the fill holds only while `pod_class` has at least `left` pods pending."""
-        if self.needs is not None:
+    def need(self, pod_class: PodClass, left: int | None) -> None:
+        """Record that the fill holds only while `pod_class` has at least `left` pods pending; None:
+        it took every pod left, so no later fill is the same."""
+        if left is None:
+            self.needs = None
+        elif self.needs is not None:
             old = self.needs.get(id(pod_class), (pod_class, 0))[1]
             self.needs[id(pod_class)] = (pod_class, max(old, left))
 
@@ -183,7 +197,7 @@ class _Trial:
         """The same fill on a new node."""
         old = self.node
         node = Node(capacity=old.capacity, used=tuple(0.0 for _ in old.used), view=old.view, reqs=old.reqs)
-        node.gpus = old.gpus
+        node.gpus, node.type_name = old.gpus, old.type_name
         for pod_class, count in old.entries:
             node.add(pod_class, count)
         return _Trial(self.candidate, node, self.value, self.needs)
@@ -300,6 +314,37 @@ class Packer:
             )
         )
 
+    def can_take(self, node: Node, pod_class: PodClass, want: int, bound: bool | None = None) -> Take:
+        """How many of `want` more pods of the class the node takes: the one placement rule of every
+        fill (Karpenter's CanAdd). An existing node: the pods tolerate its taints and match its
+        labels; a new node: the class shares its Provisioner view and GPUs, and their requirements
+        agree and still allow its type. Then the room (shared claims charged once, the NodePool's
+        minValues kept) and the hostname rules and host ports cap the count (`bound`: whether any
+        bind the class, `ruled`; computed when None)."""
+        if node.existing is not None:
+            if pod_class.pods[0].tolerates(node.existing.taints) is not None:
+                return NO_TAKE
+            if not pod_class.pod_reqs.matches(node.existing.labels):
+                return NO_TAKE
+            room = node.room_for(pod_class)
+            return min(self.topology_cap(node, pod_class, want), room), node.reqs, room
+        if pod_class.view is not node.view or pod_class.gpus != node.gpus or pod_class.reqs is None:
+            return NO_TAKE
+        merged = self._merge(node, pod_class.reqs)
+        if merged is None:
+            return NO_TAKE
+        if (merged is not node.reqs or not node.type_allowed) and node.type_name not in self._allowed_names(
+            node, merged
+        ):
+            return NO_TAKE
+        room = node.room_for(pod_class)
+        assert node.view is not None
+        if node.view.min_values and room:
+            room = self._min_values_room(node, pod_class, merged, min(room, want))
+        if ruled(pod_class) if bound is None else bound:
+            return min(self.topology_cap(node, pod_class, want), room), merged, room
+        return min(want, room), merged, room
+
     def topology_cap(self, node: Node, pod_class: PodClass, want: int) -> int:
         cap = want
         host = pod_class.host
@@ -404,12 +449,7 @@ class Packer:
         for node in self.existing:
             if not pod_class.left:
                 return
-            assert node.existing is not None
-            if pod_class.pods[0].tolerates(node.existing.taints) is not None:
-                continue
-            if not pod_class.pod_reqs.matches(node.existing.labels):
-                continue
-            count = min(self.topology_cap(node, pod_class, pod_class.left), node.room_for(pod_class))
+            count = self.can_take(node, pod_class, pod_class.left)[0]
             if count > 0:
                 node.add(pod_class, count)
                 self._commit(node, pod_class, count)
@@ -450,20 +490,13 @@ class Packer:
             or seed.view.provisioner.name in self.headroom
         ):
             return False  # limits are charged node by node in the greedy
-        name = candidate.entry.type.name
         node = _empty(candidate, seed)
+        # The pattern's type need not be one its first class's requirements allow.
+        node.type_allowed = False
         for pod_class, want in counts:
-            if pod_class.view is not seed.view or pod_class.gpus != seed.gpus or pod_class.reqs is None:
-                continue
-            merged = self._merge(node, pod_class.reqs)
-            if merged is None or name not in self._allowed_names(node, merged):
-                continue
-            count = min(want, pod_class.left, node.room_for(pod_class))
-            if seed.view.min_values and count:
-                count = self._min_values_room(node, pod_class, merged, count)
-            count = self.topology_cap(node, pod_class, count)
+            count, merged, _ = self.can_take(node, pod_class, min(want, pod_class.left))
             if count > 0:
-                node.reqs = merged
+                node.reqs, node.type_allowed = merged, True
                 node.add(pod_class, count)
                 self._commit(node, pod_class, count)
         if not node.entries:
@@ -659,32 +692,17 @@ class Packer:
 
     def _trial(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
         """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""
-        name = candidate.entry.type.name
         node = _empty(candidate, seed)
         trial = _Trial(candidate, node, 0.0)
-        assert seed.view is not None
-        mins = seed.view.min_values
         for pod_class in active:
-            if pod_class.view is not seed.view or pod_class.gpus != seed.gpus:
-                continue
-            assert pod_class.reqs is not None and node.view is not None
-            merged = self._merge(node, pod_class.reqs)
-            if merged is None:
-                continue
-            if merged is not node.reqs and name not in self._allowed_names(node, merged):
-                continue
-            room = node.room_for(pod_class)
-            if mins and room:
-                room = self._min_values_room(node, pod_class, merged, min(room, pod_class.left))
-            if ruled(pod_class):
-                count = min(self.topology_cap(node, pod_class, pod_class.left), room)
-                trial.needs = None
-            else:
-                count = min(pod_class.left, room)
+            bound = ruled(pod_class)
+            count, merged, room = self.can_take(node, pod_class, pod_class.left, bound)
+            if bound and merged is not None:
+                trial.needs = None  # others' placement counts: the fill is not repeated
             if count <= 0:
                 continue
             # Cut by the room, the same count is found while more than that is left.
-            trial.need(pod_class, count + 1 if count == room < pod_class.left else 1 << 62)
+            trial.need(pod_class, count + 1 if count == room < pod_class.left else None)
             node.reqs = merged
             node.add(pod_class, count)
             trial.value += count * pod_class.rate
@@ -741,47 +759,33 @@ class Packer:
         adding half of what fits of the class whose request best `match`es the room left
         (`alignment`, `overlap`): unlike first-fit, cpu-heavy
         and memory-heavy pods share a node whose proportions suit them together."""
-        name = candidate.entry.type.name
         capacity = candidate.entry.alloc
-        node = Node(capacity=capacity, used=tuple(0.0 for _ in seed.request), view=seed.view, reqs=seed.reqs)
-        node.gpus = seed.gpus
+        node = _empty(candidate, seed)
         taken: dict[int, int] = {}
-        # (class, whether hostname rules or ports bind it): a free class's cap is what it wants.
+        # (class, whether hostname rules or ports bind it).
         pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
         trial = _Trial(candidate, node, 0.0)
-        assert seed.view is not None
-        mins = seed.view.min_values
         while True:
-            best: tuple[float, PodClass, int, Requirements, int] | None = None
+            best: tuple[float, PodClass, Take] | None = None
             for pod_class, bound in pending:
-                assert pod_class.reqs is not None
                 want = pod_class.left - taken.get(id(pod_class), 0)
                 if want <= 0:
                     continue
-                merged = self._merge(node, pod_class.reqs)
-                if merged is None or (
-                    merged is not node.reqs and name not in self._allowed_names(node, merged)
-                ):
-                    continue
-                room = node.room_for(pod_class)
-                if mins and room:
-                    room = self._min_values_room(node, pod_class, merged, min(room, want))
-                if bound:
-                    count = min(self.topology_cap(node, pod_class, want), room)
-                    trial.needs = None
-                else:
-                    count = min(want, room)
-                if count <= 0:
+                take = self.can_take(node, pod_class, want, bound)
+                if bound and take[1] is not None:
+                    trial.needs = None  # others' placement counts: the fill is not repeated
+                if take[0] <= 0:
                     continue
                 fit = match(pod_class.request, capacity, node.used)
                 if best is None or fit > best[0]:
-                    best = (fit, pod_class, count, merged, room)
+                    best = (fit, pod_class, take)
             if best is None:
                 break
-            _, pod_class, count, merged, room = best
+            _, pod_class, take = best
+            count, merged, room = take
             before = taken.get(id(pod_class), 0)
             # Cut by the room, the same count is found while more than that is left.
-            trial.need(pod_class, before + count + 1 if count == room else 1 << 62)
+            trial.need(pod_class, before + count + 1 if count == room else None)
             count = max(1, count // 2)
             node.reqs = merged
             node.add(pod_class, count)
@@ -872,4 +876,5 @@ def _empty(candidate: Candidate, seed: PodClass) -> Node:
         view=seed.view,
         reqs=seed.reqs,
         gpus=seed.gpus,
+        type_name=candidate.entry.type.name,
     )
