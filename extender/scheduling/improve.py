@@ -85,16 +85,15 @@ def _pool(nodes: Sequence[Node]) -> list[PodClass]:
         for pod_class, count in node.entries:
             pods.setdefault(id(pod_class), (pod_class, []))[1].extend(node.pods[start : start + count])
             start += count
-    return [replace(c, pods=found, next=0) for c, found in pods.values()]
+    return [replace(c, pods=found) for c, found in pods.values()]
 
 
 def _repack(packer: Packer, classes: Sequence[PodClass], trials: int) -> list[Node] | None:
     """The packer's own greedy on these classes only, trying `trials` types per node; None if any
     pod is left over."""
-    fresh = [replace(c, next=0) for c in classes]
-    sub = Packer(packer.cache, packer.min_request, trials=trials)
+    sub = Packer(packer.cache, packer.min_request, trials=trials)  # its own cursors, all pods pending
     failed: list[Pod] = []
-    sub.pack(fresh, lambda pod, _cause, _reason: failed.append(pod))
+    sub.pack(classes, lambda pod, _cause, _reason: failed.append(pod))
     return None if failed else sub.nodes
 
 

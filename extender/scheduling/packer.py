@@ -74,16 +74,39 @@ class PodClass:
     reqs: Requirements | None = None
     reason: str = ""
     ports: tuple[HostPort, ...] = ()
-    #: Index of the first pod not yet placed.
-    next: int = 0
     #: $/h each pod is worth (its cheapest $/pod alone); set by the packer.
     rate: float = 0.0
     #: Claims the pods share with other pods (claims.py): charged once per node, not in `request`.
     shared: claims.Shared = ()
 
-    @property
-    def left(self) -> int:
-        return len(self.pods) - self.next
+
+class Cursors:
+    """Where each class's pending pods start in one pass (its first pod not yet placed). A pass
+    owns its cursors (`Packer.cursors`, a copy kept in `State`), so the passes forked from one
+    start never move the shared classes or each other's."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, start: Mapping[PodClass, int] | None = None) -> None:
+        self._next: dict[PodClass, int] = dict(start) if start else {}
+
+    def next(self, pod_class: PodClass) -> int:
+        return self._next.get(pod_class, 0)
+
+    def left(self, pod_class: PodClass) -> int:
+        return len(pod_class.pods) - self._next.get(pod_class, 0)
+
+    def pending(self, pod_class: PodClass) -> list[Pod]:
+        return pod_class.pods[self._next.get(pod_class, 0) :]
+
+    def take(self, pod_class: PodClass, count: int) -> list[Pod]:
+        """The class's next `count` pending pods, now placed."""
+        start = self._next.get(pod_class, 0)
+        self._next[pod_class] = start + count
+        return pod_class.pods[start : start + count]
+
+    def copy(self) -> Cursors:
+        return Cursors(self._next)
 
 
 @dataclass(eq=False)
@@ -175,13 +198,13 @@ class _Trial:
         # Worth per dollar first; on a tie the fuller node, so fewer nodes carry the same pods.
         return (self.value / self.candidate.offering.price, self.value)
 
-    def again(self, placed: Mapping[int, int] | None = None) -> bool:
+    def again(self, cursors: Cursors, placed: Mapping[int, int] | None = None) -> bool:
         """Whether filling the same type from the pending pods would give the same node: every
         count was set by the room, not by how many pods were left, and still is (once `placed`,
         class id -> pods, are taken too)."""
         taken = placed or {}
         return self.needs is not None and all(
-            c.left - taken.get(id(c), 0) >= n for c, n in self.needs.values()
+            cursors.left(c) - taken.get(id(c), 0) >= n for c, n in self.needs.values()
         )
 
     def need(self, pod_class: PodClass, left: int | None) -> None:
@@ -224,12 +247,14 @@ def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
 CEILING_SLACK = 1e-6
 
 
-def _beaten(seed: PodClass, active: Sequence[PodClass], score: float) -> Callable[[Candidate], bool]:
+def _beaten(
+    seed: PodClass, active: Sequence[PodClass], cursors: Cursors, score: float
+) -> Callable[[Candidate], bool]:
     """Whether a fill of a candidate's type, from the pending classes the seed's node may take,
     surely scores below `score` (worth per dollar): its worth is at most all their pods', and at
     most the type's allocatable of any resource they all request at the most worth per unit."""
     group = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
-    worth = sum(c.left * c.rate for c in group)
+    worth = sum(cursors.left(c) * c.rate for c in group)
     per_unit = [
         (d, max(c.rate / c.request[d] for c in group))
         for d in range(len(seed.request))
@@ -271,6 +296,8 @@ class Packer:
         #: Provisioner -> cpu/memory its limits still allow; new nodes are only of types that fit.
         self.headroom = headroom or {}
         self.relaxed: list[str] = []
+        #: This pass's cursors: a fork starts from its `State`'s.
+        self.cursors = Cursors()
         # Keyed by identity: hashing a Requirements walks all its values, and the same few objects
         # recur (the stored entries keep them alive, so ids stay unique).
         self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
@@ -439,17 +466,16 @@ class Packer:
         return minvalues.unmet(holding, view.min_values, reqs) or [k for k, _ in view.min_values]
 
     def _commit(self, node: Node, pod_class: PodClass, count: int) -> None:
-        node.pods.extend(pod_class.pods[pod_class.next : pod_class.next + count])
-        pod_class.next += count
+        node.pods.extend(self.cursors.take(pod_class, count))
         for term in pod_class.matches:
             self.placed_by_term[term] += count
 
     # Existing nodes: first fit, class by class.
     def fill_existing(self, pod_class: PodClass) -> None:
         for node in self.existing:
-            if not pod_class.left:
+            if not (left := self.cursors.left(pod_class)):
                 return
-            count = self.can_take(node, pod_class, pod_class.left)[0]
+            count = self.can_take(node, pod_class, left)[0]
             if count > 0:
                 node.add(pod_class, count)
                 self._commit(node, pod_class, count)
@@ -465,12 +491,12 @@ class Packer:
     ) -> None:
         """Place the classes' pending pods on new nodes; `match` adds `mix_trials` balanced trials
         per node, filled by it."""
-        active = [c for c in classes if c.left]
+        cursors = self.cursors
+        active = [c for c in classes if cursors.left(c)]
         for pod_class in active:
             if pod_class.view is None or pod_class.reqs is None:
-                for pod in pod_class.pods[pod_class.next :]:
+                for pod in cursors.take(pod_class, cursors.left(pod_class)):
                     unschedulable(pod, Cause.NO_PROVISIONER, pod_class.reason)
-                pod_class.next = len(pod_class.pods)
             else:
                 found = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
                 pod_class.rate = self.cache.pod_rate(found, pod_class.request)
@@ -494,7 +520,7 @@ class Packer:
         # The pattern's type need not be one its first class's requirements allow.
         node.type_allowed = False
         for pod_class, want in counts:
-            count, merged, _ = self.can_take(node, pod_class, min(want, pod_class.left))
+            count, merged, _ = self.can_take(node, pod_class, min(want, self.cursors.left(pod_class)))
             if count > 0:
                 node.reqs, node.type_allowed = merged, True
                 node.add(pod_class, count)
@@ -507,7 +533,8 @@ class Packer:
     def state(self, active: Sequence[PodClass]) -> State:
         """What packing, merging and local search change, to pack the same classes again."""
         return State(
-            [(c, c.next, c.host) for c in active],
+            self.cursors.copy(),
+            [(c, c.host) for c in active],
             list(self.nodes),
             Counter(self.placed_by_term),
             dict(self.headroom),
@@ -516,23 +543,25 @@ class Packer:
 
     def fork(self, start: State) -> Packer:
         """A packer at `start` for one pass: its own new nodes, term counts, headroom and notes; the
-        memos (pure, keyed by the objects they keep) are shared. Resets the classes' cursors."""
+        memos (pure, keyed by the objects they keep) are shared. Its cursors are `start`'s."""
         other = copy.copy(self)
         other.restore(start)
         return other
 
     def restore(self, state: State) -> None:
-        for pod_class, next_pod, host in state.classes:
-            pod_class.next, pod_class.host = next_pod, host
+        self.cursors = state.cursors.copy()
+        for pod_class, host in state.hosts:
+            pod_class.host = host
         self.nodes, self.placed_by_term = list(state.nodes), Counter(state.placed_by_term)
         self.headroom, self.relaxed = dict(state.headroom), list(state.relaxed)
 
     def _greedy(self, active: list[PodClass], unschedulable: LeaveOut, match: Match | None) -> None:
         last: tuple[PodClass, list[_Trial]] | None = None
-        while active := [c for c in active if c.left]:
+        cursors = self.cursors
+        while active := [c for c in active if cursors.left(c)]:
             seed = active[0]
             best: _Trial | None
-            if last is not None and last[0] is seed and all(t.again() for t in last[1]):
+            if last is not None and last[0] is seed and all(t.again(cursors) for t in last[1]):
                 # Every trial would fill its node as before: repeat the choice without the trials
                 # (the balanced trials' types are not ranked again for the smaller remainder).
                 trials = last[1]
@@ -545,7 +574,7 @@ class Packer:
                     ranked, firsts = self._mix_ranking(seed, active), trials
                     # A balanced fill that cannot score above the best first-fit one cannot win:
                     # skip it, unless the next node may repeat this one (`again` reads every trial).
-                    beaten = _beaten(seed, active, best.score[0])
+                    beaten = _beaten(seed, active, cursors, best.score[0])
                     mixes = [self._remembered(c, seed, active, match) for c in ranked if not beaten(c)]
                     trials = [t for t in [*firsts, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
@@ -571,9 +600,8 @@ class Packer:
                     cause, reason = Cause.HOST_RULES, UNMET_TOPOLOGY
                 else:
                     cause, reason = Cause.NO_ROOM, NO_ROOM
-                for pod in seed.pods[seed.next :]:
+                for pod in cursors.take(seed, cursors.left(seed)):
                     unschedulable(pod, cause, reason)
-                seed.next = len(seed.pods)
                 continue
             node = best.node
             for pod_class, count in node.entries:
@@ -593,13 +621,14 @@ class Packer:
         placed: Counter[int] = Counter()
         for pod_class, count in best.node.entries:
             placed[id(pod_class)] += count
-        return seed.left > placed[id(seed)] and all(t.again(placed) for t in trials)
+        cursors = self.cursors
+        return cursors.left(seed) > placed[id(seed)] and all(t.again(cursors, placed) for t in trials)
 
     def relax(self, pod_class: PodClass) -> None:
         """Preferences were treated as required; the pods cannot have them all: drop them."""
         self.relaxed.append(
-            f"Relaxed preferred kubernetes.io/hostname rules of {pod_class.left} pod(s)"
-            f" like {pod_class.pods[pod_class.next].key}"
+            f"Relaxed preferred kubernetes.io/hostname rules of {self.cursors.left(pod_class)} pod(s)"
+            f" like {self.cursors.pending(pod_class)[0].key}"
         )
         pod_class.host = pod_class.hard_host
 
@@ -613,9 +642,9 @@ class Packer:
                 for placed, _ in node.entries:
                     for term, skew in placed.host.spread:
                         node.spread_caps[term] = min(skew, node.spread_caps.get(term, skew))
-        left = pod_class.left
+        left = self.cursors.left(pod_class)
         self.fill_existing(pod_class)
-        if pod_class.left == left:
+        if self.cursors.left(pod_class) == left:
             self.relaxed.pop()  # it placed none: nothing to report
 
     def limit_reason(self, seed: PodClass) -> str:
@@ -668,7 +697,7 @@ class Packer:
             id(candidate),
             id(match),
             id(seed),
-            tuple((id(c), c.next, id(c.host)) for c in active),
+            tuple((id(c), self.cursors.next(c), id(c.host)) for c in active),
             tuple(bool(self.placed_by_term[t]) for c in active for t in c.host.affinity),
         )
         if (kept := self._fills.get(key)) is not None:
@@ -694,15 +723,17 @@ class Packer:
         """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""
         node = _empty(candidate, seed)
         trial = _Trial(candidate, node, 0.0)
+        cursors = self.cursors
         for pod_class in active:
             bound = ruled(pod_class)
-            count, merged, room = self.can_take(node, pod_class, pod_class.left, bound)
+            left = cursors.left(pod_class)
+            count, merged, room = self.can_take(node, pod_class, left, bound)
             if bound and merged is not None:
                 trial.needs = None  # others' placement counts: the fill is not repeated
             if count <= 0:
                 continue
             # Cut by the room, the same count is found while more than that is left.
-            trial.need(pod_class, count + 1 if count == room < pod_class.left else None)
+            trial.need(pod_class, count + 1 if count == room < left else None)
             node.reqs = merged
             node.add(pod_class, count)
             trial.value += count * pod_class.rate
@@ -720,7 +751,7 @@ class Packer:
         for pod_class in active:
             if pod_class.view is seed.view and pod_class.gpus == seed.gpus:
                 for d, r in enumerate(pod_class.request):
-                    total[d] += pod_class.left * r
+                    total[d] += self.cursors.left(pod_class) * r
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
 
         def rank() -> list[Candidate]:
@@ -765,10 +796,11 @@ class Packer:
         # (class, whether hostname rules or ports bind it).
         pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
         trial = _Trial(candidate, node, 0.0)
+        cursors = self.cursors
         while True:
             best: tuple[float, PodClass, Take] | None = None
             for pod_class, bound in pending:
-                want = pod_class.left - taken.get(id(pod_class), 0)
+                want = cursors.left(pod_class) - taken.get(id(pod_class), 0)
                 if want <= 0:
                     continue
                 take = self.can_take(node, pod_class, want, bound)
@@ -848,7 +880,9 @@ class Packer:
 class State:
     """A packer's new nodes and what placing pods changed (see `Packer.state`)."""
 
-    classes: list[tuple[PodClass, int, HostConstraints]]
+    cursors: Cursors
+    #: Each class's hostname rules (`Packer.relax` drops its preferences).
+    hosts: list[tuple[PodClass, HostConstraints]]
     nodes: list[Node]
     placed_by_term: Counter[int]
     headroom: limits.Headroom

@@ -25,7 +25,7 @@ from extender.scheduling.lowerbound import (
     PodShape,
     configuration_lp,
 )
-from extender.scheduling.packer import Packer, PodClass, ruled
+from extender.scheduling.packer import Cursors, Packer, PodClass, ruled
 
 #: Nodes to open, in order: the type and the pods of each class it should hold.
 Start = list[tuple[Candidate, list[tuple[PodClass, int]]]]
@@ -37,12 +37,14 @@ KNAPSACK_NODES = 200
 EPS = 1e-6
 
 
-def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence[str]) -> list[Start]:
+def starts(
+    cache: CandidateCache, classes: Sequence[PodClass], cursors: Cursors, limited: Sequence[str]
+) -> list[Start]:
     """The rounded-down start and, when some pattern is fractional, the rounded-up one; [] when
     no group of `classes` is modelled. `limited`: Provisioners with limits (never modelled)."""
     groups: dict[tuple[int, frozenset[str]], list[PodClass]] = {}
     for c in classes:
-        if c.left and c.view is not None and c.reqs is not None and not ruled(c):
+        if cursors.left(c) and c.view is not None and c.reqs is not None and not ruled(c):
             groups.setdefault((id(c.view), c.gpus), []).append(c)
     down: Start = []
     fractions: list[tuple[float, Candidate, list[tuple[PodClass, int]]]] = []
@@ -62,7 +64,8 @@ def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence
                 name = candidate.entry.type.name
                 if name not in cheapest or candidate.offering.price < cheapest[name].offering.price:
                     cheapest[name] = candidate
-            shapes.append(PodShape(c.request, c.left, frozenset(u.entry.type.name for u in usable), 1.0))
+            names = frozenset(u.entry.type.name for u in usable)
+            shapes.append(PodShape(c.request, cursors.left(c), names, 1.0))
         supplies = {name: (c.entry.alloc, c.offering.price) for name, c in cheapest.items()}
         for use in configuration_lp(shapes, supplies, Allowance(4000, 20_000, 200))[1]:
             counts = [(c, a) for c, a in zip(members, use.pattern, strict=True) if a]

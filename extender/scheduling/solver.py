@@ -331,7 +331,9 @@ class _Context:
         dropped = [_Dropped(p, outcome.failed[p.key], Cause.DOMAIN) for p in pods if p.key in outcome.failed]
         start = packer.state(classes)
         fitting = Fitting(self.cache)
-        heuristics = passes.portfolio(classes, self.cache, list(packer.headroom), self.search_budget)
+        heuristics = passes.portfolio(
+            classes, start.cursors, self.cache, list(packer.headroom), self.search_budget
+        )
         if len(heuristics) > 1:
             packer.share_fills()
         packings = passes.run_all(heuristics, packer, start, classes, fitting.cheapest, self.search_budget)
@@ -423,7 +425,7 @@ class _Context:
         )
         # No new node will come: ScheduleAnyway hostname rules that held pods back are relaxed.
         for pod_class in classes:
-            if pod_class.left and pod_class.host.soft:
+            if packer.cursors.left(pod_class) and pod_class.host.soft:
                 packer.refill_relaxed(pod_class)
         added = {n.existing.name: n.pods for n in packer.existing if n.pods and n.existing}
         nodes = list(planned_nodes)
