@@ -121,12 +121,12 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
     kept = 0
     spent = 0
     # Each node is priced once (a scan of its candidates); nodes are only replaced, never changed.
-    prices: dict[int, Candidate | None] = {}
+    prices: dict[Node, Candidate | None] = {}
 
     def priced(node: Node) -> Candidate | None:
-        if id(node) not in prices:
-            prices[id(node)] = price(node)
-        return prices[id(node)]
+        if node not in prices:
+            prices[node] = price(node)
+        return prices[node]
 
     for size in POOL_SIZES:
         groups: dict[tuple[int, frozenset[str]], list[Node]] = {}
@@ -161,10 +161,10 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
                 if best is None or cost < best[0]:
                     best = (cost, option)
             if best is not None:
-                chosen = {id(n) for n in pool_nodes}
-                packer.nodes = [n for n in packer.nodes if id(n) not in chosen] + best[1]
-                for node_id in chosen:
-                    del prices[node_id]  # the ids may be reused by new nodes
+                chosen = set(pool_nodes)
+                packer.nodes = [n for n in packer.nodes if n not in chosen] + best[1]
+                for node in chosen:
+                    del prices[node]
                 kept += 1
     return kept
 

@@ -33,6 +33,7 @@ from extender.api.resources import Resources
 from extender.scheduling import attach, claims, limits, minvalues
 from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
 from extender.scheduling.causes import Cause
+from extender.scheduling.memo import Memo, serial
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.topology import HostConstraints
@@ -78,6 +79,8 @@ class PodClass:
     rate: float = 0.0
     #: Claims the pods share with other pods (claims.py): charged once per node, not in `request`.
     shared: claims.Shared = ()
+    #: The class in memo keys (memo.py).
+    serial: int = field(default_factory=serial, init=False, repr=False)
 
 
 class Cursors:
@@ -189,22 +192,22 @@ class _Trial:
     candidate: Candidate
     node: Node
     value: float
-    #: class id -> (class, the fewest pods it must have left for the same fill); None when a pod
-    #: of a class considered carries a hostname rule or host ports (others' placement counts).
-    needs: dict[int, tuple[PodClass, int]] | None = field(default_factory=dict)
+    #: class -> the fewest pods it must have left for the same fill; None when a pod of a class
+    #: considered carries a hostname rule or host ports (others' placement counts).
+    needs: dict[PodClass, int] | None = field(default_factory=dict)
 
     @property
     def score(self) -> tuple[float, float]:
         # Worth per dollar first; on a tie the fuller node, so fewer nodes carry the same pods.
         return (self.value / self.candidate.offering.price, self.value)
 
-    def again(self, cursors: Cursors, placed: Mapping[int, int] | None = None) -> bool:
+    def again(self, cursors: Cursors, placed: Mapping[PodClass, int] | None = None) -> bool:
         """Whether filling the same type from the pending pods would give the same node: every
         count was set by the room, not by how many pods were left, and still is (once `placed`,
-        class id -> pods, are taken too)."""
+        class -> pods, are taken too)."""
         taken = placed or {}
         return self.needs is not None and all(
-            cursors.left(c) - taken.get(id(c), 0) >= n for c, n in self.needs.values()
+            cursors.left(c) - taken.get(c, 0) >= n for c, n in self.needs.items()
         )
 
     def need(self, pod_class: PodClass, left: int | None) -> None:
@@ -213,8 +216,7 @@ class _Trial:
         if left is None:
             self.needs = None
         elif self.needs is not None:
-            old = self.needs.get(id(pod_class), (pod_class, 0))[1]
-            self.needs[id(pod_class)] = (pod_class, max(old, left))
+            self.needs[pod_class] = max(self.needs.get(pod_class, 0), left)
 
     def replay(self) -> _Trial:
         """The same fill on a new node."""
@@ -298,14 +300,15 @@ class Packer:
         self.relaxed: list[str] = []
         #: This pass's cursors: a fork starts from its `State`'s.
         self.cursors = Cursors()
-        # Keyed by identity: hashing a Requirements walks all its values, and the same few objects
-        # recur (the stored entries keep them alive, so ids stay unique).
-        self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
-        self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
+        # By the requirements' serials (memo.py): the same few objects recur.
+        #: (node's, class's requirements) -> the node's with the class's (`_merge`).
+        self._intersections: Memo[tuple[int, int], _Merged] = Memo()
+        #: Requirements -> the names of the types they allow (`_allowed_names`).
+        self._names: Memo[int, frozenset[str]] = Memo()
         self._mix_trials = MIX_TRIALS
         #: Trial fills by pending state (`_remembered`), shared by a round's passes; None unless
         #: `share_fills` (one pass, or the local search's repacks of fresh classes, never ask twice).
-        self._fills: dict[Hashable, tuple[object, _Trial]] | None = None
+        self._fills: Memo[Hashable, _Trial] | None = None
 
     def add_existing(
         self,
@@ -414,21 +417,14 @@ class Packer:
 
     def _merge(self, node: Node, class_reqs: Requirements) -> Requirements | None:
         assert node.reqs is not None and node.view is not None
-        key = (id(node.reqs), id(class_reqs))
-        if (found := self._intersections.get(key)) is None:
-            merged: Requirements | None = node.reqs.intersect(class_reqs)
-            if merged is not None and merged.conflict(node.view.keys):
-                merged = None
-            elif merged == node.reqs:
-                merged = node.reqs  # unchanged: callers test identity
-            found = self._intersections[key] = (node.reqs, class_reqs, merged)
-        return found[2]
+        return self._intersections.get((node.reqs.serial, class_reqs.serial), _merged, node, class_reqs)
 
     def _allowed_names(self, node: Node, reqs: Requirements) -> frozenset[str]:
+        return self._names.get(reqs.serial, self._names_of, node, reqs)
+
+    def _names_of(self, node: Node, reqs: Requirements) -> frozenset[str]:
         assert node.view is not None
-        if (found := self._names.get(id(reqs))) is None:
-            found = self._names[id(reqs)] = (reqs, self.cache.lookup(node.view, reqs, node.gpus).names)
-        return found[1]
+        return self.cache.lookup(node.view, reqs, node.gpus).names
 
     def _min_values_room(self, node: Node, pod_class: PodClass, merged: Requirements, most: int) -> int:
         """The most of `most` pods of the class the node takes while the types holding it all still
@@ -618,11 +614,11 @@ class Packer:
         assert seed.view is not None
         if seed.view.provisioner.name in self.headroom:
             return False
-        placed: Counter[int] = Counter()
+        placed: Counter[PodClass] = Counter()
         for pod_class, count in best.node.entries:
-            placed[id(pod_class)] += count
+            placed[pod_class] += count
         cursors = self.cursors
-        return cursors.left(seed) > placed[id(seed)] and all(t.again(cursors, placed) for t in trials)
+        return cursors.left(seed) > placed[seed] and all(t.again(cursors, placed) for t in trials)
 
     def relax(self, pod_class: PodClass) -> None:
         """Preferences were treated as required; the pods cannot have them all: drop them."""
@@ -683,7 +679,7 @@ class Packer:
 
     def share_fills(self) -> None:
         """Remember trial fills for the passes forked from this packer (`_remembered`)."""
-        self._fills = {}
+        self._fills = Memo(MAX_FILLS)
 
     def _remembered(
         self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
@@ -694,21 +690,14 @@ class Packer:
         if self._fills is None:
             return self._fill(candidate, seed, active, match)
         key = (
-            id(candidate),
-            id(match),
-            id(seed),
-            tuple((id(c), self.cursors.next(c), id(c.host)) for c in active),
+            candidate.serial,
+            match,
+            seed.serial,
+            tuple((c.serial, self.cursors.next(c), c.host is c.hard_host) for c in active),
             tuple(bool(self.placed_by_term[t]) for c in active for t in c.host.affinity),
         )
-        if (kept := self._fills.get(key)) is not None:
-            return kept[1]
-        trial = self._fill(candidate, seed, active, match)
-        if len(self._fills) >= MAX_FILLS:
-            self._fills.clear()
-        # Never committed itself (`_greedy` commits a replay). The entry keeps the classes and the
-        # candidate alive, so the ids in the key stay theirs.
-        self._fills[key] = ((candidate, seed, tuple(active)), trial)
-        return trial
+        # Never committed itself (`_greedy` commits a replay).
+        return self._fills.get(key, self._fill, candidate, seed, active, match)
 
     def _fill(
         self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
@@ -792,7 +781,7 @@ class Packer:
         and memory-heavy pods share a node whose proportions suit them together."""
         capacity = candidate.entry.alloc
         node = _empty(candidate, seed)
-        taken: dict[int, int] = {}
+        taken: dict[PodClass, int] = {}
         # (class, whether hostname rules or ports bind it).
         pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
         trial = _Trial(candidate, node, 0.0)
@@ -800,7 +789,7 @@ class Packer:
         while True:
             best: tuple[float, PodClass, Take] | None = None
             for pod_class, bound in pending:
-                want = cursors.left(pod_class) - taken.get(id(pod_class), 0)
+                want = cursors.left(pod_class) - taken.get(pod_class, 0)
                 if want <= 0:
                     continue
                 take = self.can_take(node, pod_class, want, bound)
@@ -815,13 +804,13 @@ class Packer:
                 break
             _, pod_class, take = best
             count, merged, room = take
-            before = taken.get(id(pod_class), 0)
+            before = taken.get(pod_class, 0)
             # Cut by the room, the same count is found while more than that is left.
             trial.need(pod_class, before + count + 1 if count == room else None)
             count = max(1, count // 2)
             node.reqs = merged
             node.add(pod_class, count)
-            taken[id(pod_class)] = before + count
+            taken[pod_class] = before + count
             trial.value += count * pod_class.rate
         return trial
 
@@ -874,6 +863,18 @@ class Packer:
         target.spread_caps, target.claims = trial.spread_caps, trial.claims
         target.pods.extend(node.pods)
         return True
+
+
+def _merged(node: Node, class_reqs: Requirements) -> Requirements | None:
+    """The node's requirements with a class's added, None when they conflict or leave a key of the
+    node's Provisioner without a value; the node's own object when the class adds nothing."""
+    assert node.reqs is not None and node.view is not None
+    merged = node.reqs.intersect(class_reqs)
+    if merged is not None and merged.conflict(node.view.keys):
+        return None
+    if merged == node.reqs:
+        return node.reqs  # unchanged: callers test identity
+    return merged
 
 
 @dataclass
