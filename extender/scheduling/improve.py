@@ -26,7 +26,8 @@ from dataclasses import replace
 
 from extender.api.pod import Pod
 from extender.scheduling.candidates import Candidate
-from extender.scheduling.packer import TRIALS, Node, Packer, PodClass
+from extender.scheduling.fill import Node, PodClass
+from extender.scheduling.packer import TRIALS, Packer
 
 #: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together (1: split a
 #: node the greedy sized for everything that was left).

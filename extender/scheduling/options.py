@@ -10,8 +10,8 @@ from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling import minvalues
 from extender.scheduling.candidates import Candidate, CandidateCache, CandidateSet, Vector, fits
+from extender.scheduling.fill import Node
 from extender.scheduling.memo import Memo
-from extender.scheduling.packer import Node
 from extender.scheduling.plan import PlannedNode
 
 

@@ -21,18 +21,8 @@ from extender.scheduling import improve, rounding
 from extender.scheduling.candidates import Candidate, CandidateCache, CandidateSet, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, ordering
-from extender.scheduling.packer import (
-    MIX_TRIALS,
-    Cursors,
-    LeaveOut,
-    Match,
-    Node,
-    Packer,
-    PodClass,
-    State,
-    alignment,
-    overlap,
-)
+from extender.scheduling.fill import Cursors, Node, PodClass
+from extender.scheduling.packer import MIX_TRIALS, LeaveOut, Match, Packer, State, alignment, overlap
 
 Price = Callable[[Node], Candidate | None]
 

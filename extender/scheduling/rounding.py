@@ -19,13 +19,14 @@ import math
 from collections.abc import Sequence
 
 from extender.scheduling.candidates import Candidate, CandidateCache
+from extender.scheduling.fill import Cursors, PodClass, ruled
 from extender.scheduling.lowerbound import (
     SEARCHED_SHAPES,
     Allowance,
     PodShape,
     configuration_lp,
 )
-from extender.scheduling.packer import Cursors, Packer, PodClass, ruled
+from extender.scheduling.packer import Packer
 
 #: Nodes to open, in order: the type and the pods of each class it should hold.
 Start = list[tuple[Candidate, list[tuple[PodClass, int]]]]

@@ -27,9 +27,10 @@ from extender.scheduling.candidates import MAX_OPTIONS, CandidateCache, Provisio
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, Matcher, build_classes, existing_repels
 from extender.scheduling.domains import DomainPlanner, Outcome, settle_phases
+from extender.scheduling.fill import PodClass
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.options import Fitting, materialize
-from extender.scheduling.packer import Packer, PodClass
+from extender.scheduling.packer import Packer
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements
