@@ -4,9 +4,10 @@ the pods it holds (new or existing). The placement rule itself is `Packer.can_ta
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.affinity import HostPort
@@ -55,8 +56,9 @@ class Cursors:
     def __init__(self, start: Mapping[PodClass, int] | None = None) -> None:
         self._next: dict[PodClass, int] = dict(start) if start else {}
 
-    def next(self, pod_class: PodClass) -> int:
-        return self._next.get(pod_class, 0)
+    def positions(self, classes: Sequence[PodClass]) -> tuple[int, ...]:
+        """The classes' cursors, in order (a memo key)."""
+        return tuple(map(self._next.get, classes, itertools.repeat(0)))
 
     def left(self, pod_class: PodClass) -> int:
         return len(pod_class.pods) - self._next.get(pod_class, 0)

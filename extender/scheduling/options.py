@@ -4,6 +4,7 @@ A NodePool with minValues gets a covering set of them instead of the cheapest fe
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 from extender.api import labels as wk
@@ -13,6 +14,8 @@ from extender.scheduling.candidates import Candidate, CandidateCache, CandidateS
 from extender.scheduling.fill import Node
 from extender.scheduling.memo import Memo
 from extender.scheduling.plan import PlannedNode
+
+_SERIAL = operator.attrgetter("serial")
 
 
 class Fitting:
@@ -54,7 +57,7 @@ class Fitting:
 
         # The set is the one for these requirements, so its memo may depend on them.
         found = self.cache.lookup(node.view, reqs, node.gpus)
-        return found.remember(("offers", tuple(c.serial for c in options)), offered)
+        return found.remember(("offers", tuple(map(_SERIAL, options))), offered)
 
 
 def _fitting(found: CandidateSet, used: Vector, limit: int) -> list[Candidate]:

@@ -46,6 +46,7 @@ TRIALS = 6
 #: ranked by what the pending pods cost bought in the type's proportions; the solver also runs
 #: passes with twice as many (which type wins early shifts what is left, so neither always wins).
 MIX_TRIALS = 4
+_SERIAL = operator.attrgetter("serial")
 #: Trial fills a round remembers (`Packer._remembered`); cleared when full.
 MAX_FILLS = 4096
 #: How many earlier nodes a node is offered to when merging.
@@ -174,7 +175,7 @@ class Packer:
         # By the requirements' serials (memo.py): the same few objects recur.
         #: (node's, class's requirements) -> the node's with the class's (`_merge`).
         self._intersections: Memo[tuple[int, int], _Merged] = Memo()
-        #: Requirements -> the names of the types they allow (`_allowed_names`).
+        #: Requirements -> the names of the types they allow (`_names_of`).
         self._names: Memo[int, frozenset[str]] = Memo()
         self._mix_trials = MIX_TRIALS
         #: Trial fills by pending state (`_remembered`), shared by a round's passes; None unless
@@ -231,15 +232,17 @@ class Packer:
             return min(self.topology_cap(node, pod_class, want), room), node.reqs, room
         if pod_class.view is not node.view or pod_class.gpus != node.gpus or pod_class.reqs is None:
             return NO_TAKE
-        merged = self._merge(node, pod_class.reqs)
+        assert node.reqs is not None and node.view is not None
+        # The memo asked directly, not through `_merge`: every fill asks for every pending class.
+        key = (node.reqs.serial, pod_class.reqs.serial)
+        merged = self._intersections.get(key, _merged, node, pod_class.reqs)
         if merged is None:
             return NO_TAKE
-        if (merged is not node.reqs or not node.type_allowed) and node.type_name not in self._allowed_names(
-            node, merged
-        ):
+        # New requirements may rule the node's type out.
+        recheck = merged is not node.reqs or not node.type_allowed
+        if recheck and node.type_name not in self._names.get(merged.serial, self._names_of, node, merged):
             return NO_TAKE
         room = node.room_for(pod_class)
-        assert node.view is not None
         if node.view.min_values and room:
             room = self._min_values_room(node, pod_class, merged, min(room, want))
         if ruled(pod_class) if bound is None else bound:
@@ -290,10 +293,8 @@ class Packer:
         assert node.reqs is not None and node.view is not None
         return self._intersections.get((node.reqs.serial, class_reqs.serial), _merged, node, class_reqs)
 
-    def _allowed_names(self, node: Node, reqs: Requirements) -> frozenset[str]:
-        return self._names.get(reqs.serial, self._names_of, node, reqs)
-
     def _names_of(self, node: Node, reqs: Requirements) -> frozenset[str]:
+        """The names of the types `reqs` allow on the node's Provisioner view (`_names`)."""
         assert node.view is not None
         return self.cache.lookup(node.view, reqs, node.gpus).names
 
@@ -435,18 +436,21 @@ class Packer:
                 best = max(trials, key=lambda t: t.score).replay()
             else:
                 ranking = self._ranking(seed)
-                trials = [self._remembered(c, seed, active, None) for c in ranking]
+                pending = self._pending(active)
+                trials = [self._remembered(c, seed, active, None, pending) for c in ranking]
                 best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
                 if best is not None and match is not None:
                     ranked, firsts = self._mix_ranking(seed, active), trials
                     # A balanced fill that cannot score above the best first-fit one cannot win:
                     # skip it, unless the next node may repeat this one (`again` reads every trial).
                     beaten = _beaten(seed, active, cursors, best.score[0])
-                    mixes = [self._remembered(c, seed, active, match) for c in ranked if not beaten(c)]
+                    mixes = [
+                        self._remembered(c, seed, active, match, pending) for c in ranked if not beaten(c)
+                    ]
                     trials = [t for t in [*firsts, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
                     if len(mixes) < len(ranked) and self._may_repeat(seed, trials, best):
-                        mixes = [self._remembered(c, seed, active, match) for c in ranked]
+                        mixes = [self._remembered(c, seed, active, match, pending) for c in ranked]
                         trials = [t for t in [*firsts, *mixes] if t.node.entries]
                 # Trials are remembered for the round's other passes: commit a copy.
                 best = best.replay() if best is not None else None
@@ -553,22 +557,34 @@ class Packer:
         self._fills = Memo(MAX_FILLS)
 
     def _remembered(
-        self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
+        self,
+        candidate: Candidate,
+        seed: PodClass,
+        active: Sequence[PodClass],
+        match: Match | None,
+        pending: Hashable,
     ) -> _Trial:
         """`_trial` (match None) or `_balanced`, once per pending state of the round: the passes of a
-        round start alike and often stay alike, so they ask the same fills. A fill reads the type,
-        the pending classes (cursor, host rules) and, for pod affinity, whether a term has pods yet."""
+        round start alike and often stay alike, so they ask the same fills. A fill reads the type
+        and what `_pending` names of the pending classes."""
         if self._fills is None:
             return self._fill(candidate, seed, active, match)
-        key = (
-            candidate.serial,
-            match,
-            seed.serial,
-            tuple((c.serial, self.cursors.next(c), c.host is c.hard_host) for c in active),
-            tuple(bool(self.placed_by_term[t]) for c in active for t in c.host.affinity),
-        )
         # Never committed itself (`_greedy` commits a replay).
+        key = (candidate.serial, match, seed.serial, pending)
         return self._fills.get(key, self._fill, candidate, seed, active, match)
+
+    def _pending(self, active: Sequence[PodClass]) -> Hashable:
+        """What a fill reads of the pending classes: which they are, their cursors, whether their
+        preferences were dropped and, for pod affinity, whether a term has pods yet. The same for
+        every type a node tries: asked once per node."""
+        if self._fills is None:
+            return None
+        return (
+            tuple(map(_SERIAL, active)),
+            self.cursors.positions(active),
+            tuple([c.host is c.hard_host for c in active]),
+            tuple([bool(self.placed_by_term[t]) for c in active for t in c.host.affinity]),
+        )
 
     def _fill(
         self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
