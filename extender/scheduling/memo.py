@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -25,28 +25,31 @@ _serials = itertools.count(1)
 serial: Callable[[], int] = _serials.__next__
 
 
-_MISSING = object()
+#: What `Memo.found.get(key, MISSING)` gives for a key not asked yet (a result may be None).
+MISSING: Any = object()
 
 
 class Memo(Generic[K, V]):
     """Results by key; with a `limit`, emptied when it holds that many (the calls are pure, so
     forgetting costs only time). Results may be None."""
 
-    __slots__ = ("_found", "limit")
+    __slots__ = ("found", "limit")
 
     def __init__(self, limit: int | None = None) -> None:
-        self._found: dict[K, V] = {}
+        #: The results so far, only read outside: the innermost loop reads them with
+        #: `.get(key, MISSING)`, saving a call per hit, and asks `get` on a miss.
+        self.found: dict[K, V] = {}
         self.limit = limit
 
     def get(self, key: K, compute: Callable[..., V], *args: object) -> V:
         """The result for `key`, `compute(*args)` the first time (arguments, not a closure: the
         packer asks in its innermost loop)."""
-        found = self._found.get(key, _MISSING)
-        if found is _MISSING:
-            if self.limit is not None and len(self._found) >= self.limit:
-                self._found.clear()
-            found = self._found[key] = compute(*args)
-        return found  # type: ignore[return-value]
+        found = self.found.get(key, MISSING)
+        if found is MISSING:
+            if self.limit is not None and len(self.found) >= self.limit:
+                self.found.clear()
+            found = self.found[key] = compute(*args)
+        return cast(V, found)
 
     def __len__(self) -> int:
-        return len(self._found)
+        return len(self.found)

@@ -34,7 +34,7 @@ from extender.scheduling import attach, claims, limits, minvalues
 from extender.scheduling.candidates import Candidate, CandidateCache, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.fill import Cursors, Node, PodClass, ruled
-from extender.scheduling.memo import Memo
+from extender.scheduling.memo import MISSING, Memo
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.topology import HostConstraints
@@ -129,13 +129,19 @@ def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
 CEILING_SLACK = 1e-6
 
 
+def _group(seed: PodClass, active: Sequence[PodClass]) -> list[PodClass]:
+    """The pending classes that may share a new node with the seed: its Provisioner view and
+    accelerator kinds. `can_take` checks them too; the fills leave the rest out without asking."""
+    return [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+
+
 def _beaten(
     seed: PodClass, active: Sequence[PodClass], cursors: Cursors, score: float
 ) -> Callable[[Candidate], bool]:
     """Whether a fill of a candidate's type, from the pending classes the seed's node may take,
     surely scores below `score` (worth per dollar): its worth is at most all their pods', and at
     most the type's allocatable of any resource they all request at the most worth per unit."""
-    group = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+    group = _group(seed, active)
     worth = sum(cursors.left(c) * c.rate for c in group)
     per_unit = [
         (d, max(c.rate / c.request[d] for c in group))
@@ -233,9 +239,11 @@ class Packer:
         if pod_class.view is not node.view or pod_class.gpus != node.gpus or pod_class.reqs is None:
             return NO_TAKE
         assert node.reqs is not None and node.view is not None
-        # The memo asked directly, not through `_merge`: every fill asks for every pending class.
+        # The memo read directly, not through `_merge`: every fill asks for every pending class.
         key = (node.reqs.serial, pod_class.reqs.serial)
-        merged = self._intersections.get(key, _merged, node, pod_class.reqs)
+        merged = self._intersections.found.get(key, MISSING)
+        if merged is MISSING:
+            merged = self._intersections.get(key, _merged, node, pod_class.reqs)
         if merged is None:
             return NO_TAKE
         # New requirements may rule the node's type out.
@@ -600,7 +608,7 @@ class Packer:
         node = _empty(candidate, seed)
         trial = _Trial(candidate, node, 0.0)
         cursors = self.cursors
-        for pod_class in active:
+        for pod_class in _group(seed, active):
             bound = ruled(pod_class)
             left = cursors.left(pod_class)
             count, merged, room = self.can_take(node, pod_class, left, bound)
@@ -624,10 +632,9 @@ class Packer:
         """
         assert seed.view is not None and seed.reqs is not None
         total = [0.0] * len(seed.request)
-        for pod_class in active:
-            if pod_class.view is seed.view and pod_class.gpus == seed.gpus:
-                for d, r in enumerate(pod_class.request):
-                    total[d] += self.cursors.left(pod_class) * r
+        for pod_class in _group(seed, active):
+            for d, r in enumerate(pod_class.request):
+                total[d] += self.cursors.left(pod_class) * r
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
 
         def rank() -> list[Candidate]:
@@ -670,7 +677,7 @@ class Packer:
         node = _empty(candidate, seed)
         taken: dict[PodClass, int] = {}
         # (class, whether hostname rules or ports bind it).
-        pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
+        pending = [(c, ruled(c)) for c in _group(seed, active)]
         trial = _Trial(candidate, node, 0.0)
         cursors = self.cursors
         while True:
