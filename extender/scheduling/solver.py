@@ -27,9 +27,10 @@ from extender.scheduling.candidates import MAX_OPTIONS, CandidateCache, Provisio
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, Matcher, build_classes, existing_repels
 from extender.scheduling.domains import DomainPlanner, Outcome, settle_phases
+from extender.scheduling.fill import PodClass
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.options import Fitting, materialize
-from extender.scheduling.packer import Packer, PodClass
+from extender.scheduling.packer import Packer
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements
@@ -331,7 +332,9 @@ class _Context:
         dropped = [_Dropped(p, outcome.failed[p.key], Cause.DOMAIN) for p in pods if p.key in outcome.failed]
         start = packer.state(classes)
         fitting = Fitting(self.cache)
-        heuristics = passes.portfolio(classes, self.cache, list(packer.headroom), self.search_budget)
+        heuristics = passes.portfolio(
+            classes, start.cursors, self.cache, list(packer.headroom), self.search_budget
+        )
         if len(heuristics) > 1:
             packer.share_fills()
         packings = passes.run_all(heuristics, packer, start, classes, fitting.cheapest, self.search_budget)
@@ -423,7 +426,7 @@ class _Context:
         )
         # No new node will come: ScheduleAnyway hostname rules that held pods back are relaxed.
         for pod_class in classes:
-            if pod_class.left and pod_class.host.soft:
+            if packer.cursors.left(pod_class) and pod_class.host.soft:
                 packer.refill_relaxed(pod_class)
         added = {n.existing.name: n.pods for n in packer.existing if n.pods and n.existing}
         nodes = list(planned_nodes)
