@@ -673,7 +673,33 @@ def settle_phases(
     result = {p.key: phases[p.key] for p in pods if phases.get(p.key)}
     if not result:
         return result
-    # Pods alike in namespace, labels and rules follow alike: one entry per such set.
+    followers = _followers(pods, namespace_labels)
+    selects: dict[tuple[int, tuple[str, Hashable]], bool] = {}
+    changed = bool(followers)
+    while changed:
+        latest = _latest_phases(pods, result)
+        changed = False
+        for followed, keys in followers:
+            need = max(
+                (
+                    phase
+                    for alike, (phase, other) in latest.items()
+                    if _follows(followed, alike, other, selects)
+                ),
+                default=0,
+            )
+            for key in keys:
+                if need > result.get(key, 0):
+                    result[key] = need
+                    changed = True
+    return result
+
+
+def _followers(
+    pods: Sequence[Pod], namespace_labels: NamespaceLabels | None
+) -> list[tuple[tuple[Counted, ...], list[str]]]:
+    """The pods that follow others (required affinity, hostname spread): what they follow and
+    their keys, one entry per set of pods alike in namespace, labels and rules."""
     followers: dict[Hashable, tuple[tuple[Counted, ...], list[str]]] = {}
     for pod in pods:
         if not pod.pod_affinity and not any(
@@ -687,31 +713,35 @@ def settle_phases(
             terms += [r.term for r in rules_of(pod, namespace_labels) if r.hard and r.kind == AFFINITY]
             followers[rules] = (tuple(terms), [])
         followers[rules][1].append(pod.key)
-    selects: dict[tuple[int, tuple[str, Hashable]], bool] = {}
-    changed = bool(followers)
-    while changed:
-        # Pods alike in namespace and labels are selected alike: the latest phase of each such set.
-        latest: dict[tuple[str, Hashable], tuple[int, Pod]] = {}
-        for pod in pods:
-            if phase := result.get(pod.key, 0):
-                alike = (pod.namespace, _labels_key(pod))
-                if phase > latest.get(alike, (0, pod))[0]:
-                    latest[alike] = (phase, pod)
-        changed = False
-        for followed, keys in followers.values():
-            need = 0
-            for alike, (phase, other) in latest.items():
-                for term in followed:
-                    if (hit := selects.get((id(term), alike))) is None:
-                        hit = selects[(id(term), alike)] = term.selects(other)
-                    if hit:
-                        need = max(need, phase)
-                        break
-            for key in keys:
-                if need > result.get(key, 0):
-                    result[key] = need
-                    changed = True
-    return result
+    return list(followers.values())
+
+
+def _latest_phases(
+    pods: Sequence[Pod], result: Mapping[str, int]
+) -> dict[tuple[str, Hashable], tuple[int, Pod]]:
+    """Pods alike in namespace and labels are selected alike: the latest phase of each such set."""
+    latest: dict[tuple[str, Hashable], tuple[int, Pod]] = {}
+    for pod in pods:
+        if phase := result.get(pod.key, 0):
+            alike = (pod.namespace, _labels_key(pod))
+            if phase > latest.get(alike, (0, pod))[0]:
+                latest[alike] = (phase, pod)
+    return latest
+
+
+def _follows(
+    followed: Sequence[Counted],
+    alike: tuple[str, Hashable],
+    pod: Pod,
+    memo: dict[tuple[int, tuple[str, Hashable]], bool],
+) -> bool:
+    """Whether one of the terms selects `pod`, and so every pod alike in namespace and labels."""
+    for term in followed:
+        if (hit := memo.get((id(term), alike))) is None:
+            hit = memo[(id(term), alike)] = term.selects(pod)
+        if hit:
+            return True
+    return False
 
 
 def _labels_key(pod: Pod) -> Hashable:
