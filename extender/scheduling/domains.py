@@ -464,7 +464,10 @@ class DomainPlanner:
         turn = self._turn(pod, rules, counted)
         self.tally.alike.setdefault(self.signature(pod), pod)
         draft = _Draft(self.scope.avoid.get(pod.key, Requirements()))
-        failure = next((f for key in turn.keys if (f := self._take_key(turn, key, draft)) is not None), None)
+        failure = None
+        for key in turn.keys:
+            if (failure := self._take_key(turn, key, draft)) is not None:
+                break
         outcome.note_existing_only(pod, draft.existing_only)
         if failure is None:
             self._commit(turn, draft, counted, outcome)
