@@ -32,7 +32,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from extender.api import labels as wk
 from extender.api.affinity import HONOR, TopologySpread
@@ -250,8 +250,7 @@ class _Memos:
     existing_domains: dict[Hashable, set[str]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class _Turn:
+class _Turn(NamedTuple):
     """A pod's turn: its rules and the keys it is given domains on, in order."""
 
     pod: Pod
@@ -267,7 +266,7 @@ class _Turn:
     first_of_group: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class _Draft:
     """What a pod's turn has decided so far."""
 
@@ -280,8 +279,7 @@ class _Draft:
     crowding: bool = False
 
 
-@dataclass(frozen=True)
-class _Candidates:
+class _Candidates(NamedTuple):
     """A key's domains for a pod: its rules there, the domains new and existing nodes offer, and
     what its required rules allow of them."""
 
@@ -291,10 +289,8 @@ class _Candidates:
     new: frozenset[str]
     existing: set[str]
     allowed: AbstractSet[str]
-
-    @property
-    def needs_key(self) -> bool:
-        return any(r.kind in (SPREAD, AFFINITY) for r in self.hard)
+    #: Whether a required rule holds only where nodes carry the key (spread, affinity).
+    needs_key: bool
 
 
 class DomainPlanner:
@@ -540,7 +536,8 @@ class DomainPlanner:
         allowed = (new | existing) - repelled
         for rule in hard:
             allowed &= self._allowed(pod, rule, allowed, turn.spread_keys)
-        return _Candidates(own, hard, repelled, new, existing, allowed)
+        needs_key = any(r.kind in (SPREAD, AFFINITY) for r in hard)
+        return _Candidates(own, hard, repelled, new, existing, allowed, needs_key)
 
     def _prefer(
         self, turn: _Turn, found: _Candidates, relaxed: list[str]
