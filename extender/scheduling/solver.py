@@ -466,43 +466,16 @@ class _Context:
         placed_only: bool = False,
     ) -> Outcome:
         """Domain pins and exclusions for pods with topology rules on keys other than the hostname."""
-
-        def reachable(pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
-            return resolver.domains(pod, key, extra, fit=True, excluded=skip.get(pod.key, ()))
-
-        def possible(pod: Pod, key: str, spread: TopologySpread) -> frozenset[str]:
-            return resolver.domains(
-                pod,
-                key,
-                Requirements(),
-                fit=False,
-                honor_affinity=spread.node_affinity_policy == HONOR,
-                honor_taints=spread.node_taints_policy == HONOR,
-            )
-
-        def may_share(counted: Pod, pod: Pod, spread: TopologySpread) -> bool:
-            return resolver.may_share(
-                counted,
-                pod,
-                honor_affinity=spread.node_affinity_policy == HONOR,
-                honor_taints=spread.node_taints_policy == HONOR,
-            )
-
         planner = DomainPlanner(
             self.existing,
             self.namespaces,
-            reachable,
-            possible,
+            _NewNodes(resolver, skip),
             avoid,
-            may_share,
             shapes=self.shapes,
             placed_only=placed_only,
         )
-        order = {
-            pod.key: i
-            for i, pod in enumerate(sorted(pods, key=lambda p: (-p.requests.cpu, -p.requests.memory)))
-        }
-        return planner.plan(pods, lambda p: order[p.key])
+        ranked = sorted(pods, key=lambda p: (-p.requests.cpu, -p.requests.memory))
+        return planner.plan(pods, {pod.key: i for i, pod in enumerate(ranked)})
 
     def _fill_existing(
         self,
@@ -523,3 +496,33 @@ class _Context:
             for pod_class in classes:
                 packer.fill_existing(pod_class)
         return packer
+
+
+@dataclass(frozen=True)
+class _NewNodes:
+    """The domain planner's questions about new nodes, answered by the round's resolver; `skip`:
+    pod key -> Provisioners its new nodes may not come from."""
+
+    resolver: Resolver
+    skip: Mapping[str, set[str]]
+
+    def reachable(self, pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
+        return self.resolver.domains(pod, key, extra, fit=True, excluded=self.skip.get(pod.key, ()))
+
+    def possible(self, pod: Pod, key: str, spread: TopologySpread) -> frozenset[str]:
+        return self.resolver.domains(
+            pod,
+            key,
+            Requirements(),
+            fit=False,
+            honor_affinity=spread.node_affinity_policy == HONOR,
+            honor_taints=spread.node_taints_policy == HONOR,
+        )
+
+    def may_share(self, counted: Pod, pod: Pod, spread: TopologySpread) -> bool:
+        return self.resolver.may_share(
+            counted,
+            pod,
+            honor_affinity=spread.node_affinity_policy == HONOR,
+            honor_taints=spread.node_taints_policy == HONOR,
+        )
