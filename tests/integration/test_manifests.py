@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import re
 import subprocess
 from collections.abc import Iterator
@@ -166,6 +167,7 @@ _RESOURCES = {
     "cluster_custom_object_status": ("karpenter.sh", "provisioners/status"),
 }
 _PLURAL = re.compile(r'^PLURAL = "([a-z]+)"$', re.MULTILINE)
+_MODULE_PLURAL = re.compile(r"\b([a-z_]+)\.PLURAL\b")
 # Processes that run under other identities: the webhook, and the user's own `karpy status`/`plan`.
 _OTHER_IDENTITIES = ("extender/cli/",)
 
@@ -176,15 +178,27 @@ def _controller_calls() -> set[tuple[str, str, str]]:
         if str(path.relative_to(ROOT)).startswith(_OTHER_IDENTITIES):
             continue
         text = path.read_text()
-        # A module's custom-object calls go to the resource its `PLURAL` names (provisioners by default).
+        # A custom-object call goes to the resource its line names (`nodepool.PLURAL`), else to the
+        # one its module's `PLURAL` names (provisioners by default).
         plural = _PLURAL.search(text)
-        for verb, _ns, noun, _all in _CALL.findall(text):
-            if noun in _RESOURCES:
-                group, resource = _RESOURCES[noun]
-                if plural and noun.startswith("cluster_custom_object"):
-                    resource = resource.replace("provisioners", plural.group(1))
-                needed.add((group, resource, _VERBS[verb]))
+        for line in text.splitlines():
+            for verb, _ns, noun, _all in _CALL.findall(line):
+                if noun in _RESOURCES:
+                    group, resource = _RESOURCES[noun]
+                    if noun.startswith("cluster_custom_object"):
+                        named = _line_plural(line) or (plural.group(1) if plural else None)
+                        resource = resource.replace("provisioners", named or "provisioners")
+                    needed.add((group, resource, _VERBS[verb]))
     return needed
+
+
+def _line_plural(line: str) -> str | None:
+    """The plural a call names through an API module's constant (`nodepool.PLURAL`), if any."""
+    found = _MODULE_PLURAL.search(line)
+    if found is None:
+        return None
+    module = importlib.import_module(f"extender.api.{found.group(1)}")
+    return getattr(module, "PLURAL", None)
 
 
 def test_rbac_covers_every_api_call_in_the_controller_code() -> None:
