@@ -96,53 +96,82 @@ def pod(kind: str, run: str, index: int, groups: int) -> dict[str, Any]:
 class BindWatch:
     """Watches the run's pods and records when each is first seen with a nodeName.
 
-    Over http.client, whose readline returns each chunked watch event as it arrives (the
-    kubernetes client's urllib3 stream held events back here)."""
+    Over http.client, reading each chunk as it arrives (the kubernetes client's urllib3 stream
+    held events back here); a watch the apiserver ends is resumed from the last resourceVersion
+    seen (`resumed` counts them, an ERROR event is reported in `error`)."""
 
     def __init__(self, core: Any, state: dict[str, Any], run: str, seconds: float) -> None:
         self.bound: dict[str, float] = {}
         self.error: str | None = None
-        selector = f"schedpath-run={run}"
-        listed = core.list_namespaced_pod(NAMESPACE, label_selector=selector, limit=1)
+        self.resumed = 0
+        self._selector = f"schedpath-run={run}"
+        listed = core.list_namespaced_pod(NAMESPACE, label_selector=self._selector, limit=1)
+        self._version = listed.metadata.resource_version
         pki = state["pki"]
-        context = ssl.create_default_context(cafile=pki["ca_cert"])
-        context.load_cert_chain(pki["admin_cert"], pki["admin_key"])
-        url = urlsplit(state["apiserver_url"])
-        self._connection = http.client.HTTPSConnection(url.hostname, url.port, context=context)
-        query = urlencode(
-            {
-                "watch": "1",
-                "labelSelector": selector,
-                "resourceVersion": listed.metadata.resource_version,
-                "timeoutSeconds": str(int(seconds)),
-            }
-        )
-        self._connection.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?{query}")
-        self._response = self._connection.getresponse()
-        if self._response.status != 200:
-            raise RuntimeError(f"watching pods: {self._response.status} {self._response.read()[:300]!r}")
+        self._context = ssl.create_default_context(cafile=pki["ca_cert"])
+        self._context.load_cert_chain(pki["admin_cert"], pki["admin_key"])
+        self._url = urlsplit(state["apiserver_url"])
+        self._until = time.monotonic() + seconds
+        self._connection: http.client.HTTPSConnection | None = None
         self._closing = False
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
+    def _open(self) -> http.client.HTTPResponse:
+        url, context = self._url, self._context
+        self._connection = http.client.HTTPSConnection(url.hostname, url.port, context=context)
+        query = urlencode(
+            {
+                "watch": "1",
+                "labelSelector": self._selector,
+                "resourceVersion": self._version,
+                "timeoutSeconds": str(max(int(self._until - time.monotonic()), 1)),
+            }
+        )
+        self._connection.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?{query}")
+        response = self._connection.getresponse()
+        if response.status != 200:
+            raise RuntimeError(f"watching pods: {response.status} {response.read()[:300]!r}")
+        return response
+
     def _read(self) -> None:
+        response = self._open()
         try:
-            while line := self._response.readline():
-                obj = json.loads(line).get("object") or {}
-                name = (obj.get("metadata") or {}).get("name")
-                if name and (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
-                    self.bound[name] = time.monotonic()
+            while not self._closing and time.monotonic() < self._until:
+                self._consume(response)
+                if self.error or self._closing:
+                    return
+                self.resumed += 1
+                response = self._open()
         except Exception as exc:  # closed at the end of the run, or broken: said in the report
             if not self._closing:
                 self.error = repr(exc)
 
+    def _consume(self, response: http.client.HTTPResponse) -> None:
+        # read1 returns what has arrived: a watcher that falls behind is closed by the apiserver.
+        pending = b""
+        while chunk := response.read1(1 << 16):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    self.error = f"watch error: {obj.get('message')}"
+                    return
+                meta = obj.get("metadata") or {}
+                self._version = meta.get("resourceVersion") or self._version
+                name = meta.get("name")
+                if name and (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
+                    self.bound[name] = time.monotonic()
+
     def close(self) -> None:
         self._closing = True
-        sock = self._connection.sock
+        sock = self._connection.sock if self._connection is not None else None
         if sock is not None:
             sock.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=5)
-        self._connection.close()
+        if self._connection is not None:
+            self._connection.close()
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -171,7 +200,7 @@ def handler_totals(metrics_url: str) -> dict[str, tuple[float, float]]:
 
 @dataclass
 class RunResult:
-    extender: bool
+    side: str
     created: int
     scheduled: int
     create_rate: float
@@ -185,7 +214,7 @@ class RunResult:
 
 
 def one_run(
-    core: Any, args: argparse.Namespace, run: str, extender: bool, karpy_pid: int, metrics_url: str
+    core: Any, args: argparse.Namespace, run: str, side: str, karpy_pid: int, metrics_url: str
 ) -> RunResult:
     groups = max(10, math.ceil(args.pods * 2 / args.nodes)) if args.kind == "anti" else 10
     deadline = time.monotonic() + args.run_seconds
@@ -193,7 +222,13 @@ def one_run(
     qps, burst = QPS[args.qps]
 
     def start_scheduler() -> tuple[int, float]:
-        localcluster.restart_scheduler(folder, extender=extender, client_qps=qps, client_burst=burst)
+        localcluster.restart_scheduler(
+            folder,
+            extender=side != "without",
+            prioritize=side == "with",
+            client_qps=qps,
+            client_burst=burst,
+        )
         return localcluster.load_state(folder)["processes"]["kube-scheduler"]["pid"], time.monotonic()
 
     backlog = args.mode == "backlog"
@@ -224,8 +259,9 @@ def one_run(
     while len(watch.bound) < created and time.monotonic() < deadline:
         time.sleep(0.2)
     watch.close()
-    if watch.error:
-        print(f"the watch of run {run} broke: {watch.error}", flush=True)
+    if watch.error or watch.resumed:
+        why = watch.error or "no error"
+        print(f"the watch of run {run}: resumed {watch.resumed} time(s), {why}", flush=True)
     scheduler_cpu = tree_cpu_seconds(scheduler_pid)  # it started with the run
     karpy_cpu = tree_cpu_seconds(karpy_pid) - karpy_cpu
     after_handler = handler_totals(metrics_url)
@@ -238,7 +274,7 @@ def one_run(
         if count > old_count:
             handler[verb] = ((total - old_total) / (count - old_count) * 1000, count - old_count)
     return RunResult(
-        extender=extender,
+        side=side,
         created=created,
         scheduled=len(bound),
         create_rate=created / max(took, 1e-9),
@@ -269,14 +305,14 @@ def describe(result: RunResult) -> str:
         f"{verb} {ms:.2f}ms x {count:.0f}" for verb, (ms, count) in sorted(result.handler_ms.items())
     )
     return (
-        f"{'with' if result.extender else 'without':<8}{result.scheduled:>6}/{result.created:<6}"
+        f"{result.side:<12}{result.scheduled:>6}/{result.created:<6}"
         f"{result.create_rate:>9.0f}{result.throughput:>9.1f}{result.p50:>8.2f}{result.p99:>8.2f}"
         f"{result.scheduler_cpu:>8.1f}{result.karpy_cpu:>8.1f}{result.load:>7.2f}  {handler or '-'}"
     )
 
 
 HEADER = (
-    f"{'extender':<8}{'sched/created':>13}{'create/s':>9}{'pods/s':>9}{'p50 s':>8}{'p99 s':>8}"
+    f"{'extender':<12}{'sched/created':>13}{'create/s':>9}{'pods/s':>9}{'p50 s':>8}{'p99 s':>8}"
     f"{'ks cpu':>8}{'karpy':>8}{'load1':>7}  karpy handler ms x calls"
 )
 
@@ -286,17 +322,20 @@ def summary(results: list[RunResult]) -> str:
         return sum(values) / len(values) if values else float("nan")
 
     lines = []
-    sides = {flag: [r for r in results if r.extender == flag] for flag in (True, False)}
-    for flag, runs in sides.items():
+    sides: dict[str, list[RunResult]] = {}
+    for result in results:
+        sides.setdefault(result.side, []).append(result)
+    for side, runs in sides.items():
         lines.append(
-            f"mean {'with' if flag else 'without':<8} {mean([r.throughput for r in runs]):.1f} pods/s, "
+            f"mean {side:<12} {mean([r.throughput for r in runs]):.1f} pods/s, "
             f"p50 {mean([r.p50 for r in runs]):.2f} s, p99 {mean([r.p99 for r in runs]):.2f} s"
         )
-    with_, without = sides[True], sides[False]
-    if with_ and without:
-        ratio = mean([r.throughput for r in with_]) / max(mean([r.throughput for r in without]), 1e-9)
-        p99 = mean([r.p99 for r in with_]) / max(mean([r.p99 for r in without]), 1e-9)
-        lines.append(f"with/without: throughput {ratio:.2f}x, p99 {p99:.2f}x")
+    without = sides.get("without", [])
+    for side, runs in sides.items():
+        if side != "without" and without:
+            ratio = mean([r.throughput for r in runs]) / max(mean([r.throughput for r in without]), 1e-9)
+            p99 = mean([r.p99 for r in runs]) / max(mean([r.p99 for r in without]), 1e-9)
+            lines.append(f"{side}/without: throughput {ratio:.2f}x, p99 {p99:.2f}x")
     return "\n".join(lines)
 
 
@@ -315,6 +354,13 @@ def main() -> None:
         default="stream",
         help="stream: pods are created while kube-scheduler runs (p50/p99: create returned -> bound); "
         "backlog: all are created first, then kube-scheduler starts (p50/p99: its start -> bound)",
+    )
+    parser.add_argument(
+        "--sides",
+        type=lambda text: text.split(","),
+        default=["with", "without"],
+        help="kube-scheduler configurations, comma-separated, alternated: with (karpy's filter and "
+        "prioritize), filter-only (no prioritize verb), without (no extender)",
     )
     parser.add_argument("--run-seconds", type=float, default=240.0, help="deadline of each run")
     args = parser.parse_args()
@@ -344,10 +390,10 @@ def main() -> None:
                     return
                 print(f"karpy controller log: {log_path}\n{HEADER}", flush=True)
                 for round_ in range(args.runs):
-                    for extender in (True, False) if round_ % 2 == 0 else (False, True):
-                        run = f"r{round_}{'w' if extender else 'o'}"
+                    for side in args.sides if round_ % 2 == 0 else args.sides[::-1]:
+                        run = f"r{round_}{side}"
                         metrics_url = f"http://127.0.0.1:{port}/metrics"
-                        result = one_run(core, args, run, extender, process.pid, metrics_url)
+                        result = one_run(core, args, run, side, process.pid, metrics_url)
                         results.append(result)
                         print(describe(result), flush=True)
                         delete_run(core, run)

@@ -429,6 +429,7 @@ def restart_scheduler(
     folder: Path,
     *,
     extender: bool = True,
+    prioritize: bool = True,
     client_qps: float | None = None,
     client_burst: int | None = None,
     die_with_parent: bool = False,
@@ -443,6 +444,7 @@ def restart_scheduler(
         state["extender_url"],
         state.get("extender_tls"),
         extender=extender,
+        prioritize=prioritize,
         client_qps=client_qps,
         client_burst=client_burst,
     )
@@ -463,11 +465,13 @@ def _scheduler_config(
     tls: dict[str, str] | None,
     *,
     extender: bool = True,
+    prioritize: bool = True,
     client_qps: float | None = None,
     client_burst: int | None = None,
 ) -> dict[str, Any]:
-    """`extender`: register karpy's extender; `client_qps`/`client_burst`: kube-scheduler's API
-    client rate (clientConnection.qps/burst; None keeps its defaults, 50/100)."""
+    """`extender`: register karpy's extender (`prioritize`: with its prioritize verb);
+    `client_qps`/`client_burst`: kube-scheduler's API client rate (clientConnection.qps/burst;
+    None keeps its defaults, 50/100)."""
     connection: dict[str, Any] = {"kubeconfig": str(kubeconfig)}
     if client_qps is not None:
         connection["qps"] = client_qps
@@ -486,6 +490,8 @@ def _scheduler_config(
     if tls is not None:
         # Without a CA kube-scheduler skips verification altogether (insecure): always give one.
         extension["tlsConfig"] = {"caFile": tls["ca"]}
+    if not prioritize:
+        del extension["prioritizeVerb"], extension["weight"]
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
