@@ -1,14 +1,17 @@
 """kube-scheduler's path at scale: what registering karpy's extender costs kube-scheduler.
 
 One local control plane with `--nodes` plain Ready Node objects (as benchmarks.scale makes them),
-one `karpy controller` serving the extender over HTTP, and `--runs` rounds of two runs, alternated
-(with/without in one round, without/with in the next, so drift and the other tenants' noise hit both
-sides): before each run kube-scheduler is restarted with or without the extender in its config and
-with its client QPS at kube-scheduler's defaults (50/100) or lifted (1000/2000). Each run creates
-`--pods` pods kube-scheduler places on the existing nodes and reports:
+one `karpy controller` serving the extender over HTTP, and `--runs` rounds of one run per
+`--sides` configuration, alternated (in order, then reversed in the next round, so drift and the
+other tenants' noise hit every side): before each run kube-scheduler is restarted with karpy's
+filter and prioritize verbs (`with`), its filter only (`filter-only`) or no extender (`without`),
+and with its client QPS at kube-scheduler's defaults (50/100) or lifted (1000/2000). Each run
+creates `--pods` pods kube-scheduler places on the existing nodes and reports:
 
-- throughput: pods scheduled / (last scheduled - first create call started), pods/s;
-- creation -> scheduled p50/p99: from a pod's create call returning to a watch seeing its nodeName;
+- throughput: pods scheduled / (last scheduled - first create call started), pods/s; in stream
+  mode the pods' create rate (printed beside it) bounds it;
+- creation -> scheduled p50/p99: from a pod's create call returning to a watch seeing its nodeName
+  (`--mode backlog`: every pod is created first, then kube-scheduler starts; from its start);
 - CPU seconds kube-scheduler and karpy (process tree) spent in the run;
 - karpy's own handler time per /filter and /prioritize call (its histogram), and the call count.
 
@@ -16,9 +19,10 @@ Pods tolerate every taint (the nodes have no kubelet and turn NotReady after a w
 plain pods, pods with zone and hostname topology spread, or pods with required hostname
 anti-affinity within groups. Bounded: each run has a deadline (`--run-seconds`) and stops by
 itself; its pods are deleted after it; the cluster (KARPY_CLUSTER_STATE's, else a temporary one
-torn down at the end) gets its default kube-scheduler back.
+torn down at the end) gets its default kube-scheduler back. docs/scheduler-path.md has figures.
 
-    .venv/bin/python -m benchmarks.schedpath --nodes 1000 --pods 3000 --runs 2 --qps lifted --kind plain
+    .venv/bin/python -m benchmarks.schedpath --nodes 1000 --pods 3000 --runs 2 --qps lifted --kind plain \
+        [--sides with,filter-only,without] [--mode stream|backlog]
 """
 
 from __future__ import annotations
