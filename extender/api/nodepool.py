@@ -19,7 +19,7 @@ minValues is kept (`Requirement.min_values`) within the CRD's bounds (1..50, at 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -371,17 +371,21 @@ def parse_nodepool(obj: Any) -> Provisioner:
 
 
 def load_nodepool(
-    obj: Mapping[str, Any], node_classes: Mapping[str, EC2NodeClass] | None = None
+    obj: Mapping[str, Any],
+    node_classes: Mapping[str, EC2NodeClass] | None = None,
+    invalid_classes: Collection[str] = (),
 ) -> Provisioner:
     """A NodePool as a Provisioner (kind "NodePool"); `node_classes` (EC2NodeClasses by name)
-    resolves nodeClassRef into `provider` and `kubelet`, a reference to none of them being an error.
+    resolves nodeClassRef into `provider` and `kubelet`, a reference to none of them being an error,
+    which names the class invalid when it is among `invalid_classes` (it exists but did not load).
     Without it the reference is kept unresolved (the webhook validates a NodePool on its own)."""
     pool = parse_nodepool(dict(obj))
     if node_classes is not None:
         found = node_classes.get(pool.provider_ref)
         if found is None:
             path = "spec.template.spec.nodeClassRef.name"
-            raise ValidationError([f"{path}: {NODE_CLASS_KIND} {quote(pool.provider_ref)} not found"])
+            state = "is invalid" if pool.provider_ref in invalid_classes else "not found"
+            raise ValidationError([f"{path}: {NODE_CLASS_KIND} {quote(pool.provider_ref)} {state}"])
         pool = replace(pool, provider=found.node_class, kubelet=found.kubelet)
     return pool
 

@@ -7,7 +7,7 @@ manifest is parsed and validated into these types by `provisioner_schema.load_pr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from extender.api import labels as wk
 
@@ -85,6 +85,12 @@ class Provisioner:
     provider_ref: str = ""
     uid: str = ""
     resource_version: str = ""
+
+    def spec_only(self) -> Provisioner:
+        """The pool less its identity and version: equal across karpy's own status writes (which
+        bump resourceVersion), different after an edit. "Report or back off again on a change" keys
+        on it."""
+        return replace(self, uid="", resource_version="")
 
     @property
     def noun(self) -> str:

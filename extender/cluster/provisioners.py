@@ -8,14 +8,14 @@ label, status and event names exactly one object.
 
 An object that does not load — refused by the schema, or with a value karpy cannot compute with
 that raises anything else — is left out and the others load: it is quarantined (quarantine.py), so
-its ERROR line and its `ValidationFailed` Event come once per resourceVersion and error, not on
-every listing. (Its status condition is the status pass's, v1status.py.)
+its ERROR line and its `ValidationFailed` Event come once per generation (spec change) and error,
+not on every listing nor on every status write. (Its status condition is the status pass's, v1status.py.)
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from kubernetes import client
@@ -76,6 +76,14 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def _spec_version(meta: Mapping[str, Any]) -> str:
+    """What marks a change worth reporting again: the generation, which only a spec change bumps
+    (karpy's own status writes bump the resourceVersion every status pass), else the
+    resourceVersion."""
+    generation = meta.get("generation")
+    return f"g{generation}" if generation is not None else str(meta.get("resourceVersion") or "")
+
+
 def reject(
     kind: str, obj: Mapping[str, Any], err: Exception | str, kube: client.ApiClient | None = None
 ) -> None:
@@ -84,7 +92,7 @@ def reject(
     meta = _meta(obj)
     name = str(meta.get("name") or "")
     message = err if isinstance(err, str) else error_text(err)
-    if not INVALID[kind].failed(name, str(meta.get("resourceVersion") or ""), message):
+    if not INVALID[kind].failed(name, _spec_version(meta), message):
         log.debug("Ignoring invalid %s %s, %s", kind.lower(), name, short(message, LOG_LIMIT))
         return
     log.error("Ignoring invalid %s %s, %s", kind.lower(), name, short(message, LOG_LIMIT))
@@ -179,6 +187,12 @@ def node_classes_of(
     return result
 
 
+def refused_names(items: list[Mapping[str, Any]], loaded: Mapping[str, Any]) -> set[str]:
+    """The names among `items` that did not load: a NodePool naming one is told its class is
+    invalid, not missing."""
+    return {str(_meta(obj).get("name") or "") for obj in items} - set(loaded)
+
+
 def list_custom(kube: client.ApiClient, group: str, version: str, plural: str) -> list[Mapping[str, Any]]:
     """Every object of a custom resource; none when its CRD is not installed."""
     try:
@@ -204,14 +218,12 @@ def load_configured(
     so that its plans are the controller's); `node_templates` are AWSNodeTemplate manifests. A
     NodePool (`kind`) loads with `node_classes`, EC2NodeClass manifests, resolving its nodeClassRef."""
     if obj.get("kind") == np.KIND:
-        classes = (
-            node_classes_of(
-                node_classes, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
-            )
-            if node_classes is not None
-            else None
+        if node_classes is None:
+            return load_nodepool(obj)
+        classes = node_classes_of(
+            node_classes, cluster_name=settings.cluster_name, cluster_endpoint=settings.cluster_endpoint
         )
-        return load_nodepool(obj, classes)
+        return load_nodepool(obj, classes, refused_names(node_classes, classes))
     defaults = {
         "cluster_name": settings.cluster_name,
         "cluster_endpoint": settings.cluster_endpoint,
@@ -289,13 +301,11 @@ def list_nodepools(
     items = list_custom(kube, NODEPOOL_GROUP, NODEPOOL_VERSION, np.PLURAL)
     if not items:
         return []
+    class_items = list_custom(kube, NODE_CLASS_GROUP, NODE_CLASS_VERSION, NODE_CLASS_PLURAL)
     classes = node_classes_of(
-        list(list_custom(kube, NODE_CLASS_GROUP, NODE_CLASS_VERSION, NODE_CLASS_PLURAL)),
-        cluster_name=cluster_name,
-        cluster_endpoint=cluster_endpoint,
-        kube=kube,
+        class_items, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint, kube=kube
     )
-    return nodepools_of(items, classes, kube=kube)
+    return nodepools_of(items, classes, kube=kube, invalid_classes=refused_names(class_items, classes))
 
 
 def nodepools_of(
@@ -303,13 +313,14 @@ def nodepools_of(
     classes: Mapping[str, EC2NodeClass],
     *,
     kube: client.ApiClient | None = None,
+    invalid_classes: Collection[str] = (),
 ) -> list[Provisioner]:
     """NodePool manifests -> every one that loads with its EC2NodeClass; the others are reported
-    and left out."""
+    and left out (`invalid_classes`: EC2NodeClasses that exist but did not load)."""
     result = []
     for obj in items:
         try:
-            loaded = load_nodepool(obj, dict(classes))
+            loaded = load_nodepool(obj, dict(classes), invalid_classes)
         except Exception as err:  # one object's boundary
             reject(np.KIND, obj, err, kube)
             continue
@@ -325,7 +336,7 @@ def without_clashes(provisioners: list[Provisioner], nodepools: list[Provisioner
     for pool in nodepools:
         if pool.name in taken:
             # Its own record: the NodePool itself loaded (and was accepted) a moment ago.
-            if CLASHES.failed(pool.name, pool.resource_version, "a provisioner of the same name exists"):
+            if CLASHES.failed(pool.name, pool.spec_only(), "a provisioner of the same name exists"):
                 log.error("Ignoring nodepool %s, a provisioner of the same name exists", pool.name)
             continue
         CLASHES.recovered(pool.name)

@@ -3,9 +3,10 @@
 A NodePool, EC2NodeClass, Provisioner or Node whose values karpy cannot load or compute with
 (admitted before a webhook refused them, or with the webhook out of the path) must neither stop the
 objects beside it nor fill the log: each is reported — an ERROR line and a Warning Event — the
-first time it fails and again only when something changes (its resourceVersion or the error's
-text), and while it fails it counts in `karpy_unhandled_objects{kind}`. `recovered` forgets it,
-so a failure after a fix is reported afresh.
+first time it fails and again only when something changes (its generation, or a loaded pool's
+spec, never karpy's own status writes; or the error's text), and while it fails it counts in
+`karpy_unhandled_objects{kind}`. `recovered` forgets it, so a failure after a fix is reported
+afresh.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def short(message: str, limit: int = MESSAGE_LIMIT) -> str:
 
 @dataclass(frozen=True)
 class Fault:
-    version: str
+    #: What a change of is news: a resourceVersion or generation, or a pool's `spec_only()`.
+    version: object
     message: str
 
 
@@ -45,7 +47,7 @@ class Quarantine:
         self._faults: dict[str, Fault] = {}
         UNHANDLED.labels(kind=kind).set(0)
 
-    def failed(self, name: str, version: str, message: str) -> bool:
+    def failed(self, name: str, version: object, message: str) -> bool:
         """Record that `name` (at `version`) failed with `message`; True when that is news, i.e.
         the caller should log at ERROR and record an Event, False when it already did."""
         fault = Fault(version, message)

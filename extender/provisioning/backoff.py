@@ -15,7 +15,6 @@ errors are not failures of the pool: they re-plan elsewhere (launch.py).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,11 +75,6 @@ class Hold:
         return max(self.until - now, 0.0)
 
 
-def _spec(provisioner: Provisioner) -> Provisioner:
-    """What a change of resets the backoff: everything but the object's identity and version."""
-    return dataclasses.replace(provisioner, uid="", resource_version="")
-
-
 class LaunchBackoff:
     """Thread-safe: launch groups run in parallel. `on_change(pool, hold)` is told of every new
     hold and every hold lifted (hold None), outside the lock (it writes Events and conditions)."""
@@ -107,7 +101,7 @@ class LaunchBackoff:
             if found is None:
                 return None
             spec, hold = found
-            if spec != _spec(pool):
+            if spec != pool.spec_only():
                 del self._holds[pool.name]
                 changed = True
             else:
@@ -120,10 +114,10 @@ class LaunchBackoff:
         """Back the pool off: BASE_SECONDS after its first failure, doubling to CAP_SECONDS."""
         with self._lock:
             found = self._holds.get(pool.name)
-            failures = found[1].failures if found is not None and found[0] == _spec(pool) else 0
+            failures = found[1].failures if found is not None and found[0] == pool.spec_only() else 0
             delay = min(self.base * 2 ** min(failures, 30), self.cap)
             hold = Hold(until=self.clock() + delay, failures=failures + 1, message=message)
-            self._holds[pool.name] = (_spec(pool), hold)
+            self._holds[pool.name] = (pool.spec_only(), hold)
         self.on_change(pool, hold)
         return hold
 

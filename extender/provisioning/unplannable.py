@@ -3,9 +3,10 @@
 A NodePool that loads may still hold a value the pure core cannot compute with (a `Gt` requirement
 of thousands of digits: `int()` refuses it), and one such pool made every batch fail for every pool.
 When a solve raises karpy's own error, each pool is solved alone with the batch's pods to find the
-ones that raise; they are reported once per resourceVersion and error (an ERROR line, a Warning
+ones that raise; they are reported once per spec and error (an ERROR line, a Warning
 `FailedPlanning` Event on the pool, `karpy_unhandled_objects{kind="UnplannablePool"}`) and left out
-of every plan until their resourceVersion changes. Only the failure path pays the solo solves.
+of every plan until their spec changes (karpy's own status writes bump the resourceVersion every
+minute, so that would report them again). Only the failure path pays the solo solves.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ class Unplannable:
         self.report = report
         self.faults = Quarantine("UnplannablePool")
         self._lock = threading.Lock()
-        #: name -> resourceVersion left out at
-        self._left_out: dict[str, str] = {}
+        #: name -> the spec it was left out at
+        self._left_out: dict[str, Provisioner] = {}
 
     def usable(self, pools: Sequence[Provisioner]) -> list[Provisioner]:
-        """`pools` less those left out at their current resourceVersion (an edited one is tried)."""
+        """`pools` less those left out at their current spec (an edited one is tried)."""
         with self._lock:
-            return [p for p in pools if self._left_out.get(p.name) != p.resource_version]
+            return [p for p in pools if self._left_out.get(p.name) != p.spec_only()]
 
     def solve(self, pools: Sequence[Provisioner], run: Callable[[list[Provisioner]], Plan]) -> Plan:
         """`run(pools)`; when it raises karpy's own error, again without the pools that raise alone."""
@@ -56,8 +57,8 @@ class Unplannable:
 
     def _leave_out(self, pool: Provisioner, message: str) -> None:
         with self._lock:
-            self._left_out[pool.name] = pool.resource_version
-        if self.faults.failed(pool.name, pool.resource_version, message):
+            self._left_out[pool.name] = pool.spec_only()
+        if self.faults.failed(pool.name, pool.spec_only(), message):
             log.error("Leaving %s %s out of planning, %s", pool.noun, pool.name, short(message, 1000))
             self.report(pool, f"karpy cannot plan with this {pool.noun}, {short(message)}")
 

@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 
 from extender.scheduling import lowerbound
 from extender.scheduling.candidates import CandidateCache, Vector, fit_count
-from extender.scheduling.packer import PodClass
+from extender.scheduling.fill import PodClass
 
 
 def plan_bound(placed: Collection[str], classes: Sequence[PodClass], cache: CandidateCache) -> float:

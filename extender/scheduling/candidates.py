@@ -35,6 +35,7 @@ from extender.scheduling.constraints import (
     provisioner_requirements,
 )
 from extender.scheduling.instancetypes import InstanceType, NodeSettings, Offering, OfferingKey
+from extender.scheduling.memo import serial
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
 
@@ -76,6 +77,8 @@ class Entry:
 class Candidate:
     entry: Entry
     offering: Offering
+    #: The object in memo keys (memo.py); not part of its value.
+    serial: int = field(default_factory=serial, init=False, compare=False, repr=False)
 
     @property
     def estimated(self) -> bool:
@@ -157,6 +160,8 @@ class ProvisionerView:
     _sets: dict[tuple[Requirements, frozenset[str], frozenset[OfferingKey]], CandidateSet] = field(
         default_factory=dict
     )
+    #: The object in memo keys (memo.py).
+    serial: int = field(default_factory=serial, init=False, compare=False, repr=False)
 
     @classmethod
     def build(

@@ -17,7 +17,7 @@ from extender.api.pod import Pod
 from extender.scheduling import claims
 from extender.scheduling import shape as grouping
 from extender.scheduling.candidates import gpu_kinds
-from extender.scheduling.packer import PodClass
+from extender.scheduling.fill import PodClass
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.resolver import Resolver

@@ -26,7 +26,8 @@ from dataclasses import replace
 
 from extender.api.pod import Pod
 from extender.scheduling.candidates import Candidate
-from extender.scheduling.packer import TRIALS, Node, Packer, PodClass
+from extender.scheduling.fill import Node, PodClass
+from extender.scheduling.packer import TRIALS, Packer
 
 #: Pool sizes tried, in nodes: the k worst nodes of a group are repacked together (1: split a
 #: node the greedy sized for everything that was left).
@@ -85,16 +86,15 @@ def _pool(nodes: Sequence[Node]) -> list[PodClass]:
         for pod_class, count in node.entries:
             pods.setdefault(id(pod_class), (pod_class, []))[1].extend(node.pods[start : start + count])
             start += count
-    return [replace(c, pods=found, next=0) for c, found in pods.values()]
+    return [replace(c, pods=found) for c, found in pods.values()]
 
 
 def _repack(packer: Packer, classes: Sequence[PodClass], trials: int) -> list[Node] | None:
     """The packer's own greedy on these classes only, trying `trials` types per node; None if any
     pod is left over."""
-    fresh = [replace(c, next=0) for c in classes]
-    sub = Packer(packer.cache, packer.min_request, trials=trials)
+    sub = Packer(packer.cache, packer.min_request, trials=trials)  # its own cursors, all pods pending
     failed: list[Pod] = []
-    sub.pack(fresh, lambda pod, _cause, _reason: failed.append(pod))
+    sub.pack(classes, lambda pod, _cause, _reason: failed.append(pod))
     return None if failed else sub.nodes
 
 
@@ -122,12 +122,12 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
     kept = 0
     spent = 0
     # Each node is priced once (a scan of its candidates); nodes are only replaced, never changed.
-    prices: dict[int, Candidate | None] = {}
+    prices: dict[Node, Candidate | None] = {}
 
     def priced(node: Node) -> Candidate | None:
-        if id(node) not in prices:
-            prices[id(node)] = price(node)
-        return prices[id(node)]
+        if node not in prices:
+            prices[node] = price(node)
+        return prices[node]
 
     for size in POOL_SIZES:
         groups: dict[tuple[int, frozenset[str]], list[Node]] = {}
@@ -162,10 +162,10 @@ def improve(packer: Packer, orders: Sequence[Order], price: Price, budget: int) 
                 if best is None or cost < best[0]:
                     best = (cost, option)
             if best is not None:
-                chosen = {id(n) for n in pool_nodes}
-                packer.nodes = [n for n in packer.nodes if id(n) not in chosen] + best[1]
-                for node_id in chosen:
-                    del prices[node_id]  # the ids may be reused by new nodes
+                chosen = set(pool_nodes)
+                packer.nodes = [n for n in packer.nodes if n not in chosen] + best[1]
+                for node in chosen:
+                    del prices[node]
                 kept += 1
     return kept
 

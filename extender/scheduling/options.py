@@ -4,30 +4,33 @@ A NodePool with minValues gets a covering set of them instead of the cheapest fe
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling import minvalues
 from extender.scheduling.candidates import Candidate, CandidateCache, CandidateSet, Vector, fits
-from extender.scheduling.packer import Node
+from extender.scheduling.fill import Node
+from extender.scheduling.memo import Memo
 from extender.scheduling.plan import PlannedNode
+
+_SERIAL = operator.attrgetter("serial")
 
 
 class Fitting:
     """A node's candidates that hold its pods, cheapest first, at most `limit`; memoised per round
-    (nodes of one pattern, which the packer repeats, ask the same). Keyed by identity of the view
-    and requirements, which the round's nodes keep alive."""
+    (nodes of one pattern, which the packer repeats, ask the same). Keyed by the view's and the
+    requirements' serials (memo.py)."""
 
     def __init__(self, cache: CandidateCache) -> None:
         self.cache = cache
-        self._memo: dict[tuple[int, int, frozenset[str], Vector, int], list[Candidate]] = {}
+        self._memo: Memo[tuple[int, int, frozenset[str], Vector, int], list[Candidate]] = Memo()
 
     def __call__(self, node: Node, limit: int) -> list[Candidate]:
-        key = (id(node.view), id(node.reqs), node.gpus, node.used, limit)
-        if (found := self._memo.get(key)) is None:
-            found = self._memo[key] = self._fitting(node, limit)
-        return found
+        assert node.view is not None and node.reqs is not None
+        key = (node.view.serial, node.reqs.serial, node.gpus, node.used, limit)
+        return self._memo.get(key, self._fitting, node, limit)
 
     def cheapest(self, node: Node) -> Candidate | None:
         return next(iter(self(node, 1)), None)
@@ -52,10 +55,9 @@ class Fitting:
             kinds = {o.capacity_type for o in offerings if reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
             return sorted(zones), sorted(kinds)
 
-        # The set is the one for these requirements, so its memo may depend on them; the options
-        # are its candidates, alive while it is.
+        # The set is the one for these requirements, so its memo may depend on them.
         found = self.cache.lookup(node.view, reqs, node.gpus)
-        return found.remember(("offers", tuple(map(id, options))), offered)
+        return found.remember(("offers", tuple(map(_SERIAL, options))), offered)
 
 
 def _fitting(found: CandidateSet, used: Vector, limit: int) -> list[Candidate]:

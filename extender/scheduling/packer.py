@@ -1,13 +1,15 @@
 """Packing classes of identical pods: first-fit onto existing nodes, then one new node at a time.
 
 A class is a run of pods with the same requests and constraints, so placing it on a node is one
-arithmetic step (how many fit) rather than one step per pod. Existing nodes are filled first-fit
-in descending order. Each new node is then chosen by trying its most promising instance types:
-every trial fills an empty node of that type First-Fit-Descending from the pods still pending,
-and the type whose fill is worth most per dollar wins, where a pod is worth the cheapest $/pod
-its class could get on nodes of its own (`CandidateCache.pod_rate`). The solver later offers
-every type that holds the final contents, cheapest first, which shrinks partly filled nodes.
-Last, neighbouring nodes are merged when one node holding both is no dearer.
+arithmetic step (how many fit) rather than one step per pod; every fill asks that of one rule,
+`Packer.can_take` (Karpenter's CanAdd). A pass's own `Cursors` (fill.py) say which pods are
+pending. Existing nodes are filled first-fit in descending order. Each new node is then chosen by
+trying its most promising instance types: every trial fills an empty node of that type
+First-Fit-Descending from the pods still pending, and the type whose fill is worth most per dollar
+wins, where a pod is worth the cheapest $/pod its class could get on nodes of its own
+(`CandidateCache.pod_rate`). The solver later offers every type that holds the final contents,
+cheapest first, which shrinks partly filled nodes. Last, neighbouring nodes are merged when one
+node holding both is no dearer.
 
 First-fit fills a node with the seed class first, so cpu-heavy and memory-heavy pods end on nodes
 sized for each alone. A pass with a `match` adds balanced trials: types ranked by the price of the whole
@@ -27,12 +29,12 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.api.affinity import HostPort
 from extender.api.pod import Pod
-from extender.api.resources import Resources
 from extender.scheduling import attach, claims, limits, minvalues
-from extender.scheduling.candidates import Candidate, CandidateCache, ProvisionerView, Vector, fit_count
+from extender.scheduling.candidates import Candidate, CandidateCache, Vector, fit_count
 from extender.scheduling.causes import Cause
+from extender.scheduling.fill import Cursors, Node, PodClass, ruled
+from extender.scheduling.memo import MISSING, Memo
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.topology import HostConstraints
@@ -44,6 +46,7 @@ TRIALS = 6
 #: ranked by what the pending pods cost bought in the type's proportions; the solver also runs
 #: passes with twice as many (which type wins early shifts what is left, so neither always wins).
 MIX_TRIALS = 4
+_SERIAL = operator.attrgetter("serial")
 #: Trial fills a round remembers (`Packer._remembered`); cleared when full.
 MAX_FILLS = 4096
 #: How many earlier nodes a node is offered to when merging.
@@ -57,97 +60,11 @@ UNMET_TOPOLOGY = "pod (anti-)affinity, topology spread on kubernetes.io/hostname
 LeaveOut = Callable[[Pod, Cause, str], None]
 
 
-@dataclass(eq=False)
-class PodClass:
-    pods: list[Pod]
-    request: Vector
-    gpus: frozenset[str]
-    host: HostConstraints
-    #: `host` without preferences: what remains when the preferences cannot be met.
-    hard_host: HostConstraints
-    #: Hostname-level term ids whose selector matches these pods.
-    matches: tuple[int, ...]
-    #: Pod-only requirements (chosen term, zone pin): what an existing node's labels must satisfy.
-    pod_reqs: Requirements
-    view: ProvisionerView | None = None
-    #: Provisioner + pod requirements for a new node; None when no provisioner can take the pods.
-    reqs: Requirements | None = None
-    reason: str = ""
-    ports: tuple[HostPort, ...] = ()
-    #: Index of the first pod not yet placed.
-    next: int = 0
-    #: $/h each pod is worth (its cheapest $/pod alone); set by the packer.
-    rate: float = 0.0
-    #: Claims the pods share with other pods (claims.py): charged once per node, not in `request`.
-    shared: claims.Shared = ()
-
-    @property
-    def left(self) -> int:
-        return len(self.pods) - self.next
-
-
-@dataclass(eq=False)
-class Node:
-    capacity: Vector
-    used: Vector
-    view: ProvisionerView | None = None
-    reqs: Requirements | None = None
-    gpus: frozenset[str] = frozenset()
-    existing: ExistingNode | None = None
-    pods: list[Pod] = field(default_factory=list)
-    #: (class, count) in placement order, so a merge can replay the topology checks.
-    entries: list[tuple[PodClass, int]] = field(default_factory=list)
-    term_counts: Counter[int] = field(default_factory=Counter)
-    #: Required anti-affinity terms of the pods on the node: pods they select may not join.
-    anti: set[int] = field(default_factory=set)
-    ports: list[HostPort] = field(default_factory=list)
-    #: term -> the smallest hostname maxSkew of the pods here that spread over it: more matching
-    #: pods would break their spread in the final cluster, whatever order the binds take.
-    spread_caps: dict[int, int] = field(default_factory=dict)
-    #: What this node took from its Provisioner's limits headroom (each resource they name).
-    charged: Resources = field(default_factory=Resources)
-    #: Keys of the claims its pods hold: a shared claim is charged to the node once.
-    claims: set[str] = field(default_factory=set)
-
-    def room(self, request: Vector) -> int:
-        """fit_count(request, capacity - used), without building the difference (the fills' hot call)."""
-        count: float = 1 << 30
-        for req, cap, used in zip(request, self.capacity, self.used, strict=True):
-            if req > 0:
-                fits = (cap - used + 1e-9) // req
-                if fits < count:
-                    count = fits
-            elif cap - used < -1e-9:
-                return 0
-        return int(count) if count > 0 else 0
-
-    def room_for(self, pod_class: PodClass) -> int:
-        """How many of the class's pods fit, its shared claims new to the node charged once."""
-        if not pod_class.shared:
-            return self.room(pod_class.request)
-        free = tuple(map(operator.sub, self.capacity, self.used))
-        if pod_class.shared:
-            free = claims.shift(free, claims.new_on(self.claims, pod_class.shared), -1.0)
-        return fit_count(pod_class.request, free)
-
-    def after(self, pod_class: PodClass, count: int) -> Vector:
-        """What the node would use with `count` more of the class's pods."""
-        used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))
-        if pod_class.shared and count > 0:
-            used = claims.shift(used, claims.new_on(self.claims, pod_class.shared), 1.0)
-        return used
-
-    def add(self, pod_class: PodClass, count: int) -> None:
-        self.used = self.after(pod_class, count)
-        if pod_class.shared and count > 0:
-            self.claims.update(claim for _, claim in pod_class.shared)
-        self.entries.append((pod_class, count))
-        for term in pod_class.matches:
-            self.term_counts[term] += count
-        self.anti.update(pod_class.host.repels)
-        self.ports.extend(pod_class.ports)
-        for term, skew in pod_class.host.spread:
-            self.spread_caps[term] = min(skew, self.spread_caps.get(term, skew))
+#: What `Packer.can_take` finds: (how many pods, the node's requirements with them, the node's
+#: room for the class after minValues, which a trial records); requirements None when the class
+#: may not join the node at all. A plain tuple: every fill asks it for every pending class.
+Take = tuple[int, Requirements | None, int]
+NO_TAKE: Take = (0, None, 0)
 
 
 @dataclass
@@ -155,35 +72,37 @@ class _Trial:
     candidate: Candidate
     node: Node
     value: float
-    #: class id -> (class, the fewest pods it must have left for the same fill); None when a pod
-    #: of a class considered carries a hostname rule or host ports (others' placement counts).
-    needs: dict[int, tuple[PodClass, int]] | None = field(default_factory=dict)
+    #: class -> the fewest pods it must have left for the same fill; None when a pod of a class
+    #: considered carries a hostname rule or host ports (others' placement counts).
+    needs: dict[PodClass, int] | None = field(default_factory=dict)
 
     @property
     def score(self) -> tuple[float, float]:
         # Worth per dollar first; on a tie the fuller node, so fewer nodes carry the same pods.
         return (self.value / self.candidate.offering.price, self.value)
 
-    def again(self, placed: Mapping[int, int] | None = None) -> bool:
+    def again(self, cursors: Cursors, placed: Mapping[PodClass, int] | None = None) -> bool:
         """Whether filling the same type from the pending pods would give the same node: every
         count was set by the room, not by how many pods were left, and still is (once `placed`,
-        class id -> pods, are taken too)."""
+        class -> pods, are taken too)."""
         taken = placed or {}
         return self.needs is not None and all(
-            c.left - taken.get(id(c), 0) >= n for c, n in self.needs.values()
+            cursors.left(c) - taken.get(c, 0) >= n for c, n in self.needs.items()
         )
 
-    def need(self, pod_class: PodClass, left: int) -> None:
-        """Record that the fill holds only while `pod_class` has at least `left` pods pending."""
-        if self.needs is not None:
-            old = self.needs.get(id(pod_class), (pod_class, 0))[1]
-            self.needs[id(pod_class)] = (pod_class, max(old, left))
+    def need(self, pod_class: PodClass, left: int | None) -> None:
+        """Record that the fill holds only while `pod_class` has at least `left` pods pending; None:
+        it took every pod left, so no later fill is the same."""
+        if left is None:
+            self.needs = None
+        elif self.needs is not None:
+            self.needs[pod_class] = max(self.needs.get(pod_class, 0), left)
 
     def replay(self) -> _Trial:
         """The same fill on a new node."""
         old = self.node
         node = Node(capacity=old.capacity, used=tuple(0.0 for _ in old.used), view=old.view, reqs=old.reqs)
-        node.gpus = old.gpus
+        node.gpus, node.type_name = old.gpus, old.type_name
         for pod_class, count in old.entries:
             node.add(pod_class, count)
         return _Trial(self.candidate, node, self.value, self.needs)
@@ -210,12 +129,20 @@ def overlap(request: Vector, capacity: Vector, used: Vector) -> float:
 CEILING_SLACK = 1e-6
 
 
-def _beaten(seed: PodClass, active: Sequence[PodClass], score: float) -> Callable[[Candidate], bool]:
+def _group(seed: PodClass, active: Sequence[PodClass]) -> list[PodClass]:
+    """The pending classes that may share a new node with the seed: its Provisioner view and
+    accelerator kinds (`can_take` checks them too)."""
+    return [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
+
+
+def _beaten(
+    seed: PodClass, active: Sequence[PodClass], cursors: Cursors, score: float
+) -> Callable[[Candidate], bool]:
     """Whether a fill of a candidate's type, from the pending classes the seed's node may take,
     surely scores below `score` (worth per dollar): its worth is at most all their pods', and at
     most the type's allocatable of any resource they all request at the most worth per unit."""
-    group = [c for c in active if c.view is seed.view and c.gpus == seed.gpus]
-    worth = sum(c.left * c.rate for c in group)
+    group = _group(seed, active)
+    worth = sum(cursors.left(c) * c.rate for c in group)
     per_unit = [
         (d, max(c.rate / c.request[d] for c in group))
         for d in range(len(seed.request))
@@ -228,14 +155,6 @@ def _beaten(seed: PodClass, active: Sequence[PodClass], score: float) -> Callabl
         return most * (1 + CEILING_SLACK) < score * candidate.offering.price
 
     return beaten
-
-
-def ruled(pod_class: PodClass) -> bool:
-    """Whether the class's placement depends on other pods' (hostname rules, host ports)."""
-    host = pod_class.host
-    return bool(
-        pod_class.matches or pod_class.ports or host.anti or host.affinity or host.spread or host.repels
-    )
 
 
 class Packer:
@@ -257,14 +176,17 @@ class Packer:
         #: Provisioner -> cpu/memory its limits still allow; new nodes are only of types that fit.
         self.headroom = headroom or {}
         self.relaxed: list[str] = []
-        # Keyed by identity: hashing a Requirements walks all its values, and the same few objects
-        # recur (the stored entries keep them alive, so ids stay unique).
-        self._intersections: dict[tuple[int, int], tuple[Requirements, Requirements, _Merged]] = {}
-        self._names: dict[int, tuple[Requirements, frozenset[str]]] = {}
+        #: This pass's cursors: a fork starts from its `State`'s.
+        self.cursors = Cursors()
+        # By the requirements' serials (memo.py): the same few objects recur.
+        #: (node's, class's requirements) -> the node's with the class's (`_merge`).
+        self._intersections: Memo[tuple[int, int], _Merged] = Memo()
+        #: Requirements -> the names of the types they allow (`_names_of`).
+        self._names: Memo[int, frozenset[str]] = Memo()
         self._mix_trials = MIX_TRIALS
         #: Trial fills by pending state (`_remembered`), shared by a round's passes; None unless
         #: `share_fills` (one pass, or the local search's repacks of fresh classes, never ask twice).
-        self._fills: dict[Hashable, tuple[object, _Trial]] | None = None
+        self._fills: Memo[Hashable, _Trial] | None = None
 
     def add_existing(
         self,
@@ -299,6 +221,41 @@ class Packer:
                 claims=claims.held(node.pods) if node.volume_limits else set(),
             )
         )
+
+    def can_take(self, node: Node, pod_class: PodClass, want: int, bound: bool | None = None) -> Take:
+        """How many of `want` more pods of the class the node takes: the one placement rule of every
+        fill (Karpenter's CanAdd). An existing node: the pods tolerate its taints and match its
+        labels; a new node: the class shares its Provisioner view and GPUs, and their requirements
+        agree and still allow its type. Then the room (shared claims charged once, the NodePool's
+        minValues kept) and the hostname rules and host ports cap the count (`bound`: whether any
+        bind the class, `ruled`; computed when None)."""
+        if node.existing is not None:
+            if pod_class.pods[0].tolerates(node.existing.taints) is not None:
+                return NO_TAKE
+            if not pod_class.pod_reqs.matches(node.existing.labels):
+                return NO_TAKE
+            room = node.room_for(pod_class)
+            return min(self.topology_cap(node, pod_class, want), room), node.reqs, room
+        if pod_class.view is not node.view or pod_class.gpus != node.gpus or pod_class.reqs is None:
+            return NO_TAKE
+        assert node.reqs is not None and node.view is not None
+        # The memo read directly, not through `_merge`: every fill asks for every pending class.
+        key = (node.reqs.serial, pod_class.reqs.serial)
+        merged = self._intersections.found.get(key, MISSING)
+        if merged is MISSING:
+            merged = self._intersections.get(key, _merged, node, pod_class.reqs)
+        if merged is None:
+            return NO_TAKE
+        # New requirements may rule the node's type out.
+        recheck = merged is not node.reqs or not node.type_allowed
+        if recheck and node.type_name not in self._names.get(merged.serial, self._names_of, node, merged):
+            return NO_TAKE
+        room = node.room_for(pod_class)
+        if node.view.min_values and room:
+            room = self._min_values_room(node, pod_class, merged, min(room, want))
+        if ruled(pod_class) if bound is None else bound:
+            return min(self.topology_cap(node, pod_class, want), room), merged, room
+        return min(want, room), merged, room
 
     def topology_cap(self, node: Node, pod_class: PodClass, want: int) -> int:
         cap = want
@@ -342,21 +299,12 @@ class Packer:
 
     def _merge(self, node: Node, class_reqs: Requirements) -> Requirements | None:
         assert node.reqs is not None and node.view is not None
-        key = (id(node.reqs), id(class_reqs))
-        if (found := self._intersections.get(key)) is None:
-            merged: Requirements | None = node.reqs.intersect(class_reqs)
-            if merged is not None and merged.conflict(node.view.keys):
-                merged = None
-            elif merged == node.reqs:
-                merged = node.reqs  # unchanged: callers test identity
-            found = self._intersections[key] = (node.reqs, class_reqs, merged)
-        return found[2]
+        return self._intersections.get((node.reqs.serial, class_reqs.serial), _merged, node, class_reqs)
 
-    def _allowed_names(self, node: Node, reqs: Requirements) -> frozenset[str]:
+    def _names_of(self, node: Node, reqs: Requirements) -> frozenset[str]:
+        """The names of the types `reqs` allow on the node's Provisioner view (`_names`)."""
         assert node.view is not None
-        if (found := self._names.get(id(reqs))) is None:
-            found = self._names[id(reqs)] = (reqs, self.cache.lookup(node.view, reqs, node.gpus).names)
-        return found[1]
+        return self.cache.lookup(node.view, reqs, node.gpus).names
 
     def _min_values_room(self, node: Node, pod_class: PodClass, merged: Requirements, most: int) -> int:
         """The most of `most` pods of the class the node takes while the types holding it all still
@@ -394,22 +342,16 @@ class Packer:
         return minvalues.unmet(holding, view.min_values, reqs) or [k for k, _ in view.min_values]
 
     def _commit(self, node: Node, pod_class: PodClass, count: int) -> None:
-        node.pods.extend(pod_class.pods[pod_class.next : pod_class.next + count])
-        pod_class.next += count
+        node.pods.extend(self.cursors.take(pod_class, count))
         for term in pod_class.matches:
             self.placed_by_term[term] += count
 
     # Existing nodes: first fit, class by class.
     def fill_existing(self, pod_class: PodClass) -> None:
         for node in self.existing:
-            if not pod_class.left:
+            if not (left := self.cursors.left(pod_class)):
                 return
-            assert node.existing is not None
-            if pod_class.pods[0].tolerates(node.existing.taints) is not None:
-                continue
-            if not pod_class.pod_reqs.matches(node.existing.labels):
-                continue
-            count = min(self.topology_cap(node, pod_class, pod_class.left), node.room_for(pod_class))
+            count = self.can_take(node, pod_class, left)[0]
             if count > 0:
                 node.add(pod_class, count)
                 self._commit(node, pod_class, count)
@@ -425,12 +367,12 @@ class Packer:
     ) -> None:
         """Place the classes' pending pods on new nodes; `match` adds `mix_trials` balanced trials
         per node, filled by it."""
-        active = [c for c in classes if c.left]
+        cursors = self.cursors
+        active = [c for c in classes if cursors.left(c)]
         for pod_class in active:
             if pod_class.view is None or pod_class.reqs is None:
-                for pod in pod_class.pods[pod_class.next :]:
+                for pod in cursors.take(pod_class, cursors.left(pod_class)):
                     unschedulable(pod, Cause.NO_PROVISIONER, pod_class.reason)
-                pod_class.next = len(pod_class.pods)
             else:
                 found = self.cache.lookup(pod_class.view, pod_class.reqs, pod_class.gpus)
                 pod_class.rate = self.cache.pod_rate(found, pod_class.request)
@@ -450,20 +392,13 @@ class Packer:
             or seed.view.provisioner.name in self.headroom
         ):
             return False  # limits are charged node by node in the greedy
-        name = candidate.entry.type.name
         node = _empty(candidate, seed)
+        # The pattern's type need not be one its first class's requirements allow.
+        node.type_allowed = False
         for pod_class, want in counts:
-            if pod_class.view is not seed.view or pod_class.gpus != seed.gpus or pod_class.reqs is None:
-                continue
-            merged = self._merge(node, pod_class.reqs)
-            if merged is None or name not in self._allowed_names(node, merged):
-                continue
-            count = min(want, pod_class.left, node.room_for(pod_class))
-            if seed.view.min_values and count:
-                count = self._min_values_room(node, pod_class, merged, count)
-            count = self.topology_cap(node, pod_class, count)
+            count, merged, _ = self.can_take(node, pod_class, min(want, self.cursors.left(pod_class)))
             if count > 0:
-                node.reqs = merged
+                node.reqs, node.type_allowed = merged, True
                 node.add(pod_class, count)
                 self._commit(node, pod_class, count)
         if not node.entries:
@@ -474,7 +409,8 @@ class Packer:
     def state(self, active: Sequence[PodClass]) -> State:
         """What packing, merging and local search change, to pack the same classes again."""
         return State(
-            [(c, c.next, c.host) for c in active],
+            self.cursors.copy(),
+            [(c, c.host) for c in active],
             list(self.nodes),
             Counter(self.placed_by_term),
             dict(self.headroom),
@@ -483,41 +419,46 @@ class Packer:
 
     def fork(self, start: State) -> Packer:
         """A packer at `start` for one pass: its own new nodes, term counts, headroom and notes; the
-        memos (pure, keyed by the objects they keep) are shared. Resets the classes' cursors."""
+        memos (pure, keyed by the objects they keep) are shared. Its cursors are `start`'s."""
         other = copy.copy(self)
         other.restore(start)
         return other
 
     def restore(self, state: State) -> None:
-        for pod_class, next_pod, host in state.classes:
-            pod_class.next, pod_class.host = next_pod, host
+        self.cursors = state.cursors.copy()
+        for pod_class, host in state.hosts:
+            pod_class.host = host
         self.nodes, self.placed_by_term = list(state.nodes), Counter(state.placed_by_term)
         self.headroom, self.relaxed = dict(state.headroom), list(state.relaxed)
 
     def _greedy(self, active: list[PodClass], unschedulable: LeaveOut, match: Match | None) -> None:
         last: tuple[PodClass, list[_Trial]] | None = None
-        while active := [c for c in active if c.left]:
+        cursors = self.cursors
+        while active := [c for c in active if cursors.left(c)]:
             seed = active[0]
             best: _Trial | None
-            if last is not None and last[0] is seed and all(t.again() for t in last[1]):
+            if last is not None and last[0] is seed and all(t.again(cursors) for t in last[1]):
                 # Every trial would fill its node as before: repeat the choice without the trials
                 # (the balanced trials' types are not ranked again for the smaller remainder).
                 trials = last[1]
                 best = max(trials, key=lambda t: t.score).replay()
             else:
                 ranking = self._ranking(seed)
-                trials = [self._remembered(c, seed, active, None) for c in ranking]
+                pending = self._pending(active)
+                trials = [self._remembered(c, seed, active, None, pending) for c in ranking]
                 best = max((t for t in trials if t.node.entries), key=lambda t: t.score, default=None)
                 if best is not None and match is not None:
                     ranked, firsts = self._mix_ranking(seed, active), trials
                     # A balanced fill that cannot score above the best first-fit one cannot win:
                     # skip it, unless the next node may repeat this one (`again` reads every trial).
-                    beaten = _beaten(seed, active, best.score[0])
-                    mixes = [self._remembered(c, seed, active, match) for c in ranked if not beaten(c)]
+                    beaten = _beaten(seed, active, cursors, best.score[0])
+                    mixes = [
+                        self._remembered(c, seed, active, match, pending) for c in ranked if not beaten(c)
+                    ]
                     trials = [t for t in [*firsts, *mixes] if t.node.entries]
                     best = max(trials, key=lambda t: t.score)
                     if len(mixes) < len(ranked) and self._may_repeat(seed, trials, best):
-                        mixes = [self._remembered(c, seed, active, match) for c in ranked]
+                        mixes = [self._remembered(c, seed, active, match, pending) for c in ranked]
                         trials = [t for t in [*firsts, *mixes] if t.node.entries]
                 # Trials are remembered for the round's other passes: commit a copy.
                 best = best.replay() if best is not None else None
@@ -538,9 +479,8 @@ class Packer:
                     cause, reason = Cause.HOST_RULES, UNMET_TOPOLOGY
                 else:
                     cause, reason = Cause.NO_ROOM, NO_ROOM
-                for pod in seed.pods[seed.next :]:
+                for pod in cursors.take(seed, cursors.left(seed)):
                     unschedulable(pod, cause, reason)
-                seed.next = len(seed.pods)
                 continue
             node = best.node
             for pod_class, count in node.entries:
@@ -557,16 +497,17 @@ class Packer:
         assert seed.view is not None
         if seed.view.provisioner.name in self.headroom:
             return False
-        placed: Counter[int] = Counter()
+        placed: Counter[PodClass] = Counter()
         for pod_class, count in best.node.entries:
-            placed[id(pod_class)] += count
-        return seed.left > placed[id(seed)] and all(t.again(placed) for t in trials)
+            placed[pod_class] += count
+        cursors = self.cursors
+        return cursors.left(seed) > placed[seed] and all(t.again(cursors, placed) for t in trials)
 
     def relax(self, pod_class: PodClass) -> None:
         """Preferences were treated as required; the pods cannot have them all: drop them."""
         self.relaxed.append(
-            f"Relaxed preferred kubernetes.io/hostname rules of {pod_class.left} pod(s)"
-            f" like {pod_class.pods[pod_class.next].key}"
+            f"Relaxed preferred kubernetes.io/hostname rules of {self.cursors.left(pod_class)} pod(s)"
+            f" like {self.cursors.pending(pod_class)[0].key}"
         )
         pod_class.host = pod_class.hard_host
 
@@ -580,9 +521,9 @@ class Packer:
                 for placed, _ in node.entries:
                     for term, skew in placed.host.spread:
                         node.spread_caps[term] = min(skew, node.spread_caps.get(term, skew))
-        left = pod_class.left
+        left = self.cursors.left(pod_class)
         self.fill_existing(pod_class)
-        if pod_class.left == left:
+        if self.cursors.left(pod_class) == left:
             self.relaxed.pop()  # it placed none: nothing to report
 
     def limit_reason(self, seed: PodClass) -> str:
@@ -621,32 +562,37 @@ class Packer:
 
     def share_fills(self) -> None:
         """Remember trial fills for the passes forked from this packer (`_remembered`)."""
-        self._fills = {}
+        self._fills = Memo(MAX_FILLS)
 
     def _remembered(
-        self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
+        self,
+        candidate: Candidate,
+        seed: PodClass,
+        active: Sequence[PodClass],
+        match: Match | None,
+        pending: Hashable,
     ) -> _Trial:
         """`_trial` (match None) or `_balanced`, once per pending state of the round: the passes of a
-        round start alike and often stay alike, so they ask the same fills. A fill reads the type,
-        the pending classes (cursor, host rules) and, for pod affinity, whether a term has pods yet."""
+        round start alike and often stay alike, so they ask the same fills. A fill reads the type
+        and what `_pending` names of the pending classes."""
         if self._fills is None:
             return self._fill(candidate, seed, active, match)
-        key = (
-            id(candidate),
-            id(match),
-            id(seed),
-            tuple((id(c), c.next, id(c.host)) for c in active),
-            tuple(bool(self.placed_by_term[t]) for c in active for t in c.host.affinity),
+        # Never committed itself (`_greedy` commits a replay).
+        key = (candidate.serial, match, seed.serial, pending)
+        return self._fills.get(key, self._fill, candidate, seed, active, match)
+
+    def _pending(self, active: Sequence[PodClass]) -> Hashable:
+        """What a fill reads of the pending classes: which they are, their cursors, whether their
+        preferences were dropped and, for pod affinity, whether a term has pods yet. The same for
+        every type a node tries: asked once per node."""
+        if self._fills is None:
+            return None
+        return (
+            tuple(map(_SERIAL, active)),
+            self.cursors.positions(active),
+            tuple([c.host is c.hard_host for c in active]),
+            tuple([bool(self.placed_by_term[t]) for c in active for t in c.host.affinity]),
         )
-        if (kept := self._fills.get(key)) is not None:
-            return kept[1]
-        trial = self._fill(candidate, seed, active, match)
-        if len(self._fills) >= MAX_FILLS:
-            self._fills.clear()
-        # Never committed itself (`_greedy` commits a replay). The entry keeps the classes and the
-        # candidate alive, so the ids in the key stay theirs.
-        self._fills[key] = ((candidate, seed, tuple(active)), trial)
-        return trial
 
     def _fill(
         self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass], match: Match | None
@@ -659,32 +605,20 @@ class Packer:
 
     def _trial(self, candidate: Candidate, seed: PodClass, active: Sequence[PodClass]) -> _Trial:
         """Fill an empty node of `candidate`'s type FFD from the pending classes, without committing."""
-        name = candidate.entry.type.name
         node = _empty(candidate, seed)
         trial = _Trial(candidate, node, 0.0)
-        assert seed.view is not None
-        mins = seed.view.min_values
+        cursors = self.cursors
+        # Not `_group`: a list per trial costs more than `can_take` turning the others away.
         for pod_class in active:
-            if pod_class.view is not seed.view or pod_class.gpus != seed.gpus:
-                continue
-            assert pod_class.reqs is not None and node.view is not None
-            merged = self._merge(node, pod_class.reqs)
-            if merged is None:
-                continue
-            if merged is not node.reqs and name not in self._allowed_names(node, merged):
-                continue
-            room = node.room_for(pod_class)
-            if mins and room:
-                room = self._min_values_room(node, pod_class, merged, min(room, pod_class.left))
-            if ruled(pod_class):
-                count = min(self.topology_cap(node, pod_class, pod_class.left), room)
-                trial.needs = None
-            else:
-                count = min(pod_class.left, room)
+            bound = ruled(pod_class)
+            left = cursors.left(pod_class)
+            count, merged, room = self.can_take(node, pod_class, left, bound)
+            if bound and merged is not None:
+                trial.needs = None  # others' placement counts: the fill is not repeated
             if count <= 0:
                 continue
             # Cut by the room, the same count is found while more than that is left.
-            trial.need(pod_class, count + 1 if count == room < pod_class.left else 1 << 62)
+            trial.need(pod_class, count + 1 if count == room < left else None)
             node.reqs = merged
             node.add(pod_class, count)
             trial.value += count * pod_class.rate
@@ -699,10 +633,9 @@ class Packer:
         """
         assert seed.view is not None and seed.reqs is not None
         total = [0.0] * len(seed.request)
-        for pod_class in active:
-            if pod_class.view is seed.view and pod_class.gpus == seed.gpus:
-                for d, r in enumerate(pod_class.request):
-                    total[d] += pod_class.left * r
+        for pod_class in _group(seed, active):
+            for d, r in enumerate(pod_class.request):
+                total[d] += self.cursors.left(pod_class) * r
         found = self.cache.lookup(seed.view, seed.reqs, seed.gpus)
 
         def rank() -> list[Candidate]:
@@ -741,51 +674,38 @@ class Packer:
         adding half of what fits of the class whose request best `match`es the room left
         (`alignment`, `overlap`): unlike first-fit, cpu-heavy
         and memory-heavy pods share a node whose proportions suit them together."""
-        name = candidate.entry.type.name
         capacity = candidate.entry.alloc
-        node = Node(capacity=capacity, used=tuple(0.0 for _ in seed.request), view=seed.view, reqs=seed.reqs)
-        node.gpus = seed.gpus
-        taken: dict[int, int] = {}
-        # (class, whether hostname rules or ports bind it): a free class's cap is what it wants.
-        pending = [(c, ruled(c)) for c in active if c.view is seed.view and c.gpus == seed.gpus]
+        node = _empty(candidate, seed)
+        taken: dict[PodClass, int] = {}
+        # (class, whether hostname rules or ports bind it).
+        pending = [(c, ruled(c)) for c in _group(seed, active)]
         trial = _Trial(candidate, node, 0.0)
-        assert seed.view is not None
-        mins = seed.view.min_values
+        cursors = self.cursors
         while True:
-            best: tuple[float, PodClass, int, Requirements, int] | None = None
+            best: tuple[float, PodClass, Take] | None = None
             for pod_class, bound in pending:
-                assert pod_class.reqs is not None
-                want = pod_class.left - taken.get(id(pod_class), 0)
+                want = cursors.left(pod_class) - taken.get(pod_class, 0)
                 if want <= 0:
                     continue
-                merged = self._merge(node, pod_class.reqs)
-                if merged is None or (
-                    merged is not node.reqs and name not in self._allowed_names(node, merged)
-                ):
-                    continue
-                room = node.room_for(pod_class)
-                if mins and room:
-                    room = self._min_values_room(node, pod_class, merged, min(room, want))
-                if bound:
-                    count = min(self.topology_cap(node, pod_class, want), room)
-                    trial.needs = None
-                else:
-                    count = min(want, room)
-                if count <= 0:
+                take = self.can_take(node, pod_class, want, bound)
+                if bound and take[1] is not None:
+                    trial.needs = None  # others' placement counts: the fill is not repeated
+                if take[0] <= 0:
                     continue
                 fit = match(pod_class.request, capacity, node.used)
                 if best is None or fit > best[0]:
-                    best = (fit, pod_class, count, merged, room)
+                    best = (fit, pod_class, take)
             if best is None:
                 break
-            _, pod_class, count, merged, room = best
-            before = taken.get(id(pod_class), 0)
+            _, pod_class, take = best
+            count, merged, room = take
+            before = taken.get(pod_class, 0)
             # Cut by the room, the same count is found while more than that is left.
-            trial.need(pod_class, before + count + 1 if count == room else 1 << 62)
+            trial.need(pod_class, before + count + 1 if count == room else None)
             count = max(1, count // 2)
             node.reqs = merged
             node.add(pod_class, count)
-            taken[id(pod_class)] = before + count
+            taken[pod_class] = before + count
             trial.value += count * pod_class.rate
         return trial
 
@@ -840,11 +760,25 @@ class Packer:
         return True
 
 
+def _merged(node: Node, class_reqs: Requirements) -> Requirements | None:
+    """The node's requirements with a class's added, None when they conflict or leave a key of the
+    node's Provisioner without a value; the node's own object when the class adds nothing."""
+    assert node.reqs is not None and node.view is not None
+    merged = node.reqs.intersect(class_reqs)
+    if merged is not None and merged.conflict(node.view.keys):
+        return None
+    if merged == node.reqs:
+        return node.reqs  # unchanged: callers test identity
+    return merged
+
+
 @dataclass
 class State:
     """A packer's new nodes and what placing pods changed (see `Packer.state`)."""
 
-    classes: list[tuple[PodClass, int, HostConstraints]]
+    cursors: Cursors
+    #: Each class's hostname rules (`Packer.relax` drops its preferences).
+    hosts: list[tuple[PodClass, HostConstraints]]
     nodes: list[Node]
     placed_by_term: Counter[int]
     headroom: limits.Headroom
@@ -872,4 +806,5 @@ def _empty(candidate: Candidate, seed: PodClass) -> Node:
         view=seed.view,
         reqs=seed.reqs,
         gpus=seed.gpus,
+        type_name=candidate.entry.type.name,
     )

@@ -21,17 +21,8 @@ from extender.scheduling import improve, rounding
 from extender.scheduling.candidates import Candidate, CandidateCache, CandidateSet, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, ordering
-from extender.scheduling.packer import (
-    MIX_TRIALS,
-    LeaveOut,
-    Match,
-    Node,
-    Packer,
-    PodClass,
-    State,
-    alignment,
-    overlap,
-)
+from extender.scheduling.fill import Cursors, Node, PodClass
+from extender.scheduling.packer import MIX_TRIALS, LeaveOut, Match, Packer, State, alignment, overlap
 
 Price = Callable[[Node], Candidate | None]
 
@@ -80,21 +71,27 @@ class Rounded:
     cache: CandidateCache
     limited: Sequence[str]
 
-    def heuristics(self, classes: Sequence[PodClass]) -> list[Heuristic]:
-        """One FromLP per rounded start of the classes' pending pods (their cursors at the start)."""
-        return [FromLP(nodes) for nodes in rounding.starts(self.cache, classes, self.limited)]
+    def heuristics(self, classes: Sequence[PodClass], cursors: Cursors) -> list[Heuristic]:
+        """One FromLP per rounded start of the classes' pending pods (`cursors`: the round's start)."""
+        return [FromLP(nodes) for nodes in rounding.starts(self.cache, classes, cursors, self.limited)]
 
 
 def portfolio(
-    classes: Sequence[PodClass], cache: CandidateCache, limited: Sequence[str], budget: int | None
+    classes: Sequence[PodClass],
+    cursors: Cursors,
+    cache: CandidateCache,
+    limited: Sequence[str],
+    budget: int | None,
 ) -> list[Heuristic | Rounded]:
     """First-fit alone, and unless the search is off (budget 0), the balanced fills where classes
     could mix and the LP's rounded starts. The order breaks ties between equal packings."""
     heuristics: list[Heuristic | Rounded] = [FirstFit()]
-    if budget != 0 and mixes(classes):
+    if budget != 0 and mixes(classes, cursors):
         heuristics += [Balanced(m, n) for n in (MIX_TRIALS, 2 * MIX_TRIALS) for m in (alignment, overlap)]
     # The LP leaves limited Provisioners out (their headroom is charged node by node).
-    if budget != 0 and any(c.left and c.view and c.view.provisioner.name not in limited for c in classes):
+    if budget != 0 and any(
+        cursors.left(c) and c.view and c.view.provisioner.name not in limited for c in classes
+    ):
         heuristics.append(Rounded(cache, limited))
     return heuristics
 
@@ -146,8 +143,8 @@ def run_all(
     while pending:
         heuristic = pending.pop()
         if isinstance(heuristic, Rounded):
-            base.restore(start)  # the LP reads the pending pods
-            pending += reversed(heuristic.heuristics(classes))
+            base.restore(start)  # the LP reads the classes' hostname rules (a pass may relax them)
+            pending += reversed(heuristic.heuristics(classes, start.cursors))
             continue
         packing = run(heuristic, base, start, classes, price, budget)
         packings.append(packing)
@@ -156,8 +153,7 @@ def run_all(
         if not pending or chosen.left_out or not _one_per_group(chosen.state.nodes):
             continue  # nothing left to skip, or surely above the floor: a second node costs more
         if least == math.inf:
-            base.restore(start)  # the floor reads the pending pods
-            least = floor(base.cache, classes)
+            least = floor(base.cache, classes, start.cursors)
         if least is not None and _cost(chosen, price) <= least + FLOOR_SLACK:
             break
     return packings
@@ -172,7 +168,7 @@ def _one_per_group(nodes: Sequence[Node]) -> bool:
 FLOOR_SLACK = 1e-11
 
 
-def floor(cache: CandidateCache, classes: Sequence[PodClass]) -> float | None:
+def floor(cache: CandidateCache, classes: Sequence[PodClass], cursors: Cursors) -> float | None:
     """A price no packing of the classes' pending pods on new nodes costs less than: every node
     holds pods of one Provisioner view and accelerator kinds, so each such group costs at least
     what its dearest pod costs alone, on the cheapest type (any offering its class allows) that
@@ -181,7 +177,7 @@ def floor(cache: CandidateCache, classes: Sequence[PodClass]) -> float | None:
     None when a class lists instance types, or cannot be placed."""
     groups: dict[tuple[int, frozenset[str]], float] = {}
     for c in classes:
-        if not c.left:
+        if not cursors.left(c):
             continue
         if c.view is None or c.reqs is None or not c.reqs.get(wk.INSTANCE_TYPE).complement:
             return None
@@ -239,10 +235,10 @@ MIX_WORK = 40_000
 MIX_CLASSES = 24
 
 
-def mixes(classes: Sequence[PodClass]) -> bool:
+def mixes(classes: Sequence[PodClass], cursors: Cursors) -> bool:
     """Whether balanced passes are worth running: two classes with pods left could share a new
     node (else they add nothing), within MIX_CLASSES and MIX_WORK."""
-    pending = [c for c in classes if c.left and c.view is not None]
-    if len(pending) > MIX_CLASSES or sum(c.left for c in pending) * len(pending) > MIX_WORK:
+    pending = [c for c in classes if cursors.left(c) and c.view is not None]
+    if len(pending) > MIX_CLASSES or sum(map(cursors.left, pending)) * len(pending) > MIX_WORK:
         return False
     return any(a.view is b.view and a.gpus == b.gpus for a, b in itertools.pairwise(pending))

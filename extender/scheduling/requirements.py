@@ -9,10 +9,11 @@ name of `karpenter.sh/capacity-type`). Used by provisioner selection and the sol
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from extender.api import labels as wk
 from extender.api.provisioner import Requirement
+from extender.scheduling.memo import serial
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class Requirements:
     """Immutable, hashable key -> ValueSet map; a key not present is unconstrained."""
 
     items: tuple[tuple[str, ValueSet], ...] = ()
+    #: The object in memo keys (memo.py); not part of its value.
+    serial: int = field(default_factory=serial, init=False, compare=False, repr=False)
 
     @classmethod
     def of(cls, mapping: Mapping[str, ValueSet]) -> Requirements:

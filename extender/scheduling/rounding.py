@@ -19,13 +19,14 @@ import math
 from collections.abc import Sequence
 
 from extender.scheduling.candidates import Candidate, CandidateCache
+from extender.scheduling.fill import Cursors, PodClass, ruled
 from extender.scheduling.lowerbound import (
     SEARCHED_SHAPES,
     Allowance,
     PodShape,
     configuration_lp,
 )
-from extender.scheduling.packer import Packer, PodClass, ruled
+from extender.scheduling.packer import Packer
 
 #: Nodes to open, in order: the type and the pods of each class it should hold.
 Start = list[tuple[Candidate, list[tuple[PodClass, int]]]]
@@ -37,12 +38,14 @@ KNAPSACK_NODES = 200
 EPS = 1e-6
 
 
-def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence[str]) -> list[Start]:
+def starts(
+    cache: CandidateCache, classes: Sequence[PodClass], cursors: Cursors, limited: Sequence[str]
+) -> list[Start]:
     """The rounded-down start and, when some pattern is fractional, the rounded-up one; [] when
     no group of `classes` is modelled. `limited`: Provisioners with limits (never modelled)."""
     groups: dict[tuple[int, frozenset[str]], list[PodClass]] = {}
     for c in classes:
-        if c.left and c.view is not None and c.reqs is not None and not ruled(c):
+        if cursors.left(c) and c.view is not None and c.reqs is not None and not ruled(c):
             groups.setdefault((id(c.view), c.gpus), []).append(c)
     down: Start = []
     fractions: list[tuple[float, Candidate, list[tuple[PodClass, int]]]] = []
@@ -62,7 +65,8 @@ def starts(cache: CandidateCache, classes: Sequence[PodClass], limited: Sequence
                 name = candidate.entry.type.name
                 if name not in cheapest or candidate.offering.price < cheapest[name].offering.price:
                     cheapest[name] = candidate
-            shapes.append(PodShape(c.request, c.left, frozenset(u.entry.type.name for u in usable), 1.0))
+            names = frozenset(u.entry.type.name for u in usable)
+            shapes.append(PodShape(c.request, cursors.left(c), names, 1.0))
         supplies = {name: (c.entry.alloc, c.offering.price) for name, c in cheapest.items()}
         for use in configuration_lp(shapes, supplies, Allowance(4000, 20_000, 200))[1]:
             counts = [(c, a) for c, a in zip(members, use.pattern, strict=True) if a]

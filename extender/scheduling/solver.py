@@ -27,9 +27,10 @@ from extender.scheduling.candidates import MAX_OPTIONS, CandidateCache, Provisio
 from extender.scheduling.causes import Cause
 from extender.scheduling.classes import SORT_KEYS, Matcher, build_classes, existing_repels
 from extender.scheduling.domains import DomainPlanner, Outcome, settle_phases
+from extender.scheduling.fill import PodClass
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.options import Fitting, materialize
-from extender.scheduling.packer import Packer, PodClass
+from extender.scheduling.packer import Packer
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements
@@ -331,7 +332,9 @@ class _Context:
         dropped = [_Dropped(p, outcome.failed[p.key], Cause.DOMAIN) for p in pods if p.key in outcome.failed]
         start = packer.state(classes)
         fitting = Fitting(self.cache)
-        heuristics = passes.portfolio(classes, self.cache, list(packer.headroom), self.search_budget)
+        heuristics = passes.portfolio(
+            classes, start.cursors, self.cache, list(packer.headroom), self.search_budget
+        )
         if len(heuristics) > 1:
             packer.share_fills()
         packings = passes.run_all(heuristics, packer, start, classes, fitting.cheapest, self.search_budget)
@@ -423,7 +426,7 @@ class _Context:
         )
         # No new node will come: ScheduleAnyway hostname rules that held pods back are relaxed.
         for pod_class in classes:
-            if pod_class.left and pod_class.host.soft:
+            if packer.cursors.left(pod_class) and pod_class.host.soft:
                 packer.refill_relaxed(pod_class)
         added = {n.existing.name: n.pods for n in packer.existing if n.pods and n.existing}
         nodes = list(planned_nodes)
@@ -463,43 +466,16 @@ class _Context:
         placed_only: bool = False,
     ) -> Outcome:
         """Domain pins and exclusions for pods with topology rules on keys other than the hostname."""
-
-        def reachable(pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
-            return resolver.domains(pod, key, extra, fit=True, excluded=skip.get(pod.key, ()))
-
-        def possible(pod: Pod, key: str, spread: TopologySpread) -> frozenset[str]:
-            return resolver.domains(
-                pod,
-                key,
-                Requirements(),
-                fit=False,
-                honor_affinity=spread.node_affinity_policy == HONOR,
-                honor_taints=spread.node_taints_policy == HONOR,
-            )
-
-        def may_share(counted: Pod, pod: Pod, spread: TopologySpread) -> bool:
-            return resolver.may_share(
-                counted,
-                pod,
-                honor_affinity=spread.node_affinity_policy == HONOR,
-                honor_taints=spread.node_taints_policy == HONOR,
-            )
-
         planner = DomainPlanner(
             self.existing,
             self.namespaces,
-            reachable,
-            possible,
+            _NewNodes(resolver, skip),
             avoid,
-            may_share,
             shapes=self.shapes,
             placed_only=placed_only,
         )
-        order = {
-            pod.key: i
-            for i, pod in enumerate(sorted(pods, key=lambda p: (-p.requests.cpu, -p.requests.memory)))
-        }
-        return planner.plan(pods, lambda p: order[p.key])
+        ranked = sorted(pods, key=lambda p: (-p.requests.cpu, -p.requests.memory))
+        return planner.plan(pods, {pod.key: i for i, pod in enumerate(ranked)})
 
     def _fill_existing(
         self,
@@ -520,3 +496,33 @@ class _Context:
             for pod_class in classes:
                 packer.fill_existing(pod_class)
         return packer
+
+
+@dataclass(frozen=True)
+class _NewNodes:
+    """The domain planner's questions about new nodes, answered by the round's resolver; `skip`:
+    pod key -> Provisioners its new nodes may not come from."""
+
+    resolver: Resolver
+    skip: Mapping[str, set[str]]
+
+    def reachable(self, pod: Pod, key: str, extra: Requirements) -> frozenset[str]:
+        return self.resolver.domains(pod, key, extra, fit=True, excluded=self.skip.get(pod.key, ()))
+
+    def possible(self, pod: Pod, key: str, spread: TopologySpread) -> frozenset[str]:
+        return self.resolver.domains(
+            pod,
+            key,
+            Requirements(),
+            fit=False,
+            honor_affinity=spread.node_affinity_policy == HONOR,
+            honor_taints=spread.node_taints_policy == HONOR,
+        )
+
+    def may_share(self, counted: Pod, pod: Pod, spread: TopologySpread) -> bool:
+        return self.resolver.may_share(
+            counted,
+            pod,
+            honor_affinity=spread.node_affinity_policy == HONOR,
+            honor_taints=spread.node_taints_policy == HONOR,
+        )

@@ -9,6 +9,8 @@ the errors that upstream sends when it is overloaded: the chaos run's fault inje
   it starts; once open it streams through untouched.
 - `aws_faults`: EC2 `RequestLimitExceeded` (EC2's XML error, HTTP 503) and SQS `InternalFailure`
   (HTTP 500), answered instead of forwarding, as AWS throttling does.
+- `invalid` and `ec2_error` build an upstream's refusal for good (kube-apiserver's 422 Invalid
+  Status, EC2's error XML), for a caller's own decide function (tests/integration/test_isolation.py).
 
 The client speaks plain HTTP to the proxy (a kubeconfig with `server: http://127.0.0.1:<port>`),
 the proxy speaks to the upstream with its own TLS and credentials. Every fault is counted by kind.
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+from xml.sax.saxutils import escape
 
 import urllib3
 
@@ -88,7 +91,13 @@ class Fault:
 Decide = Callable[[Request], Fault | None]
 
 
-def _status(code: int, reason: str, message: str, retry_after: int | None = None) -> bytes:
+def _status(
+    code: int,
+    reason: str,
+    message: str,
+    retry_after: int | None = None,
+    details: dict[str, Any] | None = None,
+) -> bytes:
     status: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -100,7 +109,17 @@ def _status(code: int, reason: str, message: str, retry_after: int | None = None
     }
     if retry_after is not None:
         status["details"] = {"retryAfterSeconds": retry_after}
+    if details is not None:
+        status["details"] = details
     return json.dumps(status).encode()
+
+
+def invalid(kind: str, name: str, field: str, cause: str, detail: str) -> Fault:
+    """kube-apiserver's 422 for an object its validation refuses, as apimachinery's
+    errors.NewInvalid builds it from one field.Error (`cause`: its type, e.g. FieldValueTooLong)."""
+    message = f"{kind} {json.dumps(name)} is invalid: {field}: {detail}"
+    details = {"name": name, "kind": kind, "causes": [{"reason": cause, "message": detail, "field": field}]}
+    return Fault(f"apiserver 422 {kind}", 422, _status(422, "Invalid", message, details=details))
 
 
 APISERVER_FAULTS = (
@@ -127,14 +146,19 @@ LOST_WRITE = Fault(
     ),
     after_forward=True,
 )
-EC2_THROTTLE = Fault(
-    "ec2 RequestLimitExceeded",
-    503,
-    b'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code>'
-    b"<Message>Request limit exceeded.</Message></Error></Errors>"
-    b"<RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>",
-    content_type="text/xml;charset=UTF-8",
-)
+
+
+def ec2_error(status: int, code: str, message: str) -> Fault:
+    """EC2's error answer (the query protocol's XML, as EC2 and moto send it)."""
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+        f"<Code>{code}</Code><Message>{escape(message)}</Message></Error></Errors>"
+        "<RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>"
+    )
+    return Fault(f"ec2 {code}", status, body.encode(), content_type="text/xml;charset=UTF-8")
+
+
+EC2_THROTTLE = ec2_error(503, "RequestLimitExceeded", "Request limit exceeded.")
 SQS_FAILURE = Fault(
     "sqs InternalFailure",
     500,

@@ -103,13 +103,15 @@ class Karpy(ProvisioningKarpy):
     lifecycle: LifecycleController | None = None
 
 
-def make_settings(cluster: Any) -> Settings:
+def make_settings(cluster: Any, aws_endpoint: str | None = None) -> Settings:
+    """`aws_endpoint`: where karpy calls AWS, when not the cluster's moto itself (a fault proxy)."""
     seed = cluster.aws
+    endpoint = {"endpoint_url": aws_endpoint} if aws_endpoint else {}
     return Settings(
         cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
         cluster_endpoint=cluster.apiserver_url,
         kubeconfig=cluster.kubeconfig,
-        aws=seed.aws_settings(price_file=str(PRICES), default_instance_profile="karpy-node"),
+        aws=seed.aws_settings(price_file=str(PRICES), default_instance_profile="karpy-node", **endpoint),
         batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
         lifecycle=LifecycleSettings(
             gc_grace_seconds=GC_GRACE,
@@ -129,16 +131,23 @@ def make_settings(cluster: Any) -> Settings:
 
 @pytest.fixture(scope="module")
 def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
-    with pytest.MonkeyPatch.context() as env:
-        # moto takes any credentials; never let boto3 look further for real ones.
-        env.setenv("AWS_ACCESS_KEY_ID", "testing")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with moto_credentials():
         yield from _karpy(cluster)
 
 
-def _karpy(cluster: Any) -> Iterator[Karpy]:
-    kube = cluster.api_client()
-    settings = make_settings(cluster)
+@contextlib.contextmanager
+def moto_credentials() -> Iterator[None]:
+    """moto takes any credentials; never let boto3 look further for real ones."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        yield
+
+
+def _karpy(cluster: Any, kube: Any = None, aws_endpoint: str | None = None) -> Iterator[Karpy]:
+    """`kube` and `aws_endpoint` put something between karpy and the cluster (a fault proxy)."""
+    kube = kube or cluster.api_client()
+    settings = make_settings(cluster, aws_endpoint)
     raw_cloud = AWSCloudProvider(settings=settings)
     cloud = decorate(raw_cloud)
     state = ClusterState()

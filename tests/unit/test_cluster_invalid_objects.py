@@ -123,3 +123,42 @@ def test_a_nodepool_named_as_a_provisioner_is_reported_once(caplog) -> None:
         assert kube_provisioners.without_clashes([legacy], [pool]) == [legacy]
     clashes = [r for r in caplog.records if r.levelname == "ERROR" and "same name" in r.getMessage()]
     assert len(clashes) == 1
+
+
+def test_a_nodepool_of_an_invalid_node_class_says_the_class_is_invalid(cluster, caplog) -> None:
+    """The probe's log read `EC2NodeClass "np-tags-…" not found` for a class that exists and is
+    merely invalid (60 tags); the NodePool's refusal now says which it is."""
+    tagged = copy.deepcopy(NODE_CLASS)
+    tagged["metadata"]["name"] = "tagged"
+    tagged["spec"]["tags"] = {f"team-{i}": "x" for i in range(60)}
+    cluster["ec2nodeclasses"] = [NODE_CLASS, tagged]
+    uses_tagged, uses_missing = nodepool("uses-tagged"), nodepool("uses-missing")
+    uses_tagged["spec"]["template"]["spec"]["nodeClassRef"]["name"] = "tagged"
+    uses_missing["spec"]["template"]["spec"]["nodeClassRef"]["name"] = "missing"
+    cluster["nodepools"] = [nodepool("good"), uses_tagged, uses_missing]
+    loaded = kube_provisioners.list_nodepools(object(), cluster_name="c")
+    assert [p.name for p in loaded] == ["good"]
+    errors = {r.getMessage().split(",")[0]: r.getMessage() for r in caplog.records if r.levelname == "ERROR"}
+    assert "spec.tags" in errors["Ignoring invalid ec2nodeclass tagged"]
+    pool_error = errors["Ignoring invalid nodepool uses-tagged"]
+    assert 'EC2NodeClass "tagged" is invalid' in pool_error and "not found" not in pool_error
+    assert 'EC2NodeClass "missing" not found' in errors["Ignoring invalid nodepool uses-missing"]
+    by_name = {e["name"]: e["message"] for e in cluster["events"]}
+    assert 'EC2NodeClass "tagged" is invalid' in by_name["uses-tagged"]
+
+
+def test_a_status_write_is_not_news_but_a_spec_change_is(cluster, caplog) -> None:
+    """Found live: karpy's own status pass bumps an invalid NodePool's resourceVersion every minute,
+    and each bump logged the ERROR and recorded the Event again. A status write leaves
+    metadata.generation alone (the CRDs have the status subresource); a spec change bumps it."""
+    bad = nodepool("bad", taints="not a list")
+    bad["metadata"]["generation"] = 1
+    cluster["nodepools"] = [bad]
+    for version in ("1", "2", "3"):
+        bad["metadata"]["resourceVersion"] = version
+        kube_provisioners.list_nodepools(object(), cluster_name="c")
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 1
+    bad["metadata"]["generation"] = 2
+    kube_provisioners.list_nodepools(object(), cluster_name="c")
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 2
+    assert len(cluster["events"]) == 2

@@ -170,16 +170,19 @@ def test_which_node_create_errors_back_a_pool_off() -> None:
     assert not permanent_cluster_error(Invalid("x", status=409))
 
 
-def test_a_pool_the_solver_raises_on_is_left_out_and_the_others_planned(cluster, cloud, caplog) -> None:
-    """A `Gt` requirement of 5,000 digits loaded before admission bounded it to int64 (an object
-    stored before an upgrade, or while the webhook was down), and `int()` refuses it in the solver:
-    every batch of every pool failed. Now that pool is left out, once reported."""
+def broken_pool() -> Any:
+    """A NodePool whose `Gt` requirement has 5,000 digits, built past the loader (which now refuses
+    it by name) as an object stored before an upgrade, or while the webhook was down, holds it."""
     gt = {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["1"]}
     loaded = make_provisioner("broken", requirements=[gt])
-    huge = tuple(
-        replace(r, values=("9" * 5000,)) if r.operator == "Gt" else r for r in loaded.requirements
-    )
-    cluster.provisioners[0] = replace(loaded, requirements=huge, kind="NodePool", resource_version="7")
+    huge = tuple(replace(r, values=("9" * 5000,)) if r.operator == "Gt" else r for r in loaded.requirements)
+    return replace(loaded, requirements=huge, kind="NodePool", resource_version="7")
+
+
+def test_a_pool_the_solver_raises_on_is_left_out_and_the_others_planned(cluster, cloud, caplog) -> None:
+    """A `Gt` requirement of 5,000 digits: `int()` refuses it in the solver, and every batch of
+    every pool failed. Now that pool is left out, once reported."""
+    cluster.provisioners[0] = broken_pool()
     controller = controller_for(cloud)
     keys = [cluster.add_pod(for_pool(f"api-{i}", "plain")) for i in range(2)]
     for key in keys:
@@ -190,3 +193,22 @@ def test_a_pool_the_solver_raises_on_is_left_out_and_the_others_planned(cluster,
     assert "Exceeds the limit" in planning[0]["message"]
     errors = [r for r in caplog.records if r.levelname == "ERROR" and "out of planning" in r.getMessage()]
     assert len(errors) == 1
+
+
+def test_a_left_out_pool_is_reported_again_on_an_edit_not_on_a_status_write(cluster, cloud, caplog) -> None:
+    """karpy rewrites a NodePool's status every minute (v1status), which bumps its resourceVersion:
+    keyed on that, the left-out pool's ERROR and FailedPlanning Event came back every minute. An
+    edit of its spec is news; a status write is not."""
+    broken = broken_pool()
+    cluster.provisioners[0] = broken
+    controller = controller_for(cloud)
+
+    def reported_after(pool: Any, name: str) -> int:
+        cluster.provisioners[0] = pool
+        run(controller, [cluster.add_pod(for_pool(name, "plain"))])
+        return len([e for e in cluster.events if e["reason"] == "FailedPlanning"])
+
+    assert reported_after(broken, "api-0") == 1
+    assert reported_after(replace(broken, resource_version="8"), "api-1") == 1  # a status write
+    edited = replace(broken, weight=(broken.weight or 0) + 1, resource_version="9")
+    assert reported_after(edited, "api-2") == 2

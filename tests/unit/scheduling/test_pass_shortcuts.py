@@ -121,8 +121,8 @@ def test_plans_are_the_same_without_the_shortcuts(
     full: Counter[str] = Counter()
     with monkeypatch.context() as patched:
         counting(patched, full)
-        patched.setattr(passes, "floor", lambda cache, classes: None)
-        patched.setattr(packer, "_beaten", lambda seed, active, score: lambda candidate: False)
+        patched.setattr(passes, "floor", lambda cache, classes, cursors: None)
+        patched.setattr(packer, "_beaten", lambda seed, active, cursors, score: lambda candidate: False)
         slow = plans(cases)
     assert fast == slow
     # The shortcuts were taken, so the comparison means something.

@@ -17,7 +17,7 @@ from extender.scheduling.domains import DomainPlanner
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.resolver import Resolver
 from extender.scheduling.shape import FIELDS, GROUPINGS, Shape, Shapes
-from extender.scheduling.solver import _dims
+from extender.scheduling.solver import _dims, _NewNodes
 from extender.scheduling.topology import Terms
 from tests.unit.scheduling.builders import catalog, make_pod
 
@@ -91,7 +91,7 @@ def _classes(shapes: Shapes) -> int:
 
 
 def _signatures(shapes: Shapes) -> int:
-    planner = DomainPlanner((), None, lambda *a: frozenset(), lambda *a: frozenset(), shapes=shapes)
+    planner = DomainPlanner((), None, _NewNodes(_resolver(shapes), {}), shapes=shapes)
     return len({planner.signature(p) for p in _pods()})
 
 
