@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import ssl
-import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -43,8 +42,6 @@ log = logging.getLogger("karpy.http")
 REQUEST_READ_SECONDS = 10.0
 #: Seconds one send of the answer may block on a client that does not read.
 WRITE_SECONDS = 10.0
-#: Seconds a thread holding the GIL runs before a waiting one (a request thread) may take it.
-SWITCH_INTERVAL = 0.0005
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
@@ -120,10 +117,6 @@ class BoundedThreadWorker(ThreadWorker):
         # HTML page; karpy's clients get JSON for every error, as from the apps. The worker process
         # serves only karpy's apps, so replacing gunicorn's writer here reaches nothing else.
         gunicorn_util.write_error = write_json_error
-        # Callers wait on each answer in a serial loop (kube-scheduler's cycle, the API server's
-        # admission): a request thread woken by its socket takes the GIL from the informers'
-        # threads after 0.5 ms, not the default 5 ms (benchmarks/schedpath.py measures it).
-        sys.setswitchinterval(SWITCH_INTERVAL)
         super().init_process()
 
     def handle(self, conn: Any) -> Any:
