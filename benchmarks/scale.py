@@ -210,8 +210,8 @@ def describe_lag(lags: list[float], created: int) -> str:
     )
 
 
-def tree_rss_mb(pid: int) -> float:
-    """RSS of `pid` and its descendants (gunicorn forks its worker), from /proc."""
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (gunicorn forks its worker), from /proc."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -220,10 +220,18 @@ def tree_rss_mb(pid: int) -> float:
             except OSError:
                 continue
             children.setdefault(int(fields[1]), []).append(int(entry.name))
-    total_kb, todo = 0, [pid]
+    tree, todo = [], [pid]
     while todo:
         current = todo.pop()
+        tree.append(current)
         todo.extend(children.get(current, []))
+    return tree
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of `pid` and its descendants."""
+    total_kb = 0
+    for current in process_tree(pid):
         try:
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):

@@ -104,7 +104,10 @@ def create_app(
             names = guard.node_names(args if isinstance(args, dict) else {})
         except guard.BadArgs:
             names = []  # prioritize errors are ignored by kube-scheduler; no scores is the same
-        scores = guard.prioritize(state, names, args.get("Pod") if isinstance(args, dict) else None)
+        pod = args.get("Pod") if isinstance(args, dict) else None
+        # kube-scheduler adds an extender's score only to the hosts it lists, so equal scores for
+        # all (the common case) are said with an empty list: no 1,000-entry answer to encode.
+        scores = guard.prioritize(state, names, pod) if guard.has_preference(state, names, pod) else []
         metrics.EXTENDER.labels(verb="prioritize").observe(time.perf_counter() - started)
         return _json(scores)
 

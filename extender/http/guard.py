@@ -132,6 +132,15 @@ def prioritize(
     return [{"Host": name, "Score": score(name)} for name in names]
 
 
+def has_preference(state: ClusterState, names: Sequence[str], pod: Mapping[str, Any] | None = None) -> bool:
+    """Whether `prioritize` would score these nodes unequally: one is marked for removal or the pod
+    holds room. Otherwise every node scores the same, which changes no ranking."""
+    if isinstance(pod, Mapping) and state.held(objects.pod_key(pod)) is not None:
+        return True
+    marked = state.marked()
+    return bool(marked) and not marked.keys().isdisjoint(names)
+
+
 class BadArgs(ValueError):
     """ExtenderArgs of the wrong shape; answered with a 200 whose Error says why."""
 

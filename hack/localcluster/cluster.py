@@ -360,27 +360,11 @@ def _start_all(
     )
 
     say("starting kube-scheduler")
-    scheduler_config = folder / "scheduler-config.yaml"
-    scheduler_config.write_text(
-        yaml.safe_dump(
-            _scheduler_config(kubeconfigs["scheduler"], state["extender_url"], state.get("extender_tls")),
-            sort_keys=False,
-        )
-    )
-    sched = str(kubeconfigs["scheduler"])
-    starter.start(
-        "kube-scheduler",
-        [
-            binaries["kube-scheduler"],
-            f"--config={scheduler_config}",
-            f"--authentication-kubeconfig={sched}",
-            f"--authorization-kubeconfig={sched}",
-            f"--bind-address={LOOPBACK}",
-            f"--secure-port={ports['kube-scheduler']}",
-            f"--cert-dir={folder / 'certs' / 'scheduler'}",
-            "--profiling=false",
-        ],
-        ports["kube-scheduler"],
+    _start_scheduler(
+        starter,
+        state,
+        kubeconfigs["scheduler"],
+        _scheduler_config(kubeconfigs["scheduler"], state["extender_url"], state.get("extender_tls")),
     )
 
     say("starting kwok")
@@ -408,8 +392,92 @@ def _start_all(
     )
 
 
-def _scheduler_config(kubeconfig: Path, extender_url: str, tls: dict[str, str] | None) -> dict[str, Any]:
-    extender: dict[str, Any] = {
+def _start_scheduler(
+    starter: _Starter, state: dict[str, Any], kubeconfig: Path, config: dict[str, Any]
+) -> None:
+    folder, ports = starter.folder, state["ports"]
+    scheduler_config = folder / "scheduler-config.yaml"
+    scheduler_config.write_text(yaml.safe_dump(config, sort_keys=False))
+    sched = str(kubeconfig)
+    starter.start(
+        "kube-scheduler",
+        [
+            state["binaries"]["kube-scheduler"],
+            f"--config={scheduler_config}",
+            f"--authentication-kubeconfig={sched}",
+            f"--authorization-kubeconfig={sched}",
+            f"--bind-address={LOOPBACK}",
+            f"--secure-port={ports['kube-scheduler']}",
+            f"--cert-dir={folder / 'certs' / 'scheduler'}",
+            "--profiling=false",
+        ],
+        ports["kube-scheduler"],
+    )
+
+
+def stop_scheduler(folder: Path) -> dict[str, Any]:
+    """Stop the recorded kube-scheduler (the rest keeps running); returns the state."""
+    state = load_state(folder)
+    if not state or "kube-scheduler" not in state.get("processes", {}):
+        raise ComponentError("kube-scheduler", f"no cluster recorded in {folder}")
+    entry = state["processes"]["kube-scheduler"]
+    procs.stop_pid(entry["pid"], ticks=entry.get("ticks"), timeout=10.0)
+    return state
+
+
+def restart_scheduler(
+    folder: Path,
+    *,
+    extender: bool = True,
+    prioritize: bool = True,
+    client_qps: float | None = None,
+    client_burst: int | None = None,
+    die_with_parent: bool = False,
+) -> None:
+    """Stop kube-scheduler if it runs and start it again, with or without karpy's extender and
+    with its client QPS/burst set (None: kube-scheduler's defaults, 50/100); waits until healthy.
+    For benchmarks that compare configurations on one cluster (benchmarks/schedpath.py)."""
+    state = stop_scheduler(folder)
+    kubeconfig = folder / "scheduler.kubeconfig"
+    config = _scheduler_config(
+        kubeconfig,
+        state["extender_url"],
+        state.get("extender_tls"),
+        extender=extender,
+        prioritize=prioritize,
+        client_qps=client_qps,
+        client_burst=client_burst,
+    )
+    # A fresh port: the old one may linger in TIME_WAIT.
+    state["ports"]["kube-scheduler"] = port = procs.free_port()
+    starter = _Starter(folder, state, die_with_parent)
+    _start_scheduler(starter, state, kubeconfig, config)
+    starter.wait(
+        "kube-scheduler",
+        lambda: procs.http_ok(f"https://{LOOPBACK}:{port}/healthz", context=_insecure_context()),
+        "healthy (/healthz)",
+    )
+
+
+def _scheduler_config(
+    kubeconfig: Path,
+    extender_url: str,
+    tls: dict[str, str] | None,
+    *,
+    extender: bool = True,
+    prioritize: bool = True,
+    client_qps: float | None = None,
+    client_burst: int | None = None,
+) -> dict[str, Any]:
+    """`extender`: register karpy's extender (`prioritize`: with its prioritize verb);
+    `client_qps`/`client_burst`: kube-scheduler's API client rate (clientConnection.qps/burst;
+    None keeps its defaults, 50/100)."""
+    connection: dict[str, Any] = {"kubeconfig": str(kubeconfig)}
+    if client_qps is not None:
+        connection["qps"] = client_qps
+    if client_burst is not None:
+        connection["burst"] = client_burst
+    extension: dict[str, Any] = {
         "urlPrefix": extender_url,
         "filterVerb": "filter",
         "prioritizeVerb": "prioritize",
@@ -421,15 +489,19 @@ def _scheduler_config(kubeconfig: Path, extender_url: str, tls: dict[str, str] |
     }
     if tls is not None:
         # Without a CA kube-scheduler skips verification altogether (insecure): always give one.
-        extender["tlsConfig"] = {"caFile": tls["ca"]}
-    return {
+        extension["tlsConfig"] = {"caFile": tls["ca"]}
+    if not prioritize:
+        del extension["prioritizeVerb"], extension["weight"]
+    config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "clientConnection": connection,
         "leaderElection": {"leaderElect": False},
         "profiles": [{"schedulerName": "default-scheduler"}],
-        "extenders": [extender],
     }
+    if extender:
+        config["extenders"] = [extension]
+    return config
 
 
 def _kwok_config(port: int) -> str:

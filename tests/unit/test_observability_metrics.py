@@ -244,7 +244,8 @@ def test_extender_bad_requests_and_failures_are_counted(monkeypatch: pytest.Monk
     def broken(*_args: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(extender_app.guard, "prioritize", broken)
+    # has_preference runs on every /prioritize call (the scores only when it says so).
+    monkeypatch.setattr(extender_app.guard, "has_preference", broken)
     assert client.post("/prioritize", json={"Pod": {}, "NodeNames": []}).status_code == 500
     assert (errors("filter", "bad_request"), errors("prioritize", "exception")) == (
         before[0] + 1,

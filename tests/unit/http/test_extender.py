@@ -125,6 +125,20 @@ def test_prioritize_prefers_nodes_not_planned_for_removal(harness) -> None:
     assert body == [{"Host": "n1", "Score": 10}, {"Host": "n2", "Score": 0}]
 
 
+def test_prioritize_with_nothing_to_say_answers_an_empty_list(harness) -> None:
+    """kube-scheduler adds an extender's score only to the hosts it lists (prioritizeNodes), so
+    equal scores for every node rank nothing: the answer is [] instead of one entry per node. A
+    node marked for removal among them, or a pod holding room, gets the scores again."""
+    web, state, _ = harness
+    names = [f"n{i}" for i in range(1000)]
+    assert web.post("/prioritize", json={"Pod": POD, "NodeNames": names}).get_json() == []
+    state.mark_for_removal("elsewhere", "empty")
+    assert web.post("/prioritize", json={"Pod": POD, "NodeNames": names}).get_json() == []
+    state.mark_for_removal("n7", "empty")
+    scores = web.post("/prioritize", json={"Pod": POD, "NodeNames": names}).get_json()
+    assert len(scores) == 1000 and {"Host": "n7", "Score": 0} in scores
+
+
 def test_health_ready_and_metrics(harness) -> None:
     web, state, _ = harness
     assert web.get("/healthz").status_code == 200
