@@ -9,6 +9,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+#: kind -> (group, version, plural, karpy's validating path): the objects karpy's webhook validates.
+VALIDATED = {
+    "NodePool": ("karpenter.sh", "v1", "nodepools", "/validate/nodepool"),
+    "EC2NodeClass": ("karpenter.k8s.aws", "v1", "ec2nodeclasses", "/validate/ec2nodeclass"),
+    "Provisioner": ("karpenter.sh", "v1alpha5", "provisioners", "/validate/provisioner"),
+}
+
 
 def create_or_refused(
     objects: Any,

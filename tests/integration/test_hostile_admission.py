@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.examples_apply import example_hook
+from tests.integration.examples_apply import VALIDATED, example_hook
 from tests.integration.test_webhook import WebhookProcess, serving
 from tests.unit.api.test_admission_bounds import three_line_schedule
 
@@ -27,11 +27,7 @@ pytestmark = pytest.mark.integration
 RUN = uuid.uuid4().hex[:8]
 CONFIG_NAME = f"karpy-hostile-{RUN}"
 RUN_LABEL = {"karpy.sh/hostile-admission-test": RUN}
-RESOURCES = {
-    "NodePool": ("karpenter.sh", "v1", "nodepools", "/validate/nodepool"),
-    "EC2NodeClass": ("karpenter.k8s.aws", "v1", "ec2nodeclasses", "/validate/ec2nodeclass"),
-    "Provisioner": ("karpenter.sh", "v1alpha5", "provisioners", "/validate/provisioner"),
-}
+RESOURCES = VALIDATED
 #: A loose hang guard on one API call: the old schedule pattern held the webhook past
 #: kube-apiserver's 10 s webhook timeout; the figures are printed (pytest -s) and in the report.
 CALL_GUARD_SECONDS = 2.0

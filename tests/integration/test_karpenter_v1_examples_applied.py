@@ -19,7 +19,7 @@ from extender.api.nodepool import duration_seconds
 from extender.cluster.provisioners import load_configured
 from extender.settings import Settings
 from hack.localcluster.karpyenv import install_provisioner_crd
-from tests.integration.examples_apply import applied, example_hook
+from tests.integration.examples_apply import VALIDATED, applied, example_hook
 from tests.integration.test_webhook import WebhookProcess, configuration
 from tests.unit.api.test_karpenter_v1_examples import DOCS, expected_refusals
 
@@ -28,10 +28,7 @@ pytestmark = pytest.mark.integration
 RUN = uuid.uuid4().hex[:8]
 CONFIG_NAME = f"karpy-v1-examples-{RUN}"
 RUN_LABEL = {"karpy.sh/v1-examples-test": RUN}
-KINDS = {
-    "NodePool": ("karpenter.sh", "v1", "nodepools", "/validate/nodepool"),
-    "EC2NodeClass": ("karpenter.k8s.aws", "v1", "ec2nodeclasses", "/validate/ec2nodeclass"),
-}
+KINDS = {kind: VALIDATED[kind] for kind in ("NodePool", "EC2NodeClass")}
 FILES = sorted({name for name, _ in DOCS})
 
 
