@@ -33,6 +33,7 @@ from extender.api.nodetemplate import default_node_template, load_node_template
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_defaults import default_manifest
 from extender.api.provisioner_schema import load_provisioner
+from extender.api.schema_text import summarize
 from extender.cluster import events
 from extender.cluster.errors import NotFound, translated
 from extender.cluster.quarantine import Quarantine, short
@@ -67,7 +68,8 @@ def error_text(err: Exception) -> str:
     """What an object's load failure says: the schema's messages (field paths), or, for a value
     that broke a computation, the exception."""
     if isinstance(err, ValidationError):
-        return str(err.messages)
+        # The webhook's bounded denial text: the first problems, cut at a word, "+N more".
+        return summarize(err.messages) if isinstance(err.messages, list) else str(err.messages)
     return f"{type(err).__name__}: {err}"
 
 

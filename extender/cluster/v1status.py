@@ -77,7 +77,7 @@ def _conditions(obj: Mapping[str, Any]) -> list[Any]:
 
 
 def _failure(err: Exception) -> str:
-    return short("; ".join(map(str, err.messages)) if isinstance(err, ValidationError) else f"{err}")
+    return short(kube_provisioners.error_text(err) if isinstance(err, ValidationError) else f"{err}")
 
 
 def node_class_status(
