@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from extender.api.pod import Pod
-    from extender.cloud.types import CloudProvider, Instance, OfferingKey
+    from extender.cloud.types import CloudProvider, OfferingKey
     from extender.lifecycle.events import Recorder
     from extender.settings import Settings
 
@@ -50,7 +50,7 @@ class Replacements(Protocol):
 
     def provision_replacements(self, pods: Sequence[Pod]) -> list[str]: ...
 
-    def adopt_instances(self, instances: Sequence[Instance]) -> list[str]: ...
+    def adopt_instances(self) -> list[str]: ...
 
     def refresh_status(self, provisioner_names: Iterable[str]) -> None: ...
 

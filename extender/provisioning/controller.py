@@ -34,7 +34,7 @@ from kubernetes import client
 
 from extender import retry
 from extender.api.pod import Pod
-from extender.cloud.types import CloudProvider, Instance
+from extender.cloud.types import CloudProvider
 from extender.cluster import inventory
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.nodeindex import NodeIndex
@@ -257,7 +257,7 @@ class ProvisioningController:
 
     def _on_started_leading(self) -> None:
         try:
-            self.adopt_instances(self.cloud.list())
+            self.adopt_instances()
         except Exception as err:  # the loop's boundary; GC bounds how long an unadopted instance lives
             # The world's failures (API server, AWS) are WARNINGs, karpy's own bugs ERRORs.
             log_failure(log, "adopting instances of interrupted launches", err)
@@ -266,15 +266,16 @@ class ProvisioningController:
         # Pods parked while following were waiting for exactly this.
         self._requeue(self.parked.take(everything=True))
 
-    def adopt_instances(self, instances: Sequence[Instance]) -> list[str]:
+    def adopt_instances(self) -> list[str]:
         """Create the Nodes of karpy instances that have none; the adopted node names.
 
         A controller killed between CreateFleet and the Node create leaves such an instance while
         its pods are still pending. Under the batch lock, so no batch plans those pods meanwhile;
-        the next batch binds them to the adopted node as existing capacity.
+        the next batch binds them to the adopted node as existing capacity. Both listings are taken
+        under the lock (an instance listed before a wait for it may be gone by the end of the wait).
         """
         with self._lock:
-            return self.pipeline.registrar.adopt(instances, self.pipeline.gather.context)
+            return self.pipeline.registrar.adopt(self.cloud.list, self.pipeline.gather.context)
 
     def provision_replacements(self, pods: Sequence[Pod]) -> list[str]:
         """Launch nodes (without binding) for pods of a node about to be drained; their names."""

@@ -118,10 +118,17 @@ class Registrar:
             provisioner, f"creating node of instance {instance.id}, {err} (instance {terminated})"
         )
 
-    def adopt(self, instances: Sequence[Instance], ctx: Callable[[], Context]) -> list[str]:
+    def adopt(
+        self, list_instances: Callable[[], Sequence[Instance]], ctx: Callable[[], Context]
+    ) -> list[str]:
         """Create the Nodes of karpy instances that have none; the adopted node names. An instance
-        whose Provisioner or instance type is gone is left to garbage collection."""
-        found = launcher.without_nodes(kube_nodes.list_nodes(self.kube, karpy_only=True), instances)
+        whose Provisioner or instance type is gone is left to garbage collection.
+
+        The Nodes are listed before the instances: karpy terminates an instance before it deletes
+        its Node, so an instance in the (later) listing either still has its Node in the earlier one
+        or never had one. Listed the other way round, a node removed in between looked unadopted."""
+        nodes = kube_nodes.list_nodes(self.kube, karpy_only=True)
+        found = launcher.without_nodes(nodes, list_instances())
         if not found:
             return []
         log.info(

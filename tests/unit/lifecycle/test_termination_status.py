@@ -12,7 +12,6 @@ import pytest
 from extender.api import labels
 from extender.api.node import Node
 from extender.cloud.fake import FakeCloudProvider
-from extender.cloud.types import Instance
 from extender.lifecycle import termination
 from extender.lifecycle.context import Context
 from extender.lifecycle.events import Recorder
@@ -34,7 +33,7 @@ class StatusRefreshes:
     def provision_replacements(self, pods: Sequence[Any]) -> list[str]:
         return []
 
-    def adopt_instances(self, instances: Sequence[Instance]) -> list[str]:
+    def adopt_instances(self) -> list[str]:
         return []
 
 

@@ -15,6 +15,7 @@ from extender.api.provisioner import Taint
 from extender.cloud.fake import FakeCloudProvider
 from extender.cloud.types import CloudError, InsufficientCapacityError, LaunchRequest, OfferingKey
 from extender.cluster import bind as kube_bind
+from extender.cluster import nodes as kube_nodes
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import Unavailable
 from extender.provisioning.controller import BatchReport, ProvisioningController
@@ -348,3 +349,51 @@ def test_pods_not_tolerating_a_startup_taint_are_left_to_kube_scheduler(cluster,
         "kube-scheduler binds it once the node has no startup taint "
         "node.cilium.io/agent-not-ready=true:NoExecute"
     )
+
+
+def test_an_instance_terminated_while_adoption_waits_is_not_adopted(cluster, cloud) -> None:
+    """CI, chaos test (stop 36): the lifecycle's recovery listed the instances, waited for the batch
+    lock while the interruption path terminated two instances and deleted their Nodes, then listed
+    the Nodes and adopted the terminated instances as new Nodes ("nodes at peak without a live
+    instance: 2"). karpy terminates an instance before deleting its Node, so listing the Nodes first
+    and the instances second, both under the lock, never sees one without the other."""
+    from extender.lifecycle import recovery
+    from extender.lifecycle.context import Context
+    from extender.lifecycle.events import Recorder
+
+    controller = controller_for(cloud)
+    run(controller, [cluster.add_pod(pod("web"))])
+    (name,) = cluster.nodes
+    (instance,) = cloud.list()
+    real_list_nodes, real_list = cluster.list_nodes, cloud.list
+    interrupted: list[str] = []
+
+    def interrupt() -> None:  # the interruption path, between adoption's two listings
+        if not interrupted:
+            interrupted.append(name)
+            cloud.delete(instance.id)
+            del cluster.nodes[name]
+
+    def list_nodes(*args: Any, **kwargs: Any) -> list[Any]:
+        nodes = real_list_nodes(*args, **kwargs)
+        interrupt()
+        return nodes
+
+    def list_instances() -> list[Any]:
+        instances = real_list()
+        interrupt()
+        return instances
+
+    cluster.monkeypatch.setattr(kube_nodes, "list_nodes", list_nodes)
+    cloud.list = list_instances  # type: ignore[method-assign]
+    ctx = Context(
+        settings=Settings(),
+        kube=None,
+        cloud=cloud,
+        state=None,
+        provisioning=controller,
+        recorder=Recorder(None),
+        clock=lambda: None,  # type: ignore[arg-type,return-value]
+    )
+    assert recovery.recover(ctx) == []
+    assert interrupted == [name] and cluster.nodes == {}
