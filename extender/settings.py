@@ -89,6 +89,9 @@ class LifecycleSettings:
     consolidation_validation_seconds: float = 15.0
     #: Nodes younger than this are never consolidated.
     consolidation_min_node_age_seconds: float = 60.0
+    #: Replace nodes that stay unhealthy past their repair policy's toleration (lifecycle/repair.py;
+    #: Karpenter's NodeRepair feature gate, off by default there too).
+    node_repair: bool = False
 
 
 @dataclass
