@@ -437,3 +437,47 @@ def amount(name: str, value: float, *, unit: bool = True) -> str:
     if not unit:
         return figure
     return f"{figure} CPU" if name == CPU else f"{figure} {name}"
+
+
+#: Longest Event message (the API server's Event note limit is 1 KiB).
+MESSAGE_LIMIT = 1024
+
+
+def summary(explanation: Explanation, limit: int = MESSAGE_LIMIT) -> str:
+    """The Event text: the most relevant pools' reasons in full while they fit, then "+N more"
+    naming every other pool by its rule; never cut mid-word, and no pool name lost while the names
+    alone fit (past that, "+N more" counts the rest)."""
+    ranked = [v for v in explanation.ranked() if not v.admits]
+    head = "no Provisioner or NodePool can launch a node for the pod: "
+    full = head + "; ".join(v.line() for v in ranked)
+    if len(full) <= limit:
+        return full
+    for shown in range(len(ranked) - 1, -1, -1):
+        text = head + "; ".join(v.line() for v in ranked[:shown])
+        rest = _names(ranked[shown:], limit - len(text) - 2)
+        if rest is not None:
+            return f"{text}; {rest}" if shown else head + rest
+    return head + _counted(ranked, limit - len(head))
+
+
+def _names(rest: Sequence[Verdict], room: int) -> str | None:
+    """ "+N more: taint: a, b; requirement: c" when it fits in `room`, else None."""
+    by_rule: dict[str, list[str]] = {}
+    for v in rest:
+        by_rule.setdefault(v.rule, []).append(v.pool.name)
+    text = f"+{len(rest)} more: " + "; ".join(
+        f"{rule}: {', '.join(names)}" for rule, names in by_rule.items()
+    )
+    return text if len(text) <= room else None
+
+
+def _counted(ranked: Sequence[Verdict], room: int) -> str:
+    """As many pool names as fit, whole, then "+N more"."""
+    names: list[str] = []
+    for i, v in enumerate(ranked):
+        tail = f" +{len(ranked) - i - 1} more" if i < len(ranked) - 1 else ""
+        candidate = ", ".join([*names, f"{v.pool.name} ({v.rule})"])
+        if len(candidate) + len(tail) > room:
+            return ", ".join(names) + f" +{len(ranked) - i} more"
+        names.append(f"{v.pool.name} ({v.rule})")
+    return ", ".join(names)
