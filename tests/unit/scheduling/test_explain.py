@@ -218,3 +218,60 @@ def test_candidates_are_capped():
     found = explain(make_pod("j", cpu="500"), world)
     remedy, tried = smallest_change(found, world, limit=3)
     assert remedy is None and tried == 3
+
+
+def _node(name: str, zone: str, pods=()) -> ExistingNode:
+    return ExistingNode(
+        name=name,
+        provisioner="",
+        instance_type="m5.large",
+        labels={ZONE: zone, "kubernetes.io/hostname": name},
+        taints=(),
+        allocatable=Resources({"cpu": 2, "memory": 8 * 2**30, "pods": 29}),
+        requested=Resources({"cpu": 1}),
+        pod_count=len(pods),
+        pods=tuple(pods),
+        schedulable=False,
+    )
+
+
+def test_volume_zone_names_the_volumes_zone():
+    """kube-scheduler VolumeBinding/VolumeZone: a bound volume's node affinity pins the pod's zone."""
+    from extender.api.provisioner import Requirement
+
+    zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
+    world = World([zonal], catalog())
+    pod = replace(make_pod("v"), volume_terms=((Requirement(ZONE, "In", ("us-west-2c",)),),))
+    found = explain(pod, world)
+    v = verdict(found, "z")
+    assert (v.rule, v.message) == (
+        rules.VOLUME_ZONE,
+        "the pod's volume is in topology.kubernetes.io/zone=us-west-2c; Provisioner z allows only us-west-2a",
+    )
+    remedy, _ = smallest_change(found, world)
+    assert (
+        remedy is not None
+        and remedy.edit.description == "allow topology.kubernetes.io/zone us-west-2c in Provisioner z"
+    )
+
+
+def test_zone_spread_over_its_skew():
+    """kube-scheduler PodTopologySpread (DoNotSchedule): the pool's only zone would exceed maxSkew."""
+    zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
+    web = {"app": "web"}
+    running = [replace(make_pod(f"w{i}", labels=web), node_name="na") for i in range(2)]
+    nodes = [_node("na", "us-west-2a", running), _node("nb", "us-west-2b"), _node("nc", "us-west-2c")]
+    world = World([zonal], catalog(), existing_nodes=nodes)
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": web},
+        }
+    ]
+    found = explain(make_pod("s", labels=web, topologySpreadConstraints=spread), world)
+    v = verdict(found, "z")
+    assert v.rule == rules.SPREAD, v.message
+    remedy, _ = smallest_change(found, world)
+    assert remedy is not None and remedy.edit.change == {"op": "scheduleAnyway", "index": 0}
