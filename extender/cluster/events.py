@@ -30,27 +30,9 @@ def record(
     warning: bool = False,
 ) -> None:
     """Create the Event; cluster-scoped objects get theirs in `default`, as kubectl describe expects."""
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     event_namespace = namespace or "default"
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": event_namespace},
-        "involvedObject": {
-            "apiVersion": api_version,
-            "kind": kind,
-            "name": name,
-            "namespace": namespace,
-            "uid": uid,
-        },
-        "reason": reason,
-        "message": message[:1024],
-        "type": "Warning" if warning else "Normal",
-        "source": {"component": COMPONENT},
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
+    involved = {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace, "uid": uid}
+    body = _event(f"{name}.{uuid.uuid4().hex[:16]}", event_namespace, involved, reason, message, warning)
     try:
         with translated(f"recording event {reason} for {kind} {name}"):
             call_json(client.CoreV1Api(kube).create_namespaced_event, event_namespace, body)
@@ -75,30 +57,12 @@ def record_counted(
     controller finds the same Event."""
     import hashlib
 
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     event_namespace = namespace or "default"
     digest = hashlib.sha256(f"{uid or name}/{reason}".encode()).hexdigest()[:16]
     event_name = f"{name}.{digest}"
     core = client.CoreV1Api(kube)
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": event_name, "namespace": event_namespace},
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": kind,
-            "name": name,
-            "namespace": namespace,
-            "uid": uid,
-        },
-        "reason": reason,
-        "message": message[:1024],
-        "type": "Warning" if warning else "Normal",
-        "source": {"component": COMPONENT},
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
+    involved = {"apiVersion": "v1", "kind": kind, "name": name, "namespace": namespace, "uid": uid}
+    body = _event(event_name, event_namespace, involved, reason, message, warning)
     try:
         with translated(f"recording event {reason} for {kind} {name}"):
             try:
@@ -110,9 +74,28 @@ def record_counted(
             found = call_json(core.read_namespaced_event, event_name, event_namespace)
             patch = {
                 "count": int(found.get("count") or 1) + 1,
-                "lastTimestamp": now,
-                "message": message[:1024],
+                "lastTimestamp": body["lastTimestamp"],
+                "message": body["message"],
             }
             call_json(core.patch_namespaced_event, event_name, event_namespace, patch)
     except ClusterError as err:  # see module docstring
         log.debug("Failed to record event %s for %s %s, %s", reason, kind, name, err)
+
+
+def _event(
+    name: str, namespace: str, involved: dict[str, str], reason: str, message: str, warning: bool
+) -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": involved,
+        "reason": reason,
+        "message": message[:1024],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": COMPONENT},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
