@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -55,8 +56,6 @@ def record_counted(
     kube-scheduler's FailedScheduling through client-go's EventCorrelator) rather than a new
     object per retry. The name is derived from the object's uid and the reason, so a restarted
     controller finds the same Event."""
-    import hashlib
-
     event_namespace = namespace or "default"
     digest = hashlib.sha256(f"{uid or name}/{reason}".encode()).hexdigest()[:16]
     event_name = f"{name}.{digest}"

@@ -26,7 +26,7 @@ from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.plan import ExistingNode, Plan
 from extender.scheduling.provisioners import ordered
 from extender.scheduling.requirements import Requirements, ValueSet
-from extender.scheduling.solver import _dims, solve
+from extender.scheduling.solver import dimensions, solve
 from extender.scheduling.topology import NamespaceLabels
 from extender.scheduling.views import VIEWS
 
@@ -183,7 +183,7 @@ class Explanation:
 
 def explain(pod: Pod, world: World) -> Explanation:
     """The verdict of every pool for `pod`, and where the solver with every pool puts it."""
-    dims = _dims([pod], world.daemonsets)
+    dims = dimensions([pod], world.daemonsets)
     cache = CandidateCache(world.unavailable)
     verdicts = []
     for pool in ordered(world.provisioners):
