@@ -353,7 +353,7 @@ class AWSCloudProvider:
         )
         amis = self.amis.by_arch(node_class)
         if not amis:
-            raise CloudError("resolving AMIs, none found for the node class", code="NoAMIs")
+            raise CloudError(f"resolving AMIs, {self.amis.missing(node_class)}", code="NoAMIs")
         return {
             "subnets": [
                 {
