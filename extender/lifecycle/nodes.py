@@ -168,7 +168,7 @@ class NodeWorker:
         if repaired.terminated:
             return  # its deletion event brings it back, for the finalizer
         delays = [
-            readiness.reconcile(ctx, node),
+            readiness.reconcile(ctx, node, prov),
             None if prov else PROVISIONER_RECHECK_SECONDS,
             repaired.requeue_after,
         ]

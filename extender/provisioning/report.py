@@ -26,7 +26,7 @@ from extender.cluster import nodes as kube_nodes
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.errors import ClusterError
 from extender.cluster.quarantine import short
-from extender.provisioning import pending
+from extender.provisioning import backoff, pending
 from extender.provisioning.backoff import Hold
 from extender.provisioning.pools import Pools
 from extender.scheduling.explain import MESSAGE_LIMIT, World, explain, summary
@@ -49,7 +49,7 @@ INVALID_POD_REASON = "InvalidPod"
 NOT_BINDING_REASON = "NotBinding"
 #: A launch failed in a way retrying will not fix: on the pool and its pods (Karpenter's NodeClaim
 #: `Launched=False` reason).
-LAUNCH_FAILED_REASON = "LaunchFailed"
+LAUNCH_FAILED_REASON = backoff.LAUNCH_FAILED
 
 
 @dataclass
@@ -180,9 +180,9 @@ class Reporter:
         seconds = hold.seconds_left(self.clock())
         message = f"{hold.message}; not launching for it for {seconds:.0f}s (failure {hold.failures})"
         log.error("Backing off %s %s, %s", pool.noun, pool.name, short(message, 1000))
-        self.provisioner_event(pool, LAUNCH_FAILED_REASON, short(message), warning=True)
+        self.provisioner_event(pool, hold.reason, short(message), warning=True)
         if pool.kind == "NodePool":
-            v1status.set_condition(self.kube, pool.name, False, LAUNCH_FAILED_REASON, hold.message)
+            v1status.set_condition(self.kube, pool.name, False, hold.reason, hold.message)
 
     def bound(self, plan: Plan, report: BatchReport) -> None:
         """Compute the plan's lower bound on the event pool, after the caller has bound the batch:
