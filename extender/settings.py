@@ -31,6 +31,12 @@ class AWSSettings:
     kubernetes_version: str = ""
     #: Instance profile for Provisioners whose provider block names none (Karpenter 0.5.6's global default).
     default_instance_profile: str = ""
+    #: Karpenter's RESERVED_ENIS: ENIs of each node's default network card the VPC CNI does not use
+    #: for pods (custom networking, security groups per pod); left out of every node's maxPods.
+    reserved_enis: int = 0
+    #: The VPC CNI runs with ENABLE_PREFIX_DELEGATION=true: Nitro nodes get the prefix-delegated
+    #: maxPods (extender/scheduling/poddensity.py).
+    prefix_delegation: bool = False
 
 
 @dataclass
