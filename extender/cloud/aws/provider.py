@@ -26,7 +26,7 @@ from extender.api.labels import (
     CAPACITY_TYPE_SPOT,
     LAUNCH_ID_TAG,
 )
-from extender.api.nodeclass import AL2023, NodeClass, Selector
+from extender.api.nodeclass import AL2023, RAID0, NodeClass, Selector
 from extender.api.provisioner import Provisioner
 from extender.api.resources import EFA
 from extender.cloud.aws import bootstrap, fleet, instances
@@ -339,6 +339,7 @@ class AWSCloudProvider:
             },
             taints=tuple(request.taints),
             user_data=provisioner.provider.user_data,
+            instance_store_raid0=provisioner.provider.instance_store_policy == RAID0,
         )
         if provisioner.provider.family == AL2023 and not node.cluster_cidr:
             log.warning("AL2023 nodes need the cluster's service CIDR to join: set KARPY_CLUSTER_CIDR")
