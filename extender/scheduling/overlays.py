@@ -51,10 +51,8 @@ def adjusted_price(price: float, change: str | None) -> float:
         return price
     if change[0] not in "+-":
         return float(change)
-    if change.endswith("%"):
-        adjusted = price * (1 + float(change[:-1]) / 100)
-    else:
-        adjusted = price + float(change)
+    percent = change.endswith("%")
+    adjusted = price * (1 + float(change[:-1]) / 100) if percent else price + float(change)
     return max(adjusted, 0.0)
 
 

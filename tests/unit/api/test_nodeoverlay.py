@@ -158,7 +158,8 @@ def test_refuses_what_karpy_cannot_honour_by_name(op: str) -> None:
     """Karpenter admits Gte/Lte; karpy's requirement algebra has no such operators."""
     problems = validate_nodeoverlay(manifest(req("karpenter.k8s.aws/instance-cpu", op, "4")))
     assert problems == [
-        f"spec.requirements[0].operator: operator {op} is not supported by karpy (use [In NotIn Exists DoesNotExist Gt Lt])"
+        f"spec.requirements[0].operator: operator {op} is not supported by karpy"
+        " (use [In NotIn Exists DoesNotExist Gt Lt])"
     ]
 
 
