@@ -48,6 +48,8 @@ WEIGHT_RANGE = (1, 10000)
 RESTRICTED_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 #: karpenter.sh keys an overlay may select on (the CRD's CEL rule on `key`).
 KARPENTER_KEYS = frozenset({wk.CAPACITY_TYPE, wk.NODEPOOL})
+#: The one karpenter.k8s.aws key the provider's CRD admits that is no instance-type label.
+EC2NODECLASS_KEY = f"{wk.AWS_LABEL_DOMAIN}/ec2nodeclass"
 #: Capacity types Karpenter knows (v1.WellKnownValuesForRequirements); runtime-validated.
 CAPACITY_TYPES = ("on-demand", "spot", "reserved")
 #: The CRD's patterns, applied to text of bounded length.
@@ -79,7 +81,7 @@ class OverlayRequirementSchema(RequirementSchema):
         if (domain == wk.GROUP or domain.endswith("." + wk.GROUP)) and key not in KARPENTER_KEYS:
             raise ValidationError(f'label domain "{wk.GROUP}" is restricted', "key")
         aws = domain == wk.AWS_LABEL_DOMAIN or domain.endswith("." + wk.AWS_LABEL_DOMAIN)
-        if aws and key not in wk.INSTANCE_TYPE_LABELS:
+        if aws and key not in wk.INSTANCE_TYPE_LABELS | {EC2NODECLASS_KEY}:
             raise ValidationError(f'label domain "{wk.AWS_LABEL_DOMAIN}" is restricted', "key")
         values = data.get("values") or ()
         if key == wk.CAPACITY_TYPE and op == "In" and values and not set(values) & set(CAPACITY_TYPES):
