@@ -56,6 +56,27 @@ def delete_overlay(kube: Any, name: str) -> None:
     )
 
 
+def m5_pool(karpy: Karpy, prefix: str, **fields: Any) -> str:
+    """A NodePool of on-demand m5.large only; its name."""
+    pool = unique(prefix)
+    nodepool(
+        karpy.kube,
+        pool,
+        karpy.settings.cluster_name,
+        [ON_DEMAND, {"key": TYPE, "operator": "In", "values": ["m5.large"]}],
+        **fields,
+    )
+    return pool
+
+
+def watched(karpy: Karpy, name: str) -> None:
+    wait_for(
+        lambda: name in [o.name for o in karpy.controller.overlays.index.current()],
+        30,
+        f"overlay {name} watched",
+    )
+
+
 def launched_types(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage().split("type: ")[1].split(",")[0]
@@ -103,11 +124,7 @@ def test_a_price_overlay_changes_the_type_karpy_launches(
         },
     )
     try:
-        wait_for(
-            lambda: [o.name for o in karpy.controller.overlays.index.current()].count(cut),
-            30,
-            "the overlay watched",
-        )
+        watched(karpy, cut)
         deployment(apps_v1, namespace, "after", pool, 1, owner_label=wk.NODEPOOL)
         after = node_of(core_v1, namespace, "after")
         assert after.metadata.labels[TYPE] == "m5.large"
@@ -119,14 +136,7 @@ def test_a_price_overlay_changes_the_type_karpy_launches(
 def test_a_capacity_overlay_lets_a_pod_requesting_it_get_a_node(
     karpy: Karpy, core_v1: Any, namespace: str
 ) -> None:
-    pool = unique("np-ov-widget")
-    nodepool(
-        karpy.kube,
-        pool,
-        karpy.settings.cluster_name,
-        [ON_DEMAND, {"key": TYPE, "operator": "In", "values": ["m5.large"]}],
-        empty_after="5s",
-    )
+    pool = m5_pool(karpy, "np-ov-widget", empty_after="5s")
     widgets = unique("widgets")
     overlay(
         karpy.kube,
@@ -137,11 +147,7 @@ def test_a_capacity_overlay_lets_a_pod_requesting_it_get_a_node(
         },
     )
     try:
-        wait_for(
-            lambda: [o.name for o in karpy.controller.overlays.index.current()].count(widgets),
-            30,
-            "the overlay watched",
-        )
+        watched(karpy, widgets)
         request = {"cpu": "500m", "example.com/widget": "2"}
         core_v1.create_namespaced_pod(
             namespace,
@@ -173,13 +179,7 @@ def test_a_capacity_overlay_lets_a_pod_requesting_it_get_a_node(
 def test_equal_weight_overlays_on_one_offering_report_a_conflict(karpy: Karpy) -> None:
     from kubernetes import client
 
-    pool = unique("np-ov-conflict")
-    nodepool(
-        karpy.kube,
-        pool,
-        karpy.settings.cluster_name,
-        [ON_DEMAND, {"key": TYPE, "operator": "In", "values": ["m5.large"]}],
-    )
+    pool = m5_pool(karpy, "np-ov-conflict")
     suffix = unique("x")
     first, second = f"a-{suffix}", f"b-{suffix}"
     for name in (first, second):

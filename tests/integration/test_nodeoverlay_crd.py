@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hack.localcluster.karpyenv import PROVISIONER_CRD, install_crd
+from tests.unit.api.test_nodeoverlay import INVALID_PRICES
 
 pytestmark = pytest.mark.integration
 
@@ -78,26 +79,7 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
         for vs in ((), ("1", "2"), ("a",), ("-1",))
     ],
     ("price and priceAdjustment", {"requirements": [], "price": "0.432", "priceAdjustment": "+10%"}),
-    *[
-        (f"price {v!r}", {"requirements": [], "price": v})
-        for v in (
-            "+42",
-            ".5",
-            "42.",
-            "42%",
-            "3,14",
-            "1e10",
-            "0x42",
-            "forty-two",
-            "42a",
-            "42 ",
-            " 42",
-            "42.0.0",
-            "-",
-            ".",
-            "-.42",
-        )
-    ],
+    *[(f"price {v!r}", {"requirements": [], "price": v}) for v in INVALID_PRICES],
     *[
         (f"priceAdjustment {v!r}", {"requirements": [], "priceAdjustment": v})
         for v in ("1%", "1", "1.3", "-101.1%", "-100.0%")

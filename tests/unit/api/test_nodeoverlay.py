@@ -112,26 +112,27 @@ def test_refuses_with_the_field_path(spec: dict[str, Any], path: str, words: str
     assert any(p.startswith(path + ":") and words in p for p in problems), problems
 
 
-@pytest.mark.parametrize(
-    "price",
-    [
-        "+42",
-        ".5",
-        "42.",
-        "42%",
-        "3,14",
-        "1e10",
-        "0x42",
-        "forty-two",
-        "42a",
-        "42 ",
-        " 42",
-        "42.0.0",
-        "-",
-        ".",
-        "-.42",
-    ],
+#: nodeoverlay_validation_test.go Context("price") "Invalid Input" table.
+INVALID_PRICES = (
+    "+42",
+    ".5",
+    "42.",
+    "42%",
+    "3,14",
+    "1e10",
+    "0x42",
+    "forty-two",
+    "42a",
+    "42 ",
+    " 42",
+    "42.0.0",
+    "-",
+    ".",
+    "-.42",
 )
+
+
+@pytest.mark.parametrize("price", INVALID_PRICES)
 def test_price_pattern(price: str) -> None:
     """nodeoverlay_validation_test.go Context("price") "Invalid Input" table."""
     assert any(p.startswith("spec.price:") for p in validate_nodeoverlay(manifest(price=price)))
