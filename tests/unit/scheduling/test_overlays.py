@@ -106,22 +106,16 @@ def test_price_adjustment_changes_only_the_selected_type() -> None:
 def test_absolute_price_and_capacity_type_selects_offerings() -> None:
     """controller.go: `it.Offerings.Compatible(overlayReq)`: a capacity-type (or zone) requirement
     selects offerings, not the whole type."""
-    spot_only = overlay(
-        "spot",
-        types("m5.large"),
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
-        price="0.01",
-    )
-    got = entry("m5.large", nodepool(), [spot_only])
+
+    def on_m5(name: str, key: str, value: str, price: str) -> Overlay:
+        return overlay(
+            name, types("m5.large"), {"key": key, "operator": "In", "values": [value]}, price=price
+        )
+
+    got = entry("m5.large", nodepool(), [on_m5("spot", "karpenter.sh/capacity-type", "spot", "0.01")])
     for (zone, capacity_type), price in prices(got).items():
         assert price == (0.01 if capacity_type == "spot" else prices(base("m5.large"))[(zone, capacity_type)])
-    zone_one = overlay(
-        "zone",
-        types("m5.large"),
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2b"]},
-        price="0.02",
-    )
-    got = entry("m5.large", nodepool(), [zone_one])
+    got = entry("m5.large", nodepool(), [on_m5("zone", "topology.kubernetes.io/zone", "us-west-2b", "0.02")])
     assert {z for (z, _), p in prices(got).items() if p == 0.02} == {"us-west-2b"}
 
 
