@@ -42,6 +42,9 @@ CONFLICT_MESSAGE = "conflict with another overlay"
 RUNTIME_VALIDATION = "RuntimeValidation"
 
 INVALID = Quarantine(no.KIND)
+#: The resource this module's calls go to (spelled out: tests/integration/test_manifests.py reads it).
+PLURAL = "nodeoverlays"
+assert PLURAL == no.PLURAL
 
 
 def lister(kube: client.ApiClient) -> Callable[..., Any]:
@@ -49,7 +52,7 @@ def lister(kube: client.ApiClient) -> Callable[..., Any]:
 
     def list_nodeoverlays(**kwargs: Any) -> Any:
         return client.CustomObjectsApi(kube).list_cluster_custom_object(
-            no.GROUP, no.VERSION, no.PLURAL, **kwargs
+            no.GROUP, no.VERSION, PLURAL, **kwargs
         )
 
     return list_nodeoverlays
@@ -121,13 +124,13 @@ class NodeOverlays:
             stop,
             name="nodeoverlays",
             tick=tick,
-            crd=Crd(self.kube, no.GROUP, no.VERSION, no.PLURAL),
+            crd=Crd(self.kube, no.GROUP, no.VERSION, PLURAL),
         )
 
     def current(self) -> tuple[Overlay, ...]:
         """The overlays that load, by name (a one-off listing when no informer runs)."""
         if not self._watching and self.kube is not None:
-            self.replace(list_custom(self.kube, no.GROUP, no.VERSION, no.PLURAL))
+            self.replace(list_custom(self.kube, no.GROUP, no.VERSION, PLURAL))
         with self._lock:
             found = [o for _, o in self._objects.values() if isinstance(o, Overlay)]
         return tuple(sorted(found, key=lambda o: o.name))
@@ -205,7 +208,7 @@ def patch_status(kube: client.ApiClient, name: str, conditions: list[dict[str, A
         client.CustomObjectsApi(kube).patch_cluster_custom_object_status(
             no.GROUP,
             no.VERSION,
-            no.PLURAL,
+            PLURAL,
             name,
             {"status": {"conditions": conditions}},
             _content_type="application/merge-patch+json",
