@@ -37,8 +37,10 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudProvider
 from extender.cluster import inventory
+from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.nodeindex import NodeIndex
+from extender.cluster.nodeoverlays import NodeOverlays
 from extender.cluster.objects import pod_key
 from extender.loops import log_failure, run_forever
 from extender.provisioning import metrics
@@ -49,6 +51,7 @@ from extender.provisioning.gather import Gatherer
 from extender.provisioning.launch import Launcher
 from extender.provisioning.nominate import Nominations
 from extender.provisioning.offerings import UnavailableOfferings
+from extender.provisioning.overlays import Overlays
 from extender.provisioning.parking import Parked
 from extender.provisioning.pipeline import Pipeline
 from extender.provisioning.pools import Pools
@@ -95,6 +98,8 @@ class ProvisioningController:
         self.unavailable = UnavailableOfferings(clock)
         self.parked = Parked(clock)
         self.pools = Pools()
+        #: NodeOverlays: watched, resolved per batch, their status written by the leader.
+        self.overlays = Overlays(NodeOverlays(kube), is_leader)
         self.reports: list[BatchReport] = []
         self._lock = threading.Lock()
         self._fast_path: set[str] = set()
@@ -132,6 +137,7 @@ class ProvisioningController:
                 bound=self.bound,
                 nodes=self.nodes,
                 nominations=self.nominations,
+                overlays=self.overlays,
             ),
             launch=Launcher(
                 cloud=cloud,
@@ -205,7 +211,19 @@ class ProvisioningController:
         warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
-        return [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
+        status = threading.Thread(
+            target=self.overlays.run,
+            args=(stop, self.gather_pools, lambda: self.cloud.get_instance_types(None)),
+            name="nodeoverlay-status",
+            daemon=True,
+        )
+        status.start()
+        overlays = self.overlays.index.start(stop)
+        return [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm, overlays, status]
+
+    def gather_pools(self) -> list[Provisioner]:
+        """Every configured Provisioner and NodePool, as a batch lists them."""
+        return kube_provisioners.list_configured(self.kube, self.settings)
 
     def run(self, stop: threading.Event, *, backoff: retry.LoopBackoff | None = None) -> None:
         """One batch a pass until `stop`; a failed batch is parked (its pods come back after their
