@@ -29,7 +29,8 @@ def validate_nodepool(request: AdmissionRequest) -> Verdict:
         return Verdict()
     if (wrong := _wrong(request, nodepool.API_VERSION.split("/")[0], nodepool.KIND)) is not None:
         return wrong
-    problems = nodepool.validate_nodepool(request.object)
+    old = request.old_object if request.operation == "UPDATE" else None
+    problems = nodepool.validate_nodepool(request.object, old)
     return Verdict.refuse(problems)
 
 

@@ -103,6 +103,14 @@ class Provisioner:
     overlays: tuple[Overlay, ...] = ()
     uid: str = ""
     resource_version: str = ""
+    #: NodePool `spec.replicas` (Karpenter's static NodePools): keep exactly this many nodes whatever
+    #: the pods; None = a dynamic pool. A static pool is never consolidated or emptied, and the solver
+    #: never launches for it (provisioning/static.py does).
+    replicas: int | None = None
+
+    @property
+    def is_static(self) -> bool:
+        return self.replicas is not None
 
     def spec_only(self) -> Provisioner:
         """The pool less its identity and version: equal across karpy's own status writes (which
