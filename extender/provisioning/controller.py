@@ -58,6 +58,7 @@ from extender.provisioning.pools import Pools
 from extender.provisioning.register import Registrar
 from extender.provisioning.report import BatchReport, Reporter
 from extender.provisioning.startup import StartupTracker
+from extender.provisioning.static import STATIC_SECONDS, StaticCapacity
 from extender.provisioning.warmup import Warmup
 from extender.provisioning.watcher import PodWatcher
 from extender.scheduling.instancetypes import OfferingKey
@@ -117,6 +118,19 @@ class ProvisioningController:
         )
         self.bound.subscribe_manifests(self.startup.on_bound)
         self.pipeline = self._pipeline(reporter)
+        self.static = StaticCapacity(
+            kube=kube,
+            settings=settings,
+            state=state,
+            nodes=self.nodes,
+            bound=self.bound,
+            context=self.pipeline.gather.context,
+            unavailable=self.unavailable.current,
+            launch=self.pipeline.launch_nodes,
+        )
+        #: Set once this replica leads and has adopted interrupted launches: static pools count
+        #: adopted nodes before launching (cleared when leadership is lost).
+        self._adopted = threading.Event()
         self.warmup = Warmup(
             gather=self.pipeline.gather,
             cloud=cloud,
@@ -219,11 +233,26 @@ class ProvisioningController:
         )
         status.start()
         overlays = self.overlays.index.start(stop)
-        return [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm, overlays, status]
+        static = threading.Thread(target=self.run_static, args=(stop,), name="static-capacity", daemon=True)
+        static.start()
+        threads = [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm, overlays, status]
+        return [*threads, static]
 
     def gather_pools(self) -> list[Provisioner]:
         """Every configured Provisioner and NodePool, as a batch lists them."""
         return kube_provisioners.list_configured(self.kube, self.settings)
+
+    def run_static(self, stop: threading.Event) -> None:
+        """Keep every static NodePool at its replicas (static.py), one pass every STATIC_SECONDS on
+        the leader, under the batch lock: a batch never plans while its nodes are being launched."""
+
+        def one_pass() -> float:
+            if self.is_leader() and self._adopted.is_set():
+                with self._lock:
+                    self.static.reconcile()
+            return STATIC_SECONDS
+
+        run_forever(one_pass, stop, doing="keeping static nodepools at their replicas", logger=log)
 
     def run(self, stop: threading.Event, *, backoff: retry.LoopBackoff | None = None) -> None:
         """One batch a pass until `stop`; a failed batch is parked (its pods come back after their
@@ -236,6 +265,9 @@ class ProvisioningController:
             if self.is_leader() != leading:
                 if not leading:
                     self._on_started_leading()  # a failed start is retried in full next pass
+                    self._adopted.set()
+                else:
+                    self._adopted.clear()
                 leading = not leading
             self._requeue(self.parked.take())
             self.nominations.expire()
