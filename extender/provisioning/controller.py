@@ -3,7 +3,8 @@
 One loop thread takes batches of pod keys from the Batcher (fed by the pod watch, the extender's
 fast path and retries) and runs each through the pipeline (`pipeline.py`: gather -> plan -> launch
 -> register -> bind -> report); the lifecycle borrows the same pipeline through
-`provision_replacements`. Launches run only while this replica leads.
+`provision_replacements`. Launches run only while this replica leads. A second thread keeps static
+NodePools at their replicas (`static.py`), under the same batch lock.
 
 On start and on every gain of leadership the loop first adopts instances an interrupted launch left
 without a Node (`adopt_instances`), before any batch is planned: the pending pods then pack onto

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,26 +32,13 @@ from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixt
     node_or_none,
 )
 from tests.integration.test_consolidation import nodes_of
+from tests.integration.test_disruption_controls import ON_DEMAND, fast  # noqa: F401 (fast is a fixture)
 
 pytestmark = pytest.mark.integration
 
-REQUIREMENTS = [
-    {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-    {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["c5.xlarge", "c5.large"]},
-]
 CONSOLIDATE_NOW = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
 #: Each step's bound: the brief asks for the whole scale-up/down under 2 minutes.
 STEP_SECONDS = 60
-
-
-@pytest.fixture(scope="module")
-def fast(karpy: Karpy) -> Iterator[Karpy]:  # noqa: F811
-    lifecycle = karpy.settings.lifecycle
-    lifecycle.consolidation_interval_seconds = 1.0
-    lifecycle.consolidation_validation_seconds = 1.0
-    lifecycle.consolidation_min_node_age_seconds = 1.0
-    lifecycle.resync_seconds = 2.0
-    yield karpy
 
 
 def scale(kube: Any, name: str, replicas: int) -> None:
@@ -89,16 +75,14 @@ def delete_pool(kube: Any, name: str) -> None:
     objects.delete_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", name)
 
 
-def test_a_static_nodepool_keeps_its_replicas_and_follows_kubectl_scale(fast: Karpy, core_v1: Any) -> None:
+def test_a_static_nodepool_keeps_its_replicas_and_follows_kubectl_scale(fast: Karpy, core_v1: Any) -> None:  # noqa: F811
     name = unique("static")
     started = time.monotonic()
-    nodepool(
-        fast.kube, name, fast.settings.cluster_name, REQUIREMENTS, disruption=CONSOLIDATE_NOW, replicas=2
-    )
+    nodepool(fast.kube, name, fast.settings.cluster_name, ON_DEMAND, disruption=CONSOLIDATE_NOW, replicas=2)
     try:
         two = exactly(core_v1, name, 2, "2 nodes for replicas 2")
         up = time.monotonic() - started
-        # No pod asked for them; the cheapest type the requirements allow.
+        # No pod asked for them; the cheapest type the requirements allow (c5.large of ON_DEMAND's).
         assert all(not pods_on(core_v1, n.metadata.name) for n in two)
         assert {n.metadata.labels[wk.INSTANCE_TYPE] for n in two} == {"c5.large"}
         scale(fast.kube, name, 3)
@@ -135,14 +119,14 @@ def test_a_static_nodepool_keeps_its_replicas_and_follows_kubectl_scale(fast: Ka
         delete_pool(fast.kube, name)
 
 
-def test_drift_replaces_a_static_pools_nodes_one_at_a_time(fast: Karpy, core_v1: Any) -> None:
+def test_drift_replaces_a_static_pools_nodes_one_at_a_time(fast: Karpy, core_v1: Any) -> None:  # noqa: F811
     name = unique("static-drift")
     disruption = {**CONSOLIDATE_NOW, "budgets": [{"nodes": "1"}]}
     nodepool(
         fast.kube,
         name,
         fast.settings.cluster_name,
-        REQUIREMENTS,
+        ON_DEMAND,
         disruption=disruption,
         replicas=2,
         labels={"tier": "a"},
