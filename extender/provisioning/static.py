@@ -156,7 +156,9 @@ class StaticCapacity:
                 self._remove(pool, decision.remove, len(active))
             elif decision.launch:
                 ctx = ctx or self.context()
-                self._launch(pool, decision.launch, ctx, [n.name for n in mine])
+                # The batch's own view of the pool: its NodeOverlays resolved (prices, capacity).
+                planned_pool = ctx.provisioners.get(pool.name, pool)
+                self._launch(planned_pool, decision.launch, ctx, [n.name for n in mine])
             elif len(active) < (pool.replicas or 0):
                 log.info("Not launching for static nodepool %s, nodepool node limit reached", pool.name)
 
