@@ -154,6 +154,7 @@ _RESOURCES = {
     "node": ("", "nodes"),
     "pod": ("", "pods"),
     "pod_binding": ("", "pods/binding"),
+    "pod_status": ("", "pods/status"),
     "pod_eviction": ("", "pods/eviction"),
     "event": ("", "events"),
     "lease": ("coordination.k8s.io", "leases"),
