@@ -403,3 +403,58 @@ def test_d_a_pod_kube_scheduler_never_binds_has_its_room_released_at_the_deadlin
         assert len(provisioner_nodes(core_v1, name)) == 1
     finally:
         nominations.deadline_seconds = deadline
+
+
+def test_e_held_room_is_the_pods_nomination_and_kube_scheduler_keeps_other_pods_off_it(
+    karpy: Karpy, core_v1: Any, namespace: str, ready_nodes: None
+) -> None:
+    """docs/scheduler-path.md, step 2: the room karpy holds for a pod kube-scheduler binds is the
+    pod's `status.nominatedNodeName`, and kube-scheduler's nominator counts it when it filters other
+    pods onto the node (RunFilterPluginsWithNominatedPods), with no extender call for them (the
+    shipped config sends only pods requesting karpy.sh/guarded). The held pod never binds (its
+    device class has no driver), so kube-scheduler clears the nomination after each failed
+    attempt (preemption finds no candidate) and karpy's pending-pod watch sets it again."""
+    from kubernetes import client
+
+    name = unique("nnn")
+    provisioner(karpy.kube, name, [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}])
+    client.CustomObjectsApi(karpy.kube).create_namespaced_custom_object(
+        "resource.k8s.io",
+        "v1",
+        namespace,
+        "resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": f"{name}.example"}}]}
+            },
+        },
+    )
+    selector = {wk.PROVISIONER_NAME: name}
+    held = pod_manifest("held", "1", selector=selector)
+    held["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    create_pods(core_v1, namespace, [held])
+    event(core_v1, namespace, "held", "Nominated")
+    (node,) = [n.metadata.name for n in provisioner_nodes(core_v1, name)]
+    wait_for(
+        lambda: not any(t.key == wk.NOT_READY_TAINT_KEY for t in core_v1.read_node(node).spec.taints or []),
+        BIND_SECONDS,
+        "the node Ready and untainted",
+    )
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("held", namespace).status.nominated_node_name == node,
+        30,
+        "the held pod nominated to its node",
+    )
+    # m5.large: ~1.9 cpu allocatable. 1 cpu free only if the held pod's room is not counted.
+    create_pods(core_v1, namespace, [pod_manifest("other", "1", selector=selector)])
+    other = wait_for(
+        lambda: (p := core_v1.read_namespaced_pod("other", namespace)).spec.node_name and p,
+        BIND_SECONDS,
+        "the other pod bound",
+    )
+    assert other.spec.node_name != node, "kube-scheduler placed a pod on room held for another"
+    assert karpy.state.held(f"{namespace}/held") is not None
+    assert core_v1.read_namespaced_pod("held", namespace).status.nominated_node_name == node
