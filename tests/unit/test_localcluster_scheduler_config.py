@@ -30,7 +30,7 @@ def test_the_default_is_the_shipped_filter_called_only_for_guarded_pods_at_kube_
     assert "prioritizeVerb" not in shipped
 
 
-def test_benchmark_knobs_drop_the_extender_or_send_every_pod_with_prioritize_and_lift_the_client_rate() -> None:
+def test_benchmark_knobs_drop_the_extender_or_send_every_pod_and_lift_the_client_rate() -> None:
     without = _scheduler_config(KUBECONFIG, URL, None, extender=False, client_qps=1000.0, client_burst=2000)
     assert "extenders" not in without
     assert without["clientConnection"] == {"kubeconfig": str(KUBECONFIG), "qps": 1000.0, "burst": 2000}
