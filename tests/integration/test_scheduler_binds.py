@@ -361,24 +361,9 @@ def test_d_a_pod_kube_scheduler_never_binds_has_its_room_released_at_the_deadlin
     """Dynamic resource allocation (spec.resourceClaims) is not evaluated by karpy: it launches a
     node and holds the pod's room; the claim asks for a device class no driver offers, so
     kube-scheduler never binds the pod and the hold ends at the deadline, with an Event."""
-    from kubernetes import client
-
     name = unique("dra")
     provisioner(karpy.kube, name, [])
-    client.CustomObjectsApi(karpy.kube).create_namespaced_custom_object(
-        "resource.k8s.io",
-        "v1",
-        namespace,
-        "resourceclaims",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "gpu"},
-            "spec": {
-                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": f"{name}.example"}}]}
-            },
-        },
-    )
+    driverless_claim(karpy.kube, namespace, f"{name}.example")
     manifest = pod_manifest("dra", "250m", selector={wk.PROVISIONER_NAME: name})
     manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
     nominations = karpy.controller.nominations
@@ -414,24 +399,9 @@ def test_e_held_room_is_the_pods_nomination_and_kube_scheduler_keeps_other_pods_
     shipped config sends only pods requesting karpy.sh/guarded). The held pod never binds (its
     device class has no driver), so kube-scheduler clears the nomination after each failed
     attempt (preemption finds no candidate) and karpy's pending-pod watch sets it again."""
-    from kubernetes import client
-
     name = unique("nnn")
     provisioner(karpy.kube, name, [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}])
-    client.CustomObjectsApi(karpy.kube).create_namespaced_custom_object(
-        "resource.k8s.io",
-        "v1",
-        namespace,
-        "resourceclaims",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "gpu"},
-            "spec": {
-                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": f"{name}.example"}}]}
-            },
-        },
-    )
+    driverless_claim(karpy.kube, namespace, f"{name}.example")
     selector = {wk.PROVISIONER_NAME: name}
     held = pod_manifest("held", "1", selector=selector)
     held["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
@@ -458,3 +428,24 @@ def test_e_held_room_is_the_pods_nomination_and_kube_scheduler_keeps_other_pods_
     assert other.spec.node_name != node, "kube-scheduler placed a pod on room held for another"
     assert karpy.state.held(f"{namespace}/held") is not None
     assert core_v1.read_namespaced_pod("held", namespace).status.nominated_node_name == node
+
+
+def driverless_claim(kube: Any, namespace: str, device_class: str) -> None:
+    """ResourceClaim `gpu` asking for a device of `device_class`, which no driver offers: a pod
+    using it is never bound by kube-scheduler."""
+    from kubernetes import client
+
+    client.CustomObjectsApi(kube).create_namespaced_custom_object(
+        "resource.k8s.io",
+        "v1",
+        namespace,
+        "resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}
+            },
+        },
+    )
