@@ -4,8 +4,10 @@ One local control plane with `--nodes` plain Ready Node objects (as benchmarks.s
 one `karpy controller` serving the extender over HTTP, and `--runs` rounds of one run per
 `--sides` configuration, alternated (in order, then reversed in the next round, so drift and the
 other tenants' noise hit every side): before each run kube-scheduler is restarted with karpy's
-filter and prioritize verbs (`with`), its filter only (`filter-only`) or no extender (`without`),
-and with its client QPS at kube-scheduler's defaults (50/100) or lifted (1000/2000). Each run
+extender as shipped (`with`: its filter, called only for pods requesting karpy.sh/guarded), sent
+every pod with filter and prioritize (`every-pod`, the configuration before docs/scheduler-path.md's
+design) or with the filter only (`filter-only`), or without an extender (`without`), and with its
+client QPS at kube-scheduler's defaults (50/100) or lifted (1000/2000). Each run
 creates `--pods` pods kube-scheduler places on the existing nodes and reports:
 
 - throughput: pods scheduled / (last scheduled - first create call started), pods/s; in stream
@@ -22,7 +24,7 @@ itself; its pods are deleted after it; the cluster (KARPY_CLUSTER_STATE's, else 
 torn down at the end) gets its default kube-scheduler back. docs/scheduler-path.md has figures.
 
     .venv/bin/python -m benchmarks.schedpath --nodes 1000 --pods 3000 --runs 2 --qps lifted --kind plain \
-        [--sides with,filter-only,without] [--mode stream|backlog]
+        [--sides with,every-pod,filter-only,without] [--mode stream|backlog]
 """
 
 from __future__ import annotations
@@ -52,6 +54,13 @@ from hack.localcluster.karpyenv import install_provisioner_crd
 
 NAMESPACE = "schedpath"
 QPS = {"default": (None, None), "lifted": (1000.0, 2000)}
+#: --sides -> localcluster.restart_scheduler's extender knobs.
+SIDES: dict[str, dict[str, bool]] = {
+    "with": {"extender": True, "prioritize": False, "managed": True},
+    "every-pod": {"extender": True, "prioritize": True, "managed": False},
+    "filter-only": {"extender": True, "prioritize": False, "managed": False},
+    "without": {"extender": False},
+}
 NODES_DEADLINE = 1200.0
 HANDLER_METRIC = "karpy_extender_request_duration_seconds"
 
@@ -226,13 +235,7 @@ def one_run(
     qps, burst = QPS[args.qps]
 
     def start_scheduler() -> tuple[int, float]:
-        localcluster.restart_scheduler(
-            folder,
-            extender=side != "without",
-            prioritize=side == "with",
-            client_qps=qps,
-            client_burst=burst,
-        )
+        localcluster.restart_scheduler(folder, **SIDES[side], client_qps=qps, client_burst=burst)
         return localcluster.load_state(folder)["processes"]["kube-scheduler"]["pid"], time.monotonic()
 
     backlog = args.mode == "backlog"
@@ -343,6 +346,15 @@ def summary(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
+def sides(text: str) -> list[str]:
+    names = text.split(",")
+    if unknown := [n for n in names if n not in SIDES]:
+        raise argparse.ArgumentTypeError(
+            f"unknown side(s) {', '.join(unknown)}; choose from {', '.join(SIDES)}"
+        )
+    return names
+
+
 def main() -> None:
     from kubernetes import client
 
@@ -361,10 +373,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--sides",
-        type=lambda text: text.split(","),
+        type=sides,
         default=["with", "without"],
-        help="kube-scheduler configurations, comma-separated, alternated: with (karpy's filter and "
-        "prioritize), filter-only (no prioritize verb), without (no extender)",
+        help="kube-scheduler configurations, comma-separated, alternated: with (karpy's extender as "
+        "shipped: called only for pods requesting karpy.sh/guarded), every-pod (filter and prioritize "
+        "for every pod), filter-only (filter for every pod), without (no extender)",
     )
     parser.add_argument("--run-seconds", type=float, default=240.0, help="deadline of each run")
     args = parser.parse_args()

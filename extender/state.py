@@ -1,6 +1,7 @@
 """ClusterState: what the extender's guard and prioritize read, shared in-process and thread-safe.
 
-Lifecycle writes removal marks; provisioning writes claims (pods it is placing), reservations
+Lifecycle writes removal marks (each with the node's disrupted taint, lifecycle/context.py);
+provisioning writes claims (pods it is placing), reservations
 (capacity promised to pods it is binding, and holds: room kept on a node launched for a pod
 kube-scheduler binds, until it does or a deadline passes) and the node cache it rebuilds every
 batch. Every read is a dict lookup: /filter runs in kube-scheduler's serialized scheduling loop.
@@ -74,13 +75,17 @@ class ClusterState:
 
     # -- removal marks (lifecycle) ---------------------------------------------------------------
 
-    def mark_for_removal(self, node: str, reason: str) -> None:
+    def mark_for_removal(self, node: str, reason: str) -> bool:
+        """True when the node was not marked before (its taint is then the caller's to add)."""
         with self._lock:
+            new = node not in self._marks
             self._marks[node] = reason
+        return new
 
-    def unmark(self, node: str) -> None:
+    def unmark(self, node: str) -> bool:
+        """True when the node was marked."""
         with self._lock:
-            self._marks.pop(node, None)
+            return self._marks.pop(node, None) is not None
 
     def removal_reason(self, node: str) -> str | None:
         return self._marks.get(node)

@@ -94,6 +94,14 @@ LAUNCH_ID_TAG = "karpy.sh/launch-id"
 #: Stamped on a node at launch: its NodePool's startupTaints ("key=value:Effect,key:Effect"), so the
 #: solver and the bind read them off the node itself, as Karpenter reads them off its NodeClaim.
 STARTUP_TAINTS_ANNOTATION = "karpy.sh/startup-taints"
+#: Put on a node while karpy removes it (consolidation, emptiness, drift, expiry, interruption), so
+#: kube-scheduler's TaintToleration keeps new pods off it without asking the extender: Karpenter
+#: v1's `karpenter.sh/disrupted:NoSchedule`. Karpy's own solver reads it as a removal mark.
+DISRUPTED_TAINT_KEY = "karpy.sh/disrupted"
+#: The extended resource a pod requests (any amount) to be sent to karpy's extender: the one the
+#: shipped scheduler config declares in managedResources (ignoredByScheduler), so every other pod
+#: is scheduled without a call to karpy.
+GUARDED_RESOURCE = "karpy.sh/guarded"
 #: A kubelet's mirror of a static pod (from a manifest file on the node).
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 #: When a node's drain must end, whatever its terminationGracePeriod: set by node repair before it

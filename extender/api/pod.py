@@ -334,6 +334,9 @@ class _PodParser:
                 amounts[name] = Resources.parse({name: raw}).get(name)
             except QuantityError as err:
                 raise self.fail(field_path, str(err)) from err
+        # Only a flag for kube-scheduler's extender call (managedResources, ignoredByScheduler): no
+        # node offers it, and kube-scheduler's NodeResourcesFit ignores it too.
+        amounts.pop(wk.GUARDED_RESOURCE, None)
         return Resources(amounts)
 
     def requests(self, spec: Mapping[str, Any]) -> Resources:

@@ -131,8 +131,17 @@ def usage(nodes: Iterable[Node]) -> dict[str, Resources]:
 
 
 def takes_pods(node: Node, marked: Mapping[str, str]) -> bool:
-    """A karpy node karpy may still place pods on: not marked for removal, deleting or cordoned."""
-    return node.is_karpy and node.name not in marked and not node.deleting and not node.unschedulable
+    """A karpy node karpy may still place pods on: not marked for removal (in this process, or by
+    any replica: the disrupted taint), deleting or cordoned. The taint is a removal mark here, not
+    a taint a pod could tolerate its way past (`operator: Exists` tolerates every taint): karpy
+    plans the replacement capacity for what the node runs elsewhere."""
+    return (
+        node.is_karpy
+        and node.name not in marked
+        and not node.deleting
+        and not node.unschedulable
+        and not node.has_taint(wk.DISRUPTED_TAINT_KEY)
+    )
 
 
 def existing_node(

@@ -1,4 +1,5 @@
-"""Pod reads: pending pods (spec.nodeName empty), bound pods (all, or one node's), DaemonSet templates."""
+"""Pod reads: pending pods (spec.nodeName empty), bound pods (all, or one node's), DaemonSet templates;
+and the one pod write besides binding, `status.nominatedNodeName`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from kubernetes import client
 
+from extender.cluster.client import call_json
 from extender.cluster.errors import translated
 from extender.cluster.watch import list_objects
 
@@ -56,3 +58,19 @@ def daemonset_pods(kube: client.ApiClient) -> list[dict[str, Any]]:
             }
         )
     return result
+
+
+def nominate(kube: client.ApiClient, namespace: str, name: str, node: str | None) -> None:
+    """Set (None: clear) the pod's `status.nominatedNodeName` (pods/status patch). kube-scheduler's
+    nominator counts a nominated pod's requests on that node when it filters pods of lower or equal
+    priority there, and tries that node first for the pod itself (KEP-5278 lets components other
+    than the scheduler nominate)."""
+    body = {"status": {"nominatedNodeName": node}}
+    with translated(f"nominating pod {namespace}/{name}"):
+        call_json(
+            client.CoreV1Api(kube).patch_namespaced_pod_status,
+            name,
+            namespace,
+            body,
+            _content_type="application/merge-patch+json",
+        )

@@ -120,7 +120,9 @@ def prioritize(
     state: ClusterState, names: Sequence[str], pod: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """HostPriorityList: 10 for nodes karpy keeps, 0 for nodes it plans to remove; a pod whose
-    room karpy holds on a node scores the other nodes 5, so the node launched for it is preferred."""
+    room karpy holds on a node scores the other nodes 5, so the node launched for it is preferred.
+    For configurations that still register the prioritize verb: the shipped one does not (the
+    disrupted taint and the pod's nominatedNodeName say the same to kube-scheduler)."""
     marked = state.marked()
     hold = state.held(objects.pod_key(pod)) if isinstance(pod, Mapping) else None
 

@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from extender.api import labels
+from extender.api.provisioner import Taint
+from extender.lifecycle import nodepatch
+
 if TYPE_CHECKING:
+    from extender.api.node import Node
     from extender.api.pod import Pod
     from extender.api.provisioner import Provisioner
     from extender.cloud.types import CloudProvider, OfferingKey
@@ -20,6 +25,9 @@ if TYPE_CHECKING:
     from extender.settings import Settings
 
 log = logging.getLogger("karpy.lifecycle")
+
+DISRUPTED = Taint(labels.DISRUPTED_TAINT_KEY, "NoSchedule")
+DISRUPTED_TEXT = f"{DISRUPTED.key}:{DISRUPTED.effect}"
 
 
 def utcnow() -> datetime:
@@ -41,9 +49,11 @@ def go_duration(seconds: float) -> str:
 class RemovalMarks(Protocol):
     """The part of ClusterState the lifecycle writes (extender/state.py, provisioning owner)."""
 
-    def mark_for_removal(self, node: str, reason: str) -> None: ...
+    def mark_for_removal(self, node: str, reason: str) -> bool: ...
 
-    def unmark(self, node: str) -> None: ...
+    def unmark(self, node: str) -> bool: ...
+
+    def removal_reason(self, node: str) -> str | None: ...
 
 
 class Replacements(Protocol):
@@ -74,9 +84,37 @@ class Context:
     log: logging.Logger = field(default=log)
 
     def mark(self, node: str, reason: str) -> None:
-        if self.state is not None:
-            self.state.mark_for_removal(node, reason)
+        """Mark the node for removal and taint it `karpy.sh/disrupted:NoSchedule`, so kube-scheduler
+        keeps new pods off it without calling the extender (Karpenter v1 taints
+        `karpenter.sh/disrupted` before it drains). Tainted once per mark; a failed taint leaves
+        the node unmarked and raises, so the caller's retry marks it again."""
+        if self.state is None or not self.state.mark_for_removal(node, reason):
+            return
+        try:
+            if nodepatch.add_taint(self.kube, node, DISRUPTED):
+                self.log.info("Tainted node %s %s, %s", node, DISRUPTED_TEXT, reason)
+        except Exception:
+            self.state.unmark(node)
+            raise
 
     def unmark(self, node: str) -> None:
-        if self.state is not None:
-            self.state.unmark(node)
+        """The node keeps serving (or is gone): its mark and its disrupted taint go."""
+        if self.state is not None and self.state.unmark(node):
+            self._untaint(node)
+
+    def release_stale_taint(self, node: Node) -> None:
+        """A disrupted taint with no mark behind it (left by a restart, a failover or a failed
+        action) goes: Karpenter v1's disruption controller removes its taint from nodes it is not
+        disrupting in the same way. A mark made meanwhile by another worker gets its taint back."""
+        if self.state is None or node.deleting or not node.has_taint(labels.DISRUPTED_TAINT_KEY):
+            return
+        if self.state.removal_reason(node.name) is not None:
+            return
+        self._untaint(node.name)
+        if (reason := self.state.removal_reason(node.name)) is not None:
+            nodepatch.add_taint(self.kube, node.name, DISRUPTED)
+            self.log.debug("Node %s was marked again (%s) while its taint was removed", node.name, reason)
+
+    def _untaint(self, node: str) -> None:
+        if nodepatch.drop_taint(self.kube, node, labels.DISRUPTED_TAINT_KEY):
+            self.log.info("Removed %s taint from node %s", DISRUPTED_TEXT, node)

@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from extender import retry
 from extender.api.node import Node
 from extender.api.pod import Pod
+from extender.api.provisioner import Taint
 from extender.cluster.client import call_json
 from extender.cluster.errors import Conflict, Invalid, NotFound, is_transient, translated
 from extender.cluster.watch import list_objects
@@ -103,6 +104,28 @@ def _tested_replace(node: Node, path: str, old: list[Any], new: list[Any]) -> Pa
     return [*guard, {"op": "add", "path": path, "value": new}]
 
 
+def add_taint(kube: Any, name: str, taint: Taint) -> bool:
+    """Add `taint` to the node unless one of its key and effect is there; True when a patch was
+    sent, False when none was needed or the node is gone. Appending tests the resourceVersion: the
+    model does not keep every field of the taints already there (timeAdded), so they are not
+    rewritten, and a taint added meanwhile is seen on the fresh copy."""
+    node = get_node(kube, name)
+    if node is None:
+        return False
+    value = {"key": taint.key, "effect": taint.effect, **({"value": taint.value} if taint.value else {})}
+
+    def build(fresh: Node) -> Patch | None:
+        if any(t.key == taint.key and t.effect == taint.effect for t in fresh.taints):
+            return None
+        if not fresh.taints:
+            return _tested_replace(fresh, "/spec/taints", [], [value])
+        version = fresh.resource_version
+        guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+        return [*guard, {"op": "add", "path": "/spec/taints/-", "value": value}]
+
+    return patch_fresh(kube, node, build)
+
+
 def remove_taint(kube: Any, node: Node, key: str) -> None:
     def build(fresh: Node) -> Patch | None:
         at = [i for i, taint in enumerate(fresh.taints) if taint.key == key]
@@ -114,6 +137,15 @@ def remove_taint(kube: Any, node: Node, key: str) -> None:
         return patch or None
 
     patch_fresh(kube, node, build)
+
+
+def drop_taint(kube: Any, name: str, key: str) -> bool:
+    """Remove the node's taints of `key`; True when it had one (False also when it is gone)."""
+    node = get_node(kube, name)
+    if node is None or not node.has_taint(key):
+        return False
+    remove_taint(kube, node, key)
+    return True
 
 
 def ensure_finalizer(kube: Any, node: Node, finalizer: str) -> bool:

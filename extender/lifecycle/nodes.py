@@ -197,6 +197,7 @@ class NodeWorker:
             delays.append(
                 emptiness.reconcile(ctx, node, pods, empty_ttl, admit=lambda: self.admit(prov, name, "empty"))
             )
+        ctx.release_stale_taint(node)
         pending = [d for d in delays if d is not None]
         if pending:
             self.queue.add(name, min(pending))

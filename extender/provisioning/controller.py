@@ -110,10 +110,13 @@ class ProvisioningController:
         #: Pools whose launches failed for good, not launched for until their backoff passes.
         self.backoff = LaunchBackoff(clock, reporter.pool_backoff)
         deadline = settings.scheduler_bind_deadline_seconds
-        self.nominations = Nominations(state=state, reporter=reporter, clock=clock, deadline_seconds=deadline)
+        self.nominations = Nominations(
+            kube=kube, state=state, reporter=reporter, clock=clock, deadline_seconds=deadline
+        )
         # A pod bound (the index) or deleted (the pending watch) ends the room held for it.
         self.bound.subscribe(self.nominations.bound)
         self.watcher.on_gone = self.nominations.gone
+        self.watcher.on_seen = self.nominations.seen
         self.startup = StartupTracker(
             self._provisioner_of, is_leader=is_leader, clock=time.time, monotonic=clock
         )

@@ -3,12 +3,17 @@
 A pod with rules karpy leaves to kube-scheduler (`Pod.deferred`: claims its VolumeBinding binds or
 provisions on the chosen node, dynamic resource allocation, matchFields) is planned like any other,
 but karpy does not bind it. Its room is held on its node in ClusterState instead (Karpenter's
-"nominated" pods): the guard lets kube-scheduler place it there and keeps other pods off that room,
-and the next batches plan around it and do not launch for it again.
+"nominated" pods), and the pod's `status.nominatedNodeName` names that node: kube-scheduler's
+nominator then keeps other pods of lower or equal priority off that room and tries the node first
+for the pod, without calling karpy's extender. kube-scheduler clears the field after an attempt that
+fails without a preemption candidate (the node still starting, say), so it is set again whenever
+the pending-pod watch shows it missing while the hold lasts. The next batches plan around the
+room and do not launch for the pod again; the extender's guard still keeps pods it is called for
+(those requesting `karpy.sh/guarded`) off it.
 
 A hold ends when the pod is bound (anywhere: the bound-pod index sees it) or deleted, or at its
-deadline (`Settings.scheduler_bind_deadline_seconds`), which leaves an Event; the node then goes
-through the normal emptiness and consolidation paths.
+deadline (`Settings.scheduler_bind_deadline_seconds`), which leaves an Event and clears the
+nomination; the node then goes through the normal emptiness and consolidation paths.
 
 Thread-safe: ClusterState guards the holds; binds nominate from the launch pool, the watches
 release, the provisioning loop expires.
@@ -17,9 +22,13 @@ release, the provisioning loop expires.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from extender.api.pod import Pod
+from extender.cluster import pods as kube_pods
+from extender.cluster.errors import ClusterError
+from extender.cluster.objects import pod_key
 from extender.provisioning.report import Reporter
 from extender.state import ClusterState
 
@@ -34,11 +43,13 @@ class Nominations:
     def __init__(
         self,
         *,
+        kube: Any,
         state: ClusterState,
         reporter: Reporter,
         clock: Callable[[], float],
         deadline_seconds: float,
     ) -> None:
+        self.kube = kube
         self.state = state
         self.reporter = reporter
         self.clock = clock
@@ -58,6 +69,7 @@ class Nominations:
         )
         why = ", launched for it" if launched else ""
         for pod in pods:
+            self._nominate(pod.namespace, pod.name, node)
             self.reporter.pod_event(
                 pod,
                 NOMINATED_REASON,
@@ -69,6 +81,27 @@ class Nominations:
                 ),
                 warning=False,
             )
+
+    def _nominate(self, namespace: str, name: str, node: str | None) -> None:
+        """A failed write is not fatal: the hold stands, and the watch sets it again."""
+        try:
+            kube_pods.nominate(self.kube, namespace, name, node)
+        except ClusterError as err:
+            doing = f"nominating node {node} for" if node else "clearing the nomination of"
+            log.warning("Failed %s pod %s/%s, %s", doing, namespace, name, err)
+
+    def seen(self, manifest: Mapping[str, Any]) -> None:
+        """Pending-pod watch listener: a held pod whose nomination kube-scheduler cleared (a failed
+        attempt) or never saw is nominated again."""
+        key = pod_key(manifest)
+        hold = self.state.held(key)
+        if hold is None:
+            return
+        spec, status = manifest.get("spec") or {}, manifest.get("status") or {}
+        if spec.get("nodeName") or status.get("nominatedNodeName") == hold.node:
+            return
+        log.debug("Nominating node %s for pod %s again", hold.node, key)
+        self._nominate(hold.pod.namespace, hold.pod.name, hold.node)
 
     def held_on(self, node: str) -> list[Pod]:
         return [hold.pod for hold in self.state.holds() if hold.node == node]
@@ -95,6 +128,7 @@ class Nominations:
         for hold in self.state.holds():
             if hold.node not in nodes and self.state.unhold(hold.pod.key) is not None:
                 log.info("Released the room held for pod %s, node %s is gone", hold.pod.key, hold.node)
+                self._nominate(hold.pod.namespace, hold.pod.name, None)
 
     def expire(self) -> list[str]:
         """End the holds whose deadline passed, with an Event on each pod; their pod keys."""
@@ -104,6 +138,7 @@ class Nominations:
             message = f"{waited}, released the room reserved on node {hold.node}"
             log.info("Released the room held on node %s for pod %s, %s", hold.node, hold.pod.key, waited)
             self.reporter.pod_event(hold.pod, NOT_BOUND_REASON, message)
+            self._nominate(hold.pod.namespace, hold.pod.name, None)
         return [hold.pod.key for hold in expired]
 
     def next_in(self) -> float | None:

@@ -55,12 +55,15 @@ class PodWatcher:
         on_pods: Callable[[dict[str, dict[str, Any]]], None],
         on_synced: Callable[[], None] = lambda: None,
         on_gone: Callable[[str], None] = lambda _key: None,
+        on_seen: Callable[[dict[str, Any]], None] = lambda _pod: None,
     ) -> None:
         self.kube = kube
         self.on_pods = on_pods
         self.on_synced = on_synced
         #: Told the key of each pod that left the pending set (deleted, or bound).
         self.on_gone = on_gone
+        #: Told of every pending pod the watch sees (added or changed), provisionable or not.
+        self.on_seen = on_seen
         self.resource_version = ""
         self.relists = 0
         self._pending: dict[str, dict[str, Any]] = {}
@@ -73,6 +76,9 @@ class PodWatcher:
     def replace(self, items: Iterable[dict[str, Any]], resource_version: str) -> None:
         """A fresh listing: it is the whole pending set, so pods missing from it are gone."""
         self.resource_version = resource_version
+        items = list(items)
+        for pod in items:
+            self.on_seen(pod)
         fresh = {pod_key(p): p for p in items if is_provisionable(p)}
         with self._lock:
             self._pending = fresh
@@ -87,6 +93,8 @@ class PodWatcher:
             return
         self.resource_version = (pod.get("metadata") or {}).get("resourceVersion", self.resource_version)
         key = pod_key(pod)
+        if kind != "DELETED":
+            self.on_seen(pod)
         if kind != "DELETED" and is_provisionable(pod):
             with self._lock:
                 self._pending[key] = pod

@@ -37,6 +37,8 @@ from hack.localcluster.procs import LOOPBACK, ComponentError
 
 REPO = Path(__file__).resolve().parents[2]
 MANAGED_LABEL = "karpy.sh/managed"
+#: extender.api.labels.GUARDED_RESOURCE: only pods requesting it are sent to karpy's extender.
+GUARDED_RESOURCE = "karpy.sh/guarded"
 DEFAULT_EXTENDER_PORT = 8088
 STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "moto")
 KCM_CONTROLLERS = (
@@ -429,7 +431,8 @@ def restart_scheduler(
     folder: Path,
     *,
     extender: bool = True,
-    prioritize: bool = True,
+    prioritize: bool = False,
+    managed: bool = True,
     client_qps: float | None = None,
     client_burst: int | None = None,
     die_with_parent: bool = False,
@@ -445,6 +448,7 @@ def restart_scheduler(
         state.get("extender_tls"),
         extender=extender,
         prioritize=prioritize,
+        managed=managed,
         client_qps=client_qps,
         client_burst=client_burst,
     )
@@ -465,11 +469,15 @@ def _scheduler_config(
     tls: dict[str, str] | None,
     *,
     extender: bool = True,
-    prioritize: bool = True,
+    prioritize: bool = False,
+    managed: bool = True,
     client_qps: float | None = None,
     client_burst: int | None = None,
 ) -> dict[str, Any]:
-    """`extender`: register karpy's extender (`prioritize`: with its prioritize verb);
+    """`extender`: register karpy's extender, as the shipped config does (manifests/scheduler):
+    its filter verb, called only for pods requesting `karpy.sh/guarded` (`managed`; False: for
+    every pod), `prioritize`: with the prioritize verb too (the configuration before
+    docs/scheduler-path.md's design, which benchmarks/schedpath.py compares against);
     `client_qps`/`client_burst`: kube-scheduler's API client rate (clientConnection.qps/burst;
     None keeps its defaults, 50/100)."""
     connection: dict[str, Any] = {"kubeconfig": str(kubeconfig)}
@@ -492,6 +500,8 @@ def _scheduler_config(
         extension["tlsConfig"] = {"caFile": tls["ca"]}
     if not prioritize:
         del extension["prioritizeVerb"], extension["weight"]
+    if managed:
+        extension["managedResources"] = [{"name": GUARDED_RESOURCE, "ignoredByScheduler": True}]
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",

@@ -125,7 +125,9 @@ def test_scheduler_configuration_registers_the_extender() -> None:
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     (extender,) = config["extenders"]
     assert extender["urlPrefix"] == f"http://karpy-extender.{NAMESPACE}.svc:8088/"
-    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
+    # Only pods requesting karpy.sh/guarded are sent (docs/scheduler-path.md); holds are nominations.
+    assert extender["filterVerb"] == "filter" and "prioritizeVerb" not in extender
+    assert extender["managedResources"] == [{"name": "karpy.sh/guarded", "ignoredByScheduler": True}]
     assert extender["nodeCacheCapable"] is True and extender["ignorable"] is True
     assert "bindVerb" not in extender
 
@@ -154,6 +156,7 @@ _RESOURCES = {
     "node": ("", "nodes"),
     "pod": ("", "pods"),
     "pod_binding": ("", "pods/binding"),
+    "pod_status": ("", "pods/status"),
     "pod_eviction": ("", "pods/eviction"),
     "event": ("", "events"),
     "lease": ("coordination.k8s.io", "leases"),

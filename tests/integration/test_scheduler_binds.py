@@ -361,24 +361,9 @@ def test_d_a_pod_kube_scheduler_never_binds_has_its_room_released_at_the_deadlin
     """Dynamic resource allocation (spec.resourceClaims) is not evaluated by karpy: it launches a
     node and holds the pod's room; the claim asks for a device class no driver offers, so
     kube-scheduler never binds the pod and the hold ends at the deadline, with an Event."""
-    from kubernetes import client
-
     name = unique("dra")
     provisioner(karpy.kube, name, [])
-    client.CustomObjectsApi(karpy.kube).create_namespaced_custom_object(
-        "resource.k8s.io",
-        "v1",
-        namespace,
-        "resourceclaims",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "gpu"},
-            "spec": {
-                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": f"{name}.example"}}]}
-            },
-        },
-    )
+    driverless_claim(karpy.kube, namespace, f"{name}.example")
     manifest = pod_manifest("dra", "250m", selector={wk.PROVISIONER_NAME: name})
     manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
     nominations = karpy.controller.nominations
@@ -403,3 +388,64 @@ def test_d_a_pod_kube_scheduler_never_binds_has_its_room_released_at_the_deadlin
         assert len(provisioner_nodes(core_v1, name)) == 1
     finally:
         nominations.deadline_seconds = deadline
+
+
+def test_e_held_room_is_the_pods_nomination_set_again_when_cleared(
+    karpy: Karpy, core_v1: Any, namespace: str, ready_nodes: None
+) -> None:
+    """docs/scheduler-path.md, step 2: the room karpy holds for a pod kube-scheduler binds is the
+    pod's `status.nominatedNodeName`, which kube-scheduler's nominator counts when it filters other
+    pods onto the node. The held pod never binds here (its device class has no driver), and
+    kube-scheduler clears the field after each failed attempt (preemption finds no candidate:
+    `NewPostFilterResultWithNominatedNode("")`); karpy's pending-pod watch sets it again while the
+    hold lasts. Whether another pod is kept off is not asserted: an event that requeues both pods
+    may run the held pod's failing attempt first, which clears the nomination until karpy sets it
+    again (docs/scheduler-path.md, "Limits")."""
+    name = unique("nnn")
+    provisioner(karpy.kube, name, [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}])
+    driverless_claim(karpy.kube, namespace, f"{name}.example")
+    selector = {wk.PROVISIONER_NAME: name}
+    held = pod_manifest("held", "1", selector=selector)
+    held["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    create_pods(core_v1, namespace, [held])
+    event(core_v1, namespace, "held", "Nominated")
+    (node,) = [n.metadata.name for n in provisioner_nodes(core_v1, name)]
+    wait_for(
+        lambda: not any(t.key == wk.NOT_READY_TAINT_KEY for t in core_v1.read_node(node).spec.taints or []),
+        BIND_SECONDS,
+        "the node Ready and untainted",
+    )
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("held", namespace).status.nominated_node_name == node,
+        30,
+        "the held pod nominated to its node",
+    )
+    # What kube-scheduler does after a failed attempt; karpy nominates the pod again.
+    core_v1.patch_namespaced_pod_status("held", namespace, {"status": {"nominatedNodeName": None}})
+    wait_for(
+        lambda: core_v1.read_namespaced_pod("held", namespace).status.nominated_node_name == node,
+        30,
+        "the held pod nominated again",
+    )
+    assert karpy.state.held(f"{namespace}/held") is not None
+
+
+def driverless_claim(kube: Any, namespace: str, device_class: str) -> None:
+    """ResourceClaim `gpu` asking for a device of `device_class`, which no driver offers: a pod
+    using it is never bound by kube-scheduler."""
+    from kubernetes import client
+
+    client.CustomObjectsApi(kube).create_namespaced_custom_object(
+        "resource.k8s.io",
+        "v1",
+        namespace,
+        "resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}
+            },
+        },
+    )

@@ -211,3 +211,11 @@ def test_a_live_pod_with_an_unreadable_spec_keeps_what_the_lifecycle_reads():
     assert pod.is_daemonset and pod.deleting and pod.is_critical and pod.do_not_evict
     assert pod.tolerates_unschedulable and not pod.is_terminal
     assert Pod.from_live(manifest()).unreadable == ""
+
+
+def test_the_guarded_flag_resource_is_not_a_request_a_node_must_offer():
+    """`karpy.sh/guarded` only makes kube-scheduler send the pod to karpy's extender (the shipped
+    config's managedResources, ignoredByScheduler: kube-scheduler's NodeResourcesFit ignores it)."""
+    resources = {"requests": {"cpu": "1", "karpy.sh/guarded": "1"}, "limits": {"karpy.sh/guarded": "1"}}
+    pod = Pod.from_manifest(manifest(containers=[{"name": "c", "resources": resources}]))
+    assert pod.requests.names() == {"cpu"} and pod.requests.cpu == 1

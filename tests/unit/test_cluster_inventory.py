@@ -158,3 +158,13 @@ def test_existing_nodes_carry_their_csinode_limits_and_the_volumes_their_pods_ho
     assert n1.volume_room("ebs.csi.aws.com") == 5
     # No CSINode: unlimited, as kube-scheduler treats it.
     assert n2.volume_limits == () and n2.volume_room("ebs.csi.aws.com") > 1000
+
+
+def test_a_node_with_the_disrupted_taint_takes_no_pods_even_from_pods_tolerating_everything() -> None:
+    """The taint is a removal mark (another replica's, or this process's before a restart), not a
+    taint to tolerate: a pod with `operator: Exists` would otherwise be planned onto a node leaving."""
+    leaving = node("n1")
+    leaving["spec"]["taints"].append({"key": wk.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"})
+    inv = inventory.build(models(leaving, node("n2")), group([]), marked={})
+    assert [(n.name, n.schedulable) for n in inv.existing] == [("n1", False), ("n2", True)]
+    assert inv.usage["default"].cpu == 8

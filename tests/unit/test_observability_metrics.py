@@ -216,6 +216,9 @@ def test_disruption_decisions_count_performed_failed_and_refuse_unknown_labels()
 
 def test_an_empty_node_blocked_by_its_budget_is_a_blocked_decision(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(emptiness.nodepatch, "pods_on_node", lambda _kube, _node: [])
+    # The mark's disrupted taint (plain data here; its patches are proven in tests/integration).
+    monkeypatch.setattr(emptiness.nodepatch, "add_taint", lambda _kube, _name, _taint: True)
+    monkeypatch.setattr(emptiness.nodepatch, "drop_taint", lambda _kube, _name, _key: True)
     monkeypatch.setattr(emptiness.nodepatch, "delete_node", lambda _kube, _name: None)
     ctx = Context(
         settings=Settings(),

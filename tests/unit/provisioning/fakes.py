@@ -70,6 +70,9 @@ class FakeCluster:
         m.setattr(kube_provisioners, "patch_status", lambda *_: None)
         m.setattr(events, "record", lambda _, **kw: self.events.append(kw))
         m.setattr(kube_bind, "bind", self.bind)
+        #: pod key -> its status.nominatedNodeName as karpy last wrote it (None: cleared).
+        self.nominated: dict[str, str | None] = {}
+        m.setattr(kube_pods, "nominate", self.nominate)
 
     def list_nodes(self, _: Any, *, karpy_only: bool = False) -> list[Node]:
         nodes = [Node.from_manifest(n) for n in self.nodes.values()]
@@ -101,6 +104,12 @@ class FakeCluster:
         self.pods[f"{namespace}/{name}"]["spec"]["nodeName"] = node
         self.bound[f"{namespace}/{name}"] = node
         self.bind_order.append(f"{namespace}/{name}")
+
+    def nominate(self, _: Any, namespace: str, name: str, node: str | None) -> None:
+        key = f"{namespace}/{name}"
+        self.nominated[key] = node
+        if key in self.pods:
+            self.pods[key].setdefault("status", {})["nominatedNodeName"] = node
 
     def add_node(self, name: str, zone: str, *, karpy: bool, cpu: str = "8") -> None:
         labels = {wk.ZONE: zone, wk.HOSTNAME: name, wk.INSTANCE_TYPE: "m5.2xlarge"}

@@ -217,3 +217,29 @@ def test_held_pods_count_on_their_node_until_the_index_has_them_bound() -> None:
     on_node = NodePods((), 0, Resources())
     assert inventory.with_held(on_node, [held], frozenset()).count == 1
     assert inventory.with_held(on_node, [held], Bound(keys=frozenset({"ns/p"})).keys) is on_node
+
+
+def test_a_held_pod_is_nominated_to_its_node_again_when_kube_scheduler_clears_it_and_cleared_at_the_deadline(
+    world,
+) -> None:
+    """The hold is told to kube-scheduler as `status.nominatedNodeName` (its nominator counts the
+    room; KEP-5278). kube-scheduler clears the field after a failed attempt with no preemption
+    candidate (schedule_one.go, preemption.go `NewPostFilterResultWithNominatedNode("")`), so the
+    pending watch sets it again while the hold lasts; the deadline clears it."""
+    cluster, controller, clock = world
+    key = cluster.add_pod(pod("dra", **DRA))
+    run_batch(cluster, controller, [key])
+    node = controller.state.held(key).node
+    assert cluster.nominated == {key: node}
+    cleared = {**cluster.pods[key], "status": {**cluster.pods[key]["status"], "nominatedNodeName": None}}
+    cluster.nominated.clear()
+    controller.watcher.handle("MODIFIED", cleared)
+    assert cluster.nominated == {key: node}
+    cluster.nominated.clear()
+    controller.watcher.handle("MODIFIED", cluster.pods[key])  # already nominated there: no write
+    assert cluster.nominated == {}
+    clock.now += 60
+    assert controller.nominations.expire() == [key]
+    assert cluster.nominated == {key: None}
+    controller.watcher.handle("MODIFIED", cleared)  # no hold left: not nominated again
+    assert cluster.nominated == {key: None}
