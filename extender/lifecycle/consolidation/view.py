@@ -87,11 +87,6 @@ class Settings:
     replan_candidates: int = 6
     replan_max_nodes: int = 2
     replan_max_simulations: int = 24
-    #: A re-plan must save at least this much $/h and this fraction of the nodes' price, so it does
-    #: not evict pods for cents (benchmarks.consolidation: $0.01/h and 2 % churned, +10.5 % over
-    #: the bound instead of +9.3 %).
-    min_saving_per_hour: float = 0.02
-    min_saving_fraction: float = 0.05
 
 
 @dataclass(frozen=True)
