@@ -589,6 +589,8 @@ def decide_latency(count: int, seed: int, types: list[InstanceType], rounds: int
     for _ in range(rounds):
         action = None
         for _ in range(2):
+            # Fresh NodeStates, as the worker reads the cluster anew for each decision (no caches).
+            view = dataclasses.replace(view, nodes=tuple(dataclasses.replace(n) for n in view.nodes))
             started = time.perf_counter()
             action = consolidation.decide(view, SETTINGS)
             times.append(time.perf_counter() - started)

@@ -23,7 +23,7 @@ from extender.scheduling.provisioners import select_provisioner
 
 def movable(node: NodeState) -> tuple[Pod, ...]:
     """The pods that must find room elsewhere if the node goes (node-bound ones neither move nor block)."""
-    return tuple(p for p in node.node.pods if not p.node_bound)
+    return node.movable
 
 
 def consolidate_after(prov: Provisioner) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from extender.api.affinity import LabelSelector
 from extender.api.pod import Pod
@@ -48,6 +49,13 @@ class NodeState:
     @property
     def name(self) -> str:
         return self.node.name
+
+    @cached_property
+    def movable(self) -> tuple[Pod, ...]:
+        """The pods that must find room elsewhere if the node goes (node-bound ones neither move
+        nor block). Cached: one decision reads it many times per node (candidate order, blockers,
+        every simulation); a frozen NodeState's pods never change."""
+        return tuple(p for p in self.node.pods if not p.node_bound)
 
     @property
     def provisioner(self) -> str:
