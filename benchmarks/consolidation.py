@@ -34,7 +34,10 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from extender.api import labels as wk
@@ -675,6 +678,31 @@ def print_summary(runs: dict[int, list[Result]]) -> None:
             )
 
 
+def one_seed(seed: int, args: argparse.Namespace) -> tuple[int, float, tuple[App, ...], list[Result], float]:
+    """The day of seed `seed` under every policy: (seed, seconds the bound took, apps, results,
+    $ of the from-scratch plan)."""
+    types, apps = catalog(), workload(seed)
+    started = time.perf_counter()
+    curve = bound_curve(args.hours, args.bound_minutes / 60, types, apps)
+    took = time.perf_counter() - started
+    results = [
+        simulate(
+            p,
+            hours=args.hours,
+            step=args.step_minutes * 60,
+            seed=seed,
+            types=types,
+            bound=curve,
+            launch=args.launch_seconds,
+            apps=apps,
+        )
+        for p in args.policies.split(",")
+    ]
+    steps = [i * args.step_minutes / 60 for i in range(int(args.hours * 60 / args.step_minutes))]
+    fresh = sum(interpolate(curve, h, column=2) for h in steps) * args.step_minutes / 60
+    return seed, took, apps, results, fresh
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=24.0)
@@ -687,32 +715,17 @@ def main() -> None:
         "--latency-nodes", default="100,1000", help="cluster sizes to time decide() at ('' skips)"
     )
     parser.add_argument("--latency-rounds", type=int, default=10, help="actions taken per latency cluster")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds simulated in parallel processes")
     args = parser.parse_args()
     types = catalog()
     seeds = [int(x) for x in args.seeds.split(",") if x]
     runs: dict[int, list[Result]] = {}
-    for seed in seeds:
-        apps = workload(seed)
-        started = time.perf_counter()
-        curve = bound_curve(args.hours, args.bound_minutes / 60, types, apps)
-        took = time.perf_counter() - started
-        print(f"seed {seed}: lower bound sampled every {args.bound_minutes:g} min in {took:.0f}s")
-        runs[seed] = [
-            simulate(
-                p,
-                hours=args.hours,
-                step=args.step_minutes * 60,
-                seed=seed,
-                types=types,
-                bound=curve,
-                launch=args.launch_seconds,
-                apps=apps,
-            )
-            for p in args.policies.split(",")
-        ]
-        steps = [i * args.step_minutes / 60 for i in range(int(args.hours * 60 / args.step_minutes))]
-        fresh = sum(interpolate(curve, h, column=2) for h in steps) * args.step_minutes / 60
-        print_seed(seed, apps, runs[seed], fresh, args.hours)
+    day = partial(one_seed, args=args)
+    with ProcessPoolExecutor(max_workers=args.jobs) if args.jobs > 1 else nullcontext() as pool:
+        for seed, took, apps, results, fresh in pool.map(day, seeds) if pool else map(day, seeds):
+            print(f"seed {seed}: lower bound sampled every {args.bound_minutes:g} min in {took:.0f}s")
+            runs[seed] = results
+            print_seed(seed, apps, results, fresh, args.hours)
     if runs:
         print_summary(runs)
     for count in (int(x) for x in args.latency_nodes.split(",") if x):
