@@ -259,6 +259,12 @@ def simulate_removal(
     )
 
 
+def single_node_move(view: ClusterView, node: NodeState, settings: Settings = DEFAULTS) -> Action | None:
+    """Karpenter's single-node move for `node` alone (delete it, or replace it by one cheaper node)
+    whether or not it is a candidate or worth it (`karpy explain node` judges it apart)."""
+    return _simulate(view, (node,), Method.SINGLE, settings, gated=False)
+
+
 def _simulate(
     view: ClusterView,
     nodes: tuple[NodeState, ...],
@@ -266,8 +272,10 @@ def _simulate(
     settings: Settings,
     *,
     replace: bool = True,
+    gated: bool = True,
 ) -> Action | None:
-    """The action removing `nodes`, or None; `replace=False`: a deletion or nothing."""
+    """The action removing `nodes`, or None; `replace=False`: a deletion or nothing; `gated`: only
+    if worth its evictions (`worth`)."""
     # A replacement is one node (Karpenter's rule). The local search can only split the greedy's
     # one node (priced already at the cheapest type that holds it) or find no node where the greedy
     # found none: ask for the greedy alone, in one solve (benchmarks.consolidation, 12 h: 1029
@@ -282,7 +290,7 @@ def _simulate(
             return None
         replacements = (replacement,)
     action = Action(method, nodes, replacements, moved)
-    if action.pods and worth.refusal(view, nodes, action.saving) is not None:
+    if gated and action.pods and worth.refusal(view, nodes, action.saving) is not None:
         return None
     return action
 
