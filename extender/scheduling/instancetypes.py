@@ -8,7 +8,8 @@ CPU tiers actually applied (0.5.x dropped them by a bug):
 - node memory capacity = EC2 memory x (1 - 7.5 %) (VM/hypervisor overhead);
 - kube-reserved CPU: 6 % of the 1st core, 1 % of the 2nd, 0.5 % of the 3rd-4th, 0.25 % above;
 - kube-reserved memory: 11 MiB x max pods + 255 MiB; system-reserved 100m CPU / 100 MiB; eviction 100 MiB;
-- max pods = ENIs x (IPv4 per ENI - 1) + 2, unless the Provisioner's kubelet maxPods overrides it.
+- max pods = what the VPC CNI allows (poddensity.py: ENIs of the default card, less reserved ENIs,
+  x (IPv4 per ENI - 1) + 2, or the prefix-delegation count), unless the kubelet maxPods overrides it.
 
 Ephemeral storage (Karpenter AWS `instancetype/types.go` ephemeralStorage/kubeReservedResources/
 evictionThreshold, since #3568): capacity = the volume kubelet's nodefs lives on (the node
@@ -201,8 +202,10 @@ class InstanceType:
     volume_limits: tuple[tuple[str, int], ...] = ()
     #: The cloud provider's labels for the type (karpenter.k8s.aws/*, instancelabels.py), sorted.
     type_labels: tuple[tuple[str, str], ...] = ()
-    #: The ENI-limited pod count (the catalog's max_pods before any kubelet setting); 0 = max_pods.
+    #: The ENI-limited pod count kube-reserved memory is computed for; 0 = max_pods.
     eni_pods: int = 0
+    #: The pods the CNI gives the type before any kubelet setting (poddensity.py); 0 = max_pods.
+    network_pods: int = 0
     #: The node settings capacity and overhead were computed under.
     settings: NodeSettings = DEFAULT_NODE_SETTINGS
 
@@ -234,6 +237,7 @@ class InstanceType:
         gpus = gpus or Resources()
         extended = extended or Resources()
         eni_pods = eni_pods or max_pods
+        network_pods = max_pods
         max_pods = settings.max_pods or max_pods
         if settings.pods_per_core:
             max_pods = min(max_pods, settings.pods_per_core * math.ceil(cpu))
@@ -260,6 +264,7 @@ class InstanceType:
             volume_limits=volume_limits,
             type_labels=tuple(sorted((type_labels or {}).items())),
             eni_pods=eni_pods,
+            network_pods=network_pods,
             settings=settings,
         )
 
@@ -272,7 +277,8 @@ class InstanceType:
             cpu=self.cpu,
             memory=self.memory,
             arch=self.arch,
-            max_pods=self.eni_pods or self.max_pods,
+            max_pods=self.network_pods or self.max_pods,
+            eni_pods=self.eni_pods,
             offerings=self.offerings,
             gpus=self.gpus,
             extended=self.extended,

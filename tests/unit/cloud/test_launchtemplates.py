@@ -36,6 +36,7 @@ def test_each_input_changes_the_template_name() -> None:
         spec(block_device_mappings=[BlockDeviceMapping("/dev/xvda", EBS(volume_size=30 * GIB))]),
         spec(metadata_options=MetadataOptions(http_put_response_hop_limit=1)),
         spec(detailed_monitoring=True),
+        spec(efa_interfaces=1),
     ):
         assert changed.name("demo") != base
     assert spec().name("other") != base
@@ -101,3 +102,27 @@ def test_a_size_that_is_not_whole_gib_rounds_up() -> None:
     assert spec(block_device_mappings=[mapping]).template_data()["BlockDeviceMappings"][0]["Ebs"] == {
         "VolumeSize": 19
     }
+
+
+def test_efa_interfaces_one_per_network_card_carry_the_security_groups() -> None:
+    """Karpenter AWS v1.14.1 `launchtemplate.go` generateNetworkInterfaces (EFACount != 0): card i,
+    device index 0 on card 0 and 1 elsewhere, InterfaceType "efa", the node's groups on each
+    interface and none on the instance (`types.go`: SecurityGroupIds only without interfaces)."""
+    data = spec(efa_interfaces=4).template_data()
+    assert "SecurityGroupIds" not in data
+    assert data["NetworkInterfaces"] == [
+        {
+            "NetworkCardIndex": i,
+            "DeviceIndex": 0 if i == 0 else 1,
+            "InterfaceType": "efa",
+            "Groups": ["sg-1", "sg-2"],
+        }
+        for i in range(4)
+    ]
+    plain = spec().template_data()
+    assert "NetworkInterfaces" not in plain and plain["SecurityGroupIds"] == ["sg-1", "sg-2"]
+
+
+def test_templates_without_efa_keep_the_names_they_had() -> None:
+    # The name karpy gave this template before EFA interfaces were part of its identity.
+    assert spec().name("demo") == "karpy-demo-cfd42bf4357ef840"
