@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.api.pod import Pod
+from extender.cli import explainnode
 from extender.cli import plan as plan_cli
 from extender.cli.main import UsageError
 from extender.scheduling.catalog import CatalogError, build_catalog
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     pod.add_argument("--candidates", type=int, default=MAX_CANDIDATES, help="edits solved at most per pod")
     pod.add_argument("-o", "--output", choices=("text", "json"), default="text")
     pod.set_defaults(func=run)
+    explainnode.register(what)
 
 
 @dataclass
