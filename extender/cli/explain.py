@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from extender.api.pod import Pod
-from extender.cli import explainnode
+from extender.cli import explainnode, inputs
 from extender.cli import plan as plan_cli
 from extender.cli.main import UsageError
-from extender.scheduling.catalog import CatalogError, build_catalog
 from extender.scheduling.explain import Explanation, World, explain
-from extender.scheduling.pricing import PriceBook
 from extender.scheduling.remedy import MAX_CANDIDATES, Remedy, smallest_change
 
 #: Pods `--all-pending` explains at most (each costs a solve per pool plus the candidate edits).
@@ -145,25 +142,6 @@ def _placement(where: Any) -> dict[str, Any]:
     }
 
 
-def _catalog(
-    args: argparse.Namespace, types: list[dict[str, Any]], offerings: list[dict[str, Any]] | None
-) -> Any:
-    zones = [z.strip() for z in args.zones.split(",") if z.strip()]
-    try:
-        prices = PriceBook.from_file(args.prices) if args.prices else PriceBook()
-        return build_catalog(types, offerings=offerings, zones=zones, prices=prices)
-    except (OSError, ValueError, CatalogError) as err:
-        raise UsageError(str(err)) from err
-
-
-def _types(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    if args.instance_types:
-        types = plan_cli._json_file(args.instance_types, "InstanceTypes")
-        offerings = plan_cli._json_file(args.offerings, "InstanceTypeOfferings") if args.offerings else None
-        return types, offerings
-    return plan_cli._from_ec2()
-
-
 def _offline(args: argparse.Namespace) -> Inputs:
     """As `karpy plan` reads its files."""
     pod_docs = [doc for _, doc in plan_cli._documents(args.pods)]
@@ -177,7 +155,7 @@ def _offline(args: argparse.Namespace) -> Inputs:
     loaded = plan_cli.load_pods(args.pods, pod_docs, volumes)
     world = World(
         plan_cli.load_provisioners(args.provisioner),
-        _catalog(args, *_types(args)),
+        inputs.catalog(args),
         daemonsets=plan_cli.load_daemonsets(args.daemonsets) if args.daemonsets else [],
         existing_nodes=existing.nodes,
         usage=existing.usage,
@@ -211,25 +189,13 @@ def _live(args: argparse.Namespace) -> Inputs:
     volumes = plan_cli.load_volumes(())
     existing = plan_cli.load_existing("the cluster", cluster, volumes)
     loaded = plan_cli.load_pods("the cluster", [{**p, "kind": "Pod"} for p in pending], volumes)
-    daemon_pods = _daemon_pods(daemonsets.get("items") or [])
+    daemon_pods = inputs.daemon_pods(daemonsets.get("items") or [])
     world = World(
         provisioners,
-        _catalog(args, *_types(args)),
+        inputs.catalog(args),
         daemonsets=daemon_pods,
         existing_nodes=existing.nodes,
         usage=existing.usage,
         namespaces=namespaces,
     )
     return Inputs(loaded.pods, world, {**loaded.rejected, **loaded.unresolved})
-
-
-def _daemon_pods(items: Sequence[Mapping[str, Any]]) -> list[Pod]:
-    from extender.api.pod import PodError
-
-    found = []
-    for item in items:
-        try:
-            found.append(Pod.from_manifest(plan_cli._from_template({**item, "kind": "DaemonSet"}, 0)))
-        except PodError:
-            continue  # the controller leaves an unreadable DaemonSet's overhead out as well
-    return found

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extender.api.pod import Pod
-from extender.cli import explain as explain_cli
+from extender.cli import inputs
 from extender.cli import plan as plan_cli
 from extender.cli.consolidation import cluster_view
 from extender.cli.main import UsageError
@@ -70,7 +70,7 @@ def _offline(args: argparse.Namespace) -> ClusterView:
     return cluster_view(
         docs,
         provisioners=plan_cli.load_provisioners(args.provisioner),
-        catalog=explain_cli._catalog(args, *explain_cli._types(args)),
+        catalog=inputs.catalog(args),
         daemonsets=plan_cli.load_daemonsets(args.daemonsets) if args.daemonsets else [],
         pending=pending,
     )
@@ -107,8 +107,8 @@ def _live(args: argparse.Namespace) -> ClusterView:
     return cluster_view(
         docs,
         provisioners=provisioners,
-        catalog=explain_cli._catalog(args, *explain_cli._types(args)),
-        daemonsets=explain_cli._daemon_pods(daemonsets.get("items") or []),
+        catalog=inputs.catalog(args),
+        daemonsets=inputs.daemon_pods(daemonsets.get("items") or []),
         pending=loaded.pods,
     )
 
