@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from extender.api.pod import Pod
 from extender.cli import inputs
@@ -31,18 +29,8 @@ def register(what: argparse._SubParsersAction) -> None:
     """Adds `node` to `karpy explain` (cli/explain.py calls this)."""
     node = what.add_parser("node", help="why consolidation takes a node or leaves it")
     node.add_argument("name", help="the Node's name")
-    node.add_argument("--existing", help="offline: the cluster, as `karpy plan --existing` reads it")
     node.add_argument("--pods", help="offline: pending pods (they hold their Provisioner's consolidation)")
-    node.add_argument("--provisioner", action="append", default=[], help="offline: as `karpy plan`")
-    node.add_argument("--instance-types", help="DescribeInstanceTypes JSON; default: ask the EC2 endpoint")
-    node.add_argument("--offerings", help="DescribeInstanceTypeOfferings JSON")
-    node.add_argument("--zones", default=plan_cli.DEFAULT_ZONES, help="comma-separated zones")
-    node.add_argument("--prices", help='{"onDemand": {...}, "spot": {...}} price file')
-    node.add_argument("--daemonsets", help="offline: YAML stream of DaemonSets")
-    node.add_argument(
-        "--kubeconfig", help="live: kubeconfig (default: KARPY_KUBECONFIG, in-cluster, ~/.kube)"
-    )
-    node.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    inputs.add_flags(node)
     node.set_defaults(func=run)
 
 
@@ -77,41 +65,14 @@ def _offline(args: argparse.Namespace) -> ClusterView:
 
 
 def _live(args: argparse.Namespace) -> ClusterView:
-    from kubernetes import client
-
-    from extender.cluster import client as kube_client
-    from extender.cluster import pods as kube_pods
-    from extender.cluster.nodes import list_node_manifests
-    from extender.cluster.provisioners import list_configured
-
-    settings = plan_cli.plan_settings()
-    if args.kubeconfig:
-        settings.kubeconfig = args.kubeconfig
-    with kube_client.load(settings) as kube:
-        pending = kube_pods.list_pending(kube)[0]
-        policy, core = client.PolicyV1Api(kube), client.CoreV1Api(kube)
-        docs: list[Mapping[str, Any]] = [
-            *({**n, "kind": "Node"} for n in list_node_manifests(kube)),
-            *({**p, "kind": "Pod"} for p in kube_pods.list_assigned(kube)),
-            *_items(
-                kube_client.call_json(policy.list_pod_disruption_budget_for_all_namespaces),
-                "PodDisruptionBudget",
-            ),
-            *_items(kube_client.call_json(core.list_namespace), "Namespace"),
-        ]
-        provisioners = list_configured(kube, settings)
-        daemonsets = kube_client.call_json(client.AppsV1Api(kube).list_daemon_set_for_all_namespaces)
+    read = inputs.live(args)
     loaded = plan_cli.load_pods(
-        "the cluster", [{**p, "kind": "Pod"} for p in pending], plan_cli.load_volumes(())
+        "the cluster", [{**p, "kind": "Pod"} for p in read.pending], plan_cli.load_volumes(())
     )
     return cluster_view(
-        docs,
-        provisioners=provisioners,
+        read.cluster,
+        provisioners=read.provisioners,
         catalog=inputs.catalog(args),
-        daemonsets=inputs.daemon_pods(daemonsets.get("items") or []),
+        daemonsets=read.daemon_pods,
         pending=loaded.pods,
     )
-
-
-def _items(listing: Mapping[str, Any], kind: str) -> Sequence[Mapping[str, Any]]:
-    return [{**item, "kind": kind} for item in listing.get("items") or []]
