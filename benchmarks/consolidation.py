@@ -584,25 +584,28 @@ def fragmented_view(count: int, seed: int, types: list[InstanceType], budget: st
     return ClusterView(provisioners=(prov,), instance_types=tuple(types), nodes=tuple(nodes))
 
 
-def decide_latency(count: int, seed: int, types: list[InstanceType], rounds: int) -> list[float]:
-    """Seconds of each decide() call while the worker takes `rounds` actions one after another on a
-    `count`-node cluster (each action applied and its nodes gone before the next decision; each
-    decision made twice, as the worker re-decides after the validation delay)."""
-    view, times = fragmented_view(count, seed, types), []
+def decide_latency(
+    count: int, seed: int, types: list[InstanceType], rounds: int
+) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each decide() call while the worker takes `rounds` actions one after
+    another on a `count`-node cluster (each action applied and its nodes gone before the next
+    decision; each decision made twice, as the worker re-decides after the validation delay)."""
+    view, times, cpu = fragmented_view(count, seed, types), [], []
     for _ in range(rounds):
         action = None
         for _ in range(2):
             # Fresh NodeStates, as the worker reads the cluster anew for each decision (no caches).
             view = dataclasses.replace(view, nodes=tuple(dataclasses.replace(n) for n in view.nodes))
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             action = consolidation.decide(view, SETTINGS)
             times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - used)
         if action is None:
             break
         # The removed nodes are gone by the next action (their budget slots free again).
         after = consolidation.apply(view, action)
         view = dataclasses.replace(after, nodes=tuple(n for n in after.nodes if not n.disrupting))
-    return times
+    return times, cpu
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -729,15 +732,13 @@ def main() -> None:
     if runs:
         print_summary(runs)
     for count in (int(x) for x in args.latency_nodes.split(",") if x):
-        ms = [
-            1000 * t
-            for seed in seeds[:1] or [1]
-            for t in decide_latency(count, seed, types, args.latency_rounds)
-        ]
-        print(
-            f"decide() at {count} nodes: {len(ms)} calls, p50 {percentile(ms, 0.5):.0f} ms,"
-            f" p99 {percentile(ms, 0.99):.0f} ms, max {max(ms):.0f} ms"
-        )
+        wall, cpu = decide_latency(count, (seeds or [1])[0], types, args.latency_rounds)
+        for what, values in (("wall", wall), ("cpu", cpu)):
+            ms = [1000 * t for t in values]
+            print(
+                f"decide() at {count} nodes ({what}): {len(ms)} calls, p50 {percentile(ms, 0.5):.0f} ms,"
+                f" p99 {percentile(ms, 0.99):.0f} ms, max {max(ms):.0f} ms"
+            )
 
 
 if __name__ == "__main__":
