@@ -1,16 +1,17 @@
-"""Admission validation for the v1 API: karpenter.sh NodePools and karpenter.k8s.aws EC2NodeClasses.
+"""Admission validation for the v1 API: karpenter.sh NodePools and NodeOverlays (v1alpha1), and
+karpenter.k8s.aws EC2NodeClasses.
 
 Karpenter v1's own rules are the CRDs' (schema, defaults, CEL), evaluated by the API server before
 this webhook is called; what is left here is karpy's part: refusing, by field, what karpy does not
-implement, so a stored NodePool or EC2NodeClass is one karpy launches exactly as written. Nothing
-is written back.
+implement, so a stored NodePool, NodeOverlay or EC2NodeClass is one karpy honours exactly as
+written. Nothing is written back.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from extender.api import ec2nodeclass, nodepool
+from extender.api import ec2nodeclass, nodeoverlay, nodepool
 from webhook.admission import AdmissionRequest, Verdict
 from webhook.config import WebhookConfig
 
@@ -28,7 +29,8 @@ def validate_nodepool(request: AdmissionRequest) -> Verdict:
         return Verdict()
     if (wrong := _wrong(request, nodepool.API_VERSION.split("/")[0], nodepool.KIND)) is not None:
         return wrong
-    problems = nodepool.validate_nodepool(request.object)
+    old = request.old_object if request.operation == "UPDATE" else None
+    problems = nodepool.validate_nodepool(request.object, old)
     return Verdict.refuse(problems)
 
 
@@ -40,3 +42,11 @@ def validate_ec2nodeclass(request: AdmissionRequest, config: WebhookConfig) -> V
     obj: Any = request.object
     problems = ec2nodeclass.validate_ec2nodeclass(obj, cluster_name=config.cluster_name or "my-cluster")
     return Verdict.refuse(problems)
+
+
+def validate_nodeoverlay(request: AdmissionRequest) -> Verdict:
+    if request.operation not in WRITES or request.sub_resource:
+        return Verdict()
+    if (wrong := _wrong(request, nodeoverlay.GROUP, nodeoverlay.KIND)) is not None:
+        return wrong
+    return Verdict.refuse(nodeoverlay.validate_nodeoverlay(request.object))

@@ -1,10 +1,10 @@
 """The admission blueprint: /mutate/provisioner, /validate/provisioner, /validate/awsnodetemplate,
-/validate/nodepool, /validate/ec2nodeclass, /mutate/pod.
+/validate/nodepool, /validate/nodeoverlay, /validate/ec2nodeclass, /mutate/pod.
 
 Every handler answers a well-formed AdmissionReview; a body that is not one gets HTTP 400. An
 unexpected exception in a handler is logged and answered per the resource's failure policy:
 pods are admitted unchanged (karpy must never block a Deployment), Provisioners,
-AWSNodeTemplates, NodePools and EC2NodeClasses are denied.
+AWSNodeTemplates, NodePools, NodeOverlays and EC2NodeClasses are denied.
 """
 
 from __future__ import annotations
@@ -90,6 +90,11 @@ def validate_node_template() -> tuple[Response, int]:
 @bp.post("/validate/nodepool")
 def validate_nodepool() -> tuple[Response, int]:
     return _answer(nodepool.validate_nodepool, fail_open=False)
+
+
+@bp.post("/validate/nodeoverlay")
+def validate_nodeoverlay() -> tuple[Response, int]:
+    return _answer(nodepool.validate_nodeoverlay, fail_open=False)
 
 
 @bp.post("/validate/ec2nodeclass")

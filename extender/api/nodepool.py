@@ -10,12 +10,14 @@ template.spec.nodeClassRef -> the EC2NodeClass's NodeClass (`provider`) and kube
 
 Defaults are the CRD's (the API server applies them to stored objects; `karpy plan` reads files
 the API server never saw, so they are applied here too). What karpy does not implement is refused
-by name (Gte/Lte, static replicas). consolidationPolicy Balanced -> consolidation with k = 2
+by name (Gte/Lte). consolidationPolicy Balanced -> consolidation with k = 2
 (`consolidation_threshold`, fixed as in Karpenter v1.14). template.spec.startupTaints ->
-startup_taints and template.metadata.annotations -> annotations, both put on each node at
-launch. A requirement's minValues is kept (`Requirement.min_values`) within the CRD's bounds
-(1..50, at most the number of `In` values); the solver keeps that many distinct values of its
-key among a node's instance types.
+startup_taints and template.metadata.annotations -> annotations, both put on each node at launch.
+A requirement's minValues is kept (`Requirement.min_values`) within the CRD's bounds (1..50, at
+most the number of `In` values); the solver keeps that many distinct values of its key among a
+node's instance types. spec.replicas -> replicas: a static NodePool (never consolidated or emptied;
+provisioning/static.py keeps its node count, the solver never launches for it); limits.nodes ->
+limits["nodes"], a count.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from extender.api.provisioner_schema import (
     qualified_name_problem,
     taint_field,
 )
-from extender.api.resources import Resources
+from extender.api.resources import NODES, Resources
 from extender.api.schema_text import Base, BoundedDict, BoundedList, choices, quote
 
 API_VERSION = f"{wk.GROUP}/v1"
@@ -311,12 +313,26 @@ class NodePoolSpecSchema(Base):
     disruption = fields.Nested(DisruptionSchema, load_default=dict)
     limits = LimitListField(load_default=Resources)
     weight = fields.Integer(strict=True, load_default=0, validate=validate.Range(min=1, max=100))
-    replicas = fields.Raw(load_default=None)
+    replicas = fields.Integer(
+        strict=True,
+        load_default=None,
+        validate=validate.Range(min=0, max=ranges.MAX_INT64, error="must be between {min} and {max}"),
+    )
 
-    @validates_schema
-    def check_replicas(self, data: dict[str, Any], **_: Any) -> None:
-        if data.get("replicas") is not None:
-            raise ValidationError(_unsupported("replicas (static NodePools)"), "replicas")
+    @validates_schema(pass_original=True)
+    def check_static(self, data: dict[str, Any], original: Any, **_: Any) -> None:
+        """The CRD's CEL rules on static NodePools (karpenter.sh_nodepools.yaml), also for files the
+        API server never saw."""
+        raw = original if isinstance(original, Mapping) else {}
+        if raw.get("replicas") is None:
+            return
+        errors: dict[str, list[str]] = {}
+        if set(raw.get("limits") or {}) - {NODES}:
+            errors["limits"] = ["only 'limits.nodes' is supported on static NodePools"]
+        if "weight" in raw:
+            errors["weight"] = ["'weight' is not supported on static NodePools"]
+        if errors:
+            raise ValidationError(errors)
 
 
 class NodePoolSchema(Base):
@@ -339,6 +355,7 @@ class NodePoolSchema(Base):
         budgets = tuple(disruption.get("budgets") or (Budget(nodes=DEFAULT_DISRUPTION_BUDGET),))
         plain = [b.nodes for b in budgets if b.schedule is None and not b.reasons]
         raw_limits = (original.get("spec") or {}).get("limits") or {}
+        static = spec["replicas"] is not None
         return Provisioner(
             name=data["metadata"]["name"],
             uid=data["metadata"]["uid"],
@@ -355,14 +372,18 @@ class NodePoolSchema(Base):
             limited=frozenset(str(k) for k in raw_limits),
             weight=spec["weight"],
             # WhenEmpty with "Never" removes no empty node; WhenEmptyOrUnderutilized with "Never" none at all.
-            ttl_seconds_after_empty=after if policy == WHEN_EMPTY else None,
-            consolidation=policy in (WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED) and after is not None,
+            # A static pool keeps its nodes however empty (Karpenter's static NodePools).
+            ttl_seconds_after_empty=after if policy == WHEN_EMPTY and not static else None,
+            consolidation=policy in (WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED)
+            and after is not None
+            and not static,
             consolidation_threshold=DEFAULT_CONSOLIDATION_THRESHOLD if policy == BALANCED else None,
             consolidation_min_savings=min_savings(data["metadata"]),
             consolidate_after=after,
             budgets=budgets,
             disruption_budget=plain[0] if len(plain) == 1 else DEFAULT_DISRUPTION_BUDGET,
             provider_ref=tspec["nodeClassRef"]["name"],
+            replicas=spec["replicas"],
         )
 
 
@@ -398,10 +419,22 @@ def load_nodepool(
     return pool
 
 
-def validate_nodepool(obj: Any) -> list[str]:
-    """Every problem with a NodePool manifest, one `path: message` line each; [] when valid."""
+def validate_nodepool(obj: Any, old: Any = None) -> list[str]:
+    """Every problem with a NodePool manifest, one `path: message` line each; [] when valid. `old`:
+    the stored object an update replaces (the CRD's transition rule)."""
+    problems = []
     try:
         parse_nodepool(obj)
     except ValidationError as err:
-        return list(err.messages)
-    return []
+        problems = list(err.messages)
+    if isinstance(old, Mapping) and isinstance(obj, Mapping) and _static(obj) != _static(old):
+        problems.append(
+            "spec.replicas: Cannot transition NodePool between static (replicas set) and dynamic"
+            " (replicas unset) provisioning modes"
+        )
+    return problems
+
+
+def _static(obj: Mapping[str, Any]) -> bool:
+    spec = obj.get("spec")
+    return isinstance(spec, Mapping) and spec.get("replicas") is not None

@@ -47,6 +47,21 @@ DEFAULT_DISRUPTION_BUDGET = "10%"
 
 
 @dataclass(frozen=True)
+class Overlay:
+    """A NodeOverlay (karpenter.sh/v1alpha1) as the solver applies it to a pool's instance types
+    (extender/api/nodeoverlay.py loads it; extender/scheduling/overlays.py applies it)."""
+
+    name: str
+    requirements: tuple[Requirement, ...] = ()
+    #: Karpenter's one price string: "0.5" replaces the offering price, "+0.1" / "-10%" adjusts it.
+    price: str | None = None
+    #: Extended resources added to (or replacing the same names in) the type's capacity.
+    capacity: Resources = field(default_factory=Resources)
+    #: 0 when unset (the CRD admits 1..10000); higher applies first.
+    weight: int = 0
+
+
+@dataclass(frozen=True)
 class Provisioner:
     name: str
     requirements: tuple[Requirement, ...] = ()
@@ -89,8 +104,19 @@ class Provisioner:
     provider: NodeClass = field(default_factory=NodeClass)
     #: `spec.providerRef.name`: the AWSNodeTemplate `provider` was loaded from ("" = inline provider).
     provider_ref: str = ""
+    #: The NodeOverlays that apply to this pool's instance types, highest precedence first, those
+    #: in conflict left out (scheduling/overlays.py `resolve`); () for a pool no overlay names.
+    overlays: tuple[Overlay, ...] = ()
     uid: str = ""
     resource_version: str = ""
+    #: NodePool `spec.replicas` (Karpenter's static NodePools): keep exactly this many nodes whatever
+    #: the pods; None = a dynamic pool. A static pool is never consolidated or emptied, and the solver
+    #: never launches for it (provisioning/static.py does).
+    replicas: int | None = None
+
+    @property
+    def is_static(self) -> bool:
+        return self.replicas is not None
 
     def spec_only(self) -> Provisioner:
         """The pool less its identity and version: equal across karpy's own status writes (which

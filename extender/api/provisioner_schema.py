@@ -37,7 +37,7 @@ from extender.api.provisioner import (
     Taint,
 )
 from extender.api.quantity import QuantityError
-from extender.api.resources import COUNTABLE, Resources
+from extender.api.resources import LIMITABLE, Resources
 from extender.api.schema_text import Base as _Base
 from extender.api.schema_text import BoundedDict, BoundedList, too_many
 from extender.api.schema_text import choices as _choices
@@ -200,14 +200,14 @@ class ResourceListField(fields.Field[Resources]):
 
 
 class LimitListField(ResourceListField):
-    """Limits may only name what karpy counts, a resource a node's capacity can list: a limit on
-    anything else would be accepted and never reached."""
+    """Limits may only name what karpy counts, a resource a node's capacity can list or `nodes`
+    (each node counts 1): a limit on anything else would be accepted and never reached."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Resources:
         result = super()._deserialize(value, attr, data, **kwargs)
-        unknown = sorted(str(name) for name in value if name not in COUNTABLE)
+        unknown = sorted(str(name) for name in value if name not in LIMITABLE)
         if unknown:
-            allowed = ", ".join(COUNTABLE)
+            allowed = ", ".join(LIMITABLE)
             raise ValidationError(
                 {
                     name: [f"karpy cannot count this resource in limits (countable: {allowed})"]

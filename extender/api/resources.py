@@ -28,6 +28,10 @@ ACCELERATOR_RESOURCES = (NVIDIA_GPU, AMD_GPU, NEURON, NEURON_CORE, HABANA_GAUDI)
 #: What a node's capacity can list, so what a Provisioner's limits can count (Karpenter counts a
 #: limit over its nodes' capacity).
 COUNTABLE = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE, *ACCELERATOR_RESOURCES, EFA)
+#: Karpenter's `limits.nodes` (designs/nodepool-node-limits.md): a count of nodes, each node counting 1.
+NODES = "nodes"
+#: What limits may name: the countable resources and the node count.
+LIMITABLE = (*COUNTABLE, NODES)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +23,13 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.pod import Pod, PodError
-from extender.api.provisioner import Provisioner
+from extender.api.provisioner import Overlay, Provisioner
 from extender.api.resources import Resources
 from extender.cli.main import UsageError
 from extender.cluster.volumes import Volumes, parse_pod
 from extender.scheduling.catalog import CatalogError, build_catalog
+from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.overlays import resolve
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.poddensity import PodDensity
 from extender.scheduling.pricing import PriceBook
@@ -59,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--provisioner",
         action="append",
         default=[],
-        help="Provisioner or NodePool YAML, with their AWSNodeTemplates or EC2NodeClasses (repeatable)",
+        help="Provisioner or NodePool YAML, with their AWSNodeTemplates or EC2NodeClasses, and NodeOverlays"
+        " (repeatable)",
     )
     parser.add_argument("--instance-types", help="DescribeInstanceTypes JSON; default: ask the EC2 endpoint")
     parser.add_argument("--offerings", help="DescribeInstanceTypeOfferings JSON")
@@ -305,7 +309,7 @@ def load_provisioners(paths: list[str], settings: Settings | None = None) -> lis
     classes = [doc for _, doc in docs if doc.get("kind") == "EC2NodeClass"]
     provisioners = []
     for path, doc in docs:
-        if doc.get("kind") in ("AWSNodeTemplate", "EC2NodeClass"):
+        if doc.get("kind") in ("AWSNodeTemplate", "EC2NodeClass", "NodeOverlay"):
             continue
         kind = "NodePool" if doc.get("kind") == "NodePool" else "Provisioner"
         try:
@@ -316,6 +320,39 @@ def load_provisioners(paths: list[str], settings: Settings | None = None) -> lis
     if clash := sorted({n for n in names if names.count(n) > 1}):
         raise UsageError(f"{', '.join(clash)}: a Provisioner and a NodePool may not share a name")
     return provisioners
+
+
+def load_overlays(paths: list[str]) -> list[Overlay]:
+    """The NodeOverlays among the --provisioner files, loaded as the controller loads them."""
+    from marshmallow import ValidationError
+
+    from extender.api.nodeoverlay import load_nodeoverlay
+
+    overlays = []
+    for path in paths:
+        for _, doc in _documents(path):
+            if doc.get("kind") != "NodeOverlay":
+                continue
+            try:
+                overlays.append(load_nodeoverlay(doc))
+            except ValidationError as err:
+                raise UsageError(
+                    f"NodeOverlay {_name(doc).split('/')[-1]} in {path}: {err.messages}"
+                ) from err
+    return overlays
+
+
+def with_overlays(
+    provisioners: list[Provisioner], overlays: list[Overlay], catalog: Sequence[InstanceType]
+) -> list[Provisioner]:
+    """The pools with the overlays that apply to them; conflicts are said on stderr, as the
+    controller's status would say them."""
+    if not overlays:
+        return provisioners
+    resolution = resolve(overlays, provisioners, catalog)
+    for name in resolution.conflicts:
+        print(f"NodeOverlay {name}: conflict with another overlay, not applied", file=sys.stderr)
+    return list(resolution.provisioners)
 
 
 @dataclass
@@ -545,6 +582,7 @@ def run(args: argparse.Namespace) -> int:
         catalog = build_catalog(types, offerings=offerings, zones=zones, prices=prices, density=density)
     except (OSError, ValueError, CatalogError) as err:
         raise UsageError(str(err)) from err
+    provisioners = with_overlays(provisioners, load_overlays(args.provisioner), catalog)
     if args.consolidate:
         from extender.cli import consolidation
 

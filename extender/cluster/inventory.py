@@ -19,7 +19,7 @@ from extender.api import labels as wk
 from extender.api.node import Node
 from extender.api.pod import Pod, VolumeTopology
 from extender.api.provisioner import Taint
-from extender.api.resources import Resources
+from extender.api.resources import NODES, Resources
 from extender.scheduling.plan import ExistingNode
 from extender.state import NodeInfo
 
@@ -115,14 +115,18 @@ def pod_requests(pods: Iterable[Pod]) -> Resources:
     return total
 
 
+#: What each node adds to its Provisioner's `nodes` (limits.nodes).
+ONE_NODE = Resources({NODES: 1})
+
+
 def usage(nodes: Iterable[Node]) -> dict[str, Resources]:
     """Provisioner -> the summed capacity of its live and in-flight nodes (karpy's nodes only; others
-    count for no limit), every resource a limit may name."""
+    count for no limit), every resource a limit may name, `nodes` (their count) included."""
     result: dict[str, Resources] = {}
     for node in nodes:
         if node.provisioner is None:
             continue
-        result[node.provisioner] = result.get(node.provisioner, Resources()) + node.capacity
+        result[node.provisioner] = result.get(node.provisioner, Resources()) + node.capacity + ONE_NODE
     return result
 
 

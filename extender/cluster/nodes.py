@@ -112,3 +112,13 @@ def read_node(kube: client.ApiClient, name: str) -> Node | None:
     except NotFound:
         return None
     return Node.from_manifest(node)
+
+
+def delete_node(kube: client.ApiClient, name: str) -> None:
+    """Delete the Node: its termination finalizer hands it to the lifecycle, which drains it and
+    terminates its instance. A node already gone is what was asked."""
+    try:
+        with translated(f"deleting node {name}"):
+            call_json(client.CoreV1Api(kube).delete_node, name)
+    except NotFound:
+        pass

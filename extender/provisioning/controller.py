@@ -3,7 +3,8 @@
 One loop thread takes batches of pod keys from the Batcher (fed by the pod watch, the extender's
 fast path and retries) and runs each through the pipeline (`pipeline.py`: gather -> plan -> launch
 -> register -> bind -> report); the lifecycle borrows the same pipeline through
-`provision_replacements`. Launches run only while this replica leads.
+`provision_replacements`. Launches run only while this replica leads. A second thread keeps static
+NodePools at their replicas (`static.py`), under the same batch lock.
 
 On start and on every gain of leadership the loop first adopts instances an interrupted launch left
 without a Node (`adopt_instances`), before any batch is planned: the pending pods then pack onto
@@ -37,8 +38,10 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudProvider
 from extender.cluster import inventory
+from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.nodeindex import NodeIndex
+from extender.cluster.nodeoverlays import NodeOverlays
 from extender.cluster.objects import pod_key
 from extender.loops import log_failure, run_forever
 from extender.provisioning import metrics
@@ -49,12 +52,14 @@ from extender.provisioning.gather import Gatherer
 from extender.provisioning.launch import Launcher
 from extender.provisioning.nominate import Nominations
 from extender.provisioning.offerings import UnavailableOfferings
+from extender.provisioning.overlays import Overlays
 from extender.provisioning.parking import Parked
 from extender.provisioning.pipeline import Pipeline
 from extender.provisioning.pools import Pools
 from extender.provisioning.register import Registrar
 from extender.provisioning.report import BatchReport, Reporter
 from extender.provisioning.startup import StartupTracker
+from extender.provisioning.static import STATIC_SECONDS, StaticCapacity
 from extender.provisioning.warmup import Warmup
 from extender.provisioning.watcher import PodWatcher
 from extender.scheduling.instancetypes import OfferingKey
@@ -95,6 +100,8 @@ class ProvisioningController:
         self.unavailable = UnavailableOfferings(clock)
         self.parked = Parked(clock)
         self.pools = Pools()
+        #: NodeOverlays: watched, resolved per batch, their status written by the leader.
+        self.overlays = Overlays(NodeOverlays(kube), is_leader)
         self.reports: list[BatchReport] = []
         self._lock = threading.Lock()
         self._fast_path: set[str] = set()
@@ -112,6 +119,19 @@ class ProvisioningController:
         )
         self.bound.subscribe_manifests(self.startup.on_bound)
         self.pipeline = self._pipeline(reporter)
+        self.static = StaticCapacity(
+            kube=kube,
+            settings=settings,
+            state=state,
+            nodes=self.nodes,
+            bound=self.bound,
+            context=self.pipeline.gather.context,
+            unavailable=self.unavailable.current,
+            launch=self.pipeline.launch_nodes,
+        )
+        #: Set once this replica leads and has adopted interrupted launches: static pools count
+        #: adopted nodes before launching (cleared when leadership is lost).
+        self._adopted = threading.Event()
         self.warmup = Warmup(
             gather=self.pipeline.gather,
             cloud=cloud,
@@ -132,6 +152,7 @@ class ProvisioningController:
                 bound=self.bound,
                 nodes=self.nodes,
                 nominations=self.nominations,
+                overlays=self.overlays,
             ),
             launch=Launcher(
                 cloud=cloud,
@@ -205,7 +226,34 @@ class ProvisioningController:
         warm.start()
         loop = threading.Thread(target=self.run, args=(stop,), name="provisioning", daemon=True)
         loop.start()
-        return [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm]
+        status = threading.Thread(
+            target=self.overlays.run,
+            args=(stop, self.gather_pools, lambda: self.cloud.get_instance_types(None)),
+            name="nodeoverlay-status",
+            daemon=True,
+        )
+        status.start()
+        overlays = self.overlays.index.start(stop)
+        static = threading.Thread(target=self.run_static, args=(stop,), name="static-capacity", daemon=True)
+        static.start()
+        threads = [self.watcher.start(stop), self.nodes.start(self.kube, stop), loop, warm, overlays, status]
+        return [*threads, static]
+
+    def gather_pools(self) -> list[Provisioner]:
+        """Every configured Provisioner and NodePool, as a batch lists them."""
+        return kube_provisioners.list_configured(self.kube, self.settings)
+
+    def run_static(self, stop: threading.Event) -> None:
+        """Keep every static NodePool at its replicas (static.py), one pass every STATIC_SECONDS on
+        the leader, under the batch lock: a batch never plans while its nodes are being launched."""
+
+        def one_pass() -> float:
+            if self.is_leader() and self._adopted.is_set():
+                with self._lock:
+                    self.static.reconcile()
+            return STATIC_SECONDS
+
+        run_forever(one_pass, stop, doing="keeping static nodepools at their replicas", logger=log)
 
     def run(self, stop: threading.Event, *, backoff: retry.LoopBackoff | None = None) -> None:
         """One batch a pass until `stop`; a failed batch is parked (its pods come back after their
@@ -218,6 +266,9 @@ class ProvisioningController:
             if self.is_leader() != leading:
                 if not leading:
                     self._on_started_leading()  # a failed start is retried in full next pass
+                    self._adopted.set()
+                else:
+                    self._adopted.clear()
                 leading = not leading
             self._requeue(self.parked.take())
             self.nominations.expire()

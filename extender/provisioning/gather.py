@@ -3,7 +3,8 @@
 The pending pods of the batch are read again (a pod bound or deleted while the window was open must
 not be bound twice) and parsed into api models here; a pod karpy cannot read is reported and left
 out. Provisioners, the catalog, DaemonSet overhead, every node with its bound pods, and the
-namespaces' labels complete the picture.
+namespaces' labels complete the picture. The pools carry the NodeOverlays that apply to them
+(extender/provisioning/overlays.py).
 
 A pod whose room is held on a node for kube-scheduler to bind (extender/provisioning/nominate.py)
 is not planned again while the hold lasts; the nodes plan with that room taken.
@@ -38,6 +39,7 @@ from extender.cluster.inventory import VolumeCounter
 from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
 from extender.provisioning.nominate import Nominations
+from extender.provisioning.overlays import Overlays
 from extender.provisioning.report import INVALID_POD_REASON, UNMODELLED_REASON, Reporter
 from extender.scheduling.instancetypes import InstanceType
 from extender.settings import Settings
@@ -67,6 +69,7 @@ class Gatherer:
         bound: BoundPods,
         nodes: NodeIndex,
         nominations: Nominations,
+        overlays: Overlays | None = None,
     ) -> None:
         self.kube = kube
         self.settings = settings
@@ -76,6 +79,7 @@ class Gatherer:
         self.bound = bound
         self.nodes = nodes
         self.nominations = nominations
+        self.overlays = overlays
         #: The claims of the last batch whose pods hold CSI volumes: existing nodes are then given
         #: their CSINode attach limits and the volumes their pods hold (inventory()).
         self._attaching: kube_volumes.Volumes | None = None
@@ -137,6 +141,8 @@ class Gatherer:
         provisioners = kube_provisioners.list_configured(self.kube, self.settings)
         daemonsets = inventory.parse_pods(kube_pods.daemonset_pods(self.kube))
         catalog = self.cloud.get_instance_types(None) if provisioners else []
+        if self.overlays is not None and provisioners:
+            provisioners = self.overlays.apply(provisioners, catalog)
         return Context({p.name: p for p in provisioners}, catalog, daemonsets)
 
     def inventory(self) -> inventory.Inventory:

@@ -1,7 +1,8 @@
 """One batch through the named steps: gather -> plan -> launch -> register -> bind -> report.
 
 `provision` runs a batch (its pods claimed by the caller), `replacements` launches for a node's
-pods without binding them (the lifecycle drains the node afterwards). After capacity errors the
+pods without binding them (the lifecycle drains the node afterwards), `launch_nodes` launches a
+static NodePool's nodes, which have no pods. After capacity errors the
 pods of the refused nodes are planned again without the refused offerings, at most MAX_REPLANS
 times; the rest waits parked.
 
@@ -23,8 +24,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import wait
+from dataclasses import replace
 
 from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
 from extender.provisioning import launcher, metrics
 from extender.provisioning.bind import Binder, Held, by_phase
 from extender.provisioning.gather import Context, Gatherer
@@ -36,6 +39,7 @@ from extender.provisioning.register import NodeRefused, Registrar
 from extender.provisioning.report import LAUNCH_FAILED_REASON, BatchReport, Reporter
 from extender.provisioning.snapshot import BindSnapshot
 from extender.provisioning.unplannable import FAILED_PLANNING_REASON, Unplannable
+from extender.scheduling.plan import PlannedNode
 
 log = logging.getLogger("karpy.controller.provisioning")
 
@@ -95,6 +99,19 @@ class Pipeline:
     def replacements(self, pods: Sequence[Pod]) -> list[str]:
         """Launch nodes (without binding) for `pods`; their names."""
         return self._plan_and_launch(pods, self.gather.context(), BatchReport(), bind=False)
+
+    def launch_nodes(
+        self, nodes: Sequence[PlannedNode], provisioners: Mapping[str, Provisioner], launch_id: str
+    ) -> list[str]:
+        """Launch and register planned nodes without pods (a static NodePool's, static.py) under
+        `launch_id`; the names of the nodes registered."""
+        groups = [
+            replace(g, request=replace(g.request, launch_id=f"{launch_id}-{i}"))
+            for i, g in enumerate(launcher.group(nodes, provisioners))
+        ]
+        return [
+            name for names, _, _ in self._launch_groups(groups, BatchReport(), None, {}) for name in names
+        ]
 
     def _plan_and_launch(
         self, pods: Sequence[Pod], ctx: Context, report: BatchReport, *, bind: bool

@@ -36,6 +36,7 @@ from extender.scheduling.constraints import (
 )
 from extender.scheduling.instancetypes import InstanceType, NodeSettings, Offering, OfferingKey
 from extender.scheduling.memo import serial
+from extender.scheduling.overlays import overlaid
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
 
@@ -176,7 +177,8 @@ class ProvisionerView:
         settings = NodeSettings.of(provisioner.kubelet, provisioner.provider)
         entries, excluded = [], []
         landed: dict[str, Pod] = {}
-        for instance_type in instance_types:
+        # The pool's NodeOverlays first (prices, extended capacity), then its node settings.
+        for instance_type in overlaid(instance_types, provisioner):
             instance_type = instance_type.for_node(settings)
             if reason := instance_type.fits_overhead():
                 excluded.append(f"Excluding instance type {instance_type.name}: {reason}")

@@ -375,9 +375,9 @@ def _limit(
     node's capacity against the pool's limits)."""
     used = usage.get(pool.name, Resources())
     for name in room.names:
-        need = min(t.capacity.get(name) for t in types)
+        need = min(limits.amount(t, name) for t in types)
         if need > room.left.get(name) + limits.EPS:
-            smallest = min(types, key=lambda t: (t.capacity.get(name), t.name))
+            smallest = min(types, key=lambda t: (limits.amount(t, name), t.name))
             return Verdict(
                 pool,
                 LIMIT,

@@ -5,7 +5,8 @@ final plan, whose nodes may have shrunk or merged since.
 
 Every resource a Provisioner's `spec.limits.resources` names is counted (cpu, memory, pods,
 ephemeral-storage, accelerators, EFA: `resources.COUNTABLE`; the webhook refuses others); a node
-counts its instance type's capacity, as Karpenter counts it.
+counts its instance type's capacity, as Karpenter counts it, and 1 towards `nodes` (a NodePool's
+`limits.nodes`: Karpenter's designs/nodepool-node-limits.md, a hard limit on launches).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from extender.api import labels as wk
 from extender.api.provisioner import Provisioner
-from extender.api.resources import Resources
+from extender.api.resources import NODES, Resources
 from extender.scheduling import minvalues
 from extender.scheduling.constraints import min_values
 from extender.scheduling.instancetypes import InstanceType
@@ -25,6 +26,11 @@ from extender.scheduling.requirements import Requirements, ValueSet
 EPS = 1e-9
 #: Every limits reason contains this.
 EXCEEDED = "limits exceeded"
+
+
+def amount(instance_type: InstanceType, name: str) -> float:
+    """What a node of the type counts towards the limit on `name`."""
+    return 1.0 if name == NODES else instance_type.capacity.get(name)
 
 
 def names(provisioner: Provisioner) -> tuple[str, ...]:
@@ -42,13 +48,11 @@ class Room:
 
     def allows(self, instance_type: InstanceType) -> bool:
         """Whether a node of the type fits what the limits leave."""
-        capacity = instance_type.capacity
-        return all(capacity.get(n) <= self.left.get(n) + EPS for n in self.names)
+        return all(amount(instance_type, n) <= self.left.get(n) + EPS for n in self.names)
 
     def charge(self, instance_type: InstanceType) -> Resources:
         """What a node of the type takes from the room."""
-        capacity = instance_type.capacity
-        return Resources({n: capacity.get(n) for n in self.names})
+        return Resources({n: amount(instance_type, n) for n in self.names})
 
     def holds(self, charged: Resources) -> bool:
         return all(charged.get(n) <= self.left.get(n) + EPS for n in self.names)
@@ -102,11 +106,10 @@ def apply(
         base = used[node.provisioner]
         # Read once per node: an option's check is then its own capacity only.
         bounds = [(n, base.get(n), limit.get(n) + EPS) for n in limited]
-        room = [t for t in node.options if all(b + t.capacity.get(n) <= top for n, b, top in bounds)]
+        room = [t for t in node.options if all(b + amount(t, n) <= top for n, b, top in bounds)]
         if not room:
             reason = f"provisioner {node.provisioner} {EXCEEDED}: " + ", ".join(
-                f"{n} usage {base.get(n):g} + node {node.options[0].capacity.get(n):g}"
-                f" > limit {limit.get(n):g}"
+                f"{n} usage {base.get(n):g} + node {amount(node.options[0], n):g} > limit {limit.get(n):g}"
                 for n in limited
             )
             dropped.extend(Unschedulable(pod, reason) for pod in node.pods)
@@ -136,7 +139,7 @@ def apply(
                 capacity_type=cheapest.capacity_type,
                 price=cheapest.price,
             )
-        used[node.provisioner] = base + Resources({n: node.options[0].capacity.get(n) for n in limited})
+        used[node.provisioner] = base + Resources({n: amount(node.options[0], n) for n in limited})
         kept.append(node)
     return kept, dropped
 

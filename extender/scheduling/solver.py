@@ -88,7 +88,10 @@ def solve(
     reads no clock.
     """
     dims = dimensions(pods, daemonsets)
-    views = [VIEWS.view_of(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
+    # A static NodePool's nodes are launched by its replicas alone (Karpenter's static provisioning
+    # controller), never for pods; they still take pods as existing nodes.
+    dynamic = [p for p in provisioners if not p.is_static]
+    views = [VIEWS.view_of(p, instance_types, daemonsets, dims) for p in ordered(dynamic)]
     notes: list[str] = []
     excluded = sorted({line for view in views for line in view.excluded})
     if excluded:

@@ -23,6 +23,7 @@ NODE_TEMPLATE_CRD = PROVISIONER_CRD.with_name("awsnodetemplates.karpenter.k8s.aw
 V1_CRDS = (
     PROVISIONER_CRD.with_name("ec2nodeclasses.karpenter.k8s.aws.yaml"),
     PROVISIONER_CRD.with_name("nodepools.karpenter.sh.yaml"),
+    PROVISIONER_CRD.with_name("nodeoverlays.karpenter.sh.yaml"),
 )
 #: karpenter.sh/v1 NodeClaim: the record karpy keeps of each node launched for a NodePool.
 NODECLAIM_CRD = PROVISIONER_CRD.with_name("nodeclaims.karpenter.sh.yaml")

@@ -86,13 +86,15 @@ def nodepool(
     annotations: dict[str, str] | None = None,
     empty_after: str = "Never",
     disruption: dict[str, Any] | None = None,
+    replicas: int | None = None,
     **template_spec: Any,
 ) -> None:
     """A karpenter.sh/v1 NodePool and the EC2NodeClass of the same name it uses (AL2023, the
     cluster's tagged subnets and security groups, the local cluster's instance profile), whose empty
     nodes go `empty_after` after they empty (WhenEmpty), unless `disruption` replaces that block;
     `template_spec` fields (terminationGracePeriod, expireAfter, startupTaints) join
-    spec.template.spec; `labels` and `annotations` go in spec.template.metadata."""
+    spec.template.spec; `labels` and `annotations` go in spec.template.metadata; `replicas` makes
+    it a static NodePool."""
     from kubernetes import client
 
     objects = client.CustomObjectsApi(kube)
@@ -135,6 +137,7 @@ def nodepool(
                 "template": template,
                 "disruption": disruption
                 or {"consolidationPolicy": "WhenEmpty", "consolidateAfter": empty_after},
+                **({} if replicas is None else {"replicas": replicas}),
             },
         },
     )

@@ -293,6 +293,8 @@ def controller_rbac(cluster: Any, dynamic: Any) -> Iterator[None]:
         ("patch", "provisioners", {"group": "karpenter.sh", "subresource": "status"}),
         ("list", "nodepools", {"group": "karpenter.sh"}),
         ("patch", "nodepools", {"group": "karpenter.sh", "subresource": "status"}),
+        ("watch", "nodeoverlays", {"group": "karpenter.sh"}),
+        ("patch", "nodeoverlays", {"group": "karpenter.sh", "subresource": "status"}),
         ("list", "ec2nodeclasses", {"group": "karpenter.k8s.aws"}),
         ("patch", "ec2nodeclasses", {"group": "karpenter.k8s.aws", "subresource": "status"}),
         ("list", "daemonsets", {"group": "apps"}),

@@ -26,7 +26,7 @@ from extender.api.labels import (
     CAPACITY_TYPE_SPOT,
     LAUNCH_ID_TAG,
 )
-from extender.api.nodeclass import AL2023, NodeClass, Selector
+from extender.api.nodeclass import AL2023, RAID0, NodeClass, Selector
 from extender.api.provisioner import Provisioner
 from extender.api.resources import EFA
 from extender.cloud.aws import bootstrap, fleet, instances
@@ -49,6 +49,7 @@ from extender.cloud.types import (
     OfferingKey,
 )
 from extender.scheduling.instancetypes import InstanceType, NodeSettings
+from extender.scheduling.overlays import overlaid
 from extender.scheduling.poddensity import PodDensity
 from extender.settings import Settings
 
@@ -213,7 +214,9 @@ class AWSCloudProvider:
         self, request: LaunchRequest
     ) -> tuple[list[InstanceType], str, dict[str, str], dict[str, str]]:
         """The request's options, capacity type, subnet per zone and launch template per option."""
-        catalog = {item.name: item for item in self.get_instance_types(request.provisioner)}
+        # Priced as the plan priced them (the pool's NodeOverlays): the fleet ranks its overrides so.
+        types = overlaid(self.get_instance_types(request.provisioner), request.provisioner)
+        catalog = {item.name: item for item in types}
         options = [catalog[name] for name in request.instance_types if name in catalog]
         capacity_type = choose_capacity_type(options, request.capacity_types, request.zones)
         subnets = {
@@ -339,6 +342,7 @@ class AWSCloudProvider:
             },
             taints=tuple(request.taints),
             user_data=provisioner.provider.user_data,
+            instance_store_raid0=provisioner.provider.instance_store_policy == RAID0,
         )
         if provisioner.provider.family == AL2023 and not node.cluster_cidr:
             log.warning("AL2023 nodes need the cluster's service CIDR to join: set KARPY_CLUSTER_CIDR")

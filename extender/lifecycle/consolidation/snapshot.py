@@ -21,6 +21,7 @@ from extender.api.provisioner import Provisioner, Requirement
 from extender.cluster import inventory
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
+from extender.scheduling.overlays import overlaid
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -81,6 +82,8 @@ def build(
     `pod_events`: node -> its last pod event (podevents.py; a node missing from it counts from its
     creation, None: nothing is known and `consolidateAfter` holds every node)."""
     by_type = {t.name: t for t in instance_types}
+    # A node is priced as its pool sees its type: with the pool's NodeOverlays.
+    by_pool = {p.name: {t.name: t for t in overlaid(instance_types, p)} for p in provisioners if p.overlays}
     models = list(nodes)
     # Marked and budget-holding nodes take no pods, as in provisioning's inventory.
     built = inventory.build(models, bound, dict.fromkeys(marked, "leaving"))
@@ -91,7 +94,7 @@ def build(
         states.append(
             NodeState(
                 node=existing,
-                price=price(by_type, existing.labels),
+                price=price(by_pool.get(wk.owner_of(existing.labels) or "", by_type), existing.labels),
                 capacity_type=existing.labels.get(wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ON_DEMAND),
                 age_seconds=(now - created).total_seconds() if created else 0.0,
                 karpy=model.is_karpy,

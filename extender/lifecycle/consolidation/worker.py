@@ -149,9 +149,12 @@ class Consolidator:
         binding = bool(getattr(state, "reserved_nodes", frozenset)())
         # Offerings EC2 refused lately (provisioning's ICE cache): a replacement must avoid them too.
         refused = frozenset(getattr(self.ctx.provisioning, "unavailable", None) or ())
+        catalog = self.ctx.cloud.get_instance_types(None)
+        # Replacements are priced and sized as provisioning would launch them: with NodeOverlays.
+        overlays = getattr(self.ctx.provisioning, "overlays", None)
         view = snapshot.build(
-            provisioners=provisioners,
-            instance_types=self.ctx.cloud.get_instance_types(None),
+            provisioners=overlays.apply(provisioners, catalog) if overlays is not None else provisioners,
+            instance_types=catalog,
             nodes=nodes,
             bound=bound,
             pending=inventory.parse_pods(pending),

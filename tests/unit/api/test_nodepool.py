@@ -175,9 +175,6 @@ def test_template_features_karpy_lacks_are_refused_by_name(spec: dict[str, Any],
 
 
 def test_pool_level_features_karpy_lacks_are_refused_by_name() -> None:
-    assert refusals(load_nodepool, pool(replicas=3)) == [
-        "spec.replicas: replicas (static NodePools) is not supported by karpy"
-    ]
     assert refusals(load_nodepool, pool(disruption={"budgets": [{"nodes": "1", "schedule": "@daily"}]})) == [
         "spec.disruption.budgets[0].schedule: 'schedule' must be set with 'duration'"
     ]
@@ -193,8 +190,8 @@ def test_an_unknown_node_class_is_named() -> None:
     ("spec", "expected"),
     [
         (
-            {"instanceStorePolicy": "RAID0"},
-            "spec.instanceStorePolicy: instanceStorePolicy is not supported by karpy",
+            {"cpuOptions": {"coreCount": 2}},
+            "spec.cpuOptions: cpuOptions is not supported by karpy",
         ),
         (
             {"subnetSelectorTerms": [{"id": "subnet-1", "tags": {"a": "b"}}]},

@@ -42,6 +42,7 @@ def test_webhook_paths_exist_and_policies_match_the_issue() -> None:
         "validation.webhook.provisioners.karpenter.sh": "Fail",
         "validation.webhook.awsnodetemplates.karpenter.k8s.aws": "Fail",
         "validation.webhook.nodepools.karpenter.sh": "Fail",
+        "validation.webhook.nodeoverlays.karpenter.sh": "Fail",
         "validation.webhook.ec2nodeclasses.karpenter.k8s.aws": "Fail",
         "defaulting.webhook.pods.karpy.sh": "Ignore",
     }
