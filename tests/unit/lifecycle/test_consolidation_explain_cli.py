@@ -16,19 +16,17 @@ from tests.unit.scheduling.builders import DATA
 from .test_consolidation_cli import PROVISIONER, node, pod
 
 
+def argv(tmp_path: Path, docs: list[dict[str, Any]], *extra: str) -> list[str]:
+    (tmp_path / "existing.yaml").write_text(yaml.safe_dump_all(docs))
+    (tmp_path / "prov.yaml").write_text(PROVISIONER)
+    files = ["--existing", str(tmp_path / "existing.yaml"), "--provisioner", str(tmp_path / "prov.yaml")]
+    return ["explain", "node", *extra, *files, "--instance-types", str(DATA / "instance-types.json")]
+
+
 def explain(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict[str, Any]], *extra: str
 ) -> str:
-    (tmp_path / "existing.yaml").write_text(yaml.safe_dump_all(docs))
-    (tmp_path / "prov.yaml").write_text(PROVISIONER)
-    argv = ["explain", "node", *extra, "--existing", str(tmp_path / "existing.yaml")]
-    argv += [
-        "--provisioner",
-        str(tmp_path / "prov.yaml"),
-        "--instance-types",
-        str(DATA / "instance-types.json"),
-    ]
-    assert main(argv) == 0
+    assert main(argv(tmp_path, docs, *extra)) == 0
     return capsys.readouterr().out
 
 
@@ -61,14 +59,5 @@ def test_json_and_a_node_consolidation_takes_now(tmp_path: Path, capsys: pytest.
 
 
 def test_an_unknown_node_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "existing.yaml").write_text(yaml.safe_dump_all(cluster()))
-    (tmp_path / "prov.yaml").write_text(PROVISIONER)
-    argv = ["explain", "node", "ghost", "--existing", str(tmp_path / "existing.yaml")]
-    argv += [
-        "--provisioner",
-        str(tmp_path / "prov.yaml"),
-        "--instance-types",
-        str(DATA / "instance-types.json"),
-    ]
-    assert main(argv) == 2
+    assert main(argv(tmp_path, cluster(), "ghost")) == 2
     assert capsys.readouterr().err.strip() == "karpy explain: node ghost not found"
