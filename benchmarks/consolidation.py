@@ -34,19 +34,25 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from extender.api import labels as wk
+from extender.api.disruption import DEFAULT_CONSOLIDATION_THRESHOLD, MIN_SAVINGS_ANNOTATION
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
+from extender.api.resources import Resources
 from extender.lifecycle import budgets
 from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.eligibility import utilisation
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.plan import ExistingNode
 from extender.scheduling.pricing import PriceBook
 from extender.scheduling.solver import solve
 from extender.settings import LifecycleSettings
@@ -55,8 +61,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TYPES = ROOT / "tests" / "data" / "instance-types.json"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 
+App = tuple[str, str, str, int, float]
 #: (name, cpu, memory, peak replicas, phase in hours): web tiers, workers, caches, batch, ML.
-WORKLOAD = (
+WORKLOAD: tuple[App, ...] = (
     ("web", "250m", "512Mi", 60, 0.0),
     ("api", "500m", "1Gi", 40, 0.5),
     ("worker", "1", "2Gi", 24, 2.0),
@@ -81,10 +88,11 @@ def catalog() -> list[InstanceType]:
     return build_catalog(raw, offerings=None, zones=ZONES, prices=PriceBook())
 
 
-def provisioner(consolidate: bool, budget: str = "10%") -> Provisioner:
+def provisioner(consolidate: bool, budget: str = "10%", min_savings: str | None = None) -> Provisioner:
+    annotations = {MIN_SAVINGS_ANNOTATION: min_savings} if min_savings is not None else {}
     return load_provisioner(
         {
-            "metadata": {"name": "default"},
+            "metadata": {"name": "default", "annotations": annotations},
             "spec": {
                 "requirements": [
                     {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
@@ -95,6 +103,29 @@ def provisioner(consolidate: bool, budget: str = "10%") -> Provisioner:
             },
         }
     )
+
+
+def workload(seed: int, scale: float = 1.0) -> tuple[App, ...]:
+    """The apps of seed `seed`: each of WORKLOAD's roles with its cpu and memory scaled by 0.5-2x
+    (memory independently of cpu, so the cpu:memory mix changes too), its peak by 0.5-1.5x (then
+    by `scale`) and its phase moved by up to 8 h. Seed 0 is WORKLOAD itself."""
+    if seed == 0:
+        return tuple((n, c, m, max(1, round(peak * scale)), ph) for n, c, m, peak, ph in WORKLOAD)
+    rng = random.Random(seed)
+    apps = []
+    for name, cpu, memory, peak, phase in WORKLOAD:
+        millis = Resources.parse({"cpu": cpu}).cpu * 1000 * rng.choice((0.5, 0.75, 1, 1.5, 2))
+        mebis = Resources.parse({"memory": memory}).memory / 2**20 * rng.choice((0.5, 0.75, 1, 1.5, 2))
+        apps.append(
+            (
+                name,
+                f"{round(millis)}m",
+                f"{round(mebis)}Mi",
+                max(1, round(peak * rng.uniform(0.5, 1.5) * scale)),
+                (phase + rng.uniform(0, 8)) % 24,
+            )
+        )
+    return tuple(apps)
 
 
 def replicas(peak: int, phase: float, hour: float) -> int:
@@ -154,6 +185,8 @@ class Result:
     actions: int = 0
     #: Nodes deleted by scale-down (each a disruption: a drain and its pods evicted).
     disrupted: int = 0
+    #: Pods evicted by scale-down (the pods on the nodes it deleted).
+    evicted: int = 0
     seconds: float = 0.0
     #: Wall time of each consolidation decide() call (karpy policies).
     decide_seconds: list[float] = dataclasses.field(default_factory=list)
@@ -329,6 +362,7 @@ class Cluster:
         """The worker acts: a replacement launches now and the old nodes are deleted once it is
         Ready; evicted pods come back as new pods (their ReplicaSet recreates them)."""
         wait = launch if action.replacements else 0.0
+        self.result.evicted += len(action.pods)
         self.adopt(consolidation.apply(self.view(), action), ready_at=self.clock + launch)
         self.remove(action.names, drain_from=self.clock + wait)
         for pod in action.pods:
@@ -428,24 +462,26 @@ def ca_step(cluster: Cluster) -> int:
     return removed
 
 
-def wanted_at(hour: float) -> dict[str, int]:
-    return {app: replicas(peak, phase, hour) for app, _, _, peak, phase in WORKLOAD}
+def wanted_at(apps: tuple[App, ...], hour: float) -> dict[str, int]:
+    return {app: replicas(peak, phase, hour) for app, _, _, peak, phase in apps}
 
 
 Curve = list[tuple[float, float, float]]
 
 
-def bound_curve(hours: float, every: float, types: list[InstanceType]) -> Curve:
+def bound_curve(
+    hours: float, every: float, types: list[InstanceType], apps: tuple[App, ...] = WORKLOAD
+) -> Curve:
     """(hour, $/h lower bound, $/h of a from-scratch plan) for the pods wanted then, sampled every
     `every` hours: the pods are the same for every policy, and one bound costs seconds, so it is
     computed once and interpolated. The from-scratch plan is what packing alone achieves, ignoring
     disruption: no policy that moves pods can do much better."""
     prov = provisioner(consolidate=False)
-    shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in WORKLOAD}
+    shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in apps}
     points = []
     for i in range(int(hours / every) + 1):
         hour = i * every
-        pods = [make_pod(app, *shapes[app], k) for app, n in wanted_at(hour).items() for k in range(n)]
+        pods = [make_pod(app, *shapes[app], k) for app, n in wanted_at(apps, hour).items() for k in range(n)]
         plan = solve(pods, [prov], types)
         points.append((hour, plan.lower_bound, plan.total_price))
     return points
@@ -467,22 +503,30 @@ def simulate(
     types: list[InstanceType],
     bound: Curve,
     launch: float = LAUNCH_SECONDS,
+    apps: tuple[App, ...] | None = None,
 ) -> Result:
-    """`policy`: emptiness, ca, karpy[@budget] (consolidation under that disruption budget) or
-    karpenter[@budget] (the same worker with Karpenter's moves only)."""
+    """`policy`: emptiness, ca, karpy[@budget] (consolidation under that disruption budget),
+    balanced[@budget] (the same with the pool's `consolidationPolicy: Balanced`, k = 2) or
+    karpenter[@budget] (the same worker with Karpenter's moves only and no savings threshold, as
+    Karpenter's WhenEmptyOrUnderutilized). `apps`: the workload (default: `workload(seed)`)."""
     policy, _, budget = policy.partition("@")
     budget = budget or "10%"
+    apps = apps if apps is not None else workload(seed)
     started = time.perf_counter()
-    consolidating = policy in ("karpy", "karpenter")
-    prov = provisioner(consolidate=consolidating, budget=budget)
+    consolidating = policy in ("karpy", "karpenter", "balanced")
+    prov = provisioner(
+        consolidate=consolidating, budget=budget, min_savings="0" if policy == "karpenter" else None
+    )
+    if policy == "balanced":
+        prov = dataclasses.replace(prov, consolidation_threshold=DEFAULT_CONSOLIDATION_THRESHOLD)
     result = Result(f"{policy}@{budget}" if consolidating else policy)
     cluster = Cluster(types, prov, result, random.Random(seed))
-    shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in WORKLOAD}
+    shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in apps}
     now = 0.0
     while now < hours * 3600:
         hour = now / 3600
         cluster.advance(now)
-        cluster.provision(cluster.scale(wanted_at(hour), shapes), launch)
+        cluster.provision(cluster.scale(wanted_at(apps, hour), shapes), launch)
         if policy == "emptiness":
             result.actions += emptiness_step(cluster, now + step)
         elif consolidating:
@@ -496,92 +540,205 @@ def simulate(
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hours", type=float, default=24.0)
-    parser.add_argument("--step-minutes", type=float, default=5.0)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--bound-minutes", type=float, default=30.0, help="lower-bound sampling interval")
-    parser.add_argument(
-        "--policies", default="emptiness,karpenter,karpy,karpenter@50%,karpy@50%,karpenter@100%,karpy@100%,ca"
+#: Instance types of the latency benchmark's clusters (a mixed fleet, as a day of launches leaves).
+LATENCY_TYPES = ("m5.large", "m5.xlarge", "m5.2xlarge", "c5.xlarge", "c5.2xlarge", "r5.large", "r5.xlarge")
+
+
+def fragmented_view(count: int, seed: int, types: list[InstanceType], budget: str = "10%") -> ClusterView:
+    """`count` nodes of a mixed fleet, each filled with the seed's pods to a random 15-90 % of its
+    cpu or memory, as a scale-down leaves a cluster: what decide() faces at that size."""
+    rng = random.Random(seed)
+    apps = workload(seed)
+    by_name = {t.name: t for t in types}
+    prov = provisioner(consolidate=True, budget=budget)
+    nodes = []
+    serial = itertools.count()
+    for i in range(count):
+        it = by_name[rng.choice(LATENCY_TYPES)]
+        zone = ZONES[i % len(ZONES)]
+        price = consolidation.offering_price(it, wk.CAPACITY_TYPE_ON_DEMAND, (zone,)) or 0.0
+        target, pods, used = rng.uniform(0.15, 0.9), [], Resources()
+        for _ in range(100):  # draws; a pod that would pass the target is not placed
+            name, cpu, memory, _, _ = rng.choice(apps)
+            pod = make_pod(name, cpu, memory, next(serial))
+            after = used + pod.requests
+            if after.cpu <= it.allocatable.cpu * target and after.memory <= it.allocatable.memory * target:
+                pods.append(pod)
+                used = after
+        labels = {**it.labels(), wk.HOSTNAME: f"node-{i}", wk.ZONE: zone}
+        labels |= {wk.CAPACITY_TYPE: wk.CAPACITY_TYPE_ON_DEMAND, wk.PROVISIONER_NAME: prov.name}
+        node = ExistingNode(
+            name=f"node-{i}",
+            provisioner=prov.name,
+            instance_type=it.name,
+            labels=labels,
+            taints=(),
+            allocatable=it.allocatable,
+            requested=used,
+            pod_count=len(pods),
+            pods=tuple(pods),
+        )
+        nodes.append(
+            NodeState(node=node, price=price, capacity_type=wk.CAPACITY_TYPE_ON_DEMAND, age_seconds=3600)
+        )
+    return ClusterView(provisioners=(prov,), instance_types=tuple(types), nodes=tuple(nodes))
+
+
+def decide_latency(
+    count: int, seed: int, types: list[InstanceType], rounds: int
+) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each decide() call while the worker takes `rounds` actions one after
+    another on a `count`-node cluster (each action applied and its nodes gone before the next
+    decision; each decision made twice, as the worker re-decides after the validation delay)."""
+    view, times, cpu = fragmented_view(count, seed, types), [], []
+    for _ in range(rounds):
+        action = None
+        for _ in range(2):
+            # Fresh NodeStates, as the worker reads the cluster anew for each decision (no caches).
+            view = dataclasses.replace(view, nodes=tuple(dataclasses.replace(n) for n in view.nodes))
+            started, used = time.perf_counter(), time.process_time()
+            action = consolidation.decide(view, SETTINGS)
+            times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - used)
+        if action is None:
+            break
+        # The removed nodes are gone by the next action (their budget slots free again).
+        after = consolidation.apply(view, action)
+        view = dataclasses.replace(after, nodes=tuple(n for n in after.nodes if not n.disrupting))
+    return times, cpu
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)] if ordered else float("nan")
+
+
+def print_seed(seed: int, apps: tuple[App, ...], results: list[Result], fresh: float, hours: float) -> None:
+    print(f"\nseed {seed}: " + ", ".join(f"{n} {c}/{m} x{peak}" for n, c, m, peak, _ in apps))
+    header = (
+        "policy",
+        "node-h",
+        "$",
+        "bound $",
+        "$ over bound",
+        "vs bound",
+        "actions",
+        "nodes",
+        "evicted",
+        "sim s",
     )
-    parser.add_argument("--launch-seconds", type=float, default=LAUNCH_SECONDS, help="CreateFleet to Ready")
-    args = parser.parse_args()
-    types = catalog()
+    print("{:<15} {:>8} {:>9} {:>9} {:>13} {:>9} {:>8} {:>6} {:>8} {:>6}".format(*header))
+    for r in results:
+        print(
+            f"{r.policy:<15} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.bound_dollars:>9.2f}"
+            f" {r.over_bound:>13.2f} {gap(r) * 100:>8.1f}% {r.actions:>8} {r.disrupted:>6} {r.evicted:>8}"
+            f" {r.seconds:>6.1f}"
+        )
+    bound_total = results[0].bound_dollars if results else 0.0
+    if bound_total:
+        over = (fresh / bound_total - 1) * 100
+        print(f"re-planning every pod from scratch: ${fresh:.2f}, {over:.1f}% over the bound")
+    for r in results:
+        transitions = r.launching_dollars + r.draining_dollars
+        print(
+            f"  {r.policy:<13} serving ${r.serving_dollars:.2f}, launching ${r.launching_dollars:.2f},"
+            f" draining ${r.draining_dollars:.2f} (scratch plan + these transitions"
+            f" ${fresh + transitions:.2f})"
+        )
+
+
+def gap(r: Result) -> float:
+    return r.dollars / r.bound_dollars - 1 if r.bound_dollars else float("nan")
+
+
+def print_summary(runs: dict[int, list[Result]]) -> None:
+    """Per policy over the seeds: mean and worst % over the bound, total actions and evictions."""
+    print(f"\nsummary over {len(runs)} seed(s) {sorted(runs)}")
+    header = ("policy", "mean vs bound", "worst", "$ over bound", "actions", "evicted", "evicted/action")
+    print("{:<15} {:>13} {:>8} {:>13} {:>8} {:>8} {:>14}".format(*header))
+    policies = [r.policy for r in next(iter(runs.values()))]
+    for policy in policies:
+        rs = [r for results in runs.values() for r in results if r.policy == policy]
+        gaps = [gap(r) * 100 for r in rs]
+        actions, evicted = sum(r.actions for r in rs), sum(r.evicted for r in rs)
+        per = f"{evicted / actions:.1f}" if actions else "-"
+        print(
+            f"{policy:<15} {sum(gaps) / len(gaps):>12.1f}% {max(gaps):>7.1f}%"
+            f" {sum(r.over_bound for r in rs):>13.2f} {actions:>8} {evicted:>8} {per:>14}"
+        )
+    for policy in policies:
+        ms = [
+            1000 * t
+            for results in runs.values()
+            for r in results
+            if r.policy == policy
+            for t in r.decide_seconds
+        ]
+        if ms:
+            print(
+                f"{policy} decide() over the day: {len(ms)} calls, p50 {percentile(ms, 0.5):.0f} ms,"
+                f" p99 {percentile(ms, 0.99):.0f} ms, max {max(ms):.0f} ms"
+            )
+
+
+def one_seed(seed: int, args: argparse.Namespace) -> tuple[int, float, tuple[App, ...], list[Result], float]:
+    """The day of seed `seed` under every policy: (seed, seconds the bound took, apps, results,
+    $ of the from-scratch plan)."""
+    types, apps = catalog(), workload(seed)
     started = time.perf_counter()
-    curve = bound_curve(args.hours, args.bound_minutes / 60, types)
-    print(f"lower bound sampled every {args.bound_minutes:g} min in {time.perf_counter() - started:.0f}s")
+    curve = bound_curve(args.hours, args.bound_minutes / 60, types, apps)
+    took = time.perf_counter() - started
     results = [
         simulate(
             p,
             hours=args.hours,
             step=args.step_minutes * 60,
-            seed=args.seed,
+            seed=seed,
             types=types,
             bound=curve,
             launch=args.launch_seconds,
+            apps=apps,
         )
         for p in args.policies.split(",")
     ]
     steps = [i * args.step_minutes / 60 for i in range(int(args.hours * 60 / args.step_minutes))]
     fresh = sum(interpolate(curve, h, column=2) for h in steps) * args.step_minutes / 60
-    header = (
-        "policy",
-        "node-h",
-        "$",
-        "$/h",
-        "bound $",
-        "$ over bound",
-        "vs bound",
-        "actions",
-        "disrupted",
-        "sim s",
+    return seed, took, apps, results, fresh
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--step-minutes", type=float, default=5.0)
+    parser.add_argument("--seeds", default="1,2,3,4,5", help="workloads (seed 0: the fixed WORKLOAD)")
+    parser.add_argument("--bound-minutes", type=float, default=30.0, help="lower-bound sampling interval")
+    parser.add_argument("--policies", default="emptiness,karpenter,karpy,balanced")
+    parser.add_argument("--launch-seconds", type=float, default=LAUNCH_SECONDS, help="CreateFleet to Ready")
+    parser.add_argument(
+        "--latency-nodes", default="100,1000", help="cluster sizes to time decide() at ('' skips)"
     )
-    print("{:<15} {:>8} {:>9} {:>7} {:>9} {:>13} {:>9} {:>8} {:>9} {:>6}".format(*header))
-    for r in results:
-        gap = r.dollars / r.bound_dollars - 1 if r.bound_dollars else float("nan")
-        print(
-            f"{r.policy:<15} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.dollars / args.hours:>7.3f}"
-            f" {r.bound_dollars:>9.2f} {r.over_bound:>13.2f} {gap * 100:>8.1f}% {r.actions:>8}"
-            f" {r.disrupted:>9} {r.seconds:>6.1f}"
-        )
-    for r in results:
-        if r.decide_seconds:
-            ms = sorted(1000 * s for s in r.decide_seconds)
+    parser.add_argument("--latency-rounds", type=int, default=10, help="actions taken per latency cluster")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds simulated in parallel processes")
+    args = parser.parse_args()
+    types = catalog()
+    seeds = [int(x) for x in args.seeds.split(",") if x]
+    runs: dict[int, list[Result]] = {}
+    day = partial(one_seed, args=args)
+    with ProcessPoolExecutor(max_workers=args.jobs) if args.jobs > 1 else nullcontext() as pool:
+        for seed, took, apps, results, fresh in pool.map(day, seeds) if pool else map(day, seeds):
+            print(f"seed {seed}: lower bound sampled every {args.bound_minutes:g} min in {took:.0f}s")
+            runs[seed] = results
+            print_seed(seed, apps, results, fresh, args.hours)
+    if runs:
+        print_summary(runs)
+    for count in (int(x) for x in args.latency_nodes.split(",") if x):
+        wall, cpu = decide_latency(count, (seeds or [1])[0], types, args.latency_rounds)
+        for what, values in (("wall", wall), ("cpu", cpu)):
+            ms = [1000 * t for t in values]
             print(
-                f"{r.policy} decide(): {len(ms)} calls, median {ms[len(ms) // 2]:.0f} ms, max {ms[-1]:.0f} ms"
+                f"decide() at {count} nodes ({what}): {len(ms)} calls, p50 {percentile(ms, 0.5):.0f} ms,"
+                f" p99 {percentile(ms, 0.99):.0f} ms, max {max(ms):.0f} ms"
             )
-    bound_total = results[0].bound_dollars if results else 0.0
-    if bound_total:
-        print(
-            f"re-planning every pod from scratch (no disruption cost): ${fresh:.2f}, "
-            f"{(fresh / bound_total - 1) * 100:.1f}% over the bound"
-        )
-    by = {r.policy: r for r in results}
-    for name in (r.policy for r in results if r.policy.startswith("karpy")):
-        twin = name.replace("karpy", "karpenter")
-        if twin in by:
-            saving = 1 - by[name].dollars / by[twin].dollars
-            print(f"{name} vs {twin} (Karpenter's moves only): {saving * 100:.1f}% cheaper")
-        for other in ("emptiness", "ca"):
-            if other in by:
-                saving = 1 - by[name].dollars / by[other].dollars
-                print(f"{name} vs {other}: {saving * 100:.1f}% cheaper")
-    print("where the $ go: serving (Ready, not draining), launching (before Ready), draining")
-    for r in results:
-        transitions = r.launching_dollars + r.draining_dollars
-        line = (
-            f"{r.policy:<11} serving ${r.serving_dollars:.2f}, launching ${r.launching_dollars:.2f},"
-            f" draining ${r.draining_dollars:.2f}"
-        )
-        if r.policy.startswith(("karpy", "karpenter")):
-            # The scratch plan pays no transitions: what this policy would cost if its serving
-            # nodes matched that plan at every instant, with the moves it made to get there.
-            floor = fresh + transitions
-            line += f"; scratch plan + these transitions ${floor:.2f}"
-            if "emptiness" in by:
-                line += f" ({(1 - floor / by['emptiness'].dollars) * 100:.1f}% cheaper than emptiness)"
-        print(line)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ template.spec.nodeClassRef -> the EC2NodeClass's NodeClass (`provider`) and kube
 
 Defaults are the CRD's (the API server applies them to stored objects; `karpy plan` reads files
 the API server never saw, so they are applied here too). What karpy does not implement is refused
-by name (Gte/Lte, Balanced). template.spec.startupTaints -> startup_taints and
-template.metadata.annotations -> annotations, both put on each node at launch. A requirement's
-minValues is kept (`Requirement.min_values`) within the CRD's bounds (1..50, at most the number of
-`In` values); the solver keeps that many distinct values of its key among a node's instance types.
-spec.replicas -> replicas: a static NodePool (never consolidated or emptied; provisioning/static.py
-keeps its node count, the solver never launches for it); limits.nodes -> limits["nodes"], a count.
+by name (Gte/Lte). consolidationPolicy Balanced -> consolidation with k = 2
+(`consolidation_threshold`, fixed as in Karpenter v1.14). template.spec.startupTaints ->
+startup_taints and template.metadata.annotations -> annotations, both put on each node at launch.
+A requirement's minValues is kept (`Requirement.min_values`) within the CRD's bounds (1..50, at
+most the number of `In` values); the solver keeps that many distinct values of its key among a
+node's instance types. spec.replicas -> replicas: a static NodePool (never consolidated or emptied;
+provisioning/static.py keeps its node count, the solver never launches for it); limits.nodes ->
+limits["nodes"], a count.
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ from marshmallow import ValidationError, fields, post_load, validate, validates_
 
 from extender.api import cron, ranges
 from extender.api import labels as wk
-from extender.api.disruption import REASONS, WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED, Budget
+from extender.api.disruption import (
+    BALANCED,
+    DEFAULT_CONSOLIDATION_THRESHOLD,
+    REASONS,
+    WHEN_EMPTY,
+    WHEN_EMPTY_OR_UNDERUTILIZED,
+    Budget,
+)
 from extender.api.ec2nodeclass import API_GROUP as NODE_CLASS_GROUP
 from extender.api.ec2nodeclass import KIND as NODE_CLASS_KIND
 from extender.api.ec2nodeclass import EC2NodeClass
@@ -43,6 +52,7 @@ from extender.api.provisioner_schema import (
     RequirementSchema,
     flatten_errors,
     label_field,
+    min_savings,
     qualified_name_problem,
     taint_field,
 )
@@ -54,6 +64,7 @@ KIND = "NodePool"
 PLURAL = "nodepools"
 DEFAULT_EXPIRE_AFTER = "720h"
 NEVER = "Never"
+POLICIES = (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED)
 
 # The CRD's patterns (karpenter.sh_nodepools.yaml), applied only to text of bounded length. Its
 # schedule pattern is not: Python's backtracking engine takes seconds on a few hundred characters
@@ -293,13 +304,8 @@ class DisruptionSchema(Base):
     @validates_schema
     def check_policy(self, data: dict[str, Any], **_: Any) -> None:
         policy = data.get("consolidationPolicy")
-        if policy == "Balanced":
-            raise ValidationError(_unsupported("consolidationPolicy Balanced"), "consolidationPolicy")
-        if policy not in (WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED):
-            raise ValidationError(
-                f"{quote(policy)} not in {choices((WHEN_EMPTY, WHEN_EMPTY_OR_UNDERUTILIZED))}",
-                "consolidationPolicy",
-            )
+        if policy not in POLICIES:
+            raise ValidationError(f"{quote(policy)} not in {choices(POLICIES)}", "consolidationPolicy")
 
 
 class NodePoolSpecSchema(Base):
@@ -368,7 +374,11 @@ class NodePoolSchema(Base):
             # WhenEmpty with "Never" removes no empty node; WhenEmptyOrUnderutilized with "Never" none at all.
             # A static pool keeps its nodes however empty (Karpenter's static NodePools).
             ttl_seconds_after_empty=after if policy == WHEN_EMPTY and not static else None,
-            consolidation=policy == WHEN_EMPTY_OR_UNDERUTILIZED and after is not None and not static,
+            consolidation=policy in (WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED)
+            and after is not None
+            and not static,
+            consolidation_threshold=DEFAULT_CONSOLIDATION_THRESHOLD if policy == BALANCED else None,
+            consolidation_min_savings=min_savings(data["metadata"]),
             consolidate_after=after,
             budgets=budgets,
             disruption_budget=plain[0] if len(plain) == 1 else DEFAULT_DISRUPTION_BUDGET,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from extender.api import labels as wk
 
 # Re-exported: the kubelet block and the node configuration are part of a Provisioner.
-from extender.api.disruption import Budget
+from extender.api.disruption import Budget, SavingsThreshold
 from extender.api.kubelet import KubeletConfiguration as KubeletConfiguration
 from extender.api.nodeclass import ClusterRef as ClusterRef
 from extender.api.nodeclass import NodeClass
@@ -81,6 +81,12 @@ class Provisioner:
     weight: int = 0
     #: `spec.consolidation.enabled`: delete or replace under-used nodes (exclusive with the empty TTL).
     consolidation: bool = False
+    #: `karpy.sh/consolidation-min-savings` (metadata annotation, both APIs): the least a move
+    #: that evicts pods must save.
+    consolidation_min_savings: SavingsThreshold = field(default_factory=SavingsThreshold)
+    #: NodePool `consolidationPolicy: Balanced`: its k (a move's share of the pool's cost saved
+    #: must be at least 1/k of its share of the pool's disruption); None for any other policy.
+    consolidation_threshold: int | None = None
     #: `spec.disruption.nodes`: how many of this Provisioner's nodes may be voluntarily disrupted
     #: (emptiness, expiry, consolidation together) at once: "N" nodes or "N%" of its nodes.
     disruption_budget: str = DEFAULT_DISRUPTION_BUDGET

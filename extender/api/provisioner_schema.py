@@ -22,6 +22,7 @@ from marshmallow import (
 
 from extender.api import labels as wk
 from extender.api import ranges
+from extender.api.disruption import MIN_SAVINGS_ANNOTATION, SavingsThreshold, parse_min_savings
 from extender.api.nodeclass import API_VERSION as NODE_TEMPLATE_API_VERSION
 from extender.api.nodeclass import KIND as NODE_TEMPLATE_KIND
 from extender.api.nodeclass import NodeClass
@@ -328,6 +329,25 @@ class MetadataSchema(_Base):
     name = fields.String(required=True, validate=validate.Length(min=1, max=253))
     uid = fields.String(load_default="")
     resourceVersion = fields.String(load_default="")
+    annotations = fields.Dict(keys=fields.String(), values=fields.Raw(), load_default=dict)
+
+    @validates_schema
+    def check_min_savings(self, data: dict[str, Any], **_: Any) -> None:
+        value = (data.get("annotations") or {}).get(MIN_SAVINGS_ANNOTATION)
+        if value is None:
+            return
+        try:
+            if not isinstance(value, str):
+                raise ValueError(f"must be a string, not {type(value).__name__}")
+            parse_min_savings(value)
+        except ValueError as err:
+            raise ValidationError({f"[{MIN_SAVINGS_ANNOTATION}]": [str(err)]}, "annotations") from None
+
+
+def min_savings(metadata: Mapping[str, Any]) -> SavingsThreshold:
+    """The consolidation savings threshold a loaded (validated) object's metadata sets."""
+    value = (metadata.get("annotations") or {}).get(MIN_SAVINGS_ANNOTATION)
+    return SavingsThreshold() if value is None else parse_min_savings(value)
 
 
 class ProvisionerSchema(_Base):
@@ -348,6 +368,7 @@ class ProvisionerSchema(_Base):
             name=data["metadata"]["name"],
             uid=data["metadata"]["uid"],
             resource_version=data["metadata"]["resourceVersion"],
+            consolidation_min_savings=min_savings(data["metadata"]),
             requirements=tuple(spec.get("requirements", ())),
             labels=spec.get("labels", {}),
             taints=tuple(spec.get("taints", ())),

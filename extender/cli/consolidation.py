@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from extender.cluster import boundpods
 from extender.cluster.namespaces import labels_by_name
 from extender.lifecycle.consolidation import snapshot
 from extender.lifecycle.consolidation.decide import Action, plan
+from extender.lifecycle.consolidation.view import ClusterView
 from extender.scheduling.instancetypes import InstanceType
 
 
@@ -36,8 +37,36 @@ def run(
 ) -> int:
     if not args.existing:
         raise UsageError("--consolidate needs --existing (the cluster to consolidate)")
+    view = cluster_view(
+        (doc for _, doc in documents),
+        provisioners=provisioners,
+        catalog=catalog,
+        daemonsets=daemonsets,
+        pending=pending,
+    )
+    actions = plan(view)
+    if args.output == "json":
+        print(json.dumps([_json(a) for a in actions], indent=2))
+    else:
+        for action in actions:
+            print(action.describe())
+        saving = sum(a.saving for a in actions)
+        print(f"{len(actions)} consolidation action(s), saving ${saving:.3f}/h (nothing was changed)")
+    return 0
+
+
+def cluster_view(
+    documents: Iterable[Any],
+    *,
+    provisioners: Sequence[Provisioner],
+    catalog: Sequence[InstanceType],
+    daemonsets: Sequence[Pod],
+    pending: Sequence[Pod],
+) -> ClusterView:
+    """The consolidation view of Node, Pod, PodDisruptionBudget and Namespace objects (API JSON),
+    node ages measured from now; `pending` hold their Provisioner's consolidation."""
     kinds: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "Namespace": []}
-    for _, doc in documents:
+    for doc in documents:
         kinds.setdefault(str(doc.get("kind")), []).append(doc)
     view = snapshot.build(
         provisioners=provisioners,
@@ -49,15 +78,7 @@ def run(
         now=datetime.now(UTC),
         namespaces=labels_by_name(kinds["Namespace"]) or None,
     )
-    actions = plan(dataclasses.replace(view, pending=tuple(pending)))
-    if args.output == "json":
-        print(json.dumps([_json(a) for a in actions], indent=2))
-    else:
-        for action in actions:
-            print(action.describe())
-        saving = sum(a.saving for a in actions)
-        print(f"{len(actions)} consolidation action(s), saving ${saving:.3f}/h (nothing was changed)")
-    return 0
+    return dataclasses.replace(view, pending=tuple(pending))
 
 
 def _json(action: Action) -> dict[str, Any]:

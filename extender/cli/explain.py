@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from extender.api.pod import Pod
+from extender.cli import explainnode, inputs
 from extender.cli import plan as plan_cli
 from extender.cli.main import UsageError
-from extender.scheduling.catalog import CatalogError, build_catalog
 from extender.scheduling.explain import Explanation, World, explain
-from extender.scheduling.pricing import PriceBook
 from extender.scheduling.remedy import MAX_CANDIDATES, Remedy, smallest_change
 
 #: Pods `--all-pending` explains at most (each costs a solve per pool plus the candidate edits).
@@ -36,17 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     pod.add_argument("name", nargs="?", help="NAMESPACE/NAME (NAME alone: namespace default)")
     pod.add_argument("--all-pending", action="store_true", help=f"every pending pod (at most {MAX_PODS})")
     pod.add_argument("--pods", help="offline: the pods file, as `karpy plan --pods` reads it")
-    pod.add_argument("--provisioner", action="append", default=[], help="offline: as `karpy plan`")
-    pod.add_argument("--instance-types", help="DescribeInstanceTypes JSON; default: ask the EC2 endpoint")
-    pod.add_argument("--offerings", help="DescribeInstanceTypeOfferings JSON")
-    pod.add_argument("--zones", default=plan_cli.DEFAULT_ZONES, help="comma-separated zones")
-    pod.add_argument("--prices", help='{"onDemand": {...}, "spot": {...}} price file')
-    pod.add_argument("--daemonsets", help="offline: YAML stream of DaemonSets")
-    pod.add_argument("--existing", help="offline: the cluster as it is, as `karpy plan --existing`")
-    pod.add_argument("--kubeconfig", help="live: kubeconfig (default: KARPY_KUBECONFIG, in-cluster, ~/.kube)")
     pod.add_argument("--candidates", type=int, default=MAX_CANDIDATES, help="edits solved at most per pod")
-    pod.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    inputs.add_flags(pod)
     pod.set_defaults(func=run)
+    explainnode.register(what)
 
 
 @dataclass
@@ -143,25 +134,6 @@ def _placement(where: Any) -> dict[str, Any]:
     }
 
 
-def _catalog(
-    args: argparse.Namespace, types: list[dict[str, Any]], offerings: list[dict[str, Any]] | None
-) -> Any:
-    zones = [z.strip() for z in args.zones.split(",") if z.strip()]
-    try:
-        prices = PriceBook.from_file(args.prices) if args.prices else PriceBook()
-        return build_catalog(types, offerings=offerings, zones=zones, prices=prices)
-    except (OSError, ValueError, CatalogError) as err:
-        raise UsageError(str(err)) from err
-
-
-def _types(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    if args.instance_types:
-        types = plan_cli._json_file(args.instance_types, "InstanceTypes")
-        offerings = plan_cli._json_file(args.offerings, "InstanceTypeOfferings") if args.offerings else None
-        return types, offerings
-    return plan_cli._from_ec2()
-
-
 def _offline(args: argparse.Namespace) -> Inputs:
     """As `karpy plan` reads its files."""
     pod_docs = [doc for _, doc in plan_cli._documents(args.pods)]
@@ -175,7 +147,7 @@ def _offline(args: argparse.Namespace) -> Inputs:
     loaded = plan_cli.load_pods(args.pods, pod_docs, volumes)
     world = World(
         plan_cli.load_provisioners(args.provisioner),
-        _catalog(args, *_types(args)),
+        inputs.catalog(args),
         daemonsets=plan_cli.load_daemonsets(args.daemonsets) if args.daemonsets else [],
         existing_nodes=existing.nodes,
         usage=existing.usage,
@@ -186,48 +158,20 @@ def _offline(args: argparse.Namespace) -> Inputs:
 
 def _live(args: argparse.Namespace) -> Inputs:
     """The cluster through karpy's adapters, read once."""
-    from kubernetes import client
+    from extender.cluster.namespaces import labels_by_name
 
-    from extender.cluster import client as kube_client
-    from extender.cluster import pods as kube_pods
-    from extender.cluster.namespaces import list_labels
-    from extender.cluster.nodes import list_node_manifests
-    from extender.cluster.provisioners import list_configured
-
-    settings = plan_cli.plan_settings()
-    if args.kubeconfig:
-        settings.kubeconfig = args.kubeconfig
-    with kube_client.load(settings) as kube:
-        pending = kube_pods.list_pending(kube)[0]
-        cluster = [
-            *({**n, "kind": "Node"} for n in list_node_manifests(kube)),
-            *({**p, "kind": "Pod"} for p in kube_pods.list_assigned(kube)),
-        ]
-        namespaces = list_labels(kube)
-        provisioners = list_configured(kube, settings)
-        daemonsets = kube_client.call_json(client.AppsV1Api(kube).list_daemon_set_for_all_namespaces)
+    read = inputs.live(args)
     volumes = plan_cli.load_volumes(())
-    existing = plan_cli.load_existing("the cluster", cluster, volumes)
-    loaded = plan_cli.load_pods("the cluster", [{**p, "kind": "Pod"} for p in pending], volumes)
-    daemon_pods = _daemon_pods(daemonsets.get("items") or [])
+    existing = plan_cli.load_existing(
+        "the cluster", [d for d in read.cluster if d["kind"] in ("Node", "Pod")], volumes
+    )
+    loaded = plan_cli.load_pods("the cluster", [{**p, "kind": "Pod"} for p in read.pending], volumes)
     world = World(
-        provisioners,
-        _catalog(args, *_types(args)),
-        daemonsets=daemon_pods,
+        read.provisioners,
+        inputs.catalog(args),
+        daemonsets=read.daemon_pods,
         existing_nodes=existing.nodes,
         usage=existing.usage,
-        namespaces=namespaces,
+        namespaces=labels_by_name(d for d in read.cluster if d["kind"] == "Namespace"),
     )
     return Inputs(loaded.pods, world, {**loaded.rejected, **loaded.unresolved})
-
-
-def _daemon_pods(items: Sequence[Mapping[str, Any]]) -> list[Pod]:
-    from extender.api.pod import PodError
-
-    found = []
-    for item in items:
-        try:
-            found.append(Pod.from_manifest(plan_cli._from_template({**item, "kind": "DaemonSet"}, 0)))
-        except PodError:
-            continue  # the controller leaves an unreadable DaemonSet's overhead out as well
-    return found

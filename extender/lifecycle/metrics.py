@@ -115,6 +115,20 @@ PROVISIONER_LIMIT = Gauge(
     "A Provisioner's limits (cpu in cores, memory in bytes, counts).",
     ["provisioner", "resource_type"],
 )
+CONSOLIDATION_SAVING = Histogram(
+    "karpy_consolidation_action_saving_dollars_per_hour",
+    "$/h each completed consolidation action saved (its nodes' price less their replacements'), by "
+    "method and Provisioner (an action spanning Provisioners counts in each, by its share of the price).",
+    ["method", "provisioner"],
+    buckets=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10),
+)
+CONSOLIDATION_EVICTED = Histogram(
+    "karpy_consolidation_action_evicted_pods",
+    "Pods each completed consolidation action evicted (its nodes' pods that move), by method and "
+    "Provisioner.",
+    ["method", "provisioner"],
+    buckets=(0, 1, 2, 5, 10, 20, 50, 100, 250),
+)
 INTERRUPTION_QUEUE_MESSAGES = Gauge(
     "karpy_interruption_queue_messages",
     "Messages waiting in the interruption queue (SQS ApproximateNumberOfMessages), read each poll.",

@@ -20,6 +20,7 @@ UNITLESS = {
     "karpy_interruption_queue_messages",
     "karpenter_leader_election_is_leader",
     "karpy_unhandled_objects",
+    "karpy_consolidation_action_evicted_pods",
 }
 
 

@@ -8,7 +8,8 @@ candidates, and merges of the next least-used nodes. Then karpy's own method, fo
 moves cannot reach: re-plan a few nodes (their pods onto the rest plus any number of new nodes,
 e.g. one node into two cheaper ones). Every move is simulated with the provisioning
 solver (`solve` with the remaining nodes as `existing_nodes`), so a decision never counts on a
-placement provisioning would not make.
+placement provisioning would not make, and a move that evicts pods must be worth them (`worth`:
+the pool's savings threshold, Balanced's score).
 Each action carries its $/h before and after; `plan` applies actions to the view one after the
 other, within every Provisioner's disruption budget, to list everything karpy would do.
 """
@@ -25,6 +26,7 @@ from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.lifecycle import budgets
+from extender.lifecycle.consolidation import worth
 from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.scheduling.instancetypes import InstanceType
@@ -192,13 +194,12 @@ def _replans(
 
 
 def _replan(view: ClusterView, nodes: tuple[NodeState, ...], settings: Settings) -> Action | None:
-    """The re-plan of `nodes` if it saves enough; None otherwise."""
+    """The re-plan of `nodes` if it is worth its evictions (`worth`); None otherwise."""
     result = simulate_removal(view, nodes)
     if result.unschedulable:
         return None
     before = sum(n.price for n in nodes)
-    after = sum(n.price for n in result.nodes)
-    if before - after < max(settings.min_saving_per_hour, settings.min_saving_fraction * before):
+    if worth.refusal(view, nodes, before - sum(n.price for n in result.nodes)) is not None:
         return None
     new = result.nodes
     if all(n.capacity_type == wk.CAPACITY_TYPE_SPOT for n in nodes) and any(
@@ -258,6 +259,12 @@ def simulate_removal(
     )
 
 
+def single_node_move(view: ClusterView, node: NodeState, settings: Settings = DEFAULTS) -> Action | None:
+    """Karpenter's single-node move for `node` alone (delete it, or replace it by one cheaper node)
+    whether or not it is a candidate or worth it (`karpy explain node` judges it apart)."""
+    return _simulate(view, (node,), Method.SINGLE, settings, gated=False)
+
+
 def _simulate(
     view: ClusterView,
     nodes: tuple[NodeState, ...],
@@ -265,8 +272,10 @@ def _simulate(
     settings: Settings,
     *,
     replace: bool = True,
+    gated: bool = True,
 ) -> Action | None:
-    """The action removing `nodes`, or None; `replace=False`: a deletion or nothing."""
+    """The action removing `nodes`, or None; `replace=False`: a deletion or nothing; `gated`: only
+    if worth its evictions (`worth`)."""
     # A replacement is one node (Karpenter's rule). The local search can only split the greedy's
     # one node (priced already at the cheapest type that holds it) or find no node where the greedy
     # found none: ask for the greedy alone, in one solve (benchmarks.consolidation, 12 h: 1029
@@ -275,12 +284,15 @@ def _simulate(
     if result.unschedulable or len(result.nodes) > (1 if replace else 0):
         return None
     moved = {name: pods for name, pods in result.existing.items() if pods}
-    if not result.nodes:
-        return Action(method, nodes, (), moved)
-    replacement = _cheaper(result.nodes[0], nodes, settings)
-    if replacement is None:
+    replacements: tuple[PlannedNode, ...] = ()
+    if result.nodes:
+        if (replacement := _cheaper(result.nodes[0], nodes, settings)) is None:
+            return None
+        replacements = (replacement,)
+    action = Action(method, nodes, replacements, moved)
+    if gated and action.pods and worth.refusal(view, nodes, action.saving) is not None:
         return None
-    return Action(method, nodes, (replacement,), moved)
+    return action
 
 
 def offering_price(it: InstanceType, capacity_type: str, zones: Sequence[str]) -> float | None:

@@ -10,7 +10,7 @@ them or a launch is in flight.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from extender.api import labels as wk
 from extender.api.disruption import DO_NOT_DISRUPT
@@ -23,7 +23,7 @@ from extender.scheduling.provisioners import select_provisioner
 
 def movable(node: NodeState) -> tuple[Pod, ...]:
     """The pods that must find room elsewhere if the node goes (node-bound ones neither move nor block)."""
-    return tuple(p for p in node.node.pods if not p.node_bound)
+    return node.movable
 
 
 def consolidate_after(prov: Provisioner) -> float | None:
@@ -42,50 +42,72 @@ def pod_blocker(pod: Pod, pdbs: Sequence[PdbAllowance]) -> str | None:
         return f"pod {pod.key} has no controller, it would not come back"
     for pdb in pdbs:
         if pdb.disruptions_allowed <= 0 and pdb.covers(pod):
-            return f"pdb {pod.namespace}/{pdb.name} prevents pod evictions"
+            allowed = pdb.disruptions_allowed
+            return f"pdb {pod.namespace}/{pdb.name} prevents pod evictions (it allows {allowed} disruptions)"
     return None
 
 
 def node_blocker(node: NodeState, view: ClusterView, settings: Settings) -> str | None:
-    """Why `node` cannot be consolidated now; None when it is a candidate."""
+    """Why `node` cannot be consolidated now (the first reason); None when it is a candidate."""
+    return next(node_blockers(node, view, settings), None)
+
+
+def node_blockers(node: NodeState, view: ClusterView, settings: Settings) -> Iterator[str]:
+    """Every reason `node` cannot be consolidated now, with its numbers (`karpy explain node`);
+    the first alone decides candidacy, so a pass stops there."""
     provisioner = view.provisioner(node.provisioner)
     if not node.karpy or provisioner is None:
-        return "not a karpy node"
+        yield "not a karpy node"
+        return
     if not provisioner.consolidation:
-        return f"consolidation is not enabled for provisioner {provisioner.name}"
+        yield f"consolidation is not enabled for {provisioner.noun} {provisioner.name}"
     if node.disrupting:
-        return "already being disrupted"
+        yield "already being disrupted"
     if not node.ready:
-        return "not ready"
+        yield "not ready"
     if node.do_not_disrupt:
-        return f"node has {DO_NOT_DISRUPT} annotation"
+        yield f"node has {DO_NOT_DISRUPT} annotation"
     if node.do_not_consolidate:
-        return f"node has {wk.DO_NOT_CONSOLIDATE_ANNOTATION} annotation"
+        yield f"node has {wk.DO_NOT_CONSOLIDATE_ANNOTATION} annotation"
     if node.age_seconds < settings.min_node_age_seconds:
-        return f"node is younger than {settings.min_node_age_seconds:g}s"
+        least, age = settings.min_node_age_seconds, node.age_seconds
+        yield f"node is {age:.0f}s old, younger than {least:g}s ({least - age:.0f}s left)"
     wait = consolidate_after(provisioner)
     if wait is None:
-        return f"consolidateAfter is Never for {provisioner.kind.lower()} {provisioner.name}"
-    if wait > 0 and (node.idle_seconds is None or node.idle_seconds < wait):
-        return f"its last pod event is more recent than consolidateAfter ({wait:g}s)"
+        yield f"consolidateAfter is Never for {provisioner.noun} {provisioner.name}"
+    elif wait > 0 and node.idle_seconds is None:
+        yield f"no pod event seen on it yet, consolidateAfter is {wait:g}s"
+    elif wait > 0 and node.idle_seconds is not None and node.idle_seconds < wait:
+        yield (
+            f"its last pod event was {node.idle_seconds:.0f}s ago, more recent than consolidateAfter"
+            f" ({wait:g}s, {wait - node.idle_seconds:.0f}s left)"
+        )
     for pod in movable(node):
         if (reason := pod_blocker(pod, view.pdbs)) is not None:
-            return reason
-    return None
+            yield reason
 
 
 def provisioner_blocker(name: str, view: ClusterView, settings: Settings) -> str | None:
     """A Provisioner with pods waiting, or capacity still coming up, is not in its final shape."""
+    return next(provisioner_blockers(name, view, settings), None)
+
+
+def provisioner_blockers(name: str, view: ClusterView, settings: Settings) -> Iterator[str]:
+    """Every reason the Provisioner `name` is held back as a whole, with its numbers."""
     if view.batch_in_flight:
-        return "a provisioning batch is in flight"
+        yield "a provisioning batch is in flight"
     own = [n for n in view.nodes if n.karpy and n.provisioner == name and not n.disrupting]
-    if any(not n.ready and n.age_seconds < settings.launch_grace_seconds for n in own):
-        return "a node is still launching"
-    for pod in view.pending:
-        chosen = select_provisioner(pod, view.provisioners)
-        if chosen is not None and chosen.name == name:
-            return f"pod {pod.key} is pending"
-    return None
+    launching = [n.name for n in own if not n.ready and n.age_seconds < settings.launch_grace_seconds]
+    if launching:
+        yield f"{len(launching)} node(s) still launching ({', '.join(launching[:3])})"
+    waiting = [
+        pod.key
+        for pod in view.pending
+        if (chosen := select_provisioner(pod, view.provisioners)) is not None and chosen.name == name
+    ]
+    if waiting:
+        more = f" +{len(waiting) - 3} more" if len(waiting) > 3 else ""
+        yield f"{len(waiting)} pod(s) pending for it ({', '.join(waiting[:3])}{more})"
 
 
 def free_slots(view: ClusterView, reason: str = budgets.UNDERUTILIZED) -> dict[str, int]:

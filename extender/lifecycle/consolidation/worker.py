@@ -58,6 +58,18 @@ def budget_reason(action: Action) -> str:
     return budgets.EMPTY if action.method is Method.EMPTY else budgets.UNDERUTILIZED
 
 
+def observe_done(action: Action) -> None:
+    """Churn against savings, per source Provisioner: its share of the $/h saved (by its nodes'
+    share of the price removed) and the pods its nodes evicted."""
+    before = action.price_before
+    for name in sorted({n.provisioner for n in action.nodes}):
+        own = [n for n in action.nodes if n.provisioner == name]
+        share = sum(n.price for n in own) / before if before > 0 else 0.0
+        labels = {"method": action.method.value, "provisioner": name}
+        metrics.CONSOLIDATION_SAVING.labels(**labels).observe(max(0.0, action.saving * share))
+        metrics.CONSOLIDATION_EVICTED.labels(**labels).observe(sum(len(movable(n)) for n in own))
+
+
 class Consolidator:
     def __init__(
         self,
@@ -237,6 +249,7 @@ class Consolidator:
                 nodepatch.delete_node(ctx.kube, name)
             metrics.NODES_TERMINATED.labels(reason=REASON).inc()
         metrics.CONSOLIDATION_ACTIONS.labels(method=action.method.value, outcome="done").inc()
+        observe_done(action)
         return True
 
     def _acquire(self, action: Action, view: ClusterView) -> bool:

@@ -175,9 +175,6 @@ def test_template_features_karpy_lacks_are_refused_by_name(spec: dict[str, Any],
 
 
 def test_pool_level_features_karpy_lacks_are_refused_by_name() -> None:
-    assert refusals(
-        load_nodepool, pool(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "0s"})
-    ) == ["spec.disruption.consolidationPolicy: consolidationPolicy Balanced is not supported by karpy"]
     assert refusals(load_nodepool, pool(disruption={"budgets": [{"nodes": "1", "schedule": "@daily"}]})) == [
         "spec.disruption.budgets[0].schedule: 'schedule' must be set with 'duration'"
     ]

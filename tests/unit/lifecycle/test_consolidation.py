@@ -13,6 +13,7 @@ import pytest
 
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
+from extender.api.disruption import MIN_SAVINGS_ANNOTATION
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Taint
 from extender.api.provisioner_schema import load_provisioner
@@ -31,12 +32,18 @@ AMD64 = {"key": wk.ARCH, "operator": "In", "values": ["amd64"]}
 
 
 def provisioner(
-    name: str = "default", *, enabled: bool = True, budget: str = "100%", **spec: Any
+    name: str = "default",
+    *,
+    enabled: bool = True,
+    budget: str = "100%",
+    min_savings: str | None = None,
+    **spec: Any,
 ) -> Provisioner:
     spec.setdefault("requirements", [ON_DEMAND, AMD64])
+    annotations = {MIN_SAVINGS_ANNOTATION: min_savings} if min_savings is not None else {}
     return load_provisioner(
         {
-            "metadata": {"name": name},
+            "metadata": {"name": name, "annotations": annotations},
             "spec": {"consolidation": {"enabled": enabled}, "disruption": {"nodes": budget}, **spec},
         }
     )

@@ -35,8 +35,10 @@ def test_no_replan_when_the_saving_is_below_the_threshold() -> None:
     cluster = view(node("n", "c5a.2xlarge", lopsided()))
     action = decide(cluster)
     assert action is not None and 0.05 < action.saving < 0.1 and action.saving / action.price_before < 0.3
-    assert decide(cluster, Settings(min_saving_per_hour=0.1)) is None
-    assert decide(cluster, Settings(min_saving_fraction=0.3)) is None
+    # The pool's karpy.sh/consolidation-min-savings: $/h alone, a share alone, both.
+    for threshold, kept in (("0.1", True), ("30%", True), ("0.05,20%", False), ("0", False)):
+        pool = provisioner(min_savings=threshold)
+        assert (decide(view(*cluster.nodes, provisioners=(pool,))) is None) is kept, threshold
 
 
 def test_a_multi_node_replan_stays_within_the_budget() -> None:

@@ -7,10 +7,15 @@ import copy
 from typing import Any
 
 import pytest
+from flask.testing import FlaskClient
 
+from extender.api.disruption import MIN_SAVINGS_ANNOTATION
 from extender.api.provisioner import DEFAULT_DISRUPTION_BUDGET
 from extender.api.provisioner_schema import load_provisioner, validate_provisioner
-from tests.unit.webhook.reviews import provisioner_manifest, valid_spec
+from tests.unit.webhook.reviews import make_review, provisioner_manifest, valid_spec
+from tests.unit.webhook.test_webhook_routes import post
+
+NODE_CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
 
 def spec(**changes: Any) -> dict[str, Any]:
@@ -57,3 +62,31 @@ def test_invalid_values_name_their_path(changes: dict[str, Any], path: str) -> N
 @pytest.mark.parametrize("nodes", ["0", "1", "25", "0%", "10%", "100%"])
 def test_valid_budgets(nodes: str) -> None:
     assert validate_provisioner(spec(disruption={"nodes": nodes})) == []
+
+
+def test_the_webhook_denies_a_bad_savings_threshold_naming_the_annotation(client: FlaskClient) -> None:
+    """Both kinds, through the admission routes the API server calls."""
+    path = f"metadata.annotations[{MIN_SAVINGS_ANNOTATION}]"
+    prov = spec(consolidation={"enabled": True})
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "np"},
+        "spec": {
+            "template": {"spec": {"requirements": [], "nodeClassRef": NODE_CLASS_REF}},
+            "disruption": {"consolidationPolicy": "Balanced"},
+        },
+    }
+    for route, obj, kind in (
+        ("/validate/provisioner", prov, {}),
+        ("/validate/nodepool", pool, {"version": "v1", "kind": "NodePool"}),
+    ):
+        obj["metadata"]["annotations"] = {MIN_SAVINGS_ANNOTATION: "0.05,10%"}
+        _, ok = post(client, route, make_review(obj, **kind))
+        assert ok["response"]["allowed"] is True, ok
+        obj["metadata"]["annotations"] = {MIN_SAVINGS_ANNOTATION: "5 cents"}
+        _, denied = post(client, route, make_review(obj, **kind))
+        assert denied["response"]["allowed"] is False
+        assert denied["response"]["status"]["message"] == (
+            f'{path}: "5 cents" is not a $/h amount ("0.05") or a percentage ("10%")'
+        )

@@ -1,0 +1,63 @@
+"""`karpy explain node NAME --existing FILE`: the blockers and the best move, offline on the same
+files as `karpy plan --existing FILE --consolidate`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from extender.cli.main import main
+from tests.unit.scheduling.builders import DATA
+
+from .test_consolidation_cli import PROVISIONER, node, pod
+
+
+def argv(tmp_path: Path, docs: list[dict[str, Any]], *extra: str) -> list[str]:
+    (tmp_path / "existing.yaml").write_text(yaml.safe_dump_all(docs))
+    (tmp_path / "prov.yaml").write_text(PROVISIONER)
+    files = ["--existing", str(tmp_path / "existing.yaml"), "--provisioner", str(tmp_path / "prov.yaml")]
+    return ["explain", "node", *extra, *files, "--instance-types", str(DATA / "instance-types.json")]
+
+
+def explain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict[str, Any]], *extra: str
+) -> str:
+    assert main(argv(tmp_path, docs, *extra)) == 0
+    return capsys.readouterr().out
+
+
+def pdb(allowed: int) -> dict[str, Any]:
+    return {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "guard", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "guarded"}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def cluster() -> list[dict[str, Any]]:
+    guarded = pod("g", "light", "500m")
+    guarded["metadata"]["labels"] = {"app": "guarded"}
+    return [node("busy"), node("light"), pod("a", "busy", "2"), guarded]
+
+
+def test_a_pdb_blocker_and_the_move_it_holds_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = explain(tmp_path, capsys, [*cluster(), pdb(0)], "light")
+    assert "Node light (default):" in out
+    assert "- pdb default/guard prevents pod evictions (it allows 0 disruptions)" in out
+    assert "best move for it alone: delete, saving $0.192/h" in out and "1 pod(s) evicted; worth it" in out
+
+
+def test_json_and_a_node_consolidation_takes_now(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = json.loads(explain(tmp_path, capsys, [*cluster(), pdb(1)], "light", "-o", "json"))
+    assert out["blockers"] == [] and out["consolidating"].startswith("Consolidating")
+    assert out["bestMove"]["kind"] == "delete" and out["bestMove"]["worthIt"] is True
+
+
+def test_an_unknown_node_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv(tmp_path, cluster(), "ghost")) == 2
+    assert capsys.readouterr().err.strip() == "karpy explain: node ghost not found"
