@@ -17,7 +17,7 @@ from extender.scheduling.domains import DomainPlanner
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.resolver import Resolver
 from extender.scheduling.shape import FIELDS, GROUPINGS, Shape, Shapes
-from extender.scheduling.solver import _dims, _NewNodes
+from extender.scheduling.solver import _NewNodes, dimensions
 from extender.scheduling.topology import Terms
 from tests.unit.scheduling.builders import catalog, make_pod
 
@@ -69,7 +69,7 @@ def test_every_grouping_sees_a_field_added_to_the_shape(monkeypatch: pytest.Monk
 
 def _resolver(shapes: Shapes) -> Resolver:
     pods = _pods()
-    dims = _dims(pods, ())
+    dims = dimensions(pods, ())
     views = [ProvisionerView.build(Provisioner(name="default"), catalog(), (), dims)]
     return Resolver(views, CandidateCache(()), dims, shapes)
 
