@@ -86,7 +86,7 @@ def test_general_purpose_example_maps_field_for_field() -> None:
     # CRD defaults: expireAfter 720h, consolidateAfter 0s under WhenEmptyOrUnderutilized, budget 10%.
     assert prov.ttl_seconds_until_expired == 720 * 3600
     assert prov.consolidation and prov.consolidate_after == 0 and prov.ttl_seconds_after_empty is None
-    assert prov.budgets == (Budget(nodes="10%"),) and prov.disruption_budget == "10%"
+    assert prov.budgets == (Budget(nodes="10%"),)
     assert prov.provider.family == nc.AL2023 and prov.provider.ami_selector == {}
     assert prov.provider.subnet_selector == (
         nc.SelectorTerm(tags={"karpenter.sh/discovery": "${CLUSTER_NAME}"}),
@@ -144,7 +144,6 @@ def test_budgets_with_schedule_and_reasons() -> None:
         Budget(nodes="0", schedule="@daily", duration=600, reasons=frozenset({"Drifted"})),
         Budget(nodes="5"),
     )
-    assert prov.disruption_budget == "5"
 
 
 @pytest.mark.parametrize(
