@@ -64,6 +64,7 @@ class LaunchTemplateSpec:
     block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
     metadata_options: MetadataOptions = field(default_factory=MetadataOptions)
     detailed_monitoring: bool | None = None
+    associate_public_ip_address: bool | None = None
 
     @classmethod
     def of(
@@ -77,6 +78,7 @@ class LaunchTemplateSpec:
         block_device_mappings: Sequence[BlockDeviceMapping] = (),
         metadata_options: MetadataOptions | None = None,
         detailed_monitoring: bool | None = None,
+        associate_public_ip_address: bool | None = None,
     ) -> LaunchTemplateSpec:
         return cls(
             image_id,
@@ -87,19 +89,36 @@ class LaunchTemplateSpec:
             tuple(block_device_mappings),
             metadata_options or MetadataOptions(),
             detailed_monitoring,
+            associate_public_ip_address,
         )
 
     def name(self, cluster: str) -> str:
-        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+        fields = asdict(self)
+        if fields["associate_public_ip_address"] is None:
+            # Unset, it leaves the name as it was before the field existed: no template is made again.
+            del fields["associate_public_ip_address"]
+        digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
         return f"karpy-{cluster}-{digest[:16]}"
 
     def template_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "ImageId": self.image_id,
-            "SecurityGroupIds": list(self.security_group_ids),
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
             "MetadataOptions": metadata_options(self.metadata_options),
         }
+        if self.associate_public_ip_address is None:
+            data["SecurityGroupIds"] = list(self.security_group_ids)
+        else:
+            # As Karpenter's generateNetworkInterfaces (AWS@v1.0 pkg/providers/launchtemplate): the
+            # setting lives on the primary interface, which then carries the security groups (EC2
+            # refuses SecurityGroupIds beside NetworkInterfaces).
+            data["NetworkInterfaces"] = [
+                {
+                    "DeviceIndex": 0,
+                    "AssociatePublicIpAddress": self.associate_public_ip_address,
+                    "Groups": list(self.security_group_ids),
+                }
+            ]
         if self.block_device_mappings:
             data["BlockDeviceMappings"] = [block_device_mapping(m) for m in self.block_device_mappings]
         if self.instance_profile:

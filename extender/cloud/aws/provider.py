@@ -296,6 +296,7 @@ class AWSCloudProvider:
                 block_device_mappings=node_class.block_devices(),
                 metadata_options=node_class.metadata_options,
                 detailed_monitoring=node_class.detailed_monitoring,
+                associate_public_ip_address=node_class.associate_public_ip_address,
             )
             by_image[image] = self.launch_templates.ensure(spec)
         return {option.name: by_image[images[option.name]] for option in options}

@@ -227,6 +227,21 @@ def test_node_class_refusals_name_the_field(spec: dict[str, Any], expected: str)
     assert any(m.startswith(expected) for m in messages), messages
 
 
+@pytest.mark.parametrize("value", [True, False, None])
+def test_associate_public_ip_address_is_kept_for_the_launch_template(value: bool | None) -> None:
+    """EC2NodeClass `associatePublicIPAddress` (*bool, AWS@v1.0.0 pkg/apis/v1/ec2nodeclass.go): set,
+    it reaches the NodePool's node configuration; unset, it stays None (the subnet decides)."""
+    klass = load_ec2nodeclass(node_class(associatePublicIPAddress=value), cluster_name="demo")
+    assert load_nodepool(pool(), {"default": klass}).provider.associate_public_ip_address is value
+
+
+def test_associate_public_ip_address_must_be_a_boolean() -> None:
+    messages = refusals(
+        lambda o: load_ec2nodeclass(o, cluster_name="demo"), node_class(associatePublicIPAddress="yes")
+    )
+    assert messages == ['spec.associatePublicIPAddress: "yes" is not a boolean']
+
+
 def test_ami_terms_become_the_v1alpha5_selector() -> None:
     # examples/v1/al2-custom-ami.yaml: two id terms; a tag term with an owner.
     ids = load_ec2nodeclass(example("al2-custom-ami.yaml", "EC2NodeClass"), cluster_name="demo")
