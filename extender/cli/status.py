@@ -515,7 +515,8 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
         ]
         # Read as the controller reads them: templates and classes resolve providerRef and nodeClassRef.
         templates = list_node_templates(kube)
-        classes = list_custom(kube, *NODE_CLASS_API_VERSION.split("/"), NODE_CLASS_PLURAL)
+        class_group, class_version = NODE_CLASS_API_VERSION.split("/")
+        classes = list_custom(kube, class_group, class_version, NODE_CLASS_PLURAL)
         pools = load_pools(provisioners, lambda obj: load_configured(obj, settings, templates, classes))
         karpy_nodes = nodes.list_node_manifests(kube, karpy_only=True)
         assigned = pods.list_assigned(kube)

@@ -14,74 +14,40 @@ import pytest
 
 from extender.cli.main import main
 from hack.localcluster.karpyenv import V1_CRDS, install_crd
+from tests.unit.api.test_nodepool import node_class, pool
+from tests.unit.webhook.reviews import provisioner_manifest
 
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:6]
-CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"}
+
+
+def named(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    return {**obj, "metadata": {"name": name}}
+
+
+def pool_of(class_name: str, **spec: Any) -> dict[str, Any]:
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class_name}
+    return pool(template_spec={"requirements": spec.pop("requirements", []), "nodeClassRef": ref}, **spec)
+
+
+SPOT = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+WHEN_EMPTY = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1m30s"}
 #: (group, version, plural, manifest)
 OBJECTS = [
-    (
-        "karpenter.k8s.aws",
-        "v1",
-        "ec2nodeclasses",
-        {
-            "apiVersion": "karpenter.k8s.aws/v1",
-            "kind": "EC2NodeClass",
-            "metadata": {"name": f"class-{RUN}"},
-            "spec": {
-                "role": "KarpenterNodeRole",
-                "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-                "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-            },
-        },
-    ),
+    ("karpenter.k8s.aws", "v1", "ec2nodeclasses", named(node_class(), f"class-{RUN}")),
     (
         "karpenter.sh",
         "v1",
         "nodepools",
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": f"pool-{RUN}"},
-            "spec": {
-                "weight": 7,
-                "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1m30s"},
-                "template": {
-                    "spec": {
-                        "requirements": [
-                            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
-                        ],
-                        "nodeClassRef": {**CLASS_REF, "name": f"class-{RUN}"},
-                    }
-                },
-            },
-        },
+        named(pool_of(f"class-{RUN}", requirements=[SPOT], weight=7, disruption=WHEN_EMPTY), f"pool-{RUN}"),
     ),
-    (
-        "karpenter.sh",
-        "v1",
-        "nodepools",
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": f"orphan-{RUN}"},
-            "spec": {
-                "template": {"spec": {"requirements": [], "nodeClassRef": {**CLASS_REF, "name": "gone"}}}
-            },
-        },
-    ),
+    ("karpenter.sh", "v1", "nodepools", named(pool_of("gone"), f"orphan-{RUN}")),
     (
         "karpenter.sh",
         "v1alpha5",
         "provisioners",
-        {
-            "apiVersion": "karpenter.sh/v1alpha5",
-            "kind": "Provisioner",
-            "metadata": {"name": f"prov-{RUN}"},
-            "spec": {"ttlSecondsAfterEmpty": 30},
-        },
+        named(provisioner_manifest(ttlSecondsAfterEmpty=30), f"prov-{RUN}"),
     ),
 ]
 

@@ -22,6 +22,8 @@ from extender.api.provisioner import Provisioner
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.types import CloudError, LaunchRequest
 from extender.settings import Settings
+from tests.unit.api.test_nodepool import node_class
+from tests.unit.api.test_nodepool import pool as nodepool_manifest
 from tests.unit.cloud.test_launchtemplates import CONFIGURED_VOLUME, CONFIGURED_VOLUME_EC2
 from tests.unit.cloud.test_userdata import READERS
 
@@ -161,34 +163,12 @@ def test_an_ec2nodeclass_public_ip_setting_reaches_the_launch_template(
     """EC2NodeClass `associatePublicIPAddress: false`, from the manifest through the NodePool to
     CreateFleet's launch template: the primary interface carries it with the node security group,
     as Karpenter's generateNetworkInterfaces writes it (AWS@v1.0 pkg/providers/launchtemplate)."""
-    discovery = {"tags": {"karpenter.sh/discovery": aws.cluster_name}}
-    manifest = {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": "private"},
-        "spec": {
-            "role": "KarpenterNodeRole",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [discovery],
-            "securityGroupSelectorTerms": [discovery],
-            "associatePublicIPAddress": False,
-        },
-    }
+    discovery = [{"tags": {"karpenter.sh/discovery": aws.cluster_name}}]
+    manifest = node_class(
+        subnetSelectorTerms=discovery, securityGroupSelectorTerms=discovery, associatePublicIPAddress=False
+    )
     klass = load_ec2nodeclass(manifest, cluster_name=aws.cluster_name)
-    nodepool = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "private"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "requirements": [],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "private"},
-                }
-            }
-        },
-    }
-    pool = load_nodepool(nodepool, {"private": klass})
+    pool = load_nodepool(nodepool_manifest(), {"default": klass})
     provider = provider_at("1.37")
     (data,) = templates_of(
         provider, launch(["m5.large"], provisioner=pool, capacity_types=["on-demand"])
