@@ -19,6 +19,7 @@ from extender.api.disruption import Budget
 from extender.api.ec2nodeclass import load_ec2nodeclass
 from extender.api.node import Node
 from extender.api.nodepool import duration_seconds, load_nodepool
+from extender.api.provisioner_hash import provisioner_hash
 from extender.cloud.aws.amifamily import ssm_path
 from extender.cluster.provisioners import without_clashes
 from extender.scheduling.solver import solve
@@ -233,6 +234,21 @@ def test_associate_public_ip_address_is_kept_for_the_launch_template(value: bool
     it reaches the NodePool's node configuration; unset, it stays None (the subnet decides)."""
     klass = load_ec2nodeclass(node_class(associatePublicIPAddress=value), cluster_name="demo")
     assert load_nodepool(pool(), {"default": klass}).provider.associate_public_ip_address is value
+
+
+def test_associate_public_ip_address_drifts_nodes_only_when_set() -> None:
+    """Karpenter hashes it as a static EC2NodeClass field (AWS@v1.14.1 pkg/cloudprovider/drift.go,
+    NodeClassDrift): set, the node-shaping hash changes; unset, the hash is the one main computed
+    before the field existed, so no node drifts on upgrade."""
+    unset, on = (
+        load_nodepool(
+            pool(),
+            {"default": load_ec2nodeclass(node_class(associatePublicIPAddress=v), cluster_name="demo")},
+        )
+        for v in (None, True)
+    )
+    assert provisioner_hash(unset) == "77a565247d16a2d3"
+    assert provisioner_hash(on) != provisioner_hash(unset)
 
 
 def test_associate_public_ip_address_must_be_a_boolean() -> None:
