@@ -31,6 +31,12 @@ class AWSSettings:
     kubernetes_version: str = ""
     #: Instance profile for Provisioners whose provider block names none (Karpenter 0.5.6's global default).
     default_instance_profile: str = ""
+    #: Karpenter's RESERVED_ENIS: ENIs of each node's default network card the VPC CNI does not use
+    #: for pods (custom networking, security groups per pod); left out of every node's maxPods.
+    reserved_enis: int = 0
+    #: The VPC CNI runs with ENABLE_PREFIX_DELEGATION=true: Nitro nodes get the prefix-delegated
+    #: maxPods (extender/scheduling/poddensity.py).
+    prefix_delegation: bool = False
 
 
 @dataclass
@@ -89,6 +95,9 @@ class LifecycleSettings:
     consolidation_validation_seconds: float = 15.0
     #: Nodes younger than this are never consolidated.
     consolidation_min_node_age_seconds: float = 60.0
+    #: Replace nodes that stay unhealthy past their repair policy's toleration (lifecycle/repair.py;
+    #: Karpenter's NodeRepair feature gate, off by default there too).
+    node_repair: bool = False
 
 
 @dataclass

@@ -46,7 +46,6 @@ UNSUPPORTED_FIELDS = (
     "capacityReservationSelectorTerms",
     "connectionTracking",
     "cpuOptions",
-    "instanceStorePolicy",
     "ipPrefixCount",
     "networkInterfaces",
     "placementGroupSelector",
@@ -67,6 +66,7 @@ SHARED_FIELDS = (
     "blockDeviceMappings",
     "metadataOptions",
     "detailedMonitoring",
+    "instanceStorePolicy",
     "context",
 )
 

@@ -96,6 +96,10 @@ LAUNCH_ID_TAG = "karpy.sh/launch-id"
 STARTUP_TAINTS_ANNOTATION = "karpy.sh/startup-taints"
 #: A kubelet's mirror of a static pod (from a manifest file on the node).
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+#: When a node's drain must end, whatever its terminationGracePeriod: set by node repair before it
+#: deletes the node (Karpenter's `karpenter.sh/nodeclaim-termination-timestamp`, on the Node here, as a
+#: v1alpha5 node has no NodeClaim).
+TERMINATION_TIMESTAMP_ANNOTATION = "karpy.sh/termination-timestamp"
 #: The taint a cordoned node carries (spec.unschedulable).
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -16,6 +16,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from extender.api import health
 from extender.api import labels as wk
 from extender.api.meta import parse_time_or_none
 from extender.api.nodeclass import API_GROUP as NODECLASS_GROUP
@@ -60,6 +61,8 @@ class Node:
     #: None when the kubelet never posted one.
     ready_condition: Condition | None = None
     resource_version: str = ""
+    #: Conditions in a status a repair policy acts on (api/health.py); empty for a healthy node.
+    unhealthy: tuple[health.Unhealthy, ...] = ()
 
     @property
     def provisioner(self) -> str | None:
@@ -119,6 +122,7 @@ class Node:
             if ready is None
             else _condition(str(ready.get("status") or ""), str(ready.get("reason") or "")),
             resource_version=str(meta.get("resourceVersion") or ""),
+            unhealthy=_unhealthy(status.get("conditions")),
         )
 
 
@@ -142,6 +146,17 @@ def parse_taints(text: str) -> tuple[Taint, ...]:
 @functools.lru_cache(maxsize=64)
 def _condition(status: str, reason: str) -> Condition:
     return Condition(status, reason)
+
+
+def _unhealthy(conditions: Any) -> tuple[health.Unhealthy, ...]:
+    found = []
+    for c in conditions or ():
+        if not isinstance(c, Mapping):
+            continue
+        kind, status = str(c.get("type") or ""), str(c.get("status") or "")
+        if health.watched(kind, status):
+            found.append(health.Unhealthy(kind, status, parse_time_or_none(c.get("lastTransitionTime"))))
+    return tuple(found)
 
 
 def _resources(raw: Any, lenient: bool) -> Resources:

@@ -27,6 +27,8 @@ AMI_FAMILIES = (AL2023, AL2, BOTTLEROCKET, UBUNTU, CUSTOM)
 DEFAULT_AMI_FAMILY = AL2023
 #: Karpenter families karpy does not launch (its nodes are Linux).
 UNSUPPORTED_AMI_FAMILIES = ("Windows2019", "Windows2022", "Windows2025")
+#: The one `instanceStorePolicy` Karpenter defines.
+RAID0 = "RAID0"
 
 API_GROUP = "karpenter.k8s.aws"
 API_VERSION = "karpenter.k8s.aws/v1alpha1"
@@ -184,6 +186,9 @@ class NodeClass:
     detailed_monitoring: bool | None = None
     #: v1 EC2NodeClass `associatePublicIPAddress` (None = the subnet's MapPublicIpOnLaunch decides).
     associate_public_ip_address: bool | None = None
+    #: "RAID0": the instance-store NVMe disks are striped and become kubelet's nodefs (Karpenter
+    #: v0.34+ `instanceStorePolicy`); "" = left unmounted, nodefs on the root volume.
+    instance_store_policy: str = ""
     context: str = ""
     cluster: ClusterRef | None = None
 

@@ -404,6 +404,7 @@ class NodeClassSchema(StrictSchema):
     )
     metadataOptions = fields.Nested(MetadataOptionsSchema, load_default=None)
     detailedMonitoring = _bool()
+    instanceStorePolicy = fields.String(load_default="", validate=validate.OneOf([nc.RAID0]))
     context = fields.String(load_default="")
     cluster = fields.Nested(ClusterSchema, load_default=None)
 
@@ -417,7 +418,8 @@ class NodeClassSchema(StrictSchema):
     def check_launch_template(self, data: dict[str, Any], **_: Any) -> None:
         # Karpenter: an unmanaged launch template already fixes what these would set.
         if data.get("launchTemplate"):
-            clashing = [f for f in ("userData", "amiSelector", "metadataOptions") if data.get(f)]
+            fixed = ("userData", "amiSelector", "metadataOptions", "instanceStorePolicy")
+            clashing = [f for f in fixed if data.get(f)]
             clashing += ["blockDeviceMappings"] if data.get("blockDeviceMappings") else []
             for name in clashing:
                 raise ValidationError("cannot be set together with launchTemplate", name)
@@ -461,6 +463,7 @@ class NodeClassSchema(StrictSchema):
             block_device_mappings=tuple(data["blockDeviceMappings"]),
             metadata_options=data["metadataOptions"] or nc.MetadataOptions(),
             detailed_monitoring=data["detailedMonitoring"],
+            instance_store_policy=data["instanceStorePolicy"],
             context=data["context"],
             cluster=data["cluster"],
         )

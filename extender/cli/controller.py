@@ -78,6 +78,8 @@ def settings_from(args: argparse.Namespace, env: dict[str, str] | None = None) -
         raise UsageError("batching: need 0 < idle seconds <= max seconds")
     if settings.batching.max_pods < 1:
         raise UsageError("batching: max pods must be at least 1")
+    if settings.aws.reserved_enis < 0:
+        raise UsageError("aws: reserved ENIs (KARPY_AWS_RESERVED_ENIS) cannot be negative")
     _check_tls(settings)
     return settings
 

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("controller", "webhook", "plan", "convert", "status", "version")
+COMMANDS = ("controller", "webhook", "plan", "explain", "convert", "status", "version")
 
 
 class UsageError(Exception):

@@ -28,6 +28,7 @@ from extender.cli.main import UsageError
 from extender.cluster.volumes import Volumes, parse_pod
 from extender.scheduling.catalog import CatalogError, build_catalog
 from extender.scheduling.plan import ExistingNode
+from extender.scheduling.poddensity import PodDensity
 from extender.scheduling.pricing import PriceBook
 from extender.scheduling.solver import SORT_KEYS, Plan, solve
 from extender.settings import Settings
@@ -539,7 +540,9 @@ def run(args: argparse.Namespace) -> int:
         types, offerings = _from_ec2()
     try:
         prices = PriceBook.from_file(args.prices) if args.prices else PriceBook()
-        catalog = build_catalog(types, offerings=offerings, zones=zones, prices=prices)
+        aws = plan_settings().aws
+        density = PodDensity(reserved_enis=aws.reserved_enis, prefix_delegation=aws.prefix_delegation)
+        catalog = build_catalog(types, offerings=offerings, zones=zones, prices=prices, density=density)
     except (OSError, ValueError, CatalogError) as err:
         raise UsageError(str(err)) from err
     if args.consolidate:

@@ -205,14 +205,34 @@ def _requests(pod: Mapping[str, Any]) -> tuple[float, float]:
     return cpu, memory
 
 
-def pending_row(pod: Mapping[str, Any], now: float) -> PendingRow:
+#: The REASON column's longest karpy reason.
+REASON_WIDTH = 90
+
+
+def karpy_reasons(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Pod uid -> the first pool's reason of its FailedProvisioning Event (karpy's, not
+    kube-scheduler's Unschedulable), cut at a word to REASON_WIDTH."""
+    found: dict[str, str] = {}
+    for event in events:
+        involved = event.get("involvedObject") or {}
+        if event.get("reason") != "FailedProvisioning" or not involved.get("uid"):
+            continue
+        message = str(event.get("message") or "").split(": ", 1)[-1].split("; ", 1)[0]
+        if len(message) > REASON_WIDTH:
+            message = message[: REASON_WIDTH - 4].rsplit(" ", 1)[0] + " ..."
+        found[involved["uid"]] = message
+    return found
+
+
+def pending_row(pod: Mapping[str, Any], now: float, reasons: Mapping[str, str] | None = None) -> PendingRow:
     meta = _meta(pod)
     scheduled = _condition(pod, "PodScheduled")
     cpu, memory = _requests(pod)
+    default = scheduled.get("reason") or ("Scheduled" if scheduled.get("status") == "True" else "Pending")
     return PendingRow(
         pod=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
         age_seconds=_age(pod, now),
-        reason=scheduled.get("reason") or ("Scheduled" if scheduled.get("status") == "True" else "Pending"),
+        reason=(reasons or {}).get(str(meta.get("uid") or ""), default),
         cpu=format_cpu(cpu),
         memory=readable_memory(memory),
     )
@@ -226,8 +246,10 @@ def summarize(
     *,
     prices: PriceBook,
     now: float,
+    reasons: Mapping[str, str] | None = None,
 ) -> Status:
-    """Rows from the pools (`load_pools`) and API JSON: karpy's Nodes, unbound pods and bound pods."""
+    """Rows from the pools (`load_pools`) and API JSON: karpy's Nodes, unbound pods and bound pods;
+    `reasons`: pod uid -> karpy's reason (`karpy_reasons`)."""
     per_node: dict[str, int] = {}
     for pod in assigned:
         node_name = (pod.get("spec") or {}).get("nodeName")
@@ -244,7 +266,9 @@ def summarize(
             sorted((provisioner_row(p, node_rows) for p in provisioners), key=lambda r: r.name)
         ),
         nodes=node_rows,
-        pending=tuple(sorted((pending_row(p, now) for p in pending), key=lambda r: (-r.age_seconds, r.pod))),
+        pending=tuple(
+            sorted((pending_row(p, now, reasons) for p in pending), key=lambda r: (-r.age_seconds, r.pod))
+        ),
     )
 
 
@@ -520,8 +544,17 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
         pools = load_pools(provisioners, lambda obj: load_configured(obj, settings, templates, classes))
         karpy_nodes = nodes.list_node_manifests(kube, karpy_only=True)
         assigned = pods.list_assigned(kube)
+        failed = kube_client.call_json(
+            client.CoreV1Api(kube).list_event_for_all_namespaces, field_selector="reason=FailedProvisioning"
+        )
         status = summarize(
-            pools, karpy_nodes, pods.list_pending(kube)[0], assigned, prices=prices, now=time.time()
+            pools,
+            karpy_nodes,
+            pods.list_pending(kube)[0],
+            assigned,
+            prices=prices,
+            now=time.time(),
+            reasons=karpy_reasons(failed.get("items") or []),
         )
         if metrics_url:
             return status, dash.from_metrics(_scrape(metrics_url))

@@ -31,6 +31,9 @@ class LaunchRequest:
     taints: Sequence[Taint]
     # Idempotency key (EC2 ClientToken) and the tag that lets a restarted controller find the launch.
     launch_id: str
+    #: The pods request vpc.amazonaws.com/efa: each node gets every EFA interface its type supports
+    #: (Karpenter's launch template EFACount); otherwise it has none and advertises none.
+    efa: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class Instance:
     tags: Mapping[str, str] = field(default_factory=dict)
     #: The AMI the instance booted (drift compares it with what its Provisioner resolves to now).
     image_id: str = ""
+    #: Its EFA network interfaces (InterfaceType efa or efa-only), what its Node may advertise.
+    efa_interfaces: int = 0
 
 
 @dataclass(frozen=True)

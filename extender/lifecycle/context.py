@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from extender.api.pod import Pod
+    from extender.api.provisioner import Provisioner
     from extender.cloud.types import CloudProvider, OfferingKey
     from extender.lifecycle.events import Recorder
     from extender.settings import Settings
@@ -53,6 +54,10 @@ class Replacements(Protocol):
     def adopt_instances(self) -> list[str]: ...
 
     def refresh_status(self, provisioner_names: Iterable[str]) -> None: ...
+
+    def registration_failed(self, pool: Provisioner, message: str) -> None: ...
+
+    def joined(self, pool: Provisioner) -> None: ...
 
 
 @dataclass

@@ -85,13 +85,13 @@ LOWER_BOUND_COST = Gauge(
 )
 
 # karpy's own lifecycle metrics (namespace `karpy`), beside the Karpenter-named ones above.
-DISRUPTION_REASONS = ("empty", "expired", "interrupted", "consolidated", "drifted")
+DISRUPTION_REASONS = ("empty", "expired", "interrupted", "consolidated", "drifted", "unhealthy")
 DISRUPTION_OUTCOMES = ("performed", "blocked", "failed")
 DISRUPTION_DECISIONS = Counter(
     "karpy_disruption_decisions",
     "Disruption decisions on karpy's nodes by reason (empty, expired, interrupted, consolidated, "
-    "drifted) and outcome (performed; blocked, once per check a budget, the disruption slots or a "
-    "do-not-disrupt annotation hold it back; failed).",
+    "drifted, unhealthy) and outcome (performed; blocked, once per check a budget, the disruption "
+    "slots, a do-not-disrupt annotation or, for repair, its pool's health hold it back; failed).",
     ["reason", "outcome"],
 )
 NODES = Gauge(

@@ -24,7 +24,7 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cluster.nodeclaims import Tracker
 from extender.cluster.quarantine import Quarantine, short
-from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, readiness
+from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, readiness, repair
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.context import Context
 from extender.lifecycle.expiry import Expiry, expires_at
@@ -164,7 +164,14 @@ class NodeWorker:
                     self.queue.add(name, (wake - ctx.clock()).total_seconds())
             return
         prov = self.provisioners(node.provisioner)
-        delays = [readiness.reconcile(ctx, node), None if prov else PROVISIONER_RECHECK_SECONDS]
+        repaired = repair.reconcile(ctx, node, self._pool_of(node))
+        if repaired.terminated:
+            return  # its deletion event brings it back, for the finalizer
+        delays = [
+            readiness.reconcile(ctx, node, prov),
+            None if prov else PROVISIONER_RECHECK_SECONDS,
+            repaired.requeue_after,
+        ]
         if nodepatch.ensure_finalizer(ctx.kube, node, labels.TERMINATION_FINALIZER):
             return  # the update event brings the node back with a fresh resourceVersion
         pods = nodepatch.pods_on_node(ctx.kube, name)
@@ -270,6 +277,14 @@ class NodeWorker:
         with self._lock:
             own = [node for node in self._cache.values() if node.provisioner == provisioner]
         return {"total": len(own), "deleting": {node.name for node in own if node.deleting}}
+
+    def _pool_of(self, node: Node) -> list[Node]:
+        """Every cached node of `node`'s NodePool/Provisioner, `node` (as just read) included."""
+        with self._lock:
+            others = [
+                n for n in self._cache.values() if n.provisioner == node.provisioner and n.name != node.name
+            ]
+        return [node, *others]
 
     def _deleting(self) -> set[str]:
         with self._lock:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from extender.api import labels
 from extender.api import nodeclaim as nc
 from extender.api.node import Node
+from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
 from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
@@ -63,15 +64,24 @@ def decide(node: Node, registration_ttl: float, now: datetime) -> Decision:
     return Decision(requeue_after=(deadline - now).total_seconds())
 
 
-def reconcile(ctx: Context, node: Node) -> float | None:
+def reconcile(ctx: Context, node: Node, pool: Provisioner | None = None) -> float | None:
+    """`pool`: the node's Provisioner/NodePool, told (through provisioning) when the node joins or
+    never does, for its launch backoff and NodeRegistrationHealthy."""
     node_name = node.name
-    decision = decide(node, ctx.settings.lifecycle.registration_ttl_seconds, ctx.clock())
+    ttl = ctx.settings.lifecycle.registration_ttl_seconds
+    decision = decide(node, ttl, ctx.clock())
     if decision.remove_taint:
         nodepatch.remove_taint(ctx.kube, node, labels.NOT_READY_TAINT_KEY)
         ctx.log.info("Removed %s taint from ready node %s", labels.NOT_READY_TAINT_KEY, node_name)
+        if pool is not None and ctx.provisioning is not None:
+            ctx.provisioning.joined(pool)
     if decision.terminate:
         ctx.mark(node_name, "failed to join")
         ctx.log.info("Triggering termination for node that failed to join %s", node_name)
+        if pool is not None and ctx.provisioning is not None:
+            ctx.provisioning.registration_failed(
+                pool, f"node {node_name} did not become Ready within {ttl:g}s of its creation"
+            )
         metrics.NODES_TERMINATED.labels(reason="liveness").inc()
         nodepatch.delete_node(ctx.kube, node_name)
     return decision.requeue_after

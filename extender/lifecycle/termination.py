@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 
 from extender.api import labels
-from extender.api.meta import format_time
+from extender.api.meta import format_time, parse_time_or_none
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.cloud.types import InstanceNotFoundError
@@ -110,10 +110,13 @@ def plan_drain(
 
 def deadline_of(node: Node, grace_seconds: float | None) -> datetime | None:
     """When the node's drain must end: its deletion time plus the terminationGracePeriod (None: no
-    deadline, as without a period; a period past the calendar has none either, horizon.py)."""
-    if grace_seconds is None or node.deleted_at is None:
-        return None
-    return horizon.after(node.deleted_at, grace_seconds)
+    deadline, as without a period; a period past the calendar has none either, horizon.py), or the
+    earlier time node repair stamped on it (`karpy.sh/termination-timestamp`, repair.py)."""
+    stamped = parse_time_or_none(node.annotations.get(labels.TERMINATION_TIMESTAMP_ANNOTATION))
+    graceful = None
+    if grace_seconds is not None and node.deleted_at is not None:
+        graceful = horizon.after(node.deleted_at, grace_seconds)
+    return min((d for d in (stamped, graceful) if d is not None), default=None)
 
 
 def _stuck(pod: Pod, now: datetime, stuck_after: float) -> bool:

@@ -11,6 +11,12 @@ class) changes or a node of it registers. Non-retryable: an EC2 error that is no
 server fault or a connection failure (TagLimitExceeded, InvalidParameterValue, ...), and a Node
 create refused with a 4xx other than 409/429 (422 `metadata.annotations: Too long`). Capacity
 errors are not failures of the pool: they re-plan elsewhere (launch.py).
+
+A node that never joins (the lifecycle's registration TTL, readiness.py) holds the pool the same way
+with reason `RegistrationFailed` (Karpenter's liveness: the NodePool's NodeRegistrationHealthy=False,
+"Failed to register node"); the Node create of the next launch does not lift that hold, only a node
+of the pool becoming Ready does: a pool whose nodes are created and never join (a wrong security
+group, AMI or user data) is not launched for again every batch.
 """
 
 from __future__ import annotations
@@ -25,6 +31,10 @@ from extender.cluster.errors import ClusterError
 
 BASE_SECONDS = 60.0
 CAP_SECONDS = 900.0
+
+#: Why a pool is held: its launch (or Node create) was refused, or a node of it never joined.
+LAUNCH_FAILED = "LaunchFailed"
+REGISTRATION_FAILED = "RegistrationFailed"
 
 #: EC2 codes worth retrying as is (botocore's throttling and transient codes, and server faults).
 TRANSIENT_CLOUD_CODES = frozenset(
@@ -70,6 +80,8 @@ class Hold:
     until: float
     failures: int
     message: str
+    #: LAUNCH_FAILED or REGISTRATION_FAILED: the Event's and the condition's reason.
+    reason: str = LAUNCH_FAILED
 
     def seconds_left(self, now: float) -> float:
         return max(self.until - now, 0.0)
@@ -110,21 +122,24 @@ class LaunchBackoff:
             self.on_change(pool, None)
         return None
 
-    def failed(self, pool: Provisioner, message: str) -> Hold:
+    def failed(self, pool: Provisioner, message: str, reason: str = LAUNCH_FAILED) -> Hold:
         """Back the pool off: BASE_SECONDS after its first failure, doubling to CAP_SECONDS."""
         with self._lock:
             found = self._holds.get(pool.name)
             failures = found[1].failures if found is not None and found[0] == pool.spec_only() else 0
             delay = min(self.base * 2 ** min(failures, 30), self.cap)
-            hold = Hold(until=self.clock() + delay, failures=failures + 1, message=message)
+            hold = Hold(until=self.clock() + delay, failures=failures + 1, message=message, reason=reason)
             self._holds[pool.name] = (pool.spec_only(), hold)
         self.on_change(pool, hold)
         return hold
 
-    def succeeded(self, pool: Provisioner) -> None:
-        """A node of the pool registered: its backoff is over."""
+    def succeeded(self, pool: Provisioner, *, joined: bool = False) -> None:
+        """A node of the pool was created (a launch hold is over) or `joined` (any hold is)."""
         with self._lock:
-            known = self._holds.pop(pool.name, None) is not None
+            found = self._holds.get(pool.name)
+            known = found is not None and (joined or found[1].reason != REGISTRATION_FAILED)
+            if known:
+                del self._holds[pool.name]
         if known:
             self.on_change(pool, None)
 

@@ -34,6 +34,7 @@ from kubernetes import client
 
 from extender import retry
 from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudProvider
 from extender.cluster import inventory
 from extender.cluster.boundpods import BoundPods
@@ -41,7 +42,7 @@ from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.objects import pod_key
 from extender.loops import log_failure, run_forever
 from extender.provisioning import metrics
-from extender.provisioning.backoff import LaunchBackoff
+from extender.provisioning.backoff import REGISTRATION_FAILED, LaunchBackoff
 from extender.provisioning.batcher import Batcher
 from extender.provisioning.bind import Binder
 from extender.provisioning.gather import Gatherer
@@ -312,6 +313,15 @@ class ProvisioningController:
     def refresh_status(self, provisioner_names: Iterable[str]) -> None:
         """Publish status.resources from live + in-flight nodes; lifecycle calls it after removing a node."""
         self.pipeline.reporter.refresh_status(provisioner_names)
+
+    def registration_failed(self, pool: Provisioner, message: str) -> None:
+        """A node of `pool` never joined (lifecycle's registration TTL): back the pool off until a
+        node of it joins or its spec changes (backoff.py)."""
+        self.backoff.failed(pool, message, REGISTRATION_FAILED)
+
+    def joined(self, pool: Provisioner) -> None:
+        """A node of `pool` became Ready: whatever held the pool is over."""
+        self.backoff.succeeded(pool, joined=True)
 
 
 __all__ = ["BatchReport", "PlannedNode", "ProvisioningController"]

@@ -21,6 +21,7 @@ from extender.api.node import Node, format_taints
 from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner, Taint
 from extender.api.provisioner_hash import hash_annotations
+from extender.api.resources import EFA, Resources
 from extender.cloud.types import Instance, LaunchRequest
 from extender.cluster.nodes import instance_id, node_manifest
 from extender.scheduling.instancetypes import InstanceType, NodeSettings
@@ -44,7 +45,14 @@ def _group_key(node: PlannedNode) -> tuple[object, ...]:
         tuple(node.capacity_types),
         tuple(sorted(node.labels.items())),
         node.taints,
+        wants_efa(node),
     )
+
+
+def wants_efa(node: PlannedNode) -> bool:
+    """Its pods request EFA: the node is launched with the type's EFA interfaces (Karpenter's
+    launch template EFACount is the type's EFA capacity when the NodeClaim requests any)."""
+    return node.requests.get(EFA) > 0
 
 
 def launch_id(nodes: Sequence[PlannedNode], attempt: int, retries: Mapping[str, int] | None = None) -> str:
@@ -100,6 +108,7 @@ def group(
                     labels=dict(first.labels),
                     taints=tuple(first.taints),
                     launch_id=launch_id(members, attempt, retries),
+                    efa=wants_efa(first),
                 ),
                 nodes=tuple(members),
             )
@@ -116,9 +125,9 @@ def node_for(
     instance: Instance, planned: PlannedNode, provisioner: Provisioner, *, region: str = ""
 ) -> dict[str, Any]:
     """The Node object of a launched instance (Karpenter 0.5's instanceToNode)."""
-    return _node(
-        instance, instance_type_of(instance, planned), provisioner, planned.labels, planned.taints, region
-    )
+    itype = instance_type_of(instance, planned)
+    efa = int(itype.extended.get(EFA)) if wants_efa(planned) else 0
+    return _node(instance, itype, provisioner, planned.labels, planned.taints, region, efa=efa)
 
 
 def adopted_node(
@@ -132,7 +141,9 @@ def adopted_node(
     single = Requirements.from_requirements(provisioner.requirements).single_values()
     # The catalog entry, under the Provisioner's node settings as the plan had it.
     itype = itype.for_node(NodeSettings.of(provisioner.kubelet, provisioner.provider))
-    return _node(instance, itype, provisioner, single, provisioner.taints, region)
+    # The EFA interfaces EC2 says it has (its launch template's), not the type's most.
+    efa = instance.efa_interfaces
+    return _node(instance, itype, provisioner, single, provisioner.taints, region, efa=efa)
 
 
 #: GA key -> the deprecated alias kubelet and the cloud providers still set beside it, so a
@@ -169,7 +180,11 @@ def _node(
     labels: Mapping[str, str],
     planned_taints: Sequence[Taint],
     region: str = "",
+    *,
+    efa: int = 0,
 ) -> dict[str, Any]:
+    """`efa`: the EFA interfaces the instance was launched with, what the EFA device plugin will
+    report; the Node advertises that many, never the type's most (Karpenter's resourceFilter)."""
     node_labels = {
         **provisioner.labels,
         **labels,
@@ -191,8 +206,8 @@ def _node(
         provider_id=instance.provider_id or f"aws:///{instance.zone}/{instance.id}",
         labels=node_labels,
         taints=taints,
-        capacity=itype.capacity,
-        allocatable=itype.allocatable,
+        capacity=with_efa(itype.capacity, efa),
+        allocatable=with_efa(itype.allocatable, efa),
         arch=itype.arch,
         os=itype.os,
         # The NodePool's template annotations, karpy's own stamps winning a clash.
@@ -203,6 +218,10 @@ def _node(
             **startup_annotation(provisioner),
         },
     )
+
+
+def with_efa(resources: Resources, efa: int) -> Resources:
+    return Resources({**resources.amounts, EFA: min(resources.get(EFA), efa)})
 
 
 def without_nodes(nodes: Sequence[Node], instances: Sequence[Instance]) -> list[Instance]:

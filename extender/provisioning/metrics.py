@@ -77,7 +77,10 @@ PODS_STARTUP = Histogram(
 )
 PODS_PENDING = Gauge(
     "karpy_pods_pending",
-    "Pending pods karpy sees, by reason (waiting_for_capacity, left_to_scheduler, unmodelled, over_limit).",
+    "Pending pods karpy sees, by reason (waiting_for_capacity, left_to_scheduler, unmodelled, over_limit, "
+    "or the first rule every pool refuses the pod by: selector, taint, requirement, volume_zone, "
+    "unknown_resource, no_type, too_big, min_values, spread, affinity, anti_affinity, other; "
+    "see docs/explain.md).",
     ["reason"],
 )
 PODS_PENDING_OLDEST = Gauge(

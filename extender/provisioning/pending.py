@@ -2,8 +2,10 @@
 `karpy_pods_pending{reason}`.
 
 A pod the watch lists as pending is `waiting_for_capacity` unless a batch found a rule karpy does
-not model in it (`unmodelled`), found it over its Provisioner's limits (`over_limit`), or it is
-held on a node for kube-scheduler to bind (`left_to_scheduler`). Batches write (`set`, `clear`);
+not model in it (`unmodelled`), found it over its Provisioner's limits (`over_limit`), it is
+held on a node for kube-scheduler to bind (`left_to_scheduler`), or every pool refuses it and
+explain found the first rule of the most relevant one (`taint`, `requirement`, `too_big`, ...:
+scheduling/explain.py RULES, a fixed set). Batches write (`set`, `clear`);
 the observer reads (`reason`). Bounded: an entry outlives its pod by at most TTL_SECONDS.
 """
 
@@ -14,13 +16,25 @@ from collections.abc import Callable, Iterable
 
 from cachetools import TTLCache
 
+from extender.scheduling import explain as rules
+
 WAITING = "waiting_for_capacity"
 LEFT_TO_SCHEDULER = "left_to_scheduler"
 UNMODELLED = "unmodelled"
 OVER_LIMIT = "over_limit"
-REASONS = (WAITING, LEFT_TO_SCHEDULER, UNMODELLED, OVER_LIMIT)
+#: A pod every pool refuses, by the first rule of its most relevant pool (scheduling/explain.py):
+#: a fixed set, so the label stays bounded.
+EXPLAINED = tuple(r for r in rules.RULES if r != rules.LIMIT)  # limits stay `over_limit`
+REASONS = (WAITING, LEFT_TO_SCHEDULER, UNMODELLED, OVER_LIMIT, *EXPLAINED)
 
 TTL_SECONDS = 3600.0
+
+
+def code(rule: str) -> str:
+    """The metric reason of an explained pod: its rule, `over_limit` for limits (as before)."""
+    if rule == rules.LIMIT:
+        return OVER_LIMIT
+    return rule if rule in EXPLAINED else WAITING
 
 
 class PendingReasons:

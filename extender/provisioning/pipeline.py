@@ -30,7 +30,7 @@ from extender.provisioning.bind import Binder, Held, by_phase
 from extender.provisioning.gather import Context, Gatherer
 from extender.provisioning.launch import Launched, Launcher, pods_of
 from extender.provisioning.offerings import UnavailableOfferings
-from extender.provisioning.plan import plan
+from extender.provisioning.plan import plan, world
 from extender.provisioning.pools import Pools
 from extender.provisioning.register import NodeRefused, Registrar
 from extender.provisioning.report import LAUNCH_FAILED_REASON, BatchReport, Reporter
@@ -126,7 +126,9 @@ class Pipeline:
             packing = self.clock() - t0
             metrics.PACKING.observe(packing)
             report.add("packing", packing)
-            waiting = self.reporter.plan(result, ctx.provisioners)
+            pools = self.unplannable.usable(list(ctx.provisioners.values()))
+            explaining = world(ctx, inv, self.unavailable.current(), pools) if result.unschedulable else None
+            waiting = self.reporter.plan(result, ctx.provisioners, explaining)
             phases = result.bind_phases
             held: list[Held] = []
             snapshot = None

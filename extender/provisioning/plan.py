@@ -15,6 +15,7 @@ from extender.api.provisioner import Provisioner
 from extender.cluster.inventory import Inventory
 from extender.provisioning.gather import Context
 from extender.provisioning.unplannable import Unplannable
+from extender.scheduling.explain import World
 from extender.scheduling.instancetypes import OfferingKey
 from extender.scheduling.plan import ExistingNode, Plan
 from extender.scheduling.solver import solve
@@ -48,6 +49,21 @@ def plan(
 
     pools = list(ctx.provisioners.values())
     return run(pools) if unplannable is None else unplannable.solve(pools, run)
+
+
+def world(
+    ctx: Context, inv: Inventory, unavailable: Collection[OfferingKey], pools: Sequence[Provisioner]
+) -> World:
+    """What a batch planned against, for explaining the pods it could not place (explain.py)."""
+    return World(
+        pools,
+        ctx.catalog,
+        daemonsets=ctx.daemonsets,
+        existing_nodes=inv.existing,
+        usage=inv.usage,
+        namespaces=inv.namespaces,
+        unavailable=frozenset(unavailable),
+    )
 
 
 def topology_only(nodes: Sequence[ExistingNode], leaving: set[str]) -> list[ExistingNode]:

@@ -26,10 +26,11 @@ from extender.cluster import nodes as kube_nodes
 from extender.cluster import provisioners as kube_provisioners
 from extender.cluster.errors import ClusterError
 from extender.cluster.quarantine import short
-from extender.provisioning import pending
+from extender.provisioning import backoff, pending
 from extender.provisioning.backoff import Hold
 from extender.provisioning.pools import Pools
-from extender.scheduling.plan import Plan
+from extender.scheduling.explain import MESSAGE_LIMIT, World, explain, summary
+from extender.scheduling.plan import Plan, Unschedulable
 
 log = logging.getLogger("karpy.controller.provisioning")
 
@@ -37,13 +38,18 @@ log = logging.getLogger("karpy.controller.provisioning")
 #: reason this often, however many batches it comes back in.
 REPORT_TTL_SECONDS = 600.0
 
+#: Pods per batch whose FailedProvisioning is explained pool by pool (a solve per pool each); the
+#: rest carry the solver's reason.
+MAX_EXPLAINED = 10
+
 #: Event reasons on pods (README, "Events").
+FAILED_PROVISIONING_REASON = "FailedProvisioning"
 UNMODELLED_REASON = "UnmodelledRule"
 INVALID_POD_REASON = "InvalidPod"
 NOT_BINDING_REASON = "NotBinding"
 #: A launch failed in a way retrying will not fix: on the pool and its pods (Karpenter's NodeClaim
 #: `Launched=False` reason).
-LAUNCH_FAILED_REASON = "LaunchFailed"
+LAUNCH_FAILED_REASON = backoff.LAUNCH_FAILED
 
 
 @dataclass
@@ -76,6 +82,14 @@ class BatchReport:
         """Add n to a counter field (bound, nominated, nodes, fleet_calls, option_lists)."""
         with self._lock:
             setattr(self, name, getattr(self, name) + n)
+
+
+def words(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """`message` within `limit` characters, cut at a word, never inside one."""
+    if len(message) <= limit:
+        return message
+    cut = message[: limit - 4].rsplit(" ", 1)[0].rstrip(";, ")
+    return cut + " ..."
 
 
 class Reporter:
@@ -166,9 +180,9 @@ class Reporter:
         seconds = hold.seconds_left(self.clock())
         message = f"{hold.message}; not launching for it for {seconds:.0f}s (failure {hold.failures})"
         log.error("Backing off %s %s, %s", pool.noun, pool.name, short(message, 1000))
-        self.provisioner_event(pool, LAUNCH_FAILED_REASON, short(message), warning=True)
+        self.provisioner_event(pool, hold.reason, short(message), warning=True)
         if pool.has_v1_status:
-            v1status.set_condition(self.kube, pool.name, False, LAUNCH_FAILED_REASON, hold.message)
+            v1status.set_condition(self.kube, pool.name, False, hold.reason, hold.message)
 
     def bound(self, plan: Plan, report: BatchReport) -> None:
         """Compute the plan's lower bound on the event pool, after the caller has bound the batch:
@@ -197,9 +211,14 @@ class Reporter:
 
         self.pools.events.submit(compute)
 
-    def plan(self, plan: Plan, provisioners: Mapping[str, Provisioner]) -> list[str]:
+    def plan(
+        self, plan: Plan, provisioners: Mapping[str, Provisioner], world: World | None = None
+    ) -> list[str]:
         """Log the plan and report the pods it could not place; the keys of those that should wait
-        (parked), which excludes pods with a rule karpy does not model (waiting changes nothing)."""
+        (parked), which excludes pods with a rule karpy does not model (waiting changes nothing).
+        With the `world` the plan was made in, the first MAX_EXPLAINED pods' FailedProvisioning
+        says each pool's first rule (scheduling/explain.py), on the event pool."""
+        explained = 0
         for line in plan.describe():
             if not line.startswith("Unable to schedule"):
                 log.info("%s", line)
@@ -210,24 +229,46 @@ class Reporter:
                 self.ignoring(item.pod, UNMODELLED_REASON, item.reason)
                 continue
             log.info("Unable to schedule pod %s, %s", item.pod.key, item.reason)
-            events.record(
-                self.kube,
-                kind="Pod",
-                name=item.pod.name,
-                namespace=item.pod.namespace,
-                uid=item.pod.uid,
-                reason="FailedProvisioning",
-                message=item.reason,
-                warning=True,
-            )
             if item.over_limits:
                 limited.setdefault(item.over_limits, item.reason)
                 self.reasons.set(item.pod.key, pending.OVER_LIMIT)
+            if world is not None and explained < MAX_EXPLAINED:
+                explained += 1
+                self.pools.events.submit(self._explain_failed, item, world)
+            else:
+                self._failed(item.pod, item.reason)
             park.append(item.pod.key)
         for name, reason in limited.items():
             if name in provisioners:
                 self.provisioner_event(provisioners[name], "LimitExceeded", reason, warning=True)
         return park
+
+    def _explain_failed(self, item: Unschedulable, world: World) -> None:
+        """FailedProvisioning in explain's words, and the pod's reason code for the pending metric;
+        the solver's reason when the pod fits alone (it lost to others in the batch)."""
+        try:
+            found = explain(item.pod, world)
+        except Exception:  # the event pool's boundary: the solver's words still go out
+            log.exception("Explaining pod %s failed", item.pod.key)
+            self._failed(item.pod, item.reason)
+            return
+        if found.admitted:
+            self._failed(item.pod, item.reason)
+            return
+        self.reasons.set(item.pod.key, pending.code(found.reason))
+        self._failed(item.pod, summary(found))
+
+    def _failed(self, pod: Pod, message: str) -> None:
+        """The pod's one FailedProvisioning Event, its count raised on each repeat."""
+        events.record_counted(
+            self.kube,
+            kind="Pod",
+            name=pod.name,
+            namespace=pod.namespace,
+            uid=pod.uid,
+            reason=FAILED_PROVISIONING_REASON,
+            message=words(message),
+        )
 
     def refresh_status(self, provisioner_names: Iterable[str]) -> None:
         """Publish status.resources from live + in-flight nodes."""

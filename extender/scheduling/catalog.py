@@ -33,7 +33,8 @@ from extender.api.resources import (
 )
 from extender.scheduling import attach
 from extender.scheduling.instancelabels import instance_labels
-from extender.scheduling.instancetypes import MIB, InstanceType, Offering, eni_max_pods
+from extender.scheduling.instancetypes import MIB, InstanceType, Offering
+from extender.scheduling.poddensity import DEFAULT_DENSITY, PodDensity, pods_for
 from extender.scheduling.pricing import PriceBook, Shape
 
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
@@ -113,11 +114,13 @@ def build_catalog(
     zones: Sequence[str],
     prices: PriceBook,
     logger: logging.Logger | None = None,
+    density: PodDensity = DEFAULT_DENSITY,
 ) -> list[InstanceType]:
     """Instance types with their offerings, sorted by name; types with no offering are dropped.
 
     Without `offerings` every type is offered in every zone of `zones`; with them, in the zones
-    listed for it (restricted to `zones` when that is non-empty).
+    listed for it (restricted to `zones` when that is non-empty). `density` sets the pods per
+    node (poddensity.py).
     """
     zones_by_type = _zones_by_type(offerings, zones)
     result = []
@@ -132,10 +135,7 @@ def build_catalog(
         try:
             vcpus = float(item["VCpuInfo"]["DefaultVCpus"])
             memory = float(item["MemoryInfo"]["SizeInMiB"]) * MIB
-            network = item["NetworkInfo"]
-            max_pods = eni_max_pods(
-                int(network["MaximumNetworkInterfaces"]), int(network["Ipv4AddressesPerInterface"])
-            )
+            pods = pods_for(item, density)
         except (KeyError, TypeError, ValueError) as err:
             raise CatalogError(f"instance type {name}: missing or bad field {err}") from err
         arch = _arch(item) or "amd64"
@@ -163,7 +163,8 @@ def build_catalog(
             cpu=vcpus,
             memory=memory,
             arch=arch,
-            max_pods=max_pods,
+            max_pods=pods.max_pods,
+            eni_pods=pods.eni_limited,
             offerings=type_offerings,
             gpus=gpus,
             extended=_extended(item),

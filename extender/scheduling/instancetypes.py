@@ -8,7 +8,8 @@ CPU tiers actually applied (0.5.x dropped them by a bug):
 - node memory capacity = EC2 memory x (1 - 7.5 %) (VM/hypervisor overhead);
 - kube-reserved CPU: 6 % of the 1st core, 1 % of the 2nd, 0.5 % of the 3rd-4th, 0.25 % above;
 - kube-reserved memory: 11 MiB x max pods + 255 MiB; system-reserved 100m CPU / 100 MiB; eviction 100 MiB;
-- max pods = ENIs x (IPv4 per ENI - 1) + 2, unless the Provisioner's kubelet maxPods overrides it.
+- max pods = what the VPC CNI allows (poddensity.py: ENIs of the default card, less reserved ENIs,
+  x (IPv4 per ENI - 1) + 2, or the prefix-delegation count), unless the kubelet maxPods overrides it.
 
 Ephemeral storage (Karpenter AWS `instancetype/types.go` ephemeralStorage/kubeReservedResources/
 evictionThreshold, since #3568): capacity = the volume kubelet's nodefs lives on (the node
@@ -24,10 +25,10 @@ podsPerCore set the pod capacity; kubeReserved/systemReserved replace the comput
 key; evictionHard memory.available / nodefs.available replace the default thresholds (a percentage
 is of capacity). kube-reserved memory counts the ENI-limited pods on AL2/AL2023/Ubuntu/Custom
 (their bootstrap computes it before maxPods is applied) and the actual pod capacity on Bottlerocket.
-Instance-store NVMe (`InstanceStorageInfo.TotalSizeInGB`) is not counted: the EKS AMI leaves those
-disks unmounted unless bootstrap is told to RAID them (`--local-disks raid0`, Karpenter's
-`instanceStorePolicy: RAID0`, v0.34+), and karpy's user data never does, so kubelet's nodefs is the
-root volume.
+Instance-store NVMe (`InstanceStorageInfo.TotalSizeInGB`) is counted only under `instanceStorePolicy:
+RAID0` (Karpenter v0.34+): the user data then stripes those disks and puts kubelet's nodefs on them, so
+a type with NVMe has that many GB (decimal, as Karpenter's `%dG`) of ephemeral storage; without the
+policy the EKS AMIs leave them unmounted and nodefs is the root volume.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import NamedTuple
 
 from extender.api import labels as wk
 from extender.api.kubelet import KubeletConfiguration
-from extender.api.nodeclass import BOTTLEROCKET, NodeClass
+from extender.api.nodeclass import BOTTLEROCKET, RAID0, NodeClass
 from extender.api.quantity import parse_quantity
 from extender.api.resources import CPU, EPHEMERAL_STORAGE, GPU_RESOURCES, MEMORY, PODS, Resources
 
@@ -87,6 +88,8 @@ class NodeSettings:
     eviction_memory: str = ""
     eviction_nodefs: str = ""
     root_volume: float = DEFAULT_ROOT_VOLUME
+    #: `instanceStorePolicy: RAID0`: a type's instance-store NVMe is its nodefs (root_volume ignored).
+    instance_store: bool = False
     #: Bottlerocket reserves kube memory for the pods it will run, the EKS AMIs for the ENI limit.
     reserve_for_max_pods: bool = False
 
@@ -105,6 +108,7 @@ class NodeSettings:
             eviction_memory=kubelet.eviction_hard.get("memory.available", ""),
             eviction_nodefs=kubelet.eviction_hard.get("nodefs.available", ""),
             root_volume=DEFAULT_ROOT_VOLUME if node_class.launch_template else node_class.ephemeral_storage(),
+            instance_store=node_class.instance_store_policy == RAID0 and not node_class.launch_template,
             reserve_for_max_pods=bottlerocket,
         )
 
@@ -201,8 +205,10 @@ class InstanceType:
     volume_limits: tuple[tuple[str, int], ...] = ()
     #: The cloud provider's labels for the type (karpenter.k8s.aws/*, instancelabels.py), sorted.
     type_labels: tuple[tuple[str, str], ...] = ()
-    #: The ENI-limited pod count (the catalog's max_pods before any kubelet setting); 0 = max_pods.
+    #: The ENI-limited pod count kube-reserved memory is computed for; 0 = max_pods.
     eni_pods: int = 0
+    #: The pods the CNI gives the type before any kubelet setting (poddensity.py); 0 = max_pods.
+    network_pods: int = 0
     #: The node settings capacity and overhead were computed under.
     settings: NodeSettings = DEFAULT_NODE_SETTINGS
 
@@ -234,6 +240,10 @@ class InstanceType:
         gpus = gpus or Resources()
         extended = extended or Resources()
         eni_pods = eni_pods or max_pods
+        network_pods = max_pods
+        nvme_gb = int((type_labels or {}).get(wk.INSTANCE_LOCAL_NVME) or 0) if settings.instance_store else 0
+        if nvme_gb:
+            root_volume = nvme_gb * 1e9
         max_pods = settings.max_pods or max_pods
         if settings.pods_per_core:
             max_pods = min(max_pods, settings.pods_per_core * math.ceil(cpu))
@@ -260,6 +270,7 @@ class InstanceType:
             volume_limits=volume_limits,
             type_labels=tuple(sorted((type_labels or {}).items())),
             eni_pods=eni_pods,
+            network_pods=network_pods,
             settings=settings,
         )
 
@@ -272,7 +283,8 @@ class InstanceType:
             cpu=self.cpu,
             memory=self.memory,
             arch=self.arch,
-            max_pods=self.eni_pods or self.max_pods,
+            max_pods=self.network_pods or self.max_pods,
+            eni_pods=self.eni_pods,
             offerings=self.offerings,
             gpus=self.gpus,
             extended=self.extended,

@@ -39,10 +39,12 @@ from extender.scheduling.shape import Shapes
 from extender.scheduling.topology import NamespaceLabels, Terms, needs_namespace_labels
 from extender.scheduling.views import VIEWS
 
-__all__ = ["SORT_KEYS", "ExistingNode", "Plan", "PlannedNode", "Unschedulable", "solve"]
+__all__ = ["SORT_KEYS", "ExistingNode", "Plan", "PlannedNode", "Unschedulable", "dimensions", "solve"]
 
 
-def _dims(pods: Sequence[Pod], daemonsets: Sequence[Pod]) -> tuple[str, ...]:
+def dimensions(pods: Sequence[Pod], daemonsets: Sequence[Pod]) -> tuple[str, ...]:
+    """The resource dimensions a plan of `pods` counts: cpu, memory, pods, the extended resources
+    asked for, and one attach limit per CSI driver in use."""
     extended = {name for pod in (*pods, *daemonsets) for name in pod.requests.names()} - {CPU, MEMORY, PODS}
     drivers = {driver for pod in pods for driver, _ in pod.csi_volumes}
     return (CPU, MEMORY, PODS, *sorted(extended), *(attach.dimension(d) for d in sorted(drivers)))
@@ -85,7 +87,7 @@ def solve(
     balanced greedy passes either (the first-fit plan alone). A count, not a time: the solver
     reads no clock.
     """
-    dims = _dims(pods, daemonsets)
+    dims = dimensions(pods, daemonsets)
     views = [VIEWS.view_of(p, instance_types, daemonsets, dims) for p in ordered(provisioners)]
     notes: list[str] = []
     excluded = sorted({line for view in views for line in view.excluded})

@@ -117,6 +117,7 @@ def test_pending_figures_count_and_age_each_reason() -> None:
     reasons.set("ns/odd", pending.UNMODELLED)
     reasons.set("ns/fixed", pending.UNMODELLED)
     reasons.clear(["ns/fixed"])  # planned afresh by a later batch
+    reasons.set("ns/tainted", pending.code("taint"))  # explained: every pool's taint refuses it
     pods = {
         key: {"metadata": {"creationTimestamp": at(-age)}}
         for key, age in {
@@ -126,6 +127,7 @@ def test_pending_figures_count_and_age_each_reason() -> None:
             "ns/odd": 5,
             "ns/fixed": 20,
             "ns/held": 8,
+            "ns/tainted": 12,
         }.items()
     }
     figures = pending_figures(pods, lambda key: reasons.reason(key, held=key == "ns/held"), NOW.timestamp())
@@ -134,6 +136,9 @@ def test_pending_figures_count_and_age_each_reason() -> None:
         "left_to_scheduler": (1, 8),
         "unmodelled": (1, 5),
         "over_limit": (1, 50),
+        "taint": (1, 12),
+        # Every other reason code is exported at 0: a fixed, bounded set of series.
+        **{r: (0, 0) for r in pending.EXPLAINED if r != "taint"},
     }
     assert pending_figures({}, lambda _: pending.WAITING, 0)["waiting_for_capacity"].count == 0
     with pytest.raises(ValueError, match="not one of"):

@@ -15,6 +15,7 @@ within a minute (and nodes launched before it are drifted; see `AMIResolver.reso
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,9 @@ from extender.cloud.aws import errors
 from extender.cloud.aws.selectors import CACHE_TTL_SECONDS, to_filters
 from extender.cloud.types import CloudError
 from extender.scheduling.instancetypes import InstanceType
+
+#: An EKS optimized AMI release of AL2/AL2023 (the version a v1 alias pins): `v` and a date.
+EKS_RELEASE = re.compile(r"v\d{8}")
 
 STANDARD, NVIDIA, NEURON_VARIANT = "standard", "nvidia", "neuron"
 #: The first Kubernetes minor version AWS publishes no EKS AL2 AMI for.
@@ -191,6 +195,25 @@ class AMIResolver:
             except CloudError:
                 continue
         return found
+
+    def missing(self, node_class: nc.NodeClass) -> str:
+        """Why `by_arch` found nothing, naming what was looked for (the selector, or the SSM
+        parameters of the family and release), for the EC2NodeClass's ResolutionFailed condition."""
+        if node_class.ami_selector:
+            return f"no available image matches amiSelectorTerms {dict(node_class.ami_selector)}"
+        k8s = self._kubernetes_version()
+        release = f" release {node_class.ami_version}" if node_class.ami_version else ""
+        path = ssm_path(self._root, node_class.family, k8s, "amd64", STANDARD, node_class.ami_version)
+        text = (
+            f"no {node_class.family} AMI{release} for Kubernetes {k8s} (no SSM parameter {path}, nor arm64's)"
+        )
+        version = node_class.ami_version
+        if version and node_class.family in (nc.AL2, nc.AL2023) and not EKS_RELEASE.fullmatch(version):
+            alias = f"{node_class.family.lower()}@v20240807"
+            text += (
+                f"; an alias version is an EKS AMI release such as {alias}, not an OS release like {version}"
+            )
+        return text
 
     def resolve_all(self, node_class: nc.NodeClass, instance_types: Sequence[InstanceType]) -> dict[str, str]:
         """instance type name -> AMI id."""

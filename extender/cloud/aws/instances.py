@@ -18,6 +18,8 @@ from extender.cloud.types import Instance, InstanceNotFoundError
 
 #: States of an instance that still is (or will be) a node; shutting-down/terminated are gone.
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
+#: Network interface types that are EFA devices (Karpenter AWS `instance/types.go` EFACount).
+EFA_INTERFACE_TYPES = ("efa", "efa-only")
 
 
 def provider_id(zone: str, instance_id: str) -> str:
@@ -51,6 +53,9 @@ def to_instance(raw: Mapping[str, Any]) -> Instance:
         launch_time=raw.get("LaunchTime"),
         tags=tags_of(raw),
         image_id=raw.get("ImageId", ""),
+        efa_interfaces=sum(
+            1 for eni in raw.get("NetworkInterfaces") or () if eni.get("InterfaceType") in EFA_INTERFACE_TYPES
+        ),
     )
 
 

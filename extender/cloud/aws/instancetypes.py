@@ -20,6 +20,7 @@ from cachetools import TTLCache
 from extender.cloud.aws import errors
 from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.poddensity import DEFAULT_DENSITY, PodDensity
 from extender.scheduling.pricing import PriceBook
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,10 @@ class CatalogProvider:
         timer: Callable[[], float] = time.monotonic,
         ttl: float = CATALOG_TTL_SECONDS,
         spawn: Callable[[Callable[[], None]], None] | None = None,
+        density: PodDensity = DEFAULT_DENSITY,
     ) -> None:
         self._ec2 = ec2
+        self._density = density
         self._price_book = price_book
         self._timer = timer
         self._ttl = ttl
@@ -119,7 +122,12 @@ class CatalogProvider:
         instance_types = self._raw_listing("types", describe_instance_types)
         offerings = self._raw_listing("offerings", describe_offerings)
         catalog = build_catalog(
-            instance_types, offerings=offerings, zones=zones, prices=self._price_book(), logger=log
+            instance_types,
+            offerings=offerings,
+            zones=zones,
+            prices=self._price_book(),
+            logger=log,
+            density=self._density,
         )
         log.info(
             "Discovered %d instance type(s) in zones %s in %.2fs; offering prices by source: %s",

@@ -1,5 +1,6 @@
 """Launch templates: one per distinct (AMI, security groups, instance profile, user data, tags, block
-devices, metadata options, monitoring).
+devices, metadata options, monitoring, EFA interfaces). User data carries the node's maxPods, so
+types of one AMI with different maxPods get different templates, as Karpenter groups them.
 
 The name carries a hash of those inputs (`karpy-<cluster>-<hash>`), so equal inputs always map to
 the same template and a changed input makes a new one; nothing is ever updated in place. Templates
@@ -54,6 +55,22 @@ def metadata_options(options: MetadataOptions) -> dict[str, Any]:
     }
 
 
+def efa_network_interfaces(count: int, security_group_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """`count` EFA interfaces, one per network card, as Karpenter AWS builds them
+    (`launchtemplate.go` generateNetworkInterfaces): card i, device index 0 on card 0 (the primary
+    interface, which gets the fleet override's subnet) and 1 on the others, type `efa`, the node's
+    security groups."""
+    return [
+        {
+            "NetworkCardIndex": index,
+            "DeviceIndex": 0 if index == 0 else 1,
+            "InterfaceType": "efa",
+            "Groups": list(security_group_ids),
+        }
+        for index in range(count)
+    ]
+
+
 @dataclass(frozen=True)
 class LaunchTemplateSpec:
     image_id: str
@@ -64,6 +81,9 @@ class LaunchTemplateSpec:
     block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
     metadata_options: MetadataOptions = field(default_factory=MetadataOptions)
     detailed_monitoring: bool | None = None
+    #: EFA interfaces the node is launched with (0 = the default primary interface only).
+    efa_interfaces: int = 0
+    #: EC2NodeClass `associatePublicIPAddress` (None = the subnet decides).
     associate_public_ip_address: bool | None = None
 
     @classmethod
@@ -78,6 +98,7 @@ class LaunchTemplateSpec:
         block_device_mappings: Sequence[BlockDeviceMapping] = (),
         metadata_options: MetadataOptions | None = None,
         detailed_monitoring: bool | None = None,
+        efa_interfaces: int = 0,
         associate_public_ip_address: bool | None = None,
     ) -> LaunchTemplateSpec:
         return cls(
@@ -89,16 +110,35 @@ class LaunchTemplateSpec:
             tuple(block_device_mappings),
             metadata_options or MetadataOptions(),
             detailed_monitoring,
+            efa_interfaces,
             associate_public_ip_address,
         )
 
     def name(self, cluster: str) -> str:
         fields = asdict(self)
+        if not self.efa_interfaces:
+            del fields["efa_interfaces"]  # the names templates without EFA had before the field existed
         if fields["associate_public_ip_address"] is None:
             # Unset, it leaves the name as it was before the field existed: no template is made again.
             del fields["associate_public_ip_address"]
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
         return f"karpy-{cluster}-{digest[:16]}"
+
+    def network_interfaces(self) -> list[dict[str, Any]] | None:
+        """The interfaces the template names, as Karpenter's generateNetworkInterfaces (AWS@v1.0
+        pkg/providers/launchtemplate/launchtemplate.go): the EFA interfaces, or else the primary one
+        when `associatePublicIPAddress` is set, each with the setting; None: the instance's default
+        interface."""
+        if self.efa_interfaces:
+            interfaces = efa_network_interfaces(self.efa_interfaces, self.security_group_ids)
+        elif self.associate_public_ip_address is not None:
+            interfaces = [{"DeviceIndex": 0, "Groups": list(self.security_group_ids)}]
+        else:
+            return None
+        if self.associate_public_ip_address is not None:
+            for interface in interfaces:
+                interface["AssociatePublicIpAddress"] = self.associate_public_ip_address
+        return interfaces
 
     def template_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -106,19 +146,11 @@ class LaunchTemplateSpec:
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
             "MetadataOptions": metadata_options(self.metadata_options),
         }
-        if self.associate_public_ip_address is None:
-            data["SecurityGroupIds"] = list(self.security_group_ids)
+        if (interfaces := self.network_interfaces()) is not None:
+            # EC2 takes security groups on the interfaces or on the instance, never both.
+            data["NetworkInterfaces"] = interfaces
         else:
-            # As Karpenter's generateNetworkInterfaces (AWS@v1.0 pkg/providers/launchtemplate): the
-            # setting lives on the primary interface, which then carries the security groups (EC2
-            # refuses SecurityGroupIds beside NetworkInterfaces).
-            data["NetworkInterfaces"] = [
-                {
-                    "DeviceIndex": 0,
-                    "AssociatePublicIpAddress": self.associate_public_ip_address,
-                    "Groups": list(self.security_group_ids),
-                }
-            ]
+            data["SecurityGroupIds"] = list(self.security_group_ids)
         if self.block_device_mappings:
             data["BlockDeviceMappings"] = [block_device_mapping(m) for m in self.block_device_mappings]
         if self.instance_profile:

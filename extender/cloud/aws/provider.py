@@ -26,8 +26,9 @@ from extender.api.labels import (
     CAPACITY_TYPE_SPOT,
     LAUNCH_ID_TAG,
 )
-from extender.api.nodeclass import AL2023, NodeClass, Selector
+from extender.api.nodeclass import AL2023, RAID0, NodeClass, Selector
 from extender.api.provisioner import Provisioner
+from extender.api.resources import EFA
 from extender.cloud.aws import bootstrap, fleet, instances
 from extender.cloud.aws.amifamily import AMIResolver
 from extender.cloud.aws.instancetypes import CatalogProvider
@@ -47,7 +48,8 @@ from extender.cloud.types import (
     LaunchResult,
     OfferingKey,
 )
-from extender.scheduling.instancetypes import InstanceType
+from extender.scheduling.instancetypes import InstanceType, NodeSettings
+from extender.scheduling.poddensity import PodDensity
 from extender.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -121,7 +123,12 @@ class AWSCloudProvider:
         self.clients = clients or make_clients(aws)
         ec2 = self.clients.ec2
         self.pricing = PricingProvider(ec2=ec2, pricing=self.clients.pricing, settings=aws, timer=timer)
-        self.catalog = catalog or CatalogProvider(ec2, price_book=self.pricing.price_book, timer=timer)
+        self.catalog = catalog or CatalogProvider(
+            ec2,
+            price_book=self.pricing.price_book,
+            timer=timer,
+            density=PodDensity(reserved_enis=aws.reserved_enis, prefix_delegation=aws.prefix_delegation),
+        )
         self.subnets = SubnetProvider(ec2, timer=timer)
         self.security_groups = SecurityGroupProvider(ec2, cluster=self._cluster, timer=timer)
         self.amis = AMIResolver(
@@ -276,38 +283,50 @@ class AWSCloudProvider:
     def _launch_templates(
         self, request: LaunchRequest, options: Sequence[InstanceType], capacity_type: str
     ) -> dict[str, str]:
-        """instance type -> launch template name; one template per AMI the options boot."""
+        """instance type -> launch template name: one template per (AMI, maxPods, EFA interfaces)
+        the options need, as Karpenter AWS groups them (`amifamily/resolver.go` Resolve). The
+        user data always carries the type's maxPods; EFA interfaces only when the pods ask for EFA."""
         node_class = request.provisioner.provider
         if node_class.launch_template:
             return {option.name: node_class.launch_template for option in options}
         security_groups = self.security_groups.ids(
             node_class.security_group_selector or cluster_selector(self._cluster)
         )
-        user_data = self.user_data(request, capacity_type)
         images = self.amis.resolve_all(node_class, options)
-        by_image: dict[str, str] = {}
-        for image in sorted(set(images.values())):
+        node_settings = NodeSettings.of(request.provisioner.kubelet, node_class)
+        groups: dict[tuple[str, int, int], list[str]] = {}
+        for option in options:
+            efa = int(option.extended.get(EFA)) if request.efa else 0
+            key = (images[option.name], option.for_node(node_settings).max_pods, efa)
+            groups.setdefault(key, []).append(option.name)
+        by_type: dict[str, str] = {}
+        for (image, max_pods, efa), names in sorted(groups.items()):
             spec = LaunchTemplateSpec.of(
                 image_id=image,
                 security_group_ids=security_groups,
                 instance_profile=node_class.launch_profile(self._settings.aws.default_instance_profile),
-                user_data=user_data,
+                user_data=self.user_data(request, capacity_type, max_pods=max_pods),
                 tags={f"karpenter.sh/cluster/{self._cluster}": "owned", **node_class.tags},
                 block_device_mappings=node_class.block_devices(),
                 metadata_options=node_class.metadata_options,
                 detailed_monitoring=node_class.detailed_monitoring,
                 associate_public_ip_address=node_class.associate_public_ip_address,
+                efa_interfaces=efa,
             )
-            by_image[image] = self.launch_templates.ensure(spec)
-        return {option.name: by_image[images[option.name]] for option in options}
+            template = self.launch_templates.ensure(spec)
+            by_type.update(dict.fromkeys(names, template))
+        return by_type
 
-    def user_data(self, request: LaunchRequest, capacity_type: str) -> str:
+    def user_data(self, request: LaunchRequest, capacity_type: str, *, max_pods: int | None = None) -> str:
         """The user data of the request's AMI family: it joins the node with the Provisioner's labels,
-        taints and kubelet settings (clusterDNS defaults to the configured cluster DNS)."""
+        taints and kubelet settings (clusterDNS defaults to the configured cluster DNS; `max_pods`,
+        the node type's pod capacity, replaces the kubelet's own ENI-limited guess)."""
         provisioner = request.provisioner
         kubelet = provisioner.kubelet
         if not kubelet.cluster_dns and self._settings.cluster_dns:
             kubelet = replace(kubelet, cluster_dns=(self._settings.cluster_dns,))
+        if max_pods is not None:
+            kubelet = replace(kubelet, max_pods=max_pods)
         node = bootstrap.NodeBootstrap(
             cluster_name=self._cluster,
             endpoint=self._settings.cluster_endpoint,
@@ -321,6 +340,7 @@ class AWSCloudProvider:
             },
             taints=tuple(request.taints),
             user_data=provisioner.provider.user_data,
+            instance_store_raid0=provisioner.provider.instance_store_policy == RAID0,
         )
         if provisioner.provider.family == AL2023 and not node.cluster_cidr:
             log.warning("AL2023 nodes need the cluster's service CIDR to join: set KARPY_CLUSTER_CIDR")
@@ -354,7 +374,7 @@ class AWSCloudProvider:
         )
         amis = self.amis.by_arch(node_class)
         if not amis:
-            raise CloudError("resolving AMIs, none found for the node class", code="NoAMIs")
+            raise CloudError(f"resolving AMIs, {self.amis.missing(node_class)}", code="NoAMIs")
         return {
             "subnets": [
                 {

@@ -21,14 +21,16 @@ pytestmark = pytest.mark.integration
 RUN = uuid.uuid4().hex[:6]
 
 
-def node_class(name: str, cluster: str, subnet_tags: dict[str, str]) -> dict[str, Any]:
+def node_class(
+    name: str, cluster: str, subnet_tags: dict[str, str], alias: str = "al2023@latest"
+) -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
         "metadata": {"name": name},
         "spec": {
             "role": "KarpenterNodeRole-demo",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "amiSelectorTerms": [{"alias": alias}],
             "subnetSelectorTerms": [{"tags": subnet_tags}],
             "securityGroupSelectorTerms": [{"tags": {f"kubernetes.io/cluster/{cluster}": "*"}}],
         },
@@ -65,7 +67,7 @@ def test_status_is_written_as_karpenter_v1_reports_it(
     from kubernetes import client
 
     name = settings.cluster_name
-    good, bad = f"ready-{RUN}", f"nosubnets-{RUN}"
+    good, bad, os_release = f"ready-{RUN}", f"nosubnets-{RUN}", f"osrelease-{RUN}"
     with cluster.api_client() as api:
         for path in V1_CRDS:
             install_crd(api, path)
@@ -77,6 +79,14 @@ def test_status_is_written_as_karpenter_v1_reports_it(
                 node_class(good, name, {f"kubernetes.io/cluster/{name}": "*"}),
             ),
             ("karpenter.k8s.aws", "ec2nodeclasses", node_class(bad, name, {"no-such-tag": "x"})),
+            (
+                "karpenter.k8s.aws",
+                "ec2nodeclasses",
+                # An OS release where an EKS AMI release belongs (issue 34: "none found for the node class").
+                node_class(
+                    os_release, name, {f"kubernetes.io/cluster/{name}": "*"}, "al2023@2023.0.20230222"
+                ),
+            ),
             ("karpenter.sh", "nodepools", node_pool(good, good)),
             ("karpenter.sh", "nodepools", node_pool(bad, bad)),
             ("karpenter.sh", "nodepools", node_pool(f"orphan-{RUN}", f"missing-{RUN}")),
@@ -106,6 +116,12 @@ def test_status_is_written_as_karpenter_v1_reports_it(
             missing = objects.get_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", bad)
             assert conditions(missing)["Ready"] == ("False", "ResolutionFailed")
             assert "no subnets matched" in missing["status"]["conditions"][0]["message"]
+            wrong = objects.get_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", os_release)
+            assert conditions(wrong)["Ready"] == ("False", "ResolutionFailed")
+            message = wrong["status"]["conditions"][0]["message"]
+            assert "no AL2023 AMI release 2023.0.20230222 for Kubernetes" in message, message
+            assert "amazon-eks-node-al2023-x86_64-standard-" in message, message
+            assert "an EKS AMI release such as al2023@v20240807, not an OS release" in message, message
 
             pool = objects.get_cluster_custom_object("karpenter.sh", "v1", "nodepools", good)
             assert conditions(pool) == {

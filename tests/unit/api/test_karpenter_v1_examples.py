@@ -32,9 +32,6 @@ REFUSED = {
     ("custom-family-with-alias.yaml", "EC2NodeClass"): (
         "spec.amiFamily: Custom with an alias is not supported",
     ),
-    ("instance-store-ephemeral-storage.yaml", "EC2NodeClass"): (
-        "spec.instanceStorePolicy: instanceStorePolicy is not supported",
-    ),
     ("windows-2019.yaml", "EC2NodeClass"): (
         'spec.amiSelectorTerms[0].alias: "windows2019@latest" is not supported',
     ),

@@ -196,8 +196,8 @@ def test_an_unknown_node_class_is_named() -> None:
     ("spec", "expected"),
     [
         (
-            {"instanceStorePolicy": "RAID0"},
-            "spec.instanceStorePolicy: instanceStorePolicy is not supported by karpy",
+            {"cpuOptions": {"coreCount": 2}},
+            "spec.cpuOptions: cpuOptions is not supported by karpy",
         ),
         (
             {"subnetSelectorTerms": [{"id": "subnet-1", "tags": {"a": "b"}}]},

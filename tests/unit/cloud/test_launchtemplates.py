@@ -38,6 +38,7 @@ def test_each_input_changes_the_template_name() -> None:
         spec(detailed_monitoring=True),
         spec(associate_public_ip_address=False),
         spec(associate_public_ip_address=True),
+        spec(efa_interfaces=1),
     ):
         assert changed.name("demo") != base
     assert spec().name("other") != base
@@ -63,6 +64,18 @@ def test_a_public_ip_setting_goes_on_the_primary_interface_with_the_security_gro
     ]
     assert "SecurityGroupIds" not in data
     assert "NetworkInterfaces" not in spec().template_data()
+
+
+def test_a_public_ip_setting_goes_on_every_efa_interface() -> None:
+    """generateNetworkInterfaces sets AssociatePublicIpAddress on each EFA interface it builds."""
+    interfaces = spec(efa_interfaces=2, associate_public_ip_address=False).template_data()[
+        "NetworkInterfaces"
+    ]
+    assert [(i["NetworkCardIndex"], i["AssociatePublicIpAddress"]) for i in interfaces] == [
+        (0, False),
+        (1, False),
+    ]
+    assert all("AssociatePublicIpAddress" not in i for i in spec(efa_interfaces=2).network_interfaces() or ())
 
 
 def test_template_data_encodes_user_data_and_names_the_profile() -> None:
@@ -125,3 +138,27 @@ def test_a_size_that_is_not_whole_gib_rounds_up() -> None:
     assert spec(block_device_mappings=[mapping]).template_data()["BlockDeviceMappings"][0]["Ebs"] == {
         "VolumeSize": 19
     }
+
+
+def test_efa_interfaces_one_per_network_card_carry_the_security_groups() -> None:
+    """Karpenter AWS v1.14.1 `launchtemplate.go` generateNetworkInterfaces (EFACount != 0): card i,
+    device index 0 on card 0 and 1 elsewhere, InterfaceType "efa", the node's groups on each
+    interface and none on the instance (`types.go`: SecurityGroupIds only without interfaces)."""
+    data = spec(efa_interfaces=4).template_data()
+    assert "SecurityGroupIds" not in data
+    assert data["NetworkInterfaces"] == [
+        {
+            "NetworkCardIndex": i,
+            "DeviceIndex": 0 if i == 0 else 1,
+            "InterfaceType": "efa",
+            "Groups": ["sg-1", "sg-2"],
+        }
+        for i in range(4)
+    ]
+    plain = spec().template_data()
+    assert "NetworkInterfaces" not in plain and plain["SecurityGroupIds"] == ["sg-1", "sg-2"]
+
+
+def test_templates_without_efa_keep_the_names_they_had() -> None:
+    # The name karpy gave this template before EFA interfaces were part of its identity.
+    assert spec().name("demo") == "karpy-demo-cfd42bf4357ef840"

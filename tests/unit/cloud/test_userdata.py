@@ -81,6 +81,8 @@ class Read:
     taints: set[tuple[str, str, str]] = field(default_factory=set)
     #: Evidence the user's own user data survived.
     custom: str = ""
+    #: The instance-store disks are striped and hold kubelet's nodefs (instanceStorePolicy RAID0).
+    raid0: bool = False
 
 
 def _mime(text: str) -> list[Message]:
@@ -114,7 +116,11 @@ def read_nodeadm(text: str) -> Read:
         assert name == "--node-labels"
         labels.update(_pairs(value))
     taints = {(t["key"], t.get("value", ""), t["effect"]) for t in config.pop("registerWithTaints", [])}
+    # nodeadm's InstanceOptions.LocalStorage: strategy RAID0 (or Mount), nothing else.
+    storage = doc["spec"].get("instance", {}).get("localStorage", {})
+    assert set(doc["spec"].get("instance", {})) <= {"localStorage"} and set(storage) <= {"strategy"}
     return Read(
+        raid0=storage.get("strategy") == "RAID0",
         cluster=cluster["name"],
         endpoint=cluster["apiServerEndpoint"],
         ca=cluster["certificateAuthority"],
@@ -148,7 +154,10 @@ def read_bootstrap_sh(text: str) -> Read:
     command = shlex.split(script.split("\n", 2)[2].replace("\\\n", " "))
     assert command[0] == "/etc/eks/bootstrap.sh"
     options = dict(zip(command[2::2], command[3::2], strict=True))
+    # bootstrap.sh's --local-disks takes raid0 or mount.
+    assert options.get("--local-disks", "raid0") in ("raid0", "mount")
     read = Read(
+        raid0=options.get("--local-disks") == "raid0",
         cluster=command[1],
         endpoint=options["--apiserver-endpoint"],
         ca=options["--b64-cluster-ca"],
@@ -200,7 +209,11 @@ def read_bottlerocket(text: str) -> Read:
         for value, _, effect in (e.rpartition(":") for e in entries)
     }
     custom = f"qps={k8s.get('kube-api-qps')} admin={settings.get('host-containers', {}).get('admin')}"
+    mount = settings.get("bootstrap-commands", {}).get("000-mount-instance-storage", {})
     return Read(
+        raid0=mount.get("commands", [[]])[0] == ["apiclient", "ephemeral-storage", "init"]
+        and mount.get("mode") == "always"
+        and mount.get("essential") is True,
         cluster=k8s["cluster-name"],
         endpoint=k8s["api-server"],
         ca=k8s["cluster-certificate"],
@@ -352,3 +365,16 @@ def test_pods_per_core_caps_pods_except_on_bottlerocket() -> None:
 
 def test_default_settings_leave_the_catalog_entry_alone() -> None:
     assert M5_LARGE.for_node(NodeSettings.of(KubeletConfiguration(), nc.NodeClass())) is M5_LARGE
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_instance_store_raid0_stripes_the_local_disks_in_every_familys_user_data(family: str) -> None:
+    """instanceStorePolicy RAID0 as Karpenter's AWS families render it: AL2/Ubuntu bootstrap.sh
+    `--local-disks raid0`, AL2023 nodeadm `instance.localStorage.strategy: RAID0`, Bottlerocket the
+    `000-mount-instance-storage` bootstrap command (apiclient ephemeral-storage init/bind)."""
+    from dataclasses import replace
+
+    node = node_for(family, "custom-user-data")
+    assert not READERS[family](render(family, node)).raid0
+    read = READERS[family](render(family, replace(node, instance_store_raid0=True)))
+    assert read.raid0 and read.custom == READERS[family](render(family, node)).custom

@@ -212,3 +212,25 @@ def test_a_left_out_pool_is_reported_again_on_an_edit_not_on_a_status_write(clus
     assert reported_after(replace(broken, resource_version="8"), "api-1") == 1  # a status write
     edited = replace(broken, weight=(broken.weight or 0) + 1, resource_version="9")
     assert reported_after(edited, "api-2") == 2
+
+
+def test_a_node_that_never_joined_holds_its_pool_until_a_node_of_it_joins(cluster, cloud) -> None:
+    """Issue 35, launch and registration health: a pool whose nodes are created but never join (a
+    bad security group, AMI or user data) was launched for again every batch, since the Node create
+    lifted its hold. Karpenter's liveness sets NodeRegistrationHealthy=False (RegistrationFailed)
+    when a NodeClaim does not register in time, True on a registration."""
+    clock = Clock()
+    controller = controller_for(cloud, clock=clock)
+    plain = cluster.provisioners[1]
+    controller.registration_failed(plain, "node n1 did not become Ready within 900s of its creation")
+    hold = controller.backoff.holds()["plain"]
+    assert hold.reason == backoff.REGISTRATION_FAILED
+    assert cluster.conditions[-1] == ("plain", False, backoff.REGISTRATION_FAILED)
+    key = cluster.add_pod(for_pool("web", "plain"))
+    run(controller, [key])
+    assert "create" not in cloud.verbs() and key not in cluster.bound  # held: no launch
+    clock.now = hold.until  # the backoff passed: one launch, whose Node create does not lift it
+    run(controller, [key])
+    assert cloud.verbs().count("create") == 1 and "plain" in controller.backoff.holds()
+    controller.joined(plain)  # its node became Ready
+    assert "plain" not in controller.backoff.holds() and cluster.conditions[-1] == ("plain", True, "")

@@ -10,6 +10,7 @@ from extender.api.node import Node
 from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.pod import Pod
 from extender.api.provisioner_hash import HASH_VERSION, provisioner_hash
+from extender.api.resources import EFA
 from extender.cloud.types import Instance
 from extender.provisioning import launcher
 from extender.scheduling.solver import solve
@@ -172,3 +173,55 @@ def test_nodes_record_their_ami_and_the_allocatable_of_their_kubelet_settings() 
     assert AMI_ID_ANNOTATION not in launcher.adopted_node(instance("i-6"), itype, prov)["metadata"].get(
         "annotations", {}
     )
+
+
+# --- EFA: a node advertises the EFA interfaces it was launched with, never the type's most ---------
+
+EFA_TYPES = make_provisioner(
+    "efa",
+    requirements=[
+        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["p4d.24xlarge"]},
+        {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+    ],
+)
+
+
+def efa_pod(uid: str, efa: int) -> Pod:
+    # Every EFA type of the fixture catalog is a GPU type, which only GPU pods may use.
+    extended = {"nvidia.com/gpu": "1", **({EFA: str(efa)} if efa else {})}
+    resources = {"requests": {"cpu": "1", **extended}, "limits": extended}
+    return Pod.from_manifest(
+        {
+            "metadata": {"name": f"p-{uid}", "namespace": "ns", "uid": uid},
+            "spec": {"containers": [{"name": "c", "resources": resources}]},
+        }
+    )
+
+
+def test_pods_requesting_efa_launch_with_the_types_interfaces_and_the_node_advertises_them() -> None:
+    """Karpenter AWS v1.14.1: the launch template's EFACount is the type's EFA capacity when the
+    NodeClaim requests vpc.amazonaws.com/efa, else 0 (`amifamily/resolver.go`), and the NodeClaim
+    advertises EFA only when EFACount > 0 (`cloudprovider.go` resourceFilter)."""
+    (with_efa,) = solve([efa_pod("e1", 2)], [EFA_TYPES], list(catalog())).nodes
+    (without,) = solve([efa_pod("e2", 0)], [EFA_TYPES], list(catalog())).nodes
+    assert with_efa.instance_type.name == without.instance_type.name == "p4d.24xlarge"
+    ((efa_group,), (plain_group,)) = (
+        launcher.group([n], {EFA_TYPES.name: EFA_TYPES}) for n in (with_efa, without)
+    )
+    assert (efa_group.request.efa, plain_group.request.efa) == (True, False)
+
+    launched = instance("i-1", itype="p4d.24xlarge")
+    efa_node = launcher.node_for(launched, with_efa, EFA_TYPES)["status"]
+    assert efa_node["capacity"][EFA] == efa_node["allocatable"][EFA] == "4"
+    # The same type launched for pods that asked for none has no EFA interface: the device plugin
+    # would report 0, so the Node must not promise any to the next EFA pod.
+    plain_node = launcher.node_for(launched, without, EFA_TYPES)["status"]
+    assert EFA not in plain_node["capacity"] and EFA not in plain_node["allocatable"]
+
+
+def test_an_adopted_node_advertises_the_efa_interfaces_ec2_reports() -> None:
+    itype = next(t for t in catalog() if t.name == "p4d.24xlarge")
+    four = replace(instance("i-2", itype="p4d.24xlarge"), efa_interfaces=4)
+    assert launcher.adopted_node(four, itype, EFA_TYPES)["status"]["capacity"][EFA] == "4"
+    none = launcher.adopted_node(instance("i-3", itype="p4d.24xlarge"), itype, EFA_TYPES)
+    assert EFA not in none["status"]["capacity"]

@@ -250,3 +250,24 @@ def test_pods_left_to_kube_scheduler_are_planned_and_listed_apart(tmp_path, caps
     code, out = run(tmp_path, capsys, dra)
     assert "Leaving pod default/dra to kube-scheduler to bind" in out.out
     assert "default/dra" not in out.out.split("Leaving pod")[0]
+
+
+def test_plan_counts_pods_per_node_with_the_controllers_reserved_enis(tmp_path, capsys, monkeypatch):
+    """KARPY_AWS_RESERVED_ENIS (Karpenter's RESERVED_ENIS) lowers m5.large from 29 pods to 20, in
+    `karpy plan` as in the controller's catalog."""
+    tiny = DEPLOYMENT.replace("replicas: 5", "replicas: 29").replace('cpu: "1"', 'cpu: "10m"')
+    provisioner = tmp_path / "prov.yaml"
+    provisioner.write_text(
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\nspec:\n"
+        "  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}]\n"
+    )
+
+    def nodes() -> int:
+        code, out = run(tmp_path, capsys, tiny, "-o", "json", "--provisioner", str(provisioner))
+        assert code == 0
+        return len(json.loads(out.out)["nodes"])
+
+    # 29 pods fill one 29-pod m5.large; with 20 pods per node they need two.
+    assert nodes() == 1
+    monkeypatch.setenv("KARPY_AWS_RESERVED_ENIS", "1")
+    assert nodes() == 2

@@ -46,7 +46,22 @@ def settings(node: NodeBootstrap) -> dict[str, Any]:
         kubernetes["node-taints"] = taints
     else:
         kubernetes.pop("node-taints", None)
+    if node.instance_store_raid0:
+        # Karpenter's Bottlerocket family: the ephemeral-storage API stripes the disks and binds the
+        # kubelet's, containerd's and the pod logs' directories there, before kubelet starts.
+        commands = document["settings"].setdefault("bootstrap-commands", {})
+        commands["000-mount-instance-storage"] = {
+            "commands": [
+                ["apiclient", "ephemeral-storage", "init"],
+                ["apiclient", "ephemeral-storage", "bind", "--dirs", *EPHEMERAL_DIRS],
+            ],
+            "mode": "always",
+            "essential": True,
+        }
     return document
+
+
+EPHEMERAL_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 
 
 def _text(value: int | None) -> str | None:

@@ -67,6 +67,8 @@ def script(node: NodeBootstrap) -> str:
         command.append("--use-max-pods false")
     if args := kubelet_args(node):
         command.append(f"--kubelet-extra-args {shlex.quote(' '.join(args))}")
+    if node.instance_store_raid0:
+        command.append("--local-disks raid0")
     return "\n".join(
         [
             "#!/bin/bash -xe",

@@ -26,6 +26,8 @@ class NodeBootstrap:
     taints: tuple[Taint, ...] = ()
     #: The node configuration's own user data, merged per family.
     user_data: str | None = None
+    #: `instanceStorePolicy: RAID0`: stripe the instance-store NVMe disks and put nodefs on them.
+    instance_store_raid0: bool = False
 
     def kubelet_labels(self) -> dict[str, str]:
         """The labels kubelet may register with, sorted by key so equal inputs render equally."""

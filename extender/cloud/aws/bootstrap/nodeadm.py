@@ -25,19 +25,18 @@ def node_config(node: NodeBootstrap) -> dict[str, Any]:
         ]
     if labels := node.kubelet_labels():
         kubelet["flags"] = ['--node-labels="' + ",".join(f"{k}={v}" for k, v in labels.items()) + '"']
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "NodeConfig",
-        "spec": {
-            "cluster": {
-                "name": node.cluster_name,
-                "apiServerEndpoint": node.endpoint,
-                "certificateAuthority": node.ca_bundle,
-                "cidr": node.cluster_cidr,
-            },
-            "kubelet": kubelet,
+    spec: dict[str, Any] = {
+        "cluster": {
+            "name": node.cluster_name,
+            "apiServerEndpoint": node.endpoint,
+            "certificateAuthority": node.ca_bundle,
+            "cidr": node.cluster_cidr,
         },
+        "kubelet": kubelet,
     }
+    if node.instance_store_raid0:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": API_VERSION, "kind": "NodeConfig", "spec": spec}
 
 
 def render(node: NodeBootstrap) -> str:
