@@ -507,6 +507,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def from_controller(status: Status, metrics: str) -> dash.Figures:
+    """The controller's figures, priced as the NODES table is (from the nodes just listed): the
+    controller's price gauge lags a node launched since its last status pass, and the COST line
+    read $0/h beside a running node."""
+    return dataclasses.replace(dash.from_metrics(metrics), price_per_hour=status.price_per_hour)
+
+
 def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Figures]:
     """One reading of the cluster (and of the controller's metrics when named)."""
     from kubernetes import client
@@ -557,10 +564,10 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
             reasons=karpy_reasons(failed.get("items") or []),
         )
         if metrics_url:
-            return status, dash.from_metrics(_scrape(metrics_url))
+            return status, from_controller(status, _scrape(metrics_url))
         text, tried = discover_metrics(kube, settings)
     if text is not None:
-        return status, dash.from_metrics(text)
+        return status, from_controller(status, text)
     loaded = [pool.model for pool in pools if pool.model is not None]
     figures = dash.from_api(loaded, karpy_nodes, assigned, price_per_hour=status.price_per_hour)
     return status, dataclasses.replace(figures, unreachable=f"no controller metrics: {tried}; or --metrics")

@@ -286,3 +286,15 @@ def test_without_the_controller_the_lower_bound_says_where_karpy_looked() -> Non
         unreachable="no controller metrics: x; or --metrics",
     )
     assert status.render_figures(figures).endswith("lower bound - (no controller metrics: x; or --metrics)")
+
+
+def test_the_cost_line_prices_the_nodes_just_listed_not_the_controllers_lagging_gauge() -> None:
+    """Seen in `make demo`: NODES (1, $0.3060/h) above `COST $0.0000/h`, the controller's
+    karpy_nodes_price gauge not yet counting a node launched 4 s before."""
+    listed = status.summarize(
+        [provisioner("default")], [node("n1", "c5.xlarge")], [], [], prices=PRICES, now=NOW
+    )
+    lagging = "# TYPE karpy_nodes_price_dollars_per_hour gauge\nkarpy_nodes_price_dollars_per_hour 0.0\n"
+    figures = status.from_controller(listed, lagging)
+    assert figures.source == "metrics" and figures.price_per_hour == pytest.approx(0.068)
+    assert status.render_figures(figures).splitlines()[-1].startswith("COST $0.0680/h")
