@@ -292,7 +292,7 @@ def test_the_cost_line_prices_the_nodes_just_listed_not_the_controllers_lagging_
     """Seen in `make demo`: NODES (1, $0.3060/h) above `COST $0.0000/h`, the controller's
     karpy_nodes_price gauge not yet counting a node launched 4 s before."""
     listed = status.summarize(
-        [provisioner("default")], [node("n1", "c5.xlarge")], [], [], prices=PRICES, now=NOW
+        pools(provisioner("default")), [node("n1", "c5.xlarge")], [], [], prices=PRICES, now=NOW
     )
     lagging = "# TYPE karpy_nodes_price_dollars_per_hour gauge\nkarpy_nodes_price_dollars_per_hour 0.0\n"
     figures = status.from_controller(listed, lagging)
