@@ -416,7 +416,9 @@ def emptiness_step(cluster: Cluster, end: float) -> int:
         empty = [k for k, n in cluster.nodes.items() if not n.node.pods and not n.disrupting]
         if not empty:
             break
-        free = budgets.free(cluster.prov.disruption_budget, len(cluster.nodes), len(cluster.disrupting()))
+        free = budgets.free_by_reason(
+            cluster.prov, budgets.EMPTY, len(cluster.nodes), len(cluster.disrupting()), None
+        )
         cluster.remove(empty[:free], drain_from=t)
         removed += len(empty[:free])
         leaving = [cluster.life[k].leave_at or end for k in cluster.disrupting()]

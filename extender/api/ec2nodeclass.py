@@ -11,6 +11,7 @@ changed is translated here, with v1 field paths in every error:
 - `subnetSelectorTerms`, `securityGroupSelectorTerms`: the NodeClass's selector terms (ORed; each
   tags ANDed, or an `id`, or a security-group `name`), checked as Karpenter v1's CRD checks them.
 - `role` xor `instanceProfile` (see `NodeClass.role`); `kubelet` moved here from the NodePool.
+- `associatePublicIPAddress` (v1 only, no v1alpha5 twin): `NodeClass.associate_public_ip_address`.
 
 Fields karpy does not implement are refused by name, never dropped: a node must not silently boot
 differently from what the manifest says.
@@ -42,7 +43,6 @@ ALIAS_FAMILIES = {"al2023": nc.AL2023, "al2": nc.AL2, "bottlerocket": nc.BOTTLER
 WINDOWS_ALIASES = ("windows2019", "windows2022", "windows2025")
 #: v1 fields karpy does not implement: refused, naming the field.
 UNSUPPORTED_FIELDS = (
-    "associatePublicIPAddress",
     "capacityReservationSelectorTerms",
     "connectionTracking",
     "cpuOptions",
@@ -276,6 +276,9 @@ def load_ec2nodeclass(
     provider, errors = ec2nodeclass_provider(spec)
     subnets = _selector_terms(spec, "subnetSelectorTerms", errors)
     security_groups = _selector_terms(spec, "securityGroupSelectorTerms", errors)
+    public_ip = spec.get("associatePublicIPAddress")
+    if public_ip is not None and not isinstance(public_ip, bool):
+        errors.append(f"spec.associatePublicIPAddress: {quote(public_ip)} is not a boolean")
     if not name:
         errors.insert(0, "metadata.name: missing required field")
     if obj.get("apiVersion", API_VERSION) != API_VERSION or obj.get("kind", KIND) != KIND:
@@ -301,6 +304,7 @@ def load_ec2nodeclass(
         ami_version=alias_version(spec.get("amiSelectorTerms")),
         subnet_selector=subnets,
         security_group_selector=security_groups,
+        associate_public_ip_address=public_ip,
     )
     if role := str(spec.get("role") or ""):
         node_class = replace(node_class, role=role, instance_profile="")

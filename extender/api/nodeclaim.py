@@ -60,12 +60,6 @@ EPHEMERAL_TAINTS = frozenset(
 NEVER_UPDATED = "NodeStatusNeverUpdated"
 
 
-def records(provisioner: Provisioner) -> bool:
-    """Only NodePool nodes get NodeClaims: Karpenter v1 has no Provisioners, and a v1alpha5 node has
-    no v1 object to belong to."""
-    return provisioner.kind == NODEPOOL_KIND
-
-
 def claim_name(nodepool: str, instance_id: str) -> str:
     """`<nodepool>-<instance id without i->`: derived, not drawn, so a retried launch, an adopted
     instance and the node's termination all find the same claim without listing."""

@@ -5,8 +5,8 @@ One typed value behind both v1alpha5 forms, a Provisioner's inline `spec.provide
 Karpenter's; v1's EC2NodeClass maps onto it field for field: amiFamily, amiSelectorTerms (here the
 v1alpha5 `amiSelector` map), userData, blockDeviceMappings (+ rootVolume), metadataOptions,
 subnet/securityGroup selector terms (a v1alpha5 map becomes tag terms), tags, instanceProfile,
-detailedMonitoring, context; its `kubelet` block is the Provisioner's `kubeletConfiguration`
-(extender.api.kubelet), where v1alpha5 keeps it.
+detailedMonitoring, associatePublicIPAddress (v1 only), context; its `kubelet` block is the
+Provisioner's `kubeletConfiguration` (extender.api.kubelet), where v1alpha5 keeps it.
 """
 
 from __future__ import annotations
@@ -184,6 +184,8 @@ class NodeClass:
     block_device_mappings: tuple[BlockDeviceMapping, ...] = ()
     metadata_options: MetadataOptions = field(default_factory=MetadataOptions)
     detailed_monitoring: bool | None = None
+    #: v1 EC2NodeClass `associatePublicIPAddress` (None = the subnet's MapPublicIpOnLaunch decides).
+    associate_public_ip_address: bool | None = None
     #: "RAID0": the instance-store NVMe disks are striped and become kubelet's nodefs (Karpenter
     #: v0.34+ `instanceStorePolicy`); "" = left unmounted, nodefs on the root volume.
     instance_store_policy: str = ""

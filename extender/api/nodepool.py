@@ -353,7 +353,6 @@ class NodePoolSchema(Base):
         policy = disruption.get("consolidationPolicy", WHEN_EMPTY_OR_UNDERUTILIZED)
         after = disruption.get("consolidateAfter", 0)
         budgets = tuple(disruption.get("budgets") or (Budget(nodes=DEFAULT_DISRUPTION_BUDGET),))
-        plain = [b.nodes for b in budgets if b.schedule is None and not b.reasons]
         raw_limits = (original.get("spec") or {}).get("limits") or {}
         static = spec["replicas"] is not None
         return Provisioner(
@@ -381,7 +380,6 @@ class NodePoolSchema(Base):
             consolidation_min_savings=min_savings(data["metadata"]),
             consolidate_after=after,
             budgets=budgets,
-            disruption_budget=plain[0] if len(plain) == 1 else DEFAULT_DISRUPTION_BUDGET,
             provider_ref=tspec["nodeClassRef"]["name"],
             replicas=spec["replicas"],
         )

@@ -42,6 +42,9 @@ class Taint:
     value: str = ""
 
 
+#: The two API kinds loaded into a Provisioner (`kind`).
+PROVISIONER_KIND, NODEPOOL_KIND = "Provisioner", "NodePool"
+
 #: Karpenter's default disruption budget (NodePool `budgets: [{nodes: "10%"}]`).
 DEFAULT_DISRUPTION_BUDGET = "10%"
 
@@ -87,19 +90,19 @@ class Provisioner:
     #: NodePool `consolidationPolicy: Balanced`: its k (a move's share of the pool's cost saved
     #: must be at least 1/k of its share of the pool's disruption); None for any other policy.
     consolidation_threshold: int | None = None
-    #: `spec.disruption.nodes`: how many of this Provisioner's nodes may be voluntarily disrupted
-    #: (emptiness, expiry, consolidation together) at once: "N" nodes or "N%" of its nodes.
-    disruption_budget: str = DEFAULT_DISRUPTION_BUDGET
-    #: v1 `spec.disruption.budgets`; empty means the one budget `disruption_budget` for every reason.
-    budgets: tuple[Budget, ...] = ()
+    #: v1 `spec.disruption.budgets`: how many of its nodes may be voluntarily disrupted at once, per
+    #: reason. A v1alpha5 `spec.disruption.nodes` loads as the one budget for every reason (and,
+    #: unlike v1's, for expiry too: `budgets_hold_expiry`).
+    budgets: tuple[Budget, ...] = (Budget(nodes=DEFAULT_DISRUPTION_BUDGET),)
     #: v1 `spec.disruption.consolidateAfter` in seconds (None = "Never"): how long a node must have
-    #: been empty or under-used before consolidation may take it.
-    consolidate_after: int | None = None
+    #: been empty or under-used before consolidation may take it. The CRD's default, 0, is also a
+    #: v1alpha5 Provisioner's (it has no such field and waits for nothing).
+    consolidate_after: int | None = 0
     #: v1 `spec.template.spec.terminationGracePeriod` in seconds: a drain blocked longer ends.
     termination_grace_period: int | None = None
     #: Which API the object came from: "Provisioner" (karpenter.sh/v1alpha5) or "NodePool"
     #: (karpenter.sh/v1). Decides the node's owner label (`provisioner-name` or `nodepool`).
-    kind: str = "Provisioner"
+    kind: str = PROVISIONER_KIND
     kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
     provider: NodeClass = field(default_factory=NodeClass)
     #: `spec.providerRef.name`: the AWSNodeTemplate `provider` was loaded from ("" = inline provider).
@@ -125,14 +128,43 @@ class Provisioner:
         return replace(self, uid="", resource_version="")
 
     @property
+    def is_v1(self) -> bool:
+        """A karpenter.sh/v1 NodePool. The generations differ only through the properties below;
+        nothing outside extender/api asks for `kind`."""
+        return self.kind == NODEPOOL_KIND
+
+    @property
     def noun(self) -> str:
         """How logs and Events name this kind of object, as Karpenter's do: "nodepool" in v1."""
-        return "nodepool" if self.kind == "NodePool" else "provisioner"
+        return "nodepool" if self.is_v1 else "provisioner"
 
     @property
     def owner_label(self) -> str:
         """The label naming this object on its nodes: `karpenter.sh/nodepool` for a NodePool."""
-        return wk.NODEPOOL if self.kind == "NodePool" else wk.PROVISIONER_NAME
+        return wk.NODEPOOL if self.is_v1 else wk.PROVISIONER_NAME
+
+    @property
+    def records_nodeclaims(self) -> bool:
+        """Whether its nodes get NodeClaims: Karpenter v1 has no Provisioners, and a v1alpha5 node
+        has no v1 object to belong to."""
+        return self.is_v1
+
+    @property
+    def has_v1_status(self) -> bool:
+        """Whether its status is v1's (conditions written by cluster/v1status.py) rather than the
+        v1alpha5 `status.resources` the provisioning reporter patches."""
+        return self.is_v1
+
+    @property
+    def budgets_hold_expiry(self) -> bool:
+        """Whether `budgets` hold expiry too: v1's expiration is forceful (no budget holds it,
+        Karpenter's designs/forceful-expiration.md); karpy always applied the v1alpha5 budget to it."""
+        return not self.is_v1
+
+    @property
+    def drifted_reason(self) -> str:
+        """The Drifted reason when its node-shaping hash changed: Karpenter's `NodePoolDrifted`."""
+        return f"{self.kind}Drifted"
 
     def selected_by(self, node_selector: Mapping[str, str]) -> bool:
         """Whether a nodeSelector naming an owner (either label) names this one, by its own label:

@@ -22,7 +22,7 @@ from marshmallow import (
 
 from extender.api import labels as wk
 from extender.api import ranges
-from extender.api.disruption import MIN_SAVINGS_ANNOTATION, SavingsThreshold, parse_min_savings
+from extender.api.disruption import MIN_SAVINGS_ANNOTATION, Budget, SavingsThreshold, parse_min_savings
 from extender.api.nodeclass import API_VERSION as NODE_TEMPLATE_API_VERSION
 from extender.api.nodeclass import KIND as NODE_TEMPLATE_KIND
 from extender.api.nodeclass import NodeClass
@@ -379,7 +379,7 @@ class ProvisionerSchema(_Base):
             limited=frozenset(str(k) for k in raw_limits),
             weight=spec.get("weight", 0),
             consolidation=bool((spec.get("consolidation") or {}).get("enabled")),
-            disruption_budget=(spec.get("disruption") or {}).get("nodes", DEFAULT_DISRUPTION_BUDGET),
+            budgets=(Budget(nodes=(spec.get("disruption") or {}).get("nodes", DEFAULT_DISRUPTION_BUDGET)),),
             kubelet=spec.get("kubeletConfiguration") or KubeletConfiguration(),
             provider=spec.get("provider") or NodeClass(),
             provider_ref=(spec.get("providerRef") or {}).get("name", ""),

@@ -17,6 +17,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from extender.api import labels as wk
+from extender.api.provisioner import Provisioner
 from extender.api.quantity import QuantityError, parse_quantity
 from extender.provisioning.startup import condition_since, timestamp
 
@@ -136,14 +137,14 @@ def _quantity(raw: Any) -> float | None:
 
 
 def from_api(
-    provisioners: Iterable[Mapping[str, Any]],
+    provisioners: Iterable[Provisioner],
     nodes: Iterable[Mapping[str, Any]],
     assigned: Iterable[Mapping[str, Any]],
     *,
     price_per_hour: float,
 ) -> Figures:
-    """The figures from API JSON: Provisioners, karpy's Nodes and bound pods (those on karpy's nodes
-    count for startup)."""
+    """The figures from the Provisioners and NodePools karpy loaded and API JSON: karpy's Nodes and
+    bound pods (those on karpy's nodes count for startup)."""
     owner: dict[str, str] = {}
     capacity: dict[str, dict[str, float]] = {}
     for node in nodes:
@@ -167,14 +168,10 @@ def from_api(
             if (at := condition_since(pod, condition)) is not None:
                 waits[stage].append(max(at - created, 0.0))
     limits = []
-    for obj in provisioners:
-        name = (obj.get("metadata") or {}).get("name", "")
-        limits_of = (obj.get("spec") or {}).get("limits") or {}
-        # A NodePool's limits are the map itself (v1alpha5: under `resources`).
-        resources = limits_of if obj.get("kind") == "NodePool" else limits_of.get("resources") or {}
-        for resource, raw in sorted(resources.items()):
-            if (limit := _quantity(raw)) is not None:
-                limits.append(Limit(name, resource, capacity.get(name, {}).get(resource, 0.0), limit))
+    for pool in provisioners:
+        for resource in sorted(pool.limited | pool.limits.names()):
+            used = capacity.get(pool.name, {}).get(resource, 0.0)
+            limits.append(Limit(pool.name, resource, used, pool.limits.get(resource)))
     return Figures(
         source="pods",
         startup=tuple(

@@ -5,7 +5,9 @@ the controller's /metrics with --metrics. `--watch [SECONDS]` redraws them until
 
 Prices come from the price file (--prices or KARPY_AWS_PRICE_FILE) when it lists the type, else from
 the documented estimate in extender.scheduling.pricing; the SOURCE column says which.
-`summarize` and `render` are pure (API JSON in, text out); only `run` talks to the cluster.
+Provisioners and NodePools are read as karpy reads them (`load_pools`, through extender/api with
+the defaults `karpy plan` applies): one that does not load is listed as invalid, with why.
+`summarize` and `render` are pure (models and API JSON in, text out); only `run` talks to the cluster.
 """
 
 from __future__ import annotations
@@ -15,17 +17,32 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from marshmallow import ValidationError
+
 from extender.api import labels as wk
+from extender.api.provisioner import Provisioner
 from extender.api.quantity import QuantityError, format_cpu, parse_quantity
+from extender.api.schema_text import summarize as summarize_problems
 from extender.cli import figures as dash
 from extender.cli.main import UsageError
 from extender.scheduling.pricing import PriceBook, Shape
 
 GIB = 1024.0**3
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A Provisioner or NodePool as karpy reads it (`model`), or `problem`: why it does not load
+    (karpy leaves it out); `resources`: its status.resources, what its nodes hold."""
+
+    name: str
+    model: Provisioner | None
+    problem: str = ""
+    resources: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -37,6 +54,8 @@ class ProvisionerRow:
     nodes: int
     cpu: str
     memory: str
+    #: Why karpy does not load it ("" = it does).
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,50 +123,45 @@ def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     return {}
 
 
-def _capacity_types(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    label = (spec.get("labels") or {}).get(wk.CAPACITY_TYPE)
-    if label:
+def _capacity_types(pool: Provisioner) -> tuple[str, ...]:
+    if label := pool.labels.get(wk.CAPACITY_TYPE):
         return (label,)
-    for req in spec.get("requirements") or []:
-        if wk.normalize_key(req.get("key", "")) == wk.CAPACITY_TYPE and req.get("operator") == "In":
-            return tuple(req.get("values") or ())
+    for req in pool.requirements:
+        if req.key == wk.CAPACITY_TYPE and req.operator == "In":
+            return req.values
     return ()
 
 
-def _v1_shape(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A NodePool's spec in the v1alpha5 shape these rows read (labels, requirements, empty TTL)."""
-    from extender.api.nodepool import duration_seconds
-
-    spec = obj.get("spec") or {}
-    template = spec.get("template") or {}
-    disruption = spec.get("disruption") or {}
-    ttl = None
-    if disruption.get("consolidationPolicy") == "WhenEmpty":
+def load_pools(
+    objects: Iterable[Mapping[str, Any]], load: Callable[[Mapping[str, Any]], Provisioner]
+) -> list[Pool]:
+    """Provisioner and NodePool manifests as `load` (extender/api behind it) reads them."""
+    pools = []
+    for obj in objects:
+        name = str(_meta(obj).get("name", ""))
+        resources = (obj.get("status") or {}).get("resources") or {}
         try:
-            ttl = duration_seconds(str(disruption.get("consolidateAfter", "")))
-        except ValueError:
-            ttl = None
-    return {
-        "weight": spec.get("weight"),
-        "labels": (template.get("metadata") or {}).get("labels"),
-        "requirements": (template.get("spec") or {}).get("requirements"),
-        "ttlSecondsAfterEmpty": ttl,
-    }
+            pools.append(Pool(name, load(obj), resources=resources))
+        except ValidationError as err:
+            messages = err.messages if isinstance(err.messages, list) else [str(err.messages)]
+            pools.append(Pool(name, None, summarize_problems(messages), resources))
+        except Exception as err:  # one object's boundary, as the controller's listing has it
+            pools.append(Pool(name, None, f"{type(err).__name__}: {err}", resources))
+    return pools
 
 
-def provisioner_row(obj: Mapping[str, Any], nodes: Sequence[NodeRow]) -> ProvisionerRow:
-    """One Provisioner's row, or a NodePool's (read in the same shape)."""
-    spec = _v1_shape(obj) if obj.get("kind") == "NodePool" else obj.get("spec") or {}
-    name = _meta(obj).get("name", "")
-    resources = (obj.get("status") or {}).get("resources") or {}
+def provisioner_row(pool: Pool, nodes: Sequence[NodeRow]) -> ProvisionerRow:
+    """One Provisioner's or NodePool's row."""
+    model, resources = pool.model, pool.resources
     return ProvisionerRow(
-        name=name,
-        weight=int(spec.get("weight") or 0),
-        ttl_seconds_after_empty=spec.get("ttlSecondsAfterEmpty"),
-        capacity_types=_capacity_types(spec),
-        nodes=sum(1 for node in nodes if node.provisioner == name),
+        name=pool.name,
+        weight=model.weight if model else 0,
+        ttl_seconds_after_empty=model.ttl_seconds_after_empty if model else None,
+        capacity_types=_capacity_types(model) if model else (),
+        nodes=sum(1 for node in nodes if node.provisioner == pool.name),
         cpu=str(resources.get("cpu", "-")),
         memory=readable_memory(_quantity(resources["memory"])) if "memory" in resources else "-",
+        problem=pool.problem,
     )
 
 
@@ -225,7 +239,7 @@ def pending_row(pod: Mapping[str, Any], now: float, reasons: Mapping[str, str] |
 
 
 def summarize(
-    provisioners: Iterable[Mapping[str, Any]],
+    provisioners: Iterable[Pool],
     nodes: Iterable[Mapping[str, Any]],
     pending: Iterable[Mapping[str, Any]],
     assigned: Iterable[Mapping[str, Any]],
@@ -234,7 +248,7 @@ def summarize(
     now: float,
     reasons: Mapping[str, str] | None = None,
 ) -> Status:
-    """Rows from API JSON: Provisioner objects, karpy's Nodes, unbound pods and bound pods;
+    """Rows from the pools (`load_pools`) and API JSON: karpy's Nodes, unbound pods and bound pods;
     `reasons`: pod uid -> karpy's reason (`karpy_reasons`)."""
     per_node: dict[str, int] = {}
     for pod in assigned:
@@ -292,6 +306,9 @@ def render(status: Status) -> str:
             for p in status.provisioners
         ],
     )
+    out += [
+        f"{p.name} is invalid, karpy leaves it out: {p.problem}" for p in status.provisioners if p.problem
+    ]
     out += ["", f"NODES ({len(status.nodes)}, ${status.price_per_hour:.4f}/h)"]
     out += _table(
         ("NAME", "PROVISIONER", "TYPE", "ZONE", "CAPACITY", "AGE", "STATUS", "PODS", "$/H", "PRICE-SOURCE"),
@@ -501,14 +518,16 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
     """One reading of the cluster (and of the controller's metrics when named)."""
     from kubernetes import client
 
+    from extender.api.ec2nodeclass import API_VERSION as NODE_CLASS_API_VERSION
+    from extender.api.ec2nodeclass import PLURAL as NODE_CLASS_PLURAL
     from extender.api.nodepool import API_VERSION as NODEPOOL_API_VERSION
     from extender.api.nodepool import PLURAL as NODEPOOL_PLURAL
+    from extender.cli.plan import plan_settings
     from extender.cluster import client as kube_client
     from extender.cluster import nodes, pods
-    from extender.cluster.provisioners import list_custom
-    from extender.settings import from_env
+    from extender.cluster.provisioners import list_custom, list_node_templates, load_configured
 
-    settings = from_env()
+    settings = plan_settings()
     if args.kubeconfig is not None:
         settings.kubeconfig = args.kubeconfig
     prices = _price_book(args.prices if args.prices is not None else settings.aws.price_file)
@@ -525,13 +544,18 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
         provisioners += [
             {**pool, "kind": "NodePool"} for pool in list_custom(kube, group, version, NODEPOOL_PLURAL)
         ]
+        # Read as the controller reads them: templates and classes resolve providerRef and nodeClassRef.
+        templates = list_node_templates(kube)
+        class_group, class_version = NODE_CLASS_API_VERSION.split("/")
+        classes = list_custom(kube, class_group, class_version, NODE_CLASS_PLURAL)
+        pools = load_pools(provisioners, lambda obj: load_configured(obj, settings, templates, classes))
         karpy_nodes = nodes.list_node_manifests(kube, karpy_only=True)
         assigned = pods.list_assigned(kube)
         failed = kube_client.call_json(
             client.CoreV1Api(kube).list_event_for_all_namespaces, field_selector="reason=FailedProvisioning"
         )
         status = summarize(
-            provisioners,
+            pools,
             karpy_nodes,
             pods.list_pending(kube)[0],
             assigned,
@@ -544,7 +568,8 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
         text, tried = discover_metrics(kube, settings)
     if text is not None:
         return status, from_controller(status, text)
-    figures = dash.from_api(provisioners, karpy_nodes, assigned, price_per_hour=status.price_per_hour)
+    loaded = [pool.model for pool in pools if pool.model is not None]
+    figures = dash.from_api(loaded, karpy_nodes, assigned, price_per_hour=status.price_per_hour)
     return status, dataclasses.replace(figures, unreachable=f"no controller metrics: {tried}; or --metrics")
 
 

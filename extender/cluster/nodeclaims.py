@@ -166,7 +166,7 @@ def record_launch(
     """Provisioning's hook: the claim of a node just launched for a NodePool (Launched=True); its
     name, None when the Provisioner is not a NodePool or the write failed (logged)."""
     iid = instance_id(node.provider_id)
-    if not nc.records(provisioner) or iid is None:
+    if not provisioner.records_nodeclaims or iid is None:
         return None
     manifest = nc.manifest(provisioner, node, iid, requests=requests)
     name: str = manifest["metadata"]["name"]
@@ -228,7 +228,7 @@ class Tracker:
     ) -> None:
         """Bring the claim of `node` up to date; `drifted`: the drift reason (None = not drifted),
         `consolidatable`: True/False; KEEP leaves either as written."""
-        if provisioner is None or not nc.records(provisioner):
+        if provisioner is None or not provisioner.records_nodeclaims:
             return
         name = name_of(node, provisioner.name)
         if name is None:

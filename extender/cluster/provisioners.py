@@ -361,17 +361,13 @@ def list_configured(kube: client.ApiClient, settings: Settings) -> list[Provisio
     return without_clashes(provisioners, nodepools)
 
 
-def patch_status(
-    kube: client.ApiClient, name: str, status: Mapping[str, Any], kind: str = "Provisioner"
-) -> None:
-    group, version, plural = (
-        (NODEPOOL_GROUP, NODEPOOL_VERSION, np.PLURAL) if kind == np.KIND else (GROUP, VERSION, PLURAL)
-    )
-    with translated(f"patching status of {kind.lower()} {name}"):
+def patch_status(kube: client.ApiClient, name: str, status: Mapping[str, Any]) -> None:
+    """A v1alpha5 Provisioner's status (a NodePool's is cluster/v1status.py's)."""
+    with translated(f"patching status of provisioner {name}"):
         client.CustomObjectsApi(kube).patch_cluster_custom_object_status(
-            group,
-            version,
-            plural,
+            GROUP,
+            VERSION,
+            PLURAL,
             name,
             {"status": dict(status)},
             _content_type="application/merge-patch+json",

@@ -11,8 +11,8 @@ Which budgets count (`allowed_by_reason`, Karpenter v1 `NodePool.GetAllowedDisru
 pkg/apis/v1/nodepool.go): a v1 budget applies to a disruption of reason R when its `reasons` are
 empty or hold R, and is active when it has no schedule or `now` lies in [last cron fire, fire +
 duration) (`Budget.IsActive`); the allowed count is the minimum over the active budgets that apply,
-unlimited when none does. A Provisioner without v1 `budgets` (v1alpha5) has its one
-`spec.disruption.nodes` for every reason. karpy's mechanisms map to reasons as Karpenter's do:
+unlimited when none does. A v1alpha5 Provisioner's one `spec.disruption.nodes` is loaded as a
+budget for every reason. karpy's mechanisms map to reasons as Karpenter's do:
 emptiness (`ttlSecondsAfterEmpty` / WhenEmpty) and consolidation of empty nodes -> Empty,
 consolidation deleting or replacing nodes with pods -> Underutilized, drift -> Drifted. Expiry has no
 reason: v1's expiration is forceful and no budget holds it (`nodeclaim/expiration`, designs/
@@ -109,9 +109,7 @@ def applies(budget: Budget, reason: str) -> bool:
 
 def allowed_by_reason(prov: Provisioner, reason: str, total: int, now: datetime | None) -> int:
     """How many of the Provisioner's `total` nodes may be disrupting for `reason` at `now`."""
-    if not prov.budgets:
-        return allowed(prov.disruption_budget, total)
-    if reason == EXPIRED:
+    if reason == EXPIRED and not prov.budgets_hold_expiry:
         return UNLIMITED
     return min((budget_allows(b, total, now) for b in prov.budgets if applies(b, reason)), default=UNLIMITED)
 

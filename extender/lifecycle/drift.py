@@ -43,7 +43,7 @@ def drift_reason(node: Node, provisioner: Provisioner, image: str | None) -> str
     stamped = node.annotations.get(wk.PROVISIONER_HASH_ANNOTATION)
     same_version = node.annotations.get(wk.PROVISIONER_HASH_VERSION_ANNOTATION) == HASH_VERSION
     if stamped and same_version and stamped != provisioner_hash(provisioner):
-        return "NodePoolDrifted" if provisioner.kind == "NodePool" else "ProvisionerDrifted"
+        return provisioner.drifted_reason
     if not Requirements.from_requirements(provisioner.requirements).matches(wk.with_ga_keys(node.labels)):
         return "RequirementsDrifted"
     launched = node.annotations.get(AMI_ID_ANNOTATION)

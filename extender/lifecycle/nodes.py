@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from extender.api import labels, nodeclaim
+from extender.api import labels
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
@@ -190,7 +190,7 @@ class NodeWorker:
         expired = (at := expires_at(node, expiry_ttl)) is not None and ctx.clock() >= at
         if prov is not None and not node.deleting and not expired:
             delays.append(self._drift(node, prov, pods))
-        if prov is not None and nodeclaim.records(prov):
+        if prov is not None and prov.records_nodeclaims:
             self._record(node, prov, pods)
         if not node.deleting and name not in self.expiry.active():
             empty_ttl = prov.ttl_seconds_after_empty if prov else None

@@ -93,7 +93,7 @@ class Pipeline:
             return None
         self._plan_and_launch(pods, ctx, report, bind=True)
         # A NodePool's status is v1's, written by the v1 status pass (cluster/v1status.py).
-        self.reporter.refresh_status(n for n, p in ctx.provisioners.items() if p.kind == "Provisioner")
+        self.reporter.refresh_status(n for n, p in ctx.provisioners.items() if not p.has_v1_status)
         return ctx
 
     def replacements(self, pods: Sequence[Pod]) -> list[str]:

@@ -18,7 +18,6 @@ from typing import Any
 from kubernetes import client
 
 from extender.api import labels as wk
-from extender.api import nodeclaim
 from extender.api.node import Node
 from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudError, CloudProvider, Instance, InstanceNotFoundError
@@ -66,7 +65,7 @@ class Registrar:
         t0 = self.clock()
         manifest = launcher.node_for(instance, planned, provisioner, region=self.region)
         name: str = manifest["metadata"]["name"]
-        if nodeclaim.records(provisioner):
+        if provisioner.records_nodeclaims:
             # Before the Node: the lifecycle looks for the claim as soon as the Node appears.
             nodeclaims.record_launch(
                 self.kube,

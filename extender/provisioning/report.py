@@ -174,14 +174,14 @@ class Reporter:
         NodePool's NodeRegistrationHealthy condition; lifted: the condition back to True."""
         if hold is None:
             log.info("Launching for %s %s again", pool.noun, pool.name)
-            if pool.kind == "NodePool":
+            if pool.has_v1_status:
                 v1status.set_condition(self.kube, pool.name, True, "", "")
             return
         seconds = hold.seconds_left(self.clock())
         message = f"{hold.message}; not launching for it for {seconds:.0f}s (failure {hold.failures})"
         log.error("Backing off %s %s, %s", pool.noun, pool.name, short(message, 1000))
         self.provisioner_event(pool, hold.reason, short(message), warning=True)
-        if pool.kind == "NodePool":
+        if pool.has_v1_status:
             v1status.set_condition(self.kube, pool.name, False, hold.reason, hold.message)
 
     def bound(self, plan: Plan, report: BatchReport) -> None:

@@ -9,9 +9,17 @@ import pytest
 
 from extender.cli import status
 from extender.cli.main import main
+from extender.cli.plan import plan_settings
+from extender.cluster.provisioners import load_configured
 from extender.scheduling.pricing import PriceBook, Shape, estimate
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC).timestamp()
+SETTINGS = plan_settings()
+
+
+def pools(*objs: dict) -> list[status.Pool]:
+    """As `karpy status` reads them: through extender/api, with `karpy plan`'s defaults."""
+    return status.load_pools(objs, lambda obj: load_configured(obj, SETTINGS))
 
 
 def stamp(seconds_ago: float) -> str:
@@ -88,7 +96,7 @@ def test_summarize_counts_prices_and_orders_rows() -> None:
         pod("other", node_name="elsewhere")
     ]
     result = status.summarize(
-        [provisioner("spot-only", weight=10), provisioner("default")],
+        pools(provisioner("spot-only", weight=10), provisioner("default")),
         nodes,
         [pod("waiting", age=42)],
         assigned,
@@ -142,7 +150,7 @@ def test_unknown_types_fall_back_to_the_documented_estimate() -> None:
 
 def test_render_shows_every_section_and_the_hourly_total() -> None:
     result = status.summarize(
-        [provisioner("default", ttl=None)],
+        pools(provisioner("default", ttl=None)),
         [node("ip-10-0-1-4", "c5.xlarge", cordoned=True)],
         [pod("p", age=90)],
         [],
@@ -220,7 +228,8 @@ def test_a_nodepool_has_a_row_read_from_its_v1_fields_and_counts_its_nodes() -> 
                 "spec": {
                     "requirements": [
                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
-                    ]
+                    ],
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
                 }
             },
             "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1m30s"},
@@ -230,7 +239,7 @@ def test_a_nodepool_has_a_row_read_from_its_v1_fields_and_counts_its_nodes() -> 
     owned = node("n-v1", "c5.xlarge")
     owned["metadata"]["labels"].pop("karpenter.sh/provisioner-name")
     owned["metadata"]["labels"]["karpenter.sh/nodepool"] = "v1pool"
-    result = status.summarize([pool], [owned], [], [], prices=PRICES, now=NOW)
+    result = status.summarize(pools(pool), [owned], [], [], prices=PRICES, now=NOW)
     (row,) = result.provisioners
     assert (row.name, row.weight, row.ttl_seconds_after_empty, row.capacity_types, row.nodes) == (
         "v1pool",
@@ -249,7 +258,21 @@ def test_a_provisioners_memory_reads_in_the_largest_unit(quantity: str, text: st
     """Issue 32: the demo's Provisioner row read `15518924Ki` (a node's capacity summed as the API
     writes it); people read Gi, as `kubectl top` shows it."""
     obj = {"metadata": {"name": "default"}, "spec": {}, "status": {"resources": {"memory": quantity}}}
-    assert status.provisioner_row(obj, []).memory == text
+    (pool,) = pools(obj)
+    assert status.provisioner_row(pool, []).memory == text
+
+
+def test_an_invalid_provisioner_is_listed_with_why_karpy_leaves_it_out() -> None:
+    """Status shows the pools as the controller loads them (extender/api): one that does not load
+    has no weight or TTL to show, and says why, rather than rows read from a manifest karpy ignores."""
+    bad = provisioner("broken", ttl=None)
+    bad["spec"]["limits"] = {"resources": {"memory": "lots"}}
+    result = status.summarize(pools(bad, provisioner("fine")), [], [], [], prices=PRICES, now=NOW)
+    broken, fine = result.provisioners
+    assert (fine.name, fine.problem) == ("fine", "")
+    assert broken.name == "broken" and broken.problem.startswith("spec.limits.resources.memory")
+    assert (broken.weight, broken.ttl_seconds_after_empty, broken.capacity_types) == (0, None, ())
+    assert f"broken is invalid, karpy leaves it out: {broken.problem}" in status.render(result).splitlines()
 
 
 def test_without_the_controller_the_lower_bound_says_where_karpy_looked() -> None:
@@ -269,7 +292,7 @@ def test_the_cost_line_prices_the_nodes_just_listed_not_the_controllers_lagging_
     """Seen in `make demo`: NODES (1, $0.3060/h) above `COST $0.0000/h`, the controller's
     karpy_nodes_price gauge not yet counting a node launched 4 s before."""
     listed = status.summarize(
-        [provisioner("default")], [node("n1", "c5.xlarge")], [], [], prices=PRICES, now=NOW
+        pools(provisioner("default")), [node("n1", "c5.xlarge")], [], [], prices=PRICES, now=NOW
     )
     lagging = "# TYPE karpy_nodes_price_dollars_per_hour gauge\nkarpy_nodes_price_dollars_per_hour 0.0\n"
     figures = status.from_controller(listed, lagging)

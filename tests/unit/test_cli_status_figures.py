@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 
 from extender.cli import figures, status
 from extender.cli.main import UsageError, main
+from extender.cli.plan import plan_settings
+from extender.cluster.provisioners import load_configured
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -108,9 +110,22 @@ def pod(name: str, node_name: str, scheduled: float | None, ready: float | None)
 
 
 def test_figures_from_the_api_read_the_pods_on_karpys_nodes_now() -> None:
-    provisioners = [
-        {"metadata": {"name": "a"}, "spec": {"limits": {"resources": {"cpu": "16", "memory": "bad"}}}}
-    ]
+    v1alpha5 = {"metadata": {"name": "a"}, "spec": {"limits": {"resources": {"cpu": "16", "pods": "0"}}}}
+    # A NodePool's limits are the map itself; read, as the v1alpha5 ones, from the loaded model.
+    nodepool = {
+        "kind": "NodePool",
+        "metadata": {"name": "b"},
+        "spec": {
+            "limits": {"memory": "64Gi"},
+            "template": {
+                "spec": {
+                    "requirements": [],
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "c"},
+                }
+            },
+        },
+    }
+    provisioners = [load_configured(obj, plan_settings()) for obj in (v1alpha5, nodepool)]
     nodes = [node("n1", "a", "4"), node("n2", "a", "8")]
     assigned = [
         pod("p1", "n1", 4, 6),
@@ -122,7 +137,11 @@ def test_figures_from_the_api_read_the_pods_on_karpys_nodes_now() -> None:
     bound, ready = result.startup
     assert (bound.pods, bound.p50, bound.p95) == (3, 10.0, 20.0)
     assert (ready.pods, ready.p50, ready.p95) == (2, 6.0, 25.0)
-    assert result.limits == (figures.Limit("a", "cpu", 12.0, 16.0),)  # an unreadable limit is left out
+    assert result.limits == (
+        figures.Limit("a", "cpu", 12.0, 16.0),
+        figures.Limit("a", "pods", 0.0, 0.0),  # a limit of 0 is one ("launch nothing")
+        figures.Limit("b", "memory", 0.0, 64 * 1024**3),
+    )
     assert (result.price_per_hour, result.lower_bound) == (0.5, None)
     assert "lower bound - (from the controller: --metrics)" in status.render_figures(result)
 

@@ -83,6 +83,8 @@ class LaunchTemplateSpec:
     detailed_monitoring: bool | None = None
     #: EFA interfaces the node is launched with (0 = the default primary interface only).
     efa_interfaces: int = 0
+    #: EC2NodeClass `associatePublicIPAddress` (None = the subnet decides).
+    associate_public_ip_address: bool | None = None
 
     @classmethod
     def of(
@@ -97,6 +99,7 @@ class LaunchTemplateSpec:
         metadata_options: MetadataOptions | None = None,
         detailed_monitoring: bool | None = None,
         efa_interfaces: int = 0,
+        associate_public_ip_address: bool | None = None,
     ) -> LaunchTemplateSpec:
         return cls(
             image_id,
@@ -108,14 +111,34 @@ class LaunchTemplateSpec:
             metadata_options or MetadataOptions(),
             detailed_monitoring,
             efa_interfaces,
+            associate_public_ip_address,
         )
 
     def name(self, cluster: str) -> str:
         fields = asdict(self)
         if not self.efa_interfaces:
             del fields["efa_interfaces"]  # the names templates without EFA had before the field existed
+        if fields["associate_public_ip_address"] is None:
+            # Unset, it leaves the name as it was before the field existed: no template is made again.
+            del fields["associate_public_ip_address"]
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
         return f"karpy-{cluster}-{digest[:16]}"
+
+    def network_interfaces(self) -> list[dict[str, Any]] | None:
+        """The interfaces the template names, as Karpenter's generateNetworkInterfaces (AWS@v1.0
+        pkg/providers/launchtemplate/launchtemplate.go): the EFA interfaces, or else the primary one
+        when `associatePublicIPAddress` is set, each with the setting; None: the instance's default
+        interface."""
+        if self.efa_interfaces:
+            interfaces = efa_network_interfaces(self.efa_interfaces, self.security_group_ids)
+        elif self.associate_public_ip_address is not None:
+            interfaces = [{"DeviceIndex": 0, "Groups": list(self.security_group_ids)}]
+        else:
+            return None
+        if self.associate_public_ip_address is not None:
+            for interface in interfaces:
+                interface["AssociatePublicIpAddress"] = self.associate_public_ip_address
+        return interfaces
 
     def template_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -123,9 +146,9 @@ class LaunchTemplateSpec:
             "UserData": base64.b64encode(self.user_data.encode()).decode(),
             "MetadataOptions": metadata_options(self.metadata_options),
         }
-        if self.efa_interfaces:
+        if (interfaces := self.network_interfaces()) is not None:
             # EC2 takes security groups on the interfaces or on the instance, never both.
-            data["NetworkInterfaces"] = efa_network_interfaces(self.efa_interfaces, self.security_group_ids)
+            data["NetworkInterfaces"] = interfaces
         else:
             data["SecurityGroupIds"] = list(self.security_group_ids)
         if self.block_device_mappings:

@@ -313,6 +313,7 @@ class AWSCloudProvider:
                 block_device_mappings=node_class.block_devices(),
                 metadata_options=node_class.metadata_options,
                 detailed_monitoring=node_class.detailed_monitoring,
+                associate_public_ip_address=node_class.associate_public_ip_address,
                 efa_interfaces=efa,
             )
             template = self.launch_templates.ensure(spec)

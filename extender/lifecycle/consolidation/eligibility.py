@@ -29,10 +29,8 @@ def movable(node: NodeState) -> tuple[Pod, ...]:
 def consolidate_after(prov: Provisioner) -> float | None:
     """Seconds a node must have gone without a pod event before consolidation may take it; None =
     never. A NodePool's `consolidateAfter: Never` (None) disables consolidation; a v1alpha5
-    Provisioner has no such field and waits for nothing."""
-    if prov.consolidate_after is not None:
-        return float(prov.consolidate_after)
-    return None if prov.kind == "NodePool" else 0.0
+    Provisioner loads with 0 (it has no such field and waits for nothing)."""
+    return None if prov.consolidate_after is None else float(prov.consolidate_after)
 
 
 def pod_blocker(pod: Pod, pdbs: Sequence[PdbAllowance]) -> str | None:

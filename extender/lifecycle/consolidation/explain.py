@@ -74,7 +74,7 @@ def _budget_blockers(node: NodeState, view: ClusterView) -> list[str]:
     own = [n for n in view.nodes if n.karpy and n.provisioner == node.provisioner]
     leaving = sum(1 for n in own if n.disrupting)
     budget = _budget_text(prov.budgets, reason) if prov is not None and prov.budgets else None
-    budget = budget or (prov.disruption_budget if prov is not None else "?")
+    budget = budget or "?"
     return [
         f"the disruption budget allows no more {reason} disruptions now ({budget} of {len(own)} node(s);"
         f" {leaving} already being disrupted)"

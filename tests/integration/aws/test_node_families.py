@@ -15,11 +15,15 @@ from typing import Any
 import pytest
 
 from extender.api import nodeclass as nc
+from extender.api.ec2nodeclass import load_ec2nodeclass
 from extender.api.kubelet import KubeletConfiguration
+from extender.api.nodepool import load_nodepool
 from extender.api.provisioner import Provisioner
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.types import CloudError, LaunchRequest
 from extender.settings import Settings
+from tests.unit.api.test_nodepool import node_class
+from tests.unit.api.test_nodepool import pool as nodepool_manifest
 from tests.unit.cloud.test_launchtemplates import CONFIGURED_VOLUME, CONFIGURED_VOLUME_EC2
 from tests.unit.cloud.test_userdata import READERS
 
@@ -149,6 +153,33 @@ def test_configured_block_devices_metadata_kubelet_and_custom_ami(
     assert data["Monitoring"] == {"Enabled": True}
     # Custom: the user's user data only.
     assert base64.b64decode(data["UserData"]).decode() == node_class.user_data
+
+
+def test_an_ec2nodeclass_public_ip_setting_reaches_the_launch_template(
+    provider_at: Callable[..., AWSCloudProvider],
+    launch: Callable[..., LaunchRequest],
+    aws: Any,
+) -> None:
+    """EC2NodeClass `associatePublicIPAddress: false`, from the manifest through the NodePool to
+    CreateFleet's launch template: the primary interface carries it with the node security group,
+    as Karpenter's generateNetworkInterfaces writes it (AWS@v1.0 pkg/providers/launchtemplate)."""
+    discovery = [{"tags": {"karpenter.sh/discovery": aws.cluster_name}}]
+    manifest = node_class(
+        subnetSelectorTerms=discovery, securityGroupSelectorTerms=discovery, associatePublicIPAddress=False
+    )
+    klass = load_ec2nodeclass(manifest, cluster_name=aws.cluster_name)
+    pool = load_nodepool(nodepool_manifest(), {"default": klass})
+    provider = provider_at("1.37")
+    (data,) = templates_of(
+        provider, launch(["m5.large"], provisioner=pool, capacity_types=["on-demand"])
+    ).values()
+    groups = provider.clients.ec2.describe_security_groups(
+        Filters=[{"Name": "tag:karpenter.sh/discovery", "Values": [aws.cluster_name]}]
+    )["SecurityGroups"]
+    assert data["NetworkInterfaces"] == [
+        {"DeviceIndex": 0, "AssociatePublicIpAddress": False, "Groups": sorted(g["GroupId"] for g in groups)}
+    ]
+    assert "SecurityGroupIds" not in data
 
 
 def test_al2_is_refused_where_aws_publishes_no_al2_ami(

@@ -181,8 +181,8 @@ def test_status_carries_what_the_launch_resolved() -> None:
 
 
 def test_only_nodepools_get_claims() -> None:
-    assert nc.records(POOL)
-    assert not nc.records(Provisioner(name="default"))
+    assert POOL.records_nodeclaims
+    assert not Provisioner(name="default").records_nodeclaims
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from extender.api.disruption import Budget
 from extender.api.ec2nodeclass import load_ec2nodeclass
 from extender.api.node import Node
 from extender.api.nodepool import duration_seconds, load_nodepool
+from extender.api.provisioner_hash import provisioner_hash
 from extender.cloud.aws.amifamily import ssm_path
 from extender.cluster.provisioners import without_clashes
 from extender.scheduling.solver import solve
@@ -86,7 +87,7 @@ def test_general_purpose_example_maps_field_for_field() -> None:
     # CRD defaults: expireAfter 720h, consolidateAfter 0s under WhenEmptyOrUnderutilized, budget 10%.
     assert prov.ttl_seconds_until_expired == 720 * 3600
     assert prov.consolidation and prov.consolidate_after == 0 and prov.ttl_seconds_after_empty is None
-    assert prov.budgets == (Budget(nodes="10%"),) and prov.disruption_budget == "10%"
+    assert prov.budgets == (Budget(nodes="10%"),)
     assert prov.provider.family == nc.AL2023 and prov.provider.ami_selector == {}
     assert prov.provider.subnet_selector == (
         nc.SelectorTerm(tags={"karpenter.sh/discovery": "${CLUSTER_NAME}"}),
@@ -144,7 +145,6 @@ def test_budgets_with_schedule_and_reasons() -> None:
         Budget(nodes="0", schedule="@daily", duration=600, reasons=frozenset({"Drifted"})),
         Budget(nodes="5"),
     )
-    assert prov.disruption_budget == "5"
 
 
 @pytest.mark.parametrize(
@@ -220,6 +220,36 @@ def test_an_unknown_node_class_is_named() -> None:
 def test_node_class_refusals_name_the_field(spec: dict[str, Any], expected: str) -> None:
     messages = refusals(lambda o: load_ec2nodeclass(o, cluster_name="demo"), node_class(**spec))
     assert any(m.startswith(expected) for m in messages), messages
+
+
+@pytest.mark.parametrize("value", [True, False, None])
+def test_associate_public_ip_address_is_kept_for_the_launch_template(value: bool | None) -> None:
+    """EC2NodeClass `associatePublicIPAddress` (*bool, AWS@v1.0.0 pkg/apis/v1/ec2nodeclass.go): set,
+    it reaches the NodePool's node configuration; unset, it stays None (the subnet decides)."""
+    klass = load_ec2nodeclass(node_class(associatePublicIPAddress=value), cluster_name="demo")
+    assert load_nodepool(pool(), {"default": klass}).provider.associate_public_ip_address is value
+
+
+def test_associate_public_ip_address_drifts_nodes_only_when_set() -> None:
+    """Karpenter hashes it as a static EC2NodeClass field (AWS@v1.14.1 pkg/cloudprovider/drift.go,
+    NodeClassDrift): set, the node-shaping hash changes; unset, the hash is the one main computed
+    before the field existed, so no node drifts on upgrade."""
+    unset, on = (
+        load_nodepool(
+            pool(),
+            {"default": load_ec2nodeclass(node_class(associatePublicIPAddress=v), cluster_name="demo")},
+        )
+        for v in (None, True)
+    )
+    assert provisioner_hash(unset) == "77a565247d16a2d3"
+    assert provisioner_hash(on) != provisioner_hash(unset)
+
+
+def test_associate_public_ip_address_must_be_a_boolean() -> None:
+    messages = refusals(
+        lambda o: load_ec2nodeclass(o, cluster_name="demo"), node_class(associatePublicIPAddress="yes")
+    )
+    assert messages == ['spec.associatePublicIPAddress: "yes" is not a boolean']
 
 
 def test_ami_terms_become_the_v1alpha5_selector() -> None:

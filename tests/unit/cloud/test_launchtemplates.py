@@ -36,10 +36,46 @@ def test_each_input_changes_the_template_name() -> None:
         spec(block_device_mappings=[BlockDeviceMapping("/dev/xvda", EBS(volume_size=30 * GIB))]),
         spec(metadata_options=MetadataOptions(http_put_response_hop_limit=1)),
         spec(detailed_monitoring=True),
+        spec(associate_public_ip_address=False),
+        spec(associate_public_ip_address=True),
         spec(efa_interfaces=1),
     ):
         assert changed.name("demo") != base
     assert spec().name("other") != base
+    assert spec(associate_public_ip_address=False).name("demo") != spec(
+        associate_public_ip_address=True
+    ).name("demo")
+
+
+def test_names_of_templates_without_a_public_ip_setting_are_unchanged() -> None:
+    """The names main computed before `associate_public_ip_address` existed (a changed name would
+    make every template again after an upgrade)."""
+    assert spec().name("demo") == "karpy-demo-cfd42bf4357ef840"
+    assert spec(detailed_monitoring=True).name("demo") == "karpy-demo-20232ac366576a12"
+
+
+def test_a_public_ip_setting_goes_on_the_primary_interface_with_the_security_groups() -> None:
+    """Karpenter's generateNetworkInterfaces (AWS@v1.0 pkg/providers/launchtemplate/launchtemplate.go):
+    DeviceIndex 0 carries AssociatePublicIpAddress and the groups; EC2 refuses SecurityGroupIds
+    beside NetworkInterfaces."""
+    data = spec(associate_public_ip_address=False).template_data()
+    assert data["NetworkInterfaces"] == [
+        {"DeviceIndex": 0, "AssociatePublicIpAddress": False, "Groups": ["sg-1", "sg-2"]}
+    ]
+    assert "SecurityGroupIds" not in data
+    assert "NetworkInterfaces" not in spec().template_data()
+
+
+def test_a_public_ip_setting_goes_on_every_efa_interface() -> None:
+    """generateNetworkInterfaces sets AssociatePublicIpAddress on each EFA interface it builds."""
+    interfaces = spec(efa_interfaces=2, associate_public_ip_address=False).template_data()[
+        "NetworkInterfaces"
+    ]
+    assert [(i["NetworkCardIndex"], i["AssociatePublicIpAddress"]) for i in interfaces] == [
+        (0, False),
+        (1, False),
+    ]
+    assert all("AssociatePublicIpAddress" not in i for i in spec(efa_interfaces=2).network_interfaces() or ())
 
 
 def test_template_data_encodes_user_data_and_names_the_profile() -> None:

@@ -55,7 +55,7 @@ def test_no_budget_applies_is_unlimited_and_expiry_is_never_budgeted() -> None:
 
 
 def test_v1alpha5_single_budget_counts_for_every_reason() -> None:
-    legacy = Provisioner("p", disruption_budget="1")
+    legacy = Provisioner("p", budgets=(Budget("1"),))  # as a v1alpha5 `disruption: {nodes: "1"}` loads
     assert {r: allowed_by_reason(legacy, r, 10, MIDNIGHT) for r in (EMPTY, DRIFTED, EXPIRED)} == {
         EMPTY: 1,
         DRIFTED: 1,

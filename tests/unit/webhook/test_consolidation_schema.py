@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from extender.api.disruption import MIN_SAVINGS_ANNOTATION
+from extender.api.disruption import MIN_SAVINGS_ANNOTATION, Budget
 from extender.api.provisioner import DEFAULT_DISRUPTION_BUDGET
 from extender.api.provisioner_schema import load_provisioner, validate_provisioner
 from tests.unit.webhook.reviews import make_review, provisioner_manifest, valid_spec
@@ -27,12 +27,13 @@ def spec(**changes: Any) -> dict[str, Any]:
 
 def test_defaults_consolidation_off_and_a_ten_percent_budget() -> None:
     prov = load_provisioner(spec())
-    assert prov.consolidation is False and prov.disruption_budget == DEFAULT_DISRUPTION_BUDGET == "10%"
+    assert prov.consolidation is False and DEFAULT_DISRUPTION_BUDGET == "10%"
+    assert prov.budgets == (Budget(DEFAULT_DISRUPTION_BUDGET),)
 
 
 def test_consolidation_and_budget_load() -> None:
     prov = load_provisioner(spec(consolidation={"enabled": True}, disruption={"nodes": "1"}))
-    assert prov.consolidation is True and prov.disruption_budget == "1"
+    assert prov.consolidation is True and prov.budgets == (Budget("1"),)
 
 
 def test_consolidation_excludes_the_empty_ttl_naming_the_field() -> None:
