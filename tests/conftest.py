@@ -16,6 +16,12 @@ Fixtures:
   version, so AMI lookups find the seeded SSM parameters).
 
 Integration fixtures (``cluster``, ``namespace``) live in tests/integration/conftest.py.
+
+Parallel runs (pytest-xdist, ``-n 2 --dist loadgroup`` from pyproject's addopts): session fixtures
+are per worker, so a worker that runs a test needing ``cluster`` brings up its own control plane.
+``pytest_collection_modifyitems`` keeps every such test of a file in one of ``CLUSTER_GROUPS``
+(one worker, one cluster, the file's tests in order); tests without ``cluster`` (unit, process,
+moto-only, and the files that start clusters of their own) are spread one by one.
 """
 
 from __future__ import annotations
@@ -30,6 +36,29 @@ import pytest
 from hack.localcluster import awsseed
 
 STATE_ENV = "KARPY_CLUSTER_STATE"
+
+#: The integration files on the second worker's cluster (the rest of those needing ``cluster`` run
+#: on the first), chosen from `pytest --durations` so that the two take about as long.
+SECOND_CLUSTER = frozenset(
+    {
+        "tests/integration/test_consolidation.py",
+    }
+)
+CLUSTER_GROUPS = ("cluster-1", "cluster-2")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks into the node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
+        return
+    # A shared running cluster (KARPY_CLUSTER_STATE) has one extender port: one worker uses it.
+    split = not os.environ.get(STATE_ENV)
+    root = Path(__file__).resolve().parents[1]
+    for item in items:
+        if "cluster" not in getattr(item, "fixturenames", ()):
+            continue
+        second = split and item.path.relative_to(root).as_posix() in SECOND_CLUSTER
+        item.add_marker(pytest.mark.xdist_group(CLUSTER_GROUPS[second]))
 
 
 @pytest.fixture(scope="session")
