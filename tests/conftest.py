@@ -40,9 +40,15 @@ STATE_ENV = "KARPY_CLUSTER_STATE"
 #: The integration files on the second worker's cluster (the rest of those needing ``cluster`` run
 #: on the first), chosen from `pytest --durations` so that the two take about as long.
 SECOND_CLUSTER = frozenset(
-    {
-        "tests/integration/test_consolidation.py",
-    }
+    f"tests/integration/{name}.py"
+    for name in (
+        "test_chaos",
+        "test_consolidation",
+        "test_disruption_controls",
+        "test_drift",
+        "test_isolation",
+        "test_lifecycle",
+    )
 )
 CLUSTER_GROUPS = ("cluster-1", "cluster-2")
 
