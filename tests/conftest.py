@@ -18,10 +18,8 @@ Fixtures:
 Integration fixtures (``cluster``, ``namespace``) live in tests/integration/conftest.py.
 
 Parallel runs (pytest-xdist, ``-n 2 --dist loadgroup`` from pyproject's addopts): session fixtures
-are per worker, so a worker that runs a test needing ``cluster`` brings up its own control plane.
-``pytest_collection_modifyitems`` keeps every such test of a file in one of ``CLUSTER_GROUPS``
-(one worker, one cluster, the file's tests in order); tests without ``cluster`` (unit, process,
-moto-only, and the files that start clusters of their own) are spread one by one.
+are per worker, so a worker that runs a test needing ``cluster`` brings up its own control plane;
+tests/cluster_groups.py keeps the integration files on it in two groups, one worker each.
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,34 +36,14 @@ from hack.localcluster import awsseed
 
 STATE_ENV = "KARPY_CLUSTER_STATE"
 
-#: The integration files on the second worker's cluster (the rest of those needing ``cluster`` run
-#: on the first), chosen from `pytest --durations` so that the two take about as long.
-SECOND_CLUSTER = frozenset(
-    f"tests/integration/{name}.py"
-    for name in (
-        "test_chaos",
-        "test_consolidation",
-        "test_disruption_controls",
-        "test_drift",
-        "test_isolation",
-        "test_lifecycle",
-    )
-)
-CLUSTER_GROUPS = ("cluster-1", "cluster-2")
 
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from tests.cluster_groups import ClusterGroups
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks into the node ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
-        return
-    # A shared running cluster (KARPY_CLUSTER_STATE) has one extender port: one worker uses it.
-    split = not os.environ.get(STATE_ENV)
-    root = Path(__file__).resolve().parents[1]
-    for item in items:
-        if "cluster" not in getattr(item, "fixturenames", ()):
-            continue
-        second = split and item.path.relative_to(root).as_posix() in SECOND_CLUSTER
-        item.add_marker(pytest.mark.xdist_group(CLUSTER_GROUPS[second]))
+    return ClusterGroups(config, log)
 
 
 @pytest.fixture(scope="session")
