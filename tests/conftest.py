@@ -16,6 +16,10 @@ Fixtures:
   version, so AMI lookups find the seeded SSM parameters).
 
 Integration fixtures (``cluster``, ``namespace``) live in tests/integration/conftest.py.
+
+Parallel runs (pytest-xdist, ``-n 2 --dist loadgroup`` from pyproject's addopts): session fixtures
+are per worker, so a worker that runs a test needing ``cluster`` brings up its own control plane;
+tests/cluster_groups.py keeps the integration files on it in two groups, one worker each.
 """
 
 from __future__ import annotations
@@ -24,12 +28,22 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hack.localcluster import awsseed
 
 STATE_ENV = "KARPY_CLUSTER_STATE"
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from tests.cluster_groups import ClusterGroups
+
+    return ClusterGroups(config, log)
 
 
 @pytest.fixture(scope="session")

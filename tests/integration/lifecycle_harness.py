@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -90,6 +91,21 @@ class OffsetClock:
         self.offset += target - now
 
 
+class CacheClock:
+    """The cloud provider's cache timer: time.monotonic() plus `offset`, only ever moved forward, so
+    a test can age the provider's caches (SSM parameters and AMIs: 60 s) instead of waiting them out
+    in real time. Moving forward only: an entry stamped on it never outlives its TTL."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
 @dataclass
 class Karpy(ProvisioningKarpy):
     """The provisioning module's harness plus the lifecycle's settings, event recorder and extender;
@@ -101,6 +117,8 @@ class Karpy(ProvisioningKarpy):
     clock: OffsetClock = field(default_factory=OffsetClock)
     #: The lifecycle's threads and state (a test may read what its workers hold).
     lifecycle: LifecycleController | None = None
+    #: The cloud provider's cache timer (`CacheClock`).
+    cache_clock: CacheClock = field(default_factory=CacheClock)
 
 
 def make_settings(cluster: Any, aws_endpoint: str | None = None) -> Settings:
@@ -148,7 +166,8 @@ def _karpy(cluster: Any, kube: Any = None, aws_endpoint: str | None = None) -> I
     """`kube` and `aws_endpoint` put something between karpy and the cluster (a fault proxy)."""
     kube = kube or cluster.api_client()
     settings = make_settings(cluster, aws_endpoint)
-    raw_cloud = AWSCloudProvider(settings=settings)
+    cache_clock = CacheClock()
+    raw_cloud = AWSCloudProvider(settings=settings, timer=cache_clock)
     cloud = decorate(raw_cloud)
     state = ClusterState()
     leading = threading.Event()
@@ -191,6 +210,7 @@ def _karpy(cluster: Any, kube: Any = None, aws_endpoint: str | None = None) -> I
             extender,
             clock,
             lifecycle=lifecycle,
+            cache_clock=cache_clock,
         )
     finally:
         # Give up leadership first: a watch or queue thread still unwinding acts only as a leader,

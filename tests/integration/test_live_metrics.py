@@ -257,7 +257,7 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
             )
             with (
                 running_controller(
-                    env, f"{cluster.extender_url}readyz", folder / "controller.log", ready_seconds=60
+                    env, f"{cluster.extender_url}readyz", folder / "controller.log", ready_seconds=180
                 ),
                 _webhook(cluster, folder) as webhook,
             ):

@@ -259,7 +259,7 @@ def test_karpy_controller_process_logs_like_karpenter(
     karpy.leading.clear()
     try:
         with running_controller(
-            env, f"http://127.0.0.1:{port}/readyz", log_path, ready_seconds=30
+            env, f"http://127.0.0.1:{port}/readyz", log_path, ready_seconds=120
         ) as process:
             name = unique("proc")
             provisioner(karpy.kube, name, [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}])
