@@ -30,6 +30,10 @@ SECOND_CLUSTER = frozenset(
         "test_drift",
         "test_isolation",
         "test_lifecycle",
+        "test_bind_race",
+        "test_disrupted_taint",
+        "test_node_repair",
+        "test_static_capacity",
     )
 )
 STATE_ENV = "KARPY_CLUSTER_STATE"
