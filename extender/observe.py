@@ -27,7 +27,7 @@ from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudProvider
 from extender.cluster import inventory
 from extender.cluster import nodes as kube_nodes
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.lifecycle import metrics as lifecycle_metrics
 from extender.lifecycle.consolidation.snapshot import price
 from extender.loops import run_forever

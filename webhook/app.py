@@ -11,7 +11,7 @@ from extender.http.limits import bound
 from webhook import health, routes
 from webhook.config import WebhookConfig
 from webhook.metrics import WebhookMetrics
-from webhook.provisioners import ProvisionerSource, kube_fetch
+from webhook.pool_cache import ProvisionerSource, kube_fetch
 from webhook.state import EXTENSION, AppState
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from extender.api import labels
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner
-from extender.scheduling.provisioners import select_provisioner
+from extender.scheduling.pool_choice import select_provisioner
 from webhook.admission import AdmissionRequest, Verdict, json_patch
 from webhook.config import WebhookConfig
 

@@ -16,8 +16,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from extender.api import health
 from extender.api import labels as wk
+from extender.api import repair_policies
 from extender.api.meta import parse_time_or_none
 from extender.api.nodeclass import API_GROUP as NODECLASS_GROUP
 from extender.api.provisioner import Taint
@@ -61,8 +61,8 @@ class Node:
     #: None when the kubelet never posted one.
     ready_condition: Condition | None = None
     resource_version: str = ""
-    #: Conditions in a status a repair policy acts on (api/health.py); empty for a healthy node.
-    unhealthy: tuple[health.Unhealthy, ...] = ()
+    #: Conditions in a status a repair policy acts on (api/repair_policies.py); empty for a healthy node.
+    unhealthy: tuple[repair_policies.Unhealthy, ...] = ()
 
     @property
     def provisioner(self) -> str | None:
@@ -148,14 +148,16 @@ def _condition(status: str, reason: str) -> Condition:
     return Condition(status, reason)
 
 
-def _unhealthy(conditions: Any) -> tuple[health.Unhealthy, ...]:
+def _unhealthy(conditions: Any) -> tuple[repair_policies.Unhealthy, ...]:
     found = []
     for c in conditions or ():
         if not isinstance(c, Mapping):
             continue
         kind, status = str(c.get("type") or ""), str(c.get("status") or "")
-        if health.watched(kind, status):
-            found.append(health.Unhealthy(kind, status, parse_time_or_none(c.get("lastTransitionTime"))))
+        if repair_policies.watched(kind, status):
+            found.append(
+                repair_policies.Unhealthy(kind, status, parse_time_or_none(c.get("lastTransitionTime")))
+            )
     return tuple(found)
 
 

@@ -5,7 +5,7 @@ launched instance and the pods' requests; and its status conditions, moved as th
 Pure: times come in as arguments. `extender/cluster/nodeclaims.py` writes what this builds. The
 Node stays karpy's primary object (Karpenter 0.5's design); the NodeClaim is the v1 record of it,
 and the Node has no owner reference to it. The claim carries Karpenter's `karpenter.sh/termination`
-finalizer: deleting it terminates its node (`lifecycle/claims.py`), as in Karpenter v1.
+finalizer: deleting it terminates its node (`lifecycle/nodeclaim_deletion.py`), as in Karpenter v1.
 
 Conditions follow metav1.Condition (type, status, reason, message, lastTransitionTime,
 observedGeneration) with meta.SetStatusCondition's rule: lastTransitionTime moves only when the

@@ -81,7 +81,7 @@ def live(args: argparse.Namespace) -> Live:
     from extender.cluster import client as kube_client
     from extender.cluster import pods as kube_pods
     from extender.cluster.nodes import list_node_manifests
-    from extender.cluster.provisioners import list_configured
+    from extender.cluster.pool_resources import list_configured
 
     settings = plan_cli.plan_settings()
     if args.kubeconfig:

@@ -298,7 +298,7 @@ def load_provisioners(paths: list[str], settings: Settings | None = None) -> lis
     none given: one named `default` with no spec, defaulted the same way."""
     from marshmallow import ValidationError
 
-    from extender.cluster.provisioners import load_configured
+    from extender.cluster.pool_resources import load_configured
 
     settings = settings or plan_settings()
     if not paths:

@@ -525,7 +525,7 @@ def collect(args: argparse.Namespace, metrics_url: str) -> tuple[Status, dash.Fi
     from extender.cli.plan import plan_settings
     from extender.cluster import client as kube_client
     from extender.cluster import nodes, pods
-    from extender.cluster.provisioners import list_custom, list_node_templates, load_configured
+    from extender.cluster.pool_resources import list_custom, list_node_templates, load_configured
 
     settings = plan_settings()
     if args.kubeconfig is not None:

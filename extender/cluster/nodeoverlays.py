@@ -28,7 +28,7 @@ from extender.api.provisioner import Overlay
 from extender.cluster import events
 from extender.cluster.errors import ClusterError, translated
 from extender.cluster.informer import Crd, start_informer
-from extender.cluster.provisioners import error_text, list_custom
+from extender.cluster.pool_resources import error_text, list_custom
 from extender.cluster.quarantine import Quarantine, short
 from extender.cluster.v1status import condition
 from extender.heartbeat import no_tick

@@ -28,7 +28,7 @@ from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import Resources
 from extender.cluster import inventory
 from extender.cluster import nodes as kube_nodes
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.cluster.errors import ClusterError, translated
 from extender.cluster.quarantine import short
 from extender.settings import Settings

@@ -22,12 +22,12 @@ from extender.cluster.informer import Crd, start_informer
 from extender.cluster.nodes import list_karpy_nodes
 from extender.heartbeat import Heartbeats, no_tick
 from extender.lifecycle import gc, metrics, recovery
-from extender.lifecycle.claims import ClaimTerminator
 from extender.lifecycle.consolidation.worker import Consolidator
 from extender.lifecycle.context import Context
 from extender.lifecycle.interruption import InterruptionHandler, InterruptionPoller
+from extender.lifecycle.nodeclaim_deletion import ClaimTerminator
 from extender.lifecycle.nodes import NodeWorker
-from extender.lifecycle.provisioners import ProvisionerLookup
+from extender.lifecycle.pool_lookup import ProvisionerLookup
 from extender.lifecycle.workqueue import DelayQueue
 from extender.loops import run_forever
 from extender.retry import LoopBackoff

@@ -10,7 +10,7 @@ Karpenter's drift check (fact sheet §7), in this order:
 - `AMIDrift`: the AMI the node booted from (its `karpenter.k8s.aws/instance-ami-id` label) is not
   the one the cloud provider resolves for its Provisioner and instance type now.
 A node is judged against the live object: the verdict (drifted, or no longer drifted) changes only
-after a listing that started after the node was created confirms it (provisioners.ProvisionerLookup
+after a listing that started after the node was created confirms it (pool_lookup.ProvisionerLookup
 `fresh`), so a node launched from a NodePool edited, or deleted and re-created under its name, since
 the lifecycle's cached listing is never compared with the old spec (issue 31).
 A drifted node is annotated (`karpenter.sh/voluntary-disruption: drifted`), gets a `Drifted` Event

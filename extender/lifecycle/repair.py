@@ -1,7 +1,7 @@
 """Node repair: replace a node that was Ready and then stays unhealthy past its policy's toleration.
 
 Karpenter's node health controller (kubernetes-sigs/karpenter pkg/controllers/node/health): the
-node's conditions are matched against the repair policies (api/health.py); the one due first decides;
+node's conditions are matched against the repair policies (api/repair_policies.py); the one due first decides;
 before its `lastTransitionTime + toleration` the node is looked at again then. Past it, the node is
 deleted forcefully: its drain deadline is now (`karpy.sh/termination-timestamp`, read by
 termination.deadline_of), so PDBs and do-not-disrupt do not hold it and disruption budgets are not
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from extender.api import labels
-from extender.api.health import REPAIR_POLICIES, RepairPolicy, Unhealthy
 from extender.api.meta import format_time
 from extender.api.node import Node
+from extender.api.repair_policies import REPAIR_POLICIES, RepairPolicy, Unhealthy
 from extender.lifecycle import metrics, nodepatch, readiness
 from extender.lifecycle.context import Context
 

@@ -38,7 +38,7 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.cloud.types import CloudProvider
 from extender.cluster import inventory
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.nodeindex import NodeIndex
 from extender.cluster.nodeoverlays import NodeOverlays

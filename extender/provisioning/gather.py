@@ -31,7 +31,7 @@ from extender.cluster import csinodes, inventory
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.cluster import volumes as kube_volumes
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import ClusterError

@@ -29,11 +29,11 @@ from dataclasses import replace
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.provisioning import launcher, metrics
+from extender.provisioning.batch_plan import plan, world
 from extender.provisioning.bind import Binder, Held, by_phase
 from extender.provisioning.gather import Context, Gatherer
 from extender.provisioning.launch import Launched, Launcher, pods_of
 from extender.provisioning.offerings import UnavailableOfferings
-from extender.provisioning.plan import plan, world
 from extender.provisioning.pools import Pools
 from extender.provisioning.register import NodeRefused, Registrar
 from extender.provisioning.report import LAUNCH_FAILED_REASON, BatchReport, Reporter

@@ -23,7 +23,7 @@ from extender.api.quantity import format_cpu, format_memory
 from extender.api.resources import Resources
 from extender.cluster import events, inventory, v1status
 from extender.cluster import nodes as kube_nodes
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.cluster.errors import ClusterError
 from extender.cluster.quarantine import short
 from extender.provisioning import backoff, pending

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from extender.api.pod import Pod
 from extender.api.resources import Resources
-from extender.scheduling import admission, claims
+from extender.scheduling import admission, shared_claims
 from extender.scheduling.plan import ExistingNode
 
 log = logging.getLogger("karpy.controller.provisioning")
@@ -56,11 +56,11 @@ def _attach(node: ExistingNode, pods: Sequence[Pod], sign: int) -> tuple[tuple[s
     if not node.volume_limits or not any(p.csi_claims for p in pods):
         return node.volumes_in_use
     leaving = {p.key for p in pods} if sign < 0 else set()
-    others = claims.held(p for p in node.pods if p.key not in leaving)
+    others = shared_claims.held(p for p in node.pods if p.key not in leaving)
     counts = dict(node.volumes_in_use)
     for pod in pods:
         for driver, name in pod.csi_claims:
-            if (key := claims.key(pod.namespace, name)) not in others:
+            if (key := shared_claims.key(pod.namespace, name)) not in others:
                 others.add(key)
                 counts[driver] = max(counts.get(driver, 0) + sign, 0)
     return tuple(sorted(counts.items()))
@@ -93,7 +93,7 @@ class BindSnapshot:
         self._volumes = {n.name: n for n in nodes if n.volume_limits}
         #: claim key -> CSI driver, for the claims of the batch's pods and of the pods bound before.
         self._drivers = {
-            claims.key(p.namespace, name): driver
+            shared_claims.key(p.namespace, name): driver
             for p in (
                 *(p for n in self._volumes.values() for p in n.pods),
                 *(p for g in (planned or {}).values() for p in g),
@@ -174,7 +174,7 @@ class BindSnapshot:
         known: dict[str, set[str]] = {}
         for pod in live.pods:
             for name in pod.claims:
-                key = claims.key(pod.namespace, name)
+                key = shared_claims.key(pod.namespace, name)
                 if (driver := self._drivers.get(key)) is not None:
                     known.setdefault(driver, set()).add(key)
         in_use = dict(read.volumes_in_use)

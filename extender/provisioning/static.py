@@ -35,7 +35,7 @@ from extender.api.provisioner import Provisioner
 from extender.api.resources import NODES
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.errors import ClusterError
 from extender.cluster.nodeindex import NodeIndex

@@ -32,7 +32,7 @@ from extender.api import labels as wk
 from extender.api.affinity import HONOR, LabelSelector, PodAffinityTerm, TopologySpread, selects
 from extender.api.pod import Pod
 from extender.api.resources import CPU, PODS, Resources
-from extender.scheduling import claims
+from extender.scheduling import shared_claims
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.requirements import Requirements
@@ -390,8 +390,10 @@ def _volume_limits(pod: Pod, node: ExistingNode) -> str | None:
     volumes (a claim a pod there already holds takes no more room)."""
     if not pod.csi_claims:
         return None
-    there = claims.held(node.pods)
-    new = Counter(driver for driver, name in pod.csi_claims if claims.key(pod.namespace, name) not in there)
+    there = shared_claims.held(node.pods)
+    new = Counter(
+        driver for driver, name in pod.csi_claims if shared_claims.key(pod.namespace, name) not in there
+    )
     for driver, count in sorted(new.items()):
         room = node.volume_room(driver)
         if count > room:

@@ -14,8 +14,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from extender.api.pod import Pod
-from extender.scheduling import claims
 from extender.scheduling import shape as grouping
+from extender.scheduling import shared_claims
 from extender.scheduling.candidates import gpu_kinds
 from extender.scheduling.fill import PodClass
 from extender.scheduling.plan import ExistingNode
@@ -94,7 +94,7 @@ def build_classes(
 ) -> list[PodClass]:
     """The pods' classes in packing order. `pins`: each pod's domain pins and exclusions (the domain
     planner's); `skip`: Provisioners each pod is no longer tried on; `shared`: keys of the claims
-    counted once per node (claims.shared)."""
+    counted once per node (shared_claims.shared)."""
     hosts: dict[Hashable, tuple[HostConstraints, HostConstraints]] = {}
     for pod in pods:
         if (host_key := shapes(pod).key(grouping.HOST_RULES)) not in hosts:
@@ -107,7 +107,7 @@ def build_classes(
         shape = shapes(pod)
         extra = pins.get(pod.key, Requirements())
         excluded = frozenset(skip.get(pod.key, ()))
-        together = claims.of(pod, shared, resolver.dims) if shared and pod.csi_claims else ()
+        together = shared_claims.of(pod, shared, resolver.dims) if shared and pod.csi_claims else ()
         key = (shape.key(grouping.CLASS), matcher(pod), extra, excluded, together)
         if key in classes:
             classes[key].pods.append(pod)
@@ -116,7 +116,7 @@ def build_classes(
         host, hard_host = hosts[shape.key(grouping.HOST_RULES)]
         classes[key] = PodClass(
             pods=[pod],
-            request=claims.shift(resolver.request(pod), (i for i, _ in together), -1.0),
+            request=shared_claims.shift(resolver.request(pod), (i for i, _ in together), -1.0),
             gpus=gpu_kinds(pod.requests),
             host=host,
             hard_host=hard_host,

@@ -24,7 +24,7 @@ from extender.scheduling.candidates import CandidateCache, Entry, ProvisionerVie
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.plan import ExistingNode, Plan
-from extender.scheduling.provisioners import ordered
+from extender.scheduling.pool_choice import ordered
 from extender.scheduling.requirements import Requirements, ValueSet
 from extender.scheduling.solver import dimensions, solve
 from extender.scheduling.topology import NamespaceLabels

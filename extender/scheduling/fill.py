@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from extender.api.affinity import HostPort
 from extender.api.pod import Pod
 from extender.api.resources import Resources
-from extender.scheduling import claims
+from extender.scheduling import shared_claims
 from extender.scheduling.candidates import ProvisionerView, Vector, fit_count
 from extender.scheduling.memo import serial
 from extender.scheduling.plan import ExistingNode
@@ -40,8 +40,8 @@ class PodClass:
     ports: tuple[HostPort, ...] = ()
     #: $/h each pod is worth (its cheapest $/pod alone); set by the packer.
     rate: float = 0.0
-    #: Claims the pods share with other pods (claims.py): charged once per node, not in `request`.
-    shared: claims.Shared = ()
+    #: Claims the pods share with other pods (shared_claims.py): charged once per node, not in `request`.
+    shared: shared_claims.Shared = ()
     #: The class in memo keys (memo.py).
     serial: int = field(default_factory=serial, init=False, repr=False)
 
@@ -121,14 +121,14 @@ class Node:
             return self.room(pod_class.request)
         free = tuple(map(operator.sub, self.capacity, self.used))
         if pod_class.shared:
-            free = claims.shift(free, claims.new_on(self.claims, pod_class.shared), -1.0)
+            free = shared_claims.shift(free, shared_claims.new_on(self.claims, pod_class.shared), -1.0)
         return fit_count(pod_class.request, free)
 
     def after(self, pod_class: PodClass, count: int) -> Vector:
         """What the node would use with `count` more of the class's pods."""
         used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))
         if pod_class.shared and count > 0:
-            used = claims.shift(used, claims.new_on(self.claims, pod_class.shared), 1.0)
+            used = shared_claims.shift(used, shared_claims.new_on(self.claims, pod_class.shared), 1.0)
         return used
 
     def add(self, pod_class: PodClass, count: int) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.pod import Pod
-from extender.scheduling import attach, claims, limits, minvalues
+from extender.scheduling import attach, limits, minvalues, shared_claims
 from extender.scheduling.candidates import Candidate, CandidateCache, Vector, fit_count
 from extender.scheduling.causes import Cause
 from extender.scheduling.fill import Cursors, Node, PodClass, ruled
@@ -218,7 +218,7 @@ class Packer:
                 anti=anti,
                 ports=[port for pod in node.pods for port in pod.host_ports],
                 # Only a limit makes a shared claim's charge count (other drivers are unlimited).
-                claims=claims.held(node.pods) if node.volume_limits else set(),
+                claims=shared_claims.held(node.pods) if node.volume_limits else set(),
             )
         )
 

@@ -21,7 +21,7 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import attach, claims, lastbind, limits, passes
+from extender.scheduling import attach, lastbind, limits, passes, shared_claims
 from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import MAX_OPTIONS, CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
@@ -32,7 +32,7 @@ from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.options import Fitting, materialize
 from extender.scheduling.packer import Packer
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
-from extender.scheduling.provisioners import ordered
+from extender.scheduling.pool_choice import ordered
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.resolver import Resolver
 from extender.scheduling.shape import Shapes
@@ -322,7 +322,7 @@ class _Context:
         self.search_budget = search_budget
         self.provisioners = [v.provisioner for v in views]
         self.shapes = Shapes()
-        #: Claims charged once per node (claims.py), found in the first round, which has every pod.
+        #: Claims charged once per node (shared_claims.py), found in the first round, which has every pod.
         self.shared: frozenset[str] | None = None
 
     def round(
@@ -458,7 +458,7 @@ class _Context:
 
     def _shared(self, pods: Sequence[Pod]) -> frozenset[str]:
         if self.shared is None:
-            self.shared = claims.shared(pods, self.existing)
+            self.shared = shared_claims.shared(pods, self.existing)
         return self.shared
 
     def _domains(

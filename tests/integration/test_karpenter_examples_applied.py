@@ -16,7 +16,7 @@ import pytest
 from marshmallow import ValidationError
 
 from extender.api import nodeclass as nc
-from extender.cluster.provisioners import load_configured
+from extender.cluster.pool_resources import load_configured
 from extender.settings import AWSSettings, Settings
 from hack.localcluster.karpyenv import install_provisioner_crd
 from tests.integration.examples_apply import applied, example_hook

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from extender.api.nodepool import duration_seconds
-from extender.cluster.provisioners import load_configured
+from extender.cluster.pool_resources import load_configured
 from extender.settings import Settings
 from hack.localcluster.karpyenv import install_provisioner_crd
 from tests.integration.examples_apply import VALIDATED, applied, example_hook

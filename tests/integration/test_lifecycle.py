@@ -347,7 +347,7 @@ def test_instance_launched_before_a_crash_is_adopted_on_leadership_and_gets_the_
     karpy: Karpy, core_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
     from extender.cloud.types import LaunchRequest
-    from extender.cluster.provisioners import list_provisioners
+    from extender.cluster.pool_resources import list_provisioners
 
     name = unique("adopt")
     provisioner(karpy.kube, name, [])

@@ -10,7 +10,7 @@ import pytest
 from extender.cli import status
 from extender.cli.main import main
 from extender.cli.plan import plan_settings
-from extender.cluster.provisioners import load_configured
+from extender.cluster.pool_resources import load_configured
 from extender.scheduling.pricing import PriceBook, Shape, estimate
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC).timestamp()

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 from extender.cli import figures, status
 from extender.cli.main import UsageError, main
 from extender.cli.plan import plan_settings
-from extender.cluster.provisioners import load_configured
+from extender.cluster.pool_resources import load_configured
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 

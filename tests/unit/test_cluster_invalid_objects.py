@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY
 
 from extender.api.provisioner import Provisioner
 from extender.cluster import events, v1status
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.settings import Settings
 
 NODE_CLASS = {

@@ -18,7 +18,7 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.lifecycle import budgets, protection
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance, Settings
-from extender.scheduling.provisioners import select_provisioner
+from extender.scheduling.pool_choice import select_provisioner
 
 
 def movable(node: NodeState) -> tuple[Pod, ...]:

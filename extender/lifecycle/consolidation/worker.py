@@ -30,7 +30,7 @@ from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.cordon import cordon, uncordon
-from extender.cluster.provisioners import list_configured
+from extender.cluster.pool_resources import list_configured
 from extender.cluster.watch import list_objects
 from extender.lifecycle import budgets, metrics, nodepatch
 from extender.lifecycle.budgets import DisruptionLedger

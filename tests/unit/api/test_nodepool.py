@@ -21,7 +21,7 @@ from extender.api.node import Node
 from extender.api.nodepool import duration_seconds, load_nodepool
 from extender.api.provisioner_hash import provisioner_hash
 from extender.cloud.aws.amifamily import ssm_path
-from extender.cluster.provisioners import without_clashes
+from extender.cluster.pool_resources import without_clashes
 from extender.scheduling.solver import solve
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 

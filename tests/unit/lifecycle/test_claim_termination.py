@@ -1,4 +1,4 @@
-"""Deleting a NodeClaim terminates its node (lifecycle/claims.py), on plain data. The steps are
+"""Deleting a NodeClaim terminates its node (lifecycle/nodeclaim_deletion.py), on plain data. The steps are
 Karpenter v1's nodeclaim termination controller (kubernetes-sigs/karpenter
 pkg/controllers/nodeclaim/termination/controller.go `Finalize`): delete the claim's nodes not yet
 deleting, wait for them to go, then delete the instance and lift the finalizer."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from extender.api import labels
 from extender.api.nodeclaim import Record
-from extender.lifecycle.claims import Action, ClaimTerminator, decide, nodes_of
+from extender.lifecycle.nodeclaim_deletion import Action, ClaimTerminator, decide, nodes_of
 
 from .builders import T0, node
 from .test_with_fake_cloud import World

@@ -113,7 +113,7 @@ def test_go_duration_matches_karpenter_log_text() -> None:
 
 def test_provisioner_lookup_relists_on_a_miss_but_not_on_every_call() -> None:
     from extender.api.provisioner import default_provisioner
-    from extender.lifecycle.provisioners import ProvisionerLookup
+    from extender.lifecycle.pool_lookup import ProvisionerLookup
     from extender.settings import Settings
 
     names = ["a"]

@@ -17,7 +17,7 @@ from extender.api.pod import Pod
 from extender.api.provisioner_hash import HASH_VERSION, hash_annotations, provisioner_hash
 from extender.cloud.types import CloudError
 from extender.cluster.nodeclaims import Tracker
-from extender.lifecycle import drift, expiry, metrics, nodepatch, provisioners
+from extender.lifecycle import drift, expiry, metrics, nodepatch, pool_lookup
 from extender.lifecycle.context import Context, utcnow
 from extender.lifecycle.controller import Lifecycle
 from extender.lifecycle.events import Recorder
@@ -377,15 +377,15 @@ def test_pods_bound_after_the_listing_get_a_replacement_before_the_node_goes(
 def test_the_lookup_lists_again_only_for_nodes_newer_than_its_listing() -> None:
     listing = Listing(OLD_POOL)
     wall = [T0]
-    lookup = provisioners.ProvisionerLookup(None, settings=Settings(), wall=lambda: wall[0], lister=listing)
+    lookup = pool_lookup.ProvisionerLookup(None, settings=Settings(), wall=lambda: wall[0], lister=listing)
     assert lookup.get("default") == OLD_POOL and listing.calls == 1
     listing.pools = [NEW_POOL]
     older = launched_node(OLD_POOL, created=T0 - timedelta(minutes=5))
     assert lookup.fresh(older) == OLD_POOL and listing.calls == 1
     # Created after the listing started (or within the clock skew allowed for): listed again.
-    newer = launched_node(NEW_POOL, created=T0 - provisioners.CLOCK_SKEW / 2)
+    newer = launched_node(NEW_POOL, created=T0 - pool_lookup.CLOCK_SKEW / 2)
     assert lookup.fresh(newer) == NEW_POOL and listing.calls == 2
-    wall[0] = T0 + provisioners.CLOCK_SKEW * 2
+    wall[0] = T0 + pool_lookup.CLOCK_SKEW * 2
     assert lookup.fresh(newer) == NEW_POOL and listing.calls == 3
     assert lookup.fresh(newer) == NEW_POOL and listing.calls == 3
 

@@ -18,7 +18,7 @@ from extender.cluster import events
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
-from extender.cluster import provisioners as kube_provisioners
+from extender.cluster import pool_resources as kube_provisioners
 from extender.cluster import volumes as kube_volumes
 from tests.unit.scheduling.builders import make_provisioner
 

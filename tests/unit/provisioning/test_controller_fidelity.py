@@ -12,7 +12,7 @@ import pytest
 from extender.cloud.fake import FakeCloudProvider
 from extender.cluster import nodes as kube_nodes
 from extender.cluster.boundpods import BoundPods
-from extender.provisioning import plan as plan_module
+from extender.provisioning import batch_plan as plan_module
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState

@@ -20,7 +20,7 @@ from typing import Any
 
 from extender.api.node import Node
 from extender.api.provisioner import Provisioner
-from extender.cluster.provisioners import list_configured
+from extender.cluster.pool_resources import list_configured
 from extender.lifecycle.context import utcnow
 from extender.settings import Settings
 

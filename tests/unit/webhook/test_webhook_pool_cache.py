@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests.unit.webhook.reviews import provisioner_manifest
-from webhook.provisioners import ProvisionerSource
+from webhook.pool_cache import ProvisionerSource
 
 
 class Clock:
