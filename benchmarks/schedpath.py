@@ -4,9 +4,9 @@ One local control plane with `--nodes` plain Ready Node objects (as benchmarks.s
 one `karpy controller` serving the extender over HTTP, and `--runs` rounds of one run per
 `--sides` configuration, alternated (in order, then reversed in the next round, so drift and the
 other tenants' noise hit every side): before each run kube-scheduler is restarted with karpy's
-extender as shipped (`with`: its filter, called only for pods requesting karpy.sh/guarded), sent
-every pod with filter and prioritize (`every-pod`, the configuration before docs/scheduler-path.md's
-design) or with the filter only (`filter-only`), or without an extender (`without`), and with its
+extender as shipped (`with`: filter and prioritize, for every pod), called only for pods requesting
+karpy.sh/guarded (`guarded-only`, docs/scheduler-path.md's opt-in configuration) or with the filter
+only (`filter-only`), or without an extender (`without`), and with its
 client QPS at kube-scheduler's defaults (50/100) or lifted (1000/2000). Each run
 creates `--pods` pods kube-scheduler places on the existing nodes and reports:
 
@@ -24,7 +24,7 @@ itself; its pods are deleted after it; the cluster (KARPY_CLUSTER_STATE's, else 
 torn down at the end) gets its default kube-scheduler back. docs/scheduler-path.md has figures.
 
     .venv/bin/python -m benchmarks.schedpath --nodes 1000 --pods 3000 --runs 2 --qps lifted --kind plain \
-        [--sides with,every-pod,filter-only,without] [--mode stream|backlog]
+        [--sides with,guarded-only,filter-only,without] [--mode stream|backlog]
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ NAMESPACE = "schedpath"
 QPS = {"default": (None, None), "lifted": (1000.0, 2000)}
 #: --sides -> localcluster.restart_scheduler's extender knobs.
 SIDES: dict[str, dict[str, bool]] = {
-    "with": {"extender": True, "prioritize": False, "managed": True},
-    "every-pod": {"extender": True, "prioritize": True, "managed": False},
+    "with": {"extender": True, "prioritize": True, "managed": False},
+    "guarded-only": {"extender": True, "prioritize": False, "managed": True},
     "filter-only": {"extender": True, "prioritize": False, "managed": False},
     "without": {"extender": False},
 }
@@ -376,8 +376,8 @@ def main() -> None:
         type=sides,
         default=["with", "without"],
         help="kube-scheduler configurations, comma-separated, alternated: with (karpy's extender as "
-        "shipped: called only for pods requesting karpy.sh/guarded), every-pod (filter and prioritize "
-        "for every pod), filter-only (filter for every pod), without (no extender)",
+        "shipped: filter and prioritize for every pod), guarded-only (called only for pods requesting "
+        "karpy.sh/guarded), filter-only (filter for every pod), without (no extender)",
     )
     parser.add_argument("--run-seconds", type=float, default=240.0, help="deadline of each run")
     args = parser.parse_args()

@@ -19,6 +19,7 @@ line naming the component and its log, stops what was started, and exits 1.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -158,7 +159,8 @@ def _claim_path(folder: Path) -> Path:
 
 
 def _claimed_ports(folder: Path) -> set[int]:
-    """Extender ports recorded by other live runs: nobody listens on them until karpy starts."""
+    """Extender ports recorded by other live runs (nobody listens on them until karpy starts): a
+    run whose components are up, or one still starting them (its claiming process alive)."""
     claimed = set()
     for claim in _claims_dir().glob("*.json"):
         try:
@@ -166,24 +168,36 @@ def _claimed_ports(folder: Path) -> set[int]:
         except (OSError, ValueError):
             continue
         other_dir = Path(other.get("run_dir", ""))
-        other_state = load_state(other_dir) if other_dir != folder else None
-        if other_state and _live(other_state):
+        if other_dir == folder:
+            continue
+        other_state = load_state(other_dir)
+        pid = int(other.get("pid") or 0)
+        starting = pid > 0 and procs.pid_alive(pid)
+        if (other_state and _live(other_state)) or starting:
             claimed.add(int(other["extender_port"]))
-        elif other_dir != folder:
+        else:
             claim.unlink(missing_ok=True)
     return claimed
 
 
 def _extender_port(folder: Path) -> int:
-    wanted = os.environ.get("KARPY_EXTENDER_PORT")
-    if wanted:
-        port = int(wanted)
-    elif DEFAULT_EXTENDER_PORT not in _claimed_ports(folder) and not procs.port_in_use(DEFAULT_EXTENDER_PORT):
-        port = DEFAULT_EXTENDER_PORT
-    else:
-        port = procs.free_port()
+    """8088 unless another run holds it. Two clusters starting at once (pytest-xdist's workers)
+    both saw 8088 free before either wrote its claim: the check and the claim are one step under
+    an exclusive lock."""
     _claims_dir().mkdir(parents=True, exist_ok=True)
-    _claim_path(folder).write_text(json.dumps({"run_dir": str(folder), "extender_port": port}))
+    with (_claims_dir() / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        wanted = os.environ.get("KARPY_EXTENDER_PORT")
+        if wanted:
+            port = int(wanted)
+        elif DEFAULT_EXTENDER_PORT not in _claimed_ports(folder) and not procs.port_in_use(
+            DEFAULT_EXTENDER_PORT
+        ):
+            port = DEFAULT_EXTENDER_PORT
+        else:
+            port = procs.free_port()
+        claim = {"run_dir": str(folder), "extender_port": port, "pid": os.getpid()}
+        _claim_path(folder).write_text(json.dumps(claim))
     return port
 
 
@@ -431,8 +445,8 @@ def restart_scheduler(
     folder: Path,
     *,
     extender: bool = True,
-    prioritize: bool = False,
-    managed: bool = True,
+    prioritize: bool = True,
+    managed: bool = False,
     client_qps: float | None = None,
     client_burst: int | None = None,
     die_with_parent: bool = False,
@@ -469,15 +483,15 @@ def _scheduler_config(
     tls: dict[str, str] | None,
     *,
     extender: bool = True,
-    prioritize: bool = False,
-    managed: bool = True,
+    prioritize: bool = True,
+    managed: bool = False,
     client_qps: float | None = None,
     client_burst: int | None = None,
 ) -> dict[str, Any]:
-    """`extender`: register karpy's extender, as the shipped config does (manifests/scheduler):
-    its filter verb, called only for pods requesting `karpy.sh/guarded` (`managed`; False: for
-    every pod), `prioritize`: with the prioritize verb too (the configuration before
-    docs/scheduler-path.md's design, which benchmarks/schedpath.py compares against);
+    """`extender`: register karpy's extender as the shipped config does (manifests/scheduler: its
+    filter and `prioritize` verbs, for every pod); `managed`: only for pods requesting
+    `karpy.sh/guarded` (docs/scheduler-path.md's opt-in configuration, which
+    benchmarks/schedpath.py and the tests of that mode switch to);
     `client_qps`/`client_burst`: kube-scheduler's API client rate (clientConnection.qps/burst;
     None keeps its defaults, 50/100)."""
     connection: dict[str, Any] = {"kubeconfig": str(kubeconfig)}

@@ -85,7 +85,7 @@ def pod_manifest(
     return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
 
 
-def eventually(predicate: Callable[[], Any], seconds: float = 5.0) -> bool:
+def eventually(predicate: Callable[[], Any], seconds: float = 30.0) -> bool:
     """Whether `predicate` turns true within `seconds` (for worker threads under test)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
