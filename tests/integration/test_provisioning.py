@@ -111,14 +111,11 @@ def test_extender_guard_and_fast_path(karpy: Karpy, core_v1: Any, namespace: str
     )
     core_v1.patch_node(node, {"spec": {"taints": None}})
     # Marked in memory only (no disrupted taint, which keeps every pod off: test_disrupted_taint.py):
-    # what the extender's guard does for the pods kube-scheduler sends it, those requesting
-    # karpy.sh/guarded (the shipped config's managedResources).
+    # what the extender's guard does for every pod the shipped config sends it.
     karpy.state.mark_for_removal(node, "draining")
     batches_before = len(karpy.controller.reports)
-    late_pod = pod_manifest("late", "100m", selector=selector)
-    late_pod["spec"]["containers"][0]["resources"]["limits"] = {wk.GUARDED_RESOURCE: "1"}
     try:
-        create_pods(core_v1, namespace, [late_pod])
+        create_pods(core_v1, namespace, [pod_manifest("late", "100m", selector=selector)])
         late = wait_for(
             lambda: (p := core_v1.read_namespaced_pod("late", namespace)).spec.node_name and p,
             60,
