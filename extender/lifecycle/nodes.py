@@ -275,17 +275,17 @@ class NodeWorker:
 
     def census(self, provisioner: str) -> dict[str, Any]:
         """The Provisioner's node count and its deleting nodes, as the budget counts them."""
-        with self._lock:
-            own = [node for node in self._cache.values() if node.provisioner == provisioner]
+        own = self._own(provisioner)
         return {"total": len(own), "deleting": {node.name for node in own if node.deleting}}
+
+    def _own(self, provisioner: str | None) -> list[Node]:
+        """The cached nodes of one NodePool/Provisioner."""
+        with self._lock:
+            return [node for node in self._cache.values() if node.provisioner == provisioner]
 
     def _pool_of(self, node: Node) -> list[Node]:
         """Every cached node of `node`'s NodePool/Provisioner, `node` (as just read) included."""
-        with self._lock:
-            others = [
-                n for n in self._cache.values() if n.provisioner == node.provisioner and n.name != node.name
-            ]
-        return [node, *others]
+        return [node, *(n for n in self._own(node.provisioner) if n.name != node.name)]
 
     def _deleting(self) -> set[str]:
         with self._lock:

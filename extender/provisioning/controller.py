@@ -252,8 +252,12 @@ class ProvisioningController:
 
         def one_pass() -> float:
             if self.is_leader() and self._adopted.is_set():
-                with self._lock:
-                    self.static.reconcile()
+                # Listed before the lock: the listing is I/O a batch should not wait behind, and a
+                # cluster without static pools never takes the lock for them.
+                pools = self.static.static_pools()
+                if pools:
+                    with self._lock:
+                        self.static.reconcile(pools)
             return STATIC_SECONDS
 
         run_forever(one_pass, stop, doing="keeping static nodepools at their replicas", logger=log)

@@ -137,11 +137,12 @@ class StaticCapacity:
         self.unavailable = unavailable
         self.launch = launch
 
-    def reconcile(self) -> None:
-        """One pass over every static NodePool."""
-        pools = [p for p in kube_provisioners.list_configured(self.kube, self.settings) if p.is_static]
-        if not pools:
-            return
+    def static_pools(self) -> list[Provisioner]:
+        """The static NodePools now (read outside the batch lock: most clusters have none)."""
+        return [p for p in kube_provisioners.list_configured(self.kube, self.settings) if p.is_static]
+
+    def reconcile(self, pools: Sequence[Provisioner]) -> None:
+        """One pass over the static NodePools `pools` (from `static_pools`), under the batch lock."""
         nodes = self.nodes.current(lambda: kube_nodes.list_node_manifests(self.kube))
         bound = self.bound.current(lambda: kube_pods.list_assigned(self.kube))
         marked = self.state.marked()
