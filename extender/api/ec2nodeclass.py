@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from marshmallow import ValidationError
 
@@ -96,14 +96,22 @@ def _unsupported(path: str, what: str) -> str:
     return f"{path}: {what} is not supported by karpy"
 
 
+def _term_list(terms: Any, path: str, errors: list[str]) -> TypeGuard[list[Any]]:
+    """Whether `terms` is a selector-term list of 1 to MAX_TERMS items (the CRD's bounds); the
+    problem goes to `errors` when it is not."""
+    if not isinstance(terms, list) or not terms:
+        errors.append(f"{path}: must list at least one term")
+        return False
+    if len(terms) > MAX_TERMS:
+        errors.append(f"{path}: at most {MAX_TERMS} terms")
+        return False
+    return True
+
+
 def _ami_selector(terms: Any, family: str, errors: list[str]) -> tuple[str, dict[str, str]]:
     """(amiFamily, v1alpha5 amiSelector) for `amiSelectorTerms`."""
     path = "spec.amiSelectorTerms"
-    if not isinstance(terms, list) or not terms:
-        errors.append(f"{path}: must list at least one term")
-        return family, {}
-    if len(terms) > MAX_TERMS:
-        errors.append(f"{path}: at most {MAX_TERMS} terms")
+    if not _term_list(terms, path, errors):
         return family, {}
     aliases = [t.get("alias") for t in terms if isinstance(t, Mapping) and t.get("alias")]
     if aliases:
@@ -210,11 +218,7 @@ def _selector_terms(spec: Mapping[str, Any], name: str, errors: list[str]) -> nc
     """A v1 subnet/security-group selector-term list (terms ORed, as in Karpenter v1)."""
     terms = spec.get(name)
     path = f"spec.{name}"
-    if not isinstance(terms, list) or not terms:
-        errors.append(f"{path}: must list at least one term")
-        return ()
-    if len(terms) > MAX_TERMS:
-        errors.append(f"{path}: at most {MAX_TERMS} terms")
+    if not _term_list(terms, path, errors):
         return ()
     found = [_selector_term(term, f"{path}[{i}]", name, errors) for i, term in enumerate(terms)]
     return tuple(term for term in found if term is not None)
