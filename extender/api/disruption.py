@@ -36,6 +36,38 @@ BALANCED = "Balanced"
 #: change it ("k=2 fixed for now", kubernetes-sigs/karpenter#2962).
 DEFAULT_CONSOLIDATION_THRESHOLD = 2
 
+
+@dataclass(frozen=True)
+class PolicyRules:
+    """What a consolidation policy turns into on the loaded Provisioner."""
+
+    ttl_seconds_after_empty: int | None
+    consolidation: bool
+    consolidation_threshold: int | None
+
+
+def policy_rules(policy: str, after: int | None, *, static: bool = False) -> PolicyRules:
+    """The rules a v1 `consolidationPolicy` with `consolidateAfter` seconds (None = Never) sets.
+    WhenEmpty with Never removes no empty node; WhenEmptyOrUnderutilized with Never none at all; a
+    static pool keeps its nodes however empty (Karpenter's static NodePools)."""
+    return PolicyRules(
+        ttl_seconds_after_empty=after if policy == WHEN_EMPTY and not static else None,
+        consolidation=policy in (WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED) and after is not None and not static,
+        consolidation_threshold=DEFAULT_CONSOLIDATION_THRESHOLD if policy == BALANCED else None,
+    )
+
+
+def v1alpha5_policy(
+    ttl_seconds_after_empty: int | None, consolidation_enabled: bool
+) -> tuple[str, int | None]:
+    """The v1 (consolidationPolicy, consolidateAfter seconds, None = Never) that a v1alpha5
+    Provisioner's `ttlSecondsAfterEmpty` and `consolidation.enabled` stand for (Karpenter's v1
+    migration guide; the two are mutually exclusive)."""
+    if consolidation_enabled:
+        return WHEN_EMPTY_OR_UNDERUTILIZED, 0
+    return WHEN_EMPTY, ttl_seconds_after_empty
+
+
 #: The annotation (on a Provisioner or a NodePool) that sets the least a consolidation move must
 #: save: an annotation, not a spec field, so both APIs carry it and Karpenter's CRDs (which prune
 #: unknown fields) keep it.

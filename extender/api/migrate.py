@@ -25,6 +25,7 @@ from typing import Any
 
 from extender.api import ec2nodeclass, nodepool
 from extender.api import nodeclass as nc
+from extender.api.disruption import v1alpha5_policy
 from extender.api.nodetemplate import default_node_template
 from extender.api.provisioner_defaults import default_manifest
 
@@ -192,13 +193,13 @@ def node_pool(obj: Mapping[str, Any], class_name: str, notes: list[str]) -> dict
     template: dict[str, Any] = {"spec": template_spec}
     if spec.get("labels"):
         template["metadata"] = {"labels": copy.deepcopy(spec["labels"])}
-    empty = spec.get("ttlSecondsAfterEmpty")
-    disruption: dict[str, Any]
-    if (spec.get("consolidation") or {}).get("enabled"):
-        disruption = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
-    else:
-        after = nodepool.NEVER if empty is None else _seconds(empty)
-        disruption = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": after}
+    policy, after = v1alpha5_policy(
+        spec.get("ttlSecondsAfterEmpty"), bool((spec.get("consolidation") or {}).get("enabled"))
+    )
+    disruption: dict[str, Any] = {
+        "consolidationPolicy": policy,
+        "consolidateAfter": nodepool.NEVER if after is None else _seconds(after),
+    }
     if nodes := (spec.get("disruption") or {}).get("nodes"):
         disruption["budgets"] = [{"nodes": str(nodes)}]
     out: dict[str, Any] = {"template": template, "disruption": disruption}

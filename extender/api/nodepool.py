@@ -33,11 +33,11 @@ from extender.api import cron, ranges
 from extender.api import labels as wk
 from extender.api.disruption import (
     BALANCED,
-    DEFAULT_CONSOLIDATION_THRESHOLD,
     REASONS,
     WHEN_EMPTY,
     WHEN_EMPTY_OR_UNDERUTILIZED,
     Budget,
+    policy_rules,
 )
 from extender.api.ec2nodeclass import API_GROUP as NODE_CLASS_GROUP
 from extender.api.ec2nodeclass import KIND as NODE_CLASS_KIND
@@ -355,6 +355,7 @@ class NodePoolSchema(Base):
         budgets = tuple(disruption.get("budgets") or (Budget(nodes=DEFAULT_DISRUPTION_BUDGET),))
         raw_limits = (original.get("spec") or {}).get("limits") or {}
         static = spec["replicas"] is not None
+        rules = policy_rules(policy, after, static=static)
         return Provisioner(
             name=data["metadata"]["name"],
             uid=data["metadata"]["uid"],
@@ -370,13 +371,9 @@ class NodePoolSchema(Base):
             limits=spec["limits"],
             limited=frozenset(str(k) for k in raw_limits),
             weight=spec["weight"],
-            # WhenEmpty with "Never" removes no empty node; WhenEmptyOrUnderutilized with "Never" none at all.
-            # A static pool keeps its nodes however empty (Karpenter's static NodePools).
-            ttl_seconds_after_empty=after if policy == WHEN_EMPTY and not static else None,
-            consolidation=policy in (WHEN_EMPTY_OR_UNDERUTILIZED, BALANCED)
-            and after is not None
-            and not static,
-            consolidation_threshold=DEFAULT_CONSOLIDATION_THRESHOLD if policy == BALANCED else None,
+            ttl_seconds_after_empty=rules.ttl_seconds_after_empty,
+            consolidation=rules.consolidation,
+            consolidation_threshold=rules.consolidation_threshold,
             consolidation_min_savings=min_savings(data["metadata"]),
             consolidate_after=after,
             budgets=budgets,

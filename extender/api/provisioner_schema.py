@@ -22,7 +22,14 @@ from marshmallow import (
 
 from extender.api import labels as wk
 from extender.api import ranges
-from extender.api.disruption import MIN_SAVINGS_ANNOTATION, Budget, SavingsThreshold, parse_min_savings
+from extender.api.disruption import (
+    MIN_SAVINGS_ANNOTATION,
+    Budget,
+    SavingsThreshold,
+    parse_min_savings,
+    policy_rules,
+    v1alpha5_policy,
+)
 from extender.api.nodeclass import API_VERSION as NODE_TEMPLATE_API_VERSION
 from extender.api.nodeclass import KIND as NODE_TEMPLATE_KIND
 from extender.api.nodeclass import NodeClass
@@ -364,6 +371,11 @@ class ProvisionerSchema(_Base):
         spec = data["spec"] or {}
         limits = spec.get("limits") or {}
         raw_limits = ((original.get("spec") or {}).get("limits") or {}).get("resources") or {}
+        rules = policy_rules(
+            *v1alpha5_policy(
+                spec.get("ttlSecondsAfterEmpty"), bool((spec.get("consolidation") or {}).get("enabled"))
+            )
+        )
         return Provisioner(
             name=data["metadata"]["name"],
             uid=data["metadata"]["uid"],
@@ -372,13 +384,13 @@ class ProvisionerSchema(_Base):
             requirements=tuple(spec.get("requirements", ())),
             labels=spec.get("labels", {}),
             taints=tuple(spec.get("taints", ())),
-            ttl_seconds_after_empty=spec.get("ttlSecondsAfterEmpty"),
+            ttl_seconds_after_empty=rules.ttl_seconds_after_empty,
             ttl_seconds_until_expired=spec.get("ttlSecondsUntilExpired"),
             limits=limits.get("resources", Resources()),
             # Resources drops zeros, but a limit of 0 means "launch nothing", not "no limit".
             limited=frozenset(str(k) for k in raw_limits),
             weight=spec.get("weight", 0),
-            consolidation=bool((spec.get("consolidation") or {}).get("enabled")),
+            consolidation=rules.consolidation,
             budgets=(Budget(nodes=(spec.get("disruption") or {}).get("nodes", DEFAULT_DISRUPTION_BUDGET)),),
             kubelet=spec.get("kubeletConfiguration") or KubeletConfiguration(),
             provider=spec.get("provider") or NodeClass(),
