@@ -22,7 +22,7 @@ from extender.provisioning import pending
 from extender.provisioning.startup import StartupTracker
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.lifecycle.builders import T0, node, stamp
+from tests.builders import T0, node, stamp
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 

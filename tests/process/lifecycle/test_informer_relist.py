@@ -20,7 +20,8 @@ from extender.cluster import informer
 from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
 from extender.settings import Settings
-from tests.unit.lifecycle.builders import eventually, node_manifest
+from tests.builders import node_manifest
+from tests.unit.lifecycle.builders import eventually
 
 
 def _informer(monkeypatch: Any, lists: list[list[dict[str, Any]]], handler: Any) -> threading.Event:

@@ -18,7 +18,7 @@ from extender.api.node import Node
 from extender.cluster import leaderlabel
 from extender.lifecycle import nodepatch
 from extender.retry import LoopBackoff
-from tests.unit.lifecycle.builders import node, node_manifest
+from tests.builders import node, node_manifest
 
 NOT_READY = {"key": labels.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}
 OTHER = {"key": "example.com/other", "effect": "NoSchedule"}

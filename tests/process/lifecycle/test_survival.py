@@ -23,7 +23,8 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
 from extender.retry import LoopBackoff
 from extender.settings import Settings
-from tests.unit.lifecycle.builders import eventually, node
+from tests.builders import node
+from tests.unit.lifecycle.builders import eventually
 
 
 class _Cloud:

@@ -19,7 +19,7 @@ from extender.lifecycle.context import Context
 from extender.lifecycle.events import Recorder
 from extender.lifecycle.nodes import NodeWorker
 from extender.settings import Settings
-from tests.unit.lifecycle.builders import T0
+from tests.builders import T0
 from tests.unit.scheduling.builders import catalog
 
 

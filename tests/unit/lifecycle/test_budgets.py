@@ -16,8 +16,7 @@ from extender.lifecycle.budgets import DisruptionLedger, nodes
 from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
 from extender.settings import Settings
-
-from .builders import T0, node, stamp
+from tests.builders import T0, node, stamp
 
 
 @pytest.mark.parametrize(

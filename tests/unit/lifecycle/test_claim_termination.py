@@ -8,8 +8,8 @@ from __future__ import annotations
 from extender.api import labels
 from extender.api.nodeclaim import Record
 from extender.lifecycle.nodeclaim_deletion import Action, ClaimTerminator, decide, nodes_of
+from tests.builders import T0, node
 
-from .builders import T0, node
 from .test_with_fake_cloud import World
 
 

@@ -9,8 +9,7 @@ from extender.cluster.nodes import instance_id
 from extender.lifecycle import emptiness, expiry, readiness
 from extender.lifecycle.context import go_duration
 from extender.lifecycle.emptiness import Action
-
-from .builders import T0, node, pod, stamp
+from tests.builders import T0, node, running_pod, stamp
 
 NOT_READY = {"key": labels.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}
 TS = labels.EMPTINESS_TIMESTAMP_ANNOTATION
@@ -20,17 +19,17 @@ TS = labels.EMPTINESS_TIMESTAMP_ANNOTATION
 
 
 def test_empty_ready_node_gets_timestamp_and_requeue_at_ttl() -> None:
-    d = emptiness.decide(node(), [pod(owner="DaemonSet"), pod("m", owner="Node")], 30, T0)
+    d = emptiness.decide(node(), [running_pod(owner="DaemonSet"), running_pod("m", owner="Node")], 30, T0)
     assert d == emptiness.Decision(Action.ADD, requeue_after=30)
 
 
 def test_pod_arriving_removes_timestamp() -> None:
     n = node(annotations={TS: stamp(T0)})
-    assert emptiness.decide(n, [pod()], 30, T0).action is Action.REMOVE
+    assert emptiness.decide(n, [running_pod()], 30, T0).action is Action.REMOVE
 
 
 def test_completed_pods_do_not_keep_a_node_busy() -> None:
-    assert emptiness.decide(node(), [pod(phase="Succeeded")], 30, T0).action is Action.ADD
+    assert emptiness.decide(node(), [running_pod(phase="Succeeded")], 30, T0).action is Action.ADD
 
 
 def test_not_yet_due_requeues_exactly_at_due_time() -> None:

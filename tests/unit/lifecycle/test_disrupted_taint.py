@@ -15,7 +15,7 @@ from extender.lifecycle import nodepatch
 from extender.lifecycle.context import Context
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.lifecycle.builders import node
+from tests.builders import node
 
 KEY = labels.DISRUPTED_TAINT_KEY
 

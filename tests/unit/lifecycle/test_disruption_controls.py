@@ -19,9 +19,9 @@ from extender.lifecycle.consolidation.eligibility import free_slots, node_blocke
 from extender.lifecycle.consolidation.view import Settings
 from extender.lifecycle.podevents import PodEvents
 from extender.lifecycle.termination import deadline_of, needs_force_delete, plan_drain
+from tests.builders import T0, node, running_pod, stamp
 
 from . import test_consolidation as tc
-from .builders import T0, node, pod, stamp
 
 MIDNIGHT = datetime(2024, 5, 1, tzinfo=UTC)
 DRIFTED = budgets.DRIFTED
@@ -120,16 +120,16 @@ def test_pod_events_are_binds_terminal_terminating_and_deletes() -> None:
     and unchanged status updates do not count; a listing (SYNC) records without an event."""
     now = [T0]
     events = PodEvents(lambda: now[0])
-    events.observe("SYNC", pod("old"))
+    events.observe("SYNC", running_pod("old"))
     assert events.last(["n1"]) == {"n1": T0}  # first asked about at T0
     now[0] = T0 + timedelta(minutes=1)
-    events.observe("MODIFIED", pod("old"))  # nothing the predicate watches changed
-    events.observe("ADDED", pod("ds", owner="DaemonSet"))
+    events.observe("MODIFIED", running_pod("old"))  # nothing the predicate watches changed
+    events.observe("ADDED", running_pod("ds", owner="DaemonSet"))
     assert events.last(["n1"]) == {"n1": T0}
-    events.observe("ADDED", pod("new"))
+    events.observe("ADDED", running_pod("new"))
     assert events.last(["n1"]) == {"n1": now[0]}
     now[0] += timedelta(minutes=1)
-    events.observe("MODIFIED", pod("new", deleting_at=now[0]))
+    events.observe("MODIFIED", running_pod("new", deleted_at=now[0]))
     assert events.last(["n1"]) == {"n1": now[0]}
 
 
@@ -146,11 +146,14 @@ def test_do_not_disrupt_on_node_or_pod(
     node_annotations: dict[str, str], pod_annotations: dict[str, str], blocked: str | None
 ) -> None:
     """Karpenter v1 docs concepts/disruption, Pod-Level and Node-Level Controls (value "true")."""
-    assert protection.node_blocker(node_annotations, [pod(annotations=pod_annotations)]) == blocked
+    assert protection.node_blocker(node_annotations, [running_pod(annotations=pod_annotations)]) == blocked
 
 
 def test_do_not_disrupt_daemonset_pod_does_not_hold_the_node() -> None:
-    assert protection.node_blocker({}, [pod(owner="DaemonSet", annotations={DO_NOT_DISRUPT: "true"})]) is None
+    assert (
+        protection.node_blocker({}, [running_pod(owner="DaemonSet", annotations={DO_NOT_DISRUPT: "true"})])
+        is None
+    )
 
 
 def test_consolidation_skips_do_not_disrupt_nodes_and_pods() -> None:
@@ -177,7 +180,7 @@ def test_empty_node_annotated_do_not_disrupt_outlives_its_ttl() -> None:
 
 
 def _with_grace(name: str, grace: int, **kw: object) -> object:
-    return dataclasses.replace(pod(name, **kw), grace_seconds=grace)  # type: ignore[arg-type]
+    return dataclasses.replace(running_pod(name, **kw), grace_seconds=grace)  # type: ignore[arg-type]
 
 
 def test_drain_deadline_is_deletion_plus_grace_period() -> None:
@@ -201,9 +204,9 @@ def test_blocked_pods_are_deleted_so_they_end_by_the_deadline() -> None:
     assert [p.name for p in mid.force] == ["web"] and [p.name for p in mid.blocking] == ["pinned"]
     after = plan_drain([pinned, web], deadline - timedelta(seconds=29), 3600, deadline)  # type: ignore[list-item]
     assert {p.name for p in after.force} == {"pinned", "web"} and not after.blocking
-    late = pod("late", deleting_at=deadline + timedelta(seconds=10))
+    late = running_pod("late", deleted_at=deadline + timedelta(seconds=10))
     assert needs_force_delete(late, deadline, T0)
-    assert not needs_force_delete(pod("soon", deleting_at=deadline), deadline, T0)
+    assert not needs_force_delete(running_pod("soon", deleted_at=deadline), deadline, T0)
     # past the deadline, a pod ending within a second is not deleted again (no shorter grace exists)
     assert not needs_force_delete(late, deadline, deadline + timedelta(seconds=9))
     # no terminationGracePeriod: a blocked drain waits for ever

@@ -8,18 +8,17 @@ from extender.api import labels
 from extender.cloud.types import Instance
 from extender.lifecycle import gc, leader
 from extender.lifecycle.termination import plan_drain
-
-from .builders import T0, node, pod
+from tests.builders import T0, node, running_pod
 
 # --- drain -------------------------------------------------------------------------------------------
 
 
 def test_non_critical_pods_go_first_critical_wait() -> None:
     pods = [
-        pod("web"),
-        pod("dns", priority_class="system-cluster-critical"),
-        pod("ds", owner="DaemonSet"),
-        pod("static", owner="Node"),
+        running_pod("web"),
+        running_pod("dns", priority_class="system-cluster-critical"),
+        running_pod("ds", owner="DaemonSet"),
+        running_pod("static", owner="Node"),
     ]
     plan = plan_drain(pods, T0, 60)
     assert [p.name for p in plan.evict_now] == ["web"]
@@ -28,22 +27,26 @@ def test_non_critical_pods_go_first_critical_wait() -> None:
 
 def test_critical_pods_are_evicted_once_the_rest_are_gone() -> None:
     pods = [
-        pod("dns", priority_class="system-cluster-critical"),
-        pod("proxy", priority_class="system-node-critical"),
-        pod("ds", owner="DaemonSet"),
+        running_pod("dns", priority_class="system-cluster-critical"),
+        running_pod("proxy", priority_class="system-node-critical"),
+        running_pod("ds", owner="DaemonSet"),
     ]
     plan = plan_drain(pods, T0, 60)
     assert [p.name for p in plan.evict_now] == ["dns", "proxy"]
 
 
 def test_terminating_pods_hold_the_drain_until_stuck() -> None:
-    terminating = [pod("web", deleting_at=T0)]
+    terminating = [running_pod("web", deleted_at=T0)]
     assert plan_drain(terminating, T0 + timedelta(seconds=30), 60).waiting == 1
     assert plan_drain(terminating, T0 + timedelta(seconds=61), 60).drained
 
 
 def test_do_not_evict_blocks_and_is_never_evicted() -> None:
-    plan = plan_drain([pod("keep", annotations={labels.DO_NOT_EVICT_ANNOTATION: "true"}), pod("web")], T0, 60)
+    plan = plan_drain(
+        [running_pod("keep", annotations={labels.DO_NOT_EVICT_ANNOTATION: "true"}), running_pod("web")],
+        T0,
+        60,
+    )
     assert [p.name for p in plan.blocking] == ["keep"]
     assert [p.name for p in plan.evict_now] == ["web"]
     assert not plan.drained
@@ -51,9 +54,9 @@ def test_do_not_evict_blocks_and_is_never_evicted() -> None:
 
 def test_finished_daemonset_and_unschedulable_tolerating_pods_do_not_hold_the_drain() -> None:
     pods = [
-        pod("done", phase="Succeeded"),
-        pod("ds", owner="DaemonSet"),
-        pod("tol", tolerations=[{"operator": "Exists"}]),
+        running_pod("done", phase="Succeeded"),
+        running_pod("ds", owner="DaemonSet"),
+        running_pod("tol", tolerations=[{"operator": "Exists"}]),
     ]
     assert plan_drain(pods, T0, 60).drained
 

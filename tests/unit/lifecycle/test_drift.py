@@ -23,7 +23,7 @@ from extender.lifecycle.controller import Lifecycle
 from extender.lifecycle.events import Recorder
 from extender.lifecycle.nodes import NodeWorker
 from extender.settings import Settings
-from tests.unit.lifecycle.builders import T0, node_manifest, pod, pod_manifest
+from tests.builders import T0, node_manifest, running_pod, running_pod_manifest
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
 BASE: dict[str, Any] = {
@@ -226,7 +226,7 @@ class Cluster:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, node: Node) -> None:
         self.node = node
-        self.pods: list[Pod] = [pod("web-1")]
+        self.pods: list[Pod] = [running_pod("web-1")]
         self.patched: list[tuple[str, str | None]] = []
         self.cordoned: list[str] = []
         self.deleted: list[str] = []
@@ -322,7 +322,7 @@ def test_a_drifted_node_whose_requested_resource_is_not_registered_is_not_replac
     listing = Listing(NEW_POOL)
     created = utcnow() - timedelta(hours=1)
     cluster = Cluster(monkeypatch, launched_node(OLD_POOL, created=created))
-    gpu_pod = pod_manifest("trainer")
+    gpu_pod = running_pod_manifest("trainer")
     gpu_pod["spec"]["containers"] = [{"name": "c", "resources": {"requests": {GPU: "1"}}}]
     cluster.pods = [Pod.from_live(gpu_pod)]
     nodes = worker(cluster, listing)

@@ -14,8 +14,7 @@ from extender.lifecycle import emptiness
 from extender.lifecycle.context import Context
 from extender.settings import Settings
 from extender.state import ClusterState
-
-from .builders import T0, node, stamp
+from tests.builders import T0, node, stamp
 
 
 def test_a_due_empty_node_holding_room_is_kept_until_the_hold_ends(monkeypatch: pytest.MonkeyPatch) -> None:

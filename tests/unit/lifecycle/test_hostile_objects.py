@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from extender.api import labels, nodeclaim
 from extender.cluster import pool_resources as kube_provisioners
 from extender.lifecycle import gc
-from tests.unit.lifecycle.builders import T0, node_manifest, stamp
+from tests.builders import T0, node_manifest, stamp
 from tests.unit.lifecycle.plainworld import PlainWorld
 
 pytestmark = pytest.mark.slow

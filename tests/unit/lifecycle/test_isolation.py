@@ -20,7 +20,7 @@ from extender.api.provisioner import Provisioner
 from extender.lifecycle import budgets, emptiness, horizon
 from extender.lifecycle.expiry import expires_at
 from extender.lifecycle.termination import deadline_of, needs_force_delete
-from tests.unit.lifecycle.builders import T0, node, node_manifest, pod, stamp
+from tests.builders import T0, node, node_manifest, running_pod, stamp
 from tests.unit.lifecycle.plainworld import PlainWorld
 
 HUGE = 99999999999 * 3600  # 99999999999h, as nodepool.duration_seconds reads it
@@ -48,7 +48,7 @@ def test_expiry_and_the_termination_deadline_of_a_huge_duration_are_never() -> N
 def test_a_pod_grace_longer_than_the_calendar_is_deleted_by_the_deadline() -> None:
     """Karpenter's needsForceDelete: due at deadline - the pod's grace; a grace past the calendar
     is due at once."""
-    victim = replace(pod("p1"), grace_seconds=2**62)
+    victim = replace(running_pod("p1"), grace_seconds=2**62)
     assert needs_force_delete(victim, T0 + timedelta(hours=1), T0)
 
 

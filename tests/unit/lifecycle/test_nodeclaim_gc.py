@@ -11,8 +11,8 @@ from extender.api.nodeclaim import Record
 from extender.cloud.types import Instance
 from extender.cluster.errors import Unavailable
 from extender.lifecycle import gc
+from tests.builders import T0, node
 
-from .builders import T0, node
 from .test_with_fake_cloud import GRACE, World
 
 OLD = T0 - timedelta(minutes=10)

@@ -14,9 +14,8 @@ from extender.lifecycle import readiness
 from extender.lifecycle.context import Context
 from extender.lifecycle.events import Recorder
 from extender.settings import Settings
+from tests.builders import T0, node_manifest
 from tests.unit.scheduling.builders import catalog, make_provisioner
-
-from .builders import T0, node_manifest
 
 
 class Told:

@@ -10,8 +10,7 @@ from typing import Any
 from extender.api import labels
 from extender.api.node import Node
 from extender.lifecycle import repair, termination
-
-from .builders import T0, node_manifest, stamp
+from tests.builders import T0, node_manifest, stamp
 
 
 def sick(

@@ -16,9 +16,8 @@ from extender.lifecycle import termination
 from extender.lifecycle.context import Context
 from extender.lifecycle.events import Recorder
 from extender.settings import Settings
+from tests.builders import T0, node_manifest
 from tests.unit.scheduling.builders import catalog
-
-from .builders import T0, node_manifest
 
 
 class StatusRefreshes:

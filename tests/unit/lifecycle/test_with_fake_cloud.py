@@ -22,7 +22,7 @@ from extender.lifecycle.events import Recorder
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.lifecycle.builders import T0, node, stamp
+from tests.builders import T0, node, stamp
 from tests.unit.provisioning.fakes import ZONE_A, FakeCluster, pod
 from tests.unit.scheduling.builders import catalog, make_provisioner
 

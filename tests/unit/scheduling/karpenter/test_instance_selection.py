@@ -16,6 +16,7 @@ import itertools
 import pytest
 
 from extender.scheduling.instancetypes import Offering
+from tests.builders import ZONE, pod, provisioner, req
 from tests.unit.scheduling.builders import catalog
 from tests.unit.scheduling.karpenter.builders import (
     ARCH,
@@ -26,12 +27,8 @@ from tests.unit.scheduling.karpenter.builders import (
     SPOT,
     Z1,
     Z2,
-    ZONE,
     Cluster,
     not_ported,
-    pod,
-    provisioner,
-    req,
 )
 
 #: The suite's NodePool: spot or on-demand, arm64 or amd64.

@@ -20,9 +20,10 @@ from extender.api.nodepool import load_nodepool
 from extender.api.provisioner import Provisioner
 from extender.scheduling.instancetypes import GIB, InstanceType, Offering
 from extender.scheduling.plan import PlannedNode
+from tests.builders import pod, req
 from tests.unit.api.test_nodepool import pool
 from tests.unit.scheduling.builders import catalog
-from tests.unit.scheduling.karpenter.builders import INSTANCE_TYPE, SPOT, Z1, Cluster, pod, req
+from tests.unit.scheduling.karpenter.builders import INSTANCE_TYPE, SPOT, Z1, Cluster
 
 GEN = wk.INSTANCE_GENERATION
 

@@ -25,6 +25,7 @@ from extender.api.provisioner import Taint
 from extender.cluster import inventory
 from extender.scheduling.instancetypes import Offering
 from extender.scheduling.solver import ExistingNode, solve
+from tests.builders import ZONE, pod, pod_manifest, pods, provisioner, req, spread, term
 from tests.unit.scheduling.builders import catalog
 from tests.unit.scheduling.karpenter.builders import (
     ARCH,
@@ -37,16 +38,8 @@ from tests.unit.scheduling.karpenter.builders import (
     Z1,
     Z2,
     Z3,
-    ZONE,
     Cluster,
     not_ported,
-    pod,
-    pod_manifest,
-    pods,
-    provisioner,
-    req,
-    spread,
-    term,
     zones_requirement,
 )
 

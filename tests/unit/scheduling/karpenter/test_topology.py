@@ -15,27 +15,19 @@ import pytest
 from extender.api.provisioner import Taint
 from extender.cluster.volumes import Volumes
 from extender.scheduling.solver import ExistingNode
+from tests.builders import LABELS, ZONE, pod, pods, provisioner, req, spread, term, weighted
 from tests.unit.scheduling.karpenter.builders import (
     ARCH,
     CAPACITY_TYPE,
     HOSTNAME,
-    LABELS,
     ON_DEMAND,
     SPOT,
     Z1,
     Z2,
     Z3,
-    ZONE,
     Cluster,
     ms,
     not_ported,
-    pod,
-    pods,
-    provisioner,
-    req,
-    spread,
-    term,
-    weighted,
     zonal_volume,
     zones_requirement,
 )

@@ -12,21 +12,17 @@ import pytest
 
 from extender.api.pod import Pod
 from extender.cluster.volumes import Volumes
+from tests.builders import ZONE, pod, provisioner, req, term
 from tests.unit.scheduling.builders import catalog
 from tests.unit.scheduling.karpenter.builders import (
     ARCH,
     HOSTNAME,
     Z1,
     Z2,
-    ZONE,
     Cluster,
     claim,
     not_ported,
-    pod,
-    provisioner,
-    req,
     storage_class,
-    term,
     zonal_volume,
 )
 

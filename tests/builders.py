@@ -1,0 +1,408 @@
+"""The one set of test builders: pods, nodes and pools as API JSON, and the models karpy parses from it.
+
+Plain data, no API calls. `pod_manifest` / `node_manifest` / `provisioner_manifest` build the JSON
+(for fakes of the API, files `karpy plan` reads, or the local control plane); `pod` / `node` /
+`provisioner` parse it as karpy does (`Pod.from_manifest` or `from_live`, `Node.from_live`,
+`load_provisioner`). Keyword arguments are snake_case for what the builder shapes (requests,
+owners, affinity terms...) and camelCase for spec fields passed through as written.
+
+The pod keywords follow Karpenter's test.PodOptions (pkg/test/pods.go): node_requirements /
+node_preferences, pod_requirements / pod_anti_requirements, spreads, tolerations, host_ports...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from extender.api import labels as wk
+from extender.api.node import Node
+from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
+from extender.api.provisioner_schema import load_provisioner
+from extender.cluster.volumes import Volumes
+
+ZONE = "topology.kubernetes.io/zone"
+#: The labels Karpenter's topology tests put on their pods and select on.
+LABELS = {"test": "test"}
+#: The creation time of the nodes built here unless a test sets one.
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+_names = itertools.count()
+
+
+def stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- selector and affinity parts -----------------------------------------------------------------
+
+
+def req(key: str, operator: str, *values: str) -> dict[str, Any]:
+    """A NodeSelectorRequirement / LabelSelectorRequirement."""
+    item: dict[str, Any] = {"key": key, "operator": operator}
+    if values:
+        item["values"] = list(values)
+    return item
+
+
+def spread(
+    key: str = ZONE,
+    *,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    selector: Mapping[str, Any] | str | None = "labels",
+    min_domains: int | None = None,
+    node_affinity_policy: str | None = None,
+    node_taints_policy: str | None = None,
+    match_label_keys: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A TopologySpreadConstraint; `selector` defaults to matchLabels LABELS, None leaves it out."""
+    item: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
+    if selector == "labels":
+        item["labelSelector"] = {"matchLabels": dict(LABELS)}
+    elif selector is not None:
+        item["labelSelector"] = dict(selector)  # type: ignore[arg-type]
+    if min_domains is not None:
+        item["minDomains"] = min_domains
+    if node_affinity_policy:
+        item["nodeAffinityPolicy"] = node_affinity_policy
+    if node_taints_policy:
+        item["nodeTaintsPolicy"] = node_taints_policy
+    if match_label_keys is not None:
+        item["matchLabelKeys"] = list(match_label_keys)
+    return item
+
+
+def term(
+    key: str,
+    match_labels: Mapping[str, str] | None,
+    *,
+    namespaces: Sequence[str] | None = None,
+    namespace_selector: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A PodAffinityTerm selecting `match_labels` (None = no labelSelector) over `key`."""
+    item: dict[str, Any] = {"topologyKey": key}
+    if match_labels is not None:
+        item["labelSelector"] = {"matchLabels": dict(match_labels)}
+    if namespaces is not None:
+        item["namespaces"] = list(namespaces)
+    if namespace_selector is not None:
+        item["namespaceSelector"] = dict(namespace_selector)
+    return item
+
+
+def weighted(weight: int, pod_term: Mapping[str, Any]) -> dict[str, Any]:
+    return {"weight": weight, "podAffinityTerm": dict(pod_term)}
+
+
+# --- pods ----------------------------------------------------------------------------------------
+
+
+def pod_manifest(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    uid: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    owner_kind: str | None = None,
+    owner_name: str = "owner",
+    deleted_at: datetime | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    requests: Mapping[str, Any] | None = None,
+    limits: Mapping[str, Any] | None = None,
+    image: str | None = "pause",
+    node_name: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    node_requirements: Sequence[Mapping[str, Any]] | None = None,
+    node_preferences: Sequence[Mapping[str, Any]] | None = None,
+    required_terms: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    preferred_terms: Sequence[tuple[int, Sequence[Mapping[str, Any]]]] | None = None,
+    pod_requirements: Sequence[Mapping[str, Any]] | None = None,
+    pod_preferences: Sequence[Mapping[str, Any]] | None = None,
+    pod_anti_requirements: Sequence[Mapping[str, Any]] | None = None,
+    pod_anti_preferences: Sequence[Mapping[str, Any]] | None = None,
+    spreads: Sequence[Mapping[str, Any]] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] | None = None,
+    host_ports: Sequence[int] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] | None = None,
+    overhead: Mapping[str, Any] | None = None,
+    priority_class: str | None = None,
+    claims: Sequence[str] | None = None,
+    ephemeral: Sequence[tuple[str, str | None]] | None = None,
+    phase: str | None = None,
+    status: Mapping[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A v1 Pod as API JSON, shaped like Karpenter's test.PodOptions; `**spec` are spec fields as
+    written (`affinity`, `topologySpreadConstraints`, `containers`...), set last.
+
+    uid: None -> "uid-<name>", "" -> none. owner_kind: one controller owner reference of that kind
+    named `owner_name`. node_requirements -> one required nodeSelectorTerm; node_preferences -> one
+    preferred term of weight 1 (as Karpenter's builder); `required_terms` / `preferred_terms` give
+    several terms. claims -> persistentVolumeClaim volumes; ephemeral -> (volume, storage class)
+    generic ephemeral volumes. phase -> status.phase (`status` gives the whole status).
+    """
+    name = name or f"pod-{next(_names)}"
+    container_requests = dict(requests or {})
+    if cpu is not None:
+        container_requests["cpu"] = cpu
+    if memory is not None:
+        container_requests["memory"] = memory
+    resources: dict[str, Any] = {}
+    if container_requests:
+        resources["requests"] = container_requests
+    if limits:
+        resources["limits"] = dict(limits)
+    container: dict[str, Any] = {"name": "c", "resources": resources}
+    if image is not None:
+        container["image"] = image
+    if host_ports:
+        container["ports"] = [{"containerPort": 80, "hostPort": p, "protocol": "TCP"} for p in host_ports]
+    body: dict[str, Any] = {"containers": [container]}
+    if node_name is not None:
+        body["nodeName"] = node_name
+    if node_selector:
+        body["nodeSelector"] = dict(node_selector)
+    affinity = _affinity(
+        node_requirements,
+        node_preferences,
+        required_terms,
+        preferred_terms,
+        (pod_requirements, pod_preferences),
+        (pod_anti_requirements, pod_anti_preferences),
+    )
+    if affinity:
+        body["affinity"] = affinity
+    if spreads:
+        body["topologySpreadConstraints"] = [dict(s) for s in spreads]
+    if tolerations:
+        body["tolerations"] = [dict(t) for t in tolerations]
+    if init_containers:
+        body["initContainers"] = [dict(c) for c in init_containers]
+    if overhead:
+        body["overhead"] = dict(overhead)
+    if priority_class:
+        body["priorityClassName"] = priority_class
+    volumes = _volumes(claims, ephemeral)
+    if volumes:
+        body["volumes"] = volumes
+    body.update(spec)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid != "":
+        metadata["uid"] = uid or f"uid-{name}"
+    if labels:
+        metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    if owner_kind:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": owner_kind,
+                "name": owner_name,
+                "uid": "owner",
+                "controller": True,
+            }
+        ]
+    if deleted_at is not None:
+        metadata["deletionTimestamp"] = stamp(deleted_at)
+    manifest: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body}
+    if status is not None or phase is not None:
+        manifest["status"] = {**(status or {}), **({"phase": phase} if phase is not None else {})}
+    return manifest
+
+
+def _affinity(
+    node_requirements: Sequence[Mapping[str, Any]] | None,
+    node_preferences: Sequence[Mapping[str, Any]] | None,
+    required_terms: Sequence[Sequence[Mapping[str, Any]]] | None,
+    preferred_terms: Sequence[tuple[int, Sequence[Mapping[str, Any]]]] | None,
+    pod_affinity: tuple[Sequence[Mapping[str, Any]] | None, Sequence[Mapping[str, Any]] | None],
+    pod_anti_affinity: tuple[Sequence[Mapping[str, Any]] | None, Sequence[Mapping[str, Any]] | None],
+) -> dict[str, Any]:
+    affinity: dict[str, Any] = {}
+    node_affinity: dict[str, Any] = {}
+    terms = [list(t) for t in required_terms or ()]
+    if node_requirements is not None:
+        terms.insert(0, list(node_requirements))
+    if terms:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
+        }
+    preferred = [(w, list(t)) for w, t in preferred_terms or ()]
+    if node_preferences is not None:
+        preferred.insert(0, (1, list(node_preferences)))
+    if preferred:
+        node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": w, "preference": {"matchExpressions": t}} for w, t in preferred
+        ]
+    if node_affinity:
+        affinity["nodeAffinity"] = node_affinity
+    for kind, (required, preferred_pod) in (
+        ("podAffinity", pod_affinity),
+        ("podAntiAffinity", pod_anti_affinity),
+    ):
+        section: dict[str, Any] = {}
+        if required is not None:
+            section["requiredDuringSchedulingIgnoredDuringExecution"] = [dict(t) for t in required]
+        if preferred_pod is not None:
+            section["preferredDuringSchedulingIgnoredDuringExecution"] = [dict(t) for t in preferred_pod]
+        if required is not None or preferred_pod is not None:
+            affinity[kind] = section
+    return affinity
+
+
+def _volumes(claims: Sequence[str] | None, ephemeral: Sequence[tuple[str, str | None]] | None) -> list[Any]:
+    volumes: list[dict[str, Any]] = [
+        {"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": claim}}
+        for i, claim in enumerate(claims or ())
+    ]
+    for volume_name, storage_class in ephemeral or ():
+        claim_spec: dict[str, Any] = {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+        if storage_class is not None:
+            claim_spec["storageClassName"] = storage_class
+        volumes.append({"name": volume_name, "ephemeral": {"volumeClaimTemplate": {"spec": claim_spec}}})
+    return volumes
+
+
+def pod(
+    name: str | None = None, *, volumes: Volumes | None = None, live: bool = False, **options: Any
+) -> Pod:
+    """`pod_manifest(name, **options)` parsed: Karpenter's test.UnschedulablePod(options).
+
+    With `volumes` (the claims, volumes and classes of the cluster) the pod's claims are resolved to
+    node terms as the controller does (`Volumes.topology`); without, a pod with a claim is unmodelled.
+    `live`: parsed as the lifecycle reads a pod that exists (`Pod.from_live`).
+    """
+    manifest = pod_manifest(name, **options)
+    if live:
+        return Pod.from_live(manifest)
+    if volumes is None:
+        return Pod.from_manifest(manifest)
+    parsed = Pod.from_manifest(manifest, volumes.topology(manifest))
+    return dataclasses.replace(parsed, csi_claims=volumes.csi_claims(manifest))
+
+
+def pods(count: int, **options: Any) -> list[Pod]:
+    """Karpenter's test.UnschedulablePods(options, count): identical pods with distinct names."""
+    return [pod(**options) for _ in range(count)]
+
+
+# --- nodes ---------------------------------------------------------------------------------------
+
+
+def node_manifest(
+    name: str = "n1",
+    *,
+    created: datetime = T0,
+    ready: bool | None = True,
+    reason: str = "KubeletReady",
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    instance: str = "i-0001",
+    provisioner: str | None = "default",
+    deleting: bool = False,
+    allocatable: Mapping[str, str] | None = None,
+    capacity: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A v1 Node as API JSON: owned by `provisioner` (its karpenter.sh/provisioner-name label; None =
+    not karpy's), with a providerID for `instance` and a Ready condition (`ready` None = no
+    condition)."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "creationTimestamp": stamp(created),
+        "annotations": dict(annotations or {}),
+        "labels": dict(labels or {}),
+    }
+    if provisioner:
+        meta["labels"][wk.PROVISIONER_NAME] = provisioner
+    if deleting:
+        meta["deletionTimestamp"] = stamp(created)
+    conditions = (
+        [] if ready is None else [{"type": "Ready", "status": "True" if ready else "False", "reason": reason}]
+    )
+    status: dict[str, Any] = {"conditions": conditions}
+    if allocatable is not None:
+        status["allocatable"] = dict(allocatable)
+    if capacity is not None:
+        status["capacity"] = dict(capacity)
+    return {
+        "metadata": meta,
+        "spec": {"providerID": f"aws:///us-west-2a/{instance}", "taints": [dict(t) for t in taints or ()]},
+        "status": status,
+    }
+
+
+def node(name: str = "n1", **options: Any) -> Node:
+    """`node_manifest(name, **options)` as the lifecycle reads it (`Node.from_live`)."""
+    return Node.from_live(node_manifest(name, **options))
+
+
+# --- pools ---------------------------------------------------------------------------------------
+
+
+def provisioner_manifest(
+    name: str = "default",
+    *,
+    requirements: Sequence[Mapping[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+    limits: Mapping[str, Any] | None = None,
+    weight: int | None = None,
+    max_pods: int | None = None,
+    annotations: Mapping[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A karpenter.sh/v1alpha5 Provisioner as API JSON. limits -> spec.limits.resources; max_pods ->
+    kubeletConfiguration.maxPods; `**spec` are spec fields as written (consolidation, provider...)."""
+    body: dict[str, Any] = {}
+    if requirements:
+        body["requirements"] = [dict(r) for r in requirements]
+    if labels:
+        body["labels"] = dict(labels)
+    if taints:
+        body["taints"] = [dict(t) for t in taints]
+    if limits is not None:
+        body["limits"] = {"resources": dict(limits)}
+    if weight is not None:
+        body["weight"] = weight
+    if max_pods is not None:
+        body["kubeletConfiguration"] = {"maxPods": max_pods}
+    body.update(spec)
+    metadata: dict[str, Any] = {"name": name}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": metadata, "spec": body}
+
+
+def provisioner(name: str = "default", **options: Any) -> Provisioner:
+    """`provisioner_manifest(name, **options)` through load_provisioner (the webhook's schema)."""
+    return load_provisioner(provisioner_manifest(name, **options))
+
+
+def running_pod_manifest(
+    name: str = "p1",
+    *,
+    owner: str | None = "ReplicaSet",
+    node_name: str = "n1",
+    phase: str = "Running",
+    **options: Any,
+) -> dict[str, Any]:
+    """A pod the lifecycle finds on a node: bound to `node_name`, in `phase`, owned by an `owner`
+    (None = a bare pod); other keywords as `pod_manifest`."""
+    return pod_manifest(name, owner_kind=owner, owner_name="o", node_name=node_name, phase=phase, **options)
+
+
+def running_pod(name: str = "p1", **options: Any) -> Pod:
+    """`running_pod_manifest` as the lifecycle reads it (`Pod.from_live`)."""
+    return Pod.from_live(running_pod_manifest(name, **options))
