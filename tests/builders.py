@@ -130,6 +130,7 @@ def pod_manifest(
     spreads: Sequence[Mapping[str, Any]] | None = None,
     tolerations: Sequence[Mapping[str, Any]] | None = None,
     host_ports: Sequence[int] | None = None,
+    ports: Sequence[Mapping[str, Any]] | None = None,
     init_containers: Sequence[Mapping[str, Any]] | None = None,
     overhead: Mapping[str, Any] | None = None,
     priority_class: str | None = None,
@@ -142,7 +143,8 @@ def pod_manifest(
     """A v1 Pod as API JSON, shaped like Karpenter's test.PodOptions; `**spec` are spec fields as
     written (`affinity`, `topologySpreadConstraints`, `containers`...), set last.
 
-    uid: None -> "uid-<name>", "" -> none. owner_kind: one controller owner reference of that kind
+    uid: None -> "uid-<name>", "" -> none. host_ports: ports 80 on those host ports; ports: the
+    container's ports as written. owner_kind: one controller owner reference of that kind
     named `owner_name`. node_requirements -> one required nodeSelectorTerm; node_preferences -> one
     preferred term of weight 1 (as Karpenter's builder); `required_terms` / `preferred_terms` give
     several terms. claims -> persistentVolumeClaim volumes; ephemeral -> (volume, storage class)
@@ -164,6 +166,8 @@ def pod_manifest(
         container["image"] = image
     if host_ports:
         container["ports"] = [{"containerPort": 80, "hostPort": p, "protocol": "TCP"} for p in host_ports]
+    if ports:
+        container["ports"] = [dict(p) for p in ports]
     body: dict[str, Any] = {"containers": [container]}
     if node_name is not None:
         body["nodeName"] = node_name

@@ -20,6 +20,7 @@ from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster import pool_resources as kube_provisioners
 from extender.cluster import volumes as kube_volumes
+from tests import builders
 from tests.unit.scheduling.builders import make_provisioner
 
 ZONE_A, ZONE_B = "us-west-2a", "us-west-2b"
@@ -136,15 +137,17 @@ def _node(pod: Mapping[str, Any]) -> str:
 
 
 def pod(name: str, *, labels: dict[str, str] | None = None, node: str = "", **spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels or {}},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-            **spec,
-        },
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    return builders.pod_manifest(
+        name,
+        namespace="ns",
+        labels=labels,
+        cpu="1",
+        memory="1Gi",
+        image=None,
+        node_name=node,
+        phase="Running" if node else "Pending",
+        **spec,
+    )
 
 
 def zone_anti_affinity(app: str) -> dict[str, Any]:

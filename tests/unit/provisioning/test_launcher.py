@@ -14,6 +14,7 @@ from extender.api.resources import EFA
 from extender.cloud.types import Instance
 from extender.provisioning import launcher
 from extender.scheduling.solver import solve
+from tests import builders
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
 
@@ -32,15 +33,7 @@ PROV = team_provisioner("team-a")
 
 
 def pod(uid: str, cpu: str = "1", node: str = "") -> Pod:
-    return Pod.from_manifest(
-        {
-            "metadata": {"name": f"p-{uid}", "namespace": "ns", "uid": uid},
-            "spec": {
-                "nodeName": node,
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-            },
-        }
-    )
+    return builders.pod(f"p-{uid}", namespace="ns", uid=uid, cpu=cpu, node_name=node)
 
 
 def launch_ids(pods: list[Pod], attempt: int = 0, prov: Any = PROV) -> list[str]:

@@ -15,6 +15,7 @@ from extender.api.node import Node
 from extender.api.nodepool import load_nodepool
 from extender.api.pod import Pod
 from extender.provisioning.static import Decision, Member, decide, launch_id, member
+from tests import builders
 from tests.unit.api.test_nodepool import pool
 
 
@@ -59,17 +60,7 @@ def test_do_not_disrupt_nodes_go_last_and_priority_before_pod_count() -> None:
 
 
 def _pod(name: str, *, owner: str = "ReplicaSet", annotations: dict[str, str] | None = None) -> Pod:
-    return Pod.from_manifest(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "default",
-                "annotations": annotations or {},
-                "ownerReferences": [{"kind": owner, "name": "o", "apiVersion": "apps/v1", "uid": "u"}],
-            },
-            "spec": {"containers": [{"name": "c"}]},
-        }
-    )
+    return builders.pod(name, uid="", owner_kind=owner, owner_name="o", annotations=annotations)
 
 
 def test_a_member_counts_workload_pods_and_reads_protection_and_priority() -> None:

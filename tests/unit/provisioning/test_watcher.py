@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 
 from extender.provisioning.watcher import PodWatcher, is_provisionable
+from tests import builders
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/0 nodes"}
 
 
 def pod(name: str = "p", **changes: Any) -> dict[str, Any]:
-    manifest: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": "ns", "resourceVersion": "7"},
-        "spec": {"containers": [{"name": "c", "image": "pause"}]},
-        "status": {"phase": "Pending", "conditions": [dict(UNSCHEDULABLE)]},
-    }
+    manifest = builders.pod_manifest(
+        name, namespace="ns", uid="", status={"phase": "Pending", "conditions": [dict(UNSCHEDULABLE)]}
+    )
+    manifest["metadata"]["resourceVersion"] = "7"
     for path, value in changes.items():
         section, key = path.split("__")
         manifest[section][key] = value

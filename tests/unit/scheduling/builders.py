@@ -1,4 +1,4 @@
-"""Plain-data builders for scheduling tests: pods, provisioners and the fixture catalog."""
+"""The scheduling tests' fixture catalog, and shorthands for tests/builders.py's pods and Provisioners."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from extender.api.pod import Pod
+from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
 from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.pricing import PriceBook, built_in
+from tests.builders import pod, provisioner_manifest
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
@@ -36,31 +38,14 @@ def spot_discounted_catalog() -> tuple[InstanceType, ...]:
     return tuple(build_catalog(raw_types(), offerings=None, zones=ZONES, prices=PriceBook(spot=spot)))
 
 
-def make_pod(
-    name: str = "p",
-    *,
-    cpu: str = "1",
-    memory: str = "",
-    namespace: str = "default",
-    gpu: int = 0,
-    **spec: Any,
-) -> Pod:
-    requests = {"cpu": cpu, **({"memory": memory} if memory else {})}
-    limits = {"nvidia.com/gpu": gpu} if gpu else {}
-    labels = spec.pop("labels", {})
-    return Pod.from_manifest(
-        {
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {
-                "containers": [{"name": "c", "resources": {"requests": requests, "limits": limits}}],
-                **spec,
-            },
-        }
-    )
+def make_pod(name: str = "p", *, cpu: str = "1", gpu: int = 0, **options: Any) -> Pod:
+    """`tests.builders.pod` asking `cpu` (1 by default) and `gpu` NVIDIA GPUs (as limits)."""
+    return pod(name, cpu=cpu, limits={"nvidia.com/gpu": gpu} if gpu else None, **options)
 
 
-def make_provisioner(name: str = "default", **spec: Any):
-    return load_provisioner({"metadata": {"name": name}, "spec": spec})
+def make_provisioner(name: str = "default", **spec: Any) -> Provisioner:
+    """A v1alpha5 Provisioner whose spec fields are given as written (limits={"resources": ...})."""
+    return load_provisioner(provisioner_manifest(name) | {"spec": spec})
 
 
 @cache

@@ -12,6 +12,7 @@ from extender.api.provisioner import Requirement, Taint
 from extender.api.resources import Resources, total
 from extender.scheduling.admission import check
 from extender.scheduling.plan import ExistingNode
+from tests import builders
 
 ZONE_A, ZONE_B, ZONE_C = "us-west-2a", "us-west-2b", "us-west-2c"
 
@@ -26,14 +27,17 @@ def pod(
     ports: list[dict[str, Any]] | None = None,
     **spec: Any,
 ) -> Pod:
-    container: dict[str, Any] = {"name": "c", "resources": {"requests": requests or {"cpu": cpu}}}
-    if ports:
-        container["ports"] = ports
+    # `volumes` here are the spec field, not builders.pod's resolved claims.
     return Pod.from_manifest(
-        {
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-            "spec": {"containers": [container], **spec},
-        }
+        builders.pod_manifest(
+            name,
+            namespace=namespace,
+            uid="",
+            labels=labels,
+            requests=requests or {"cpu": cpu},
+            ports=ports,
+            **spec,
+        )
     )
 
 

@@ -28,6 +28,7 @@ from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import GIB, InstanceType
 from extender.scheduling.pricing import PriceBook
 from extender.scheduling.solver import Plan, solve
+from tests import builders
 from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner, raw_types
 
 
@@ -35,16 +36,7 @@ def pod(name: str, *, cpu: str = "100m", **requests: str) -> Pod:
     """A pod requesting `requests` (`_` in a keyword stands for `-`); limits = requests, as extended
     resources and hugepages require."""
     named = {k.replace("_", "-"): v for k, v in requests.items()}
-    return Pod.from_manifest(
-        {
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "containers": [
-                    {"name": "c", "resources": {"requests": {"cpu": cpu, **named}, "limits": named}}
-                ]
-            },
-        }
-    )
+    return builders.pod(name, uid="", requests={"cpu": cpu, **named}, limits=named)
 
 
 def by_name(types: list[InstanceType] | tuple[InstanceType, ...]) -> dict[str, InstanceType]:

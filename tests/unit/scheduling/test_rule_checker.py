@@ -25,6 +25,7 @@ from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Taint
 from extender.api.resources import Resources
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
+from tests import builders
 from tests.unit.scheduling import rulecheck
 from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner
 
@@ -39,11 +40,16 @@ def pod(
     name: str, cpu: str = "100m", *, ns: str = "default", labels: dict | None = None, **spec: Any
 ) -> dict:
     requests = {"cpu": cpu, **spec.pop("requests", {})}
-    container: dict[str, Any] = {"name": "c", "resources": {"requests": requests}}
-    if ports := spec.pop("ports", None):
-        container["ports"] = ports
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": labels or {}}
-    return {"metadata": meta, "spec": {"containers": [container], **spec}}
+    return builders.pod_manifest(
+        name,
+        namespace=ns,
+        uid="",
+        image=None,
+        labels=labels,
+        requests=requests,
+        ports=spec.pop("ports", None),
+        **spec,
+    )
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
 from extender.scheduling.solver import solve
+from tests import builders
 from tests.unit.scheduling.test_topology_fidelity import existing
 
 TYPES = fake_types()
@@ -28,19 +29,12 @@ ZONE_1 = "test-zone-1"
 def pod(name: str, label: str, *, spread_over: str = "", cpu: str = "100m") -> Pod:
     """A pod labelled my-label=`label`; with `spread_over`, a zone spread (maxSkew 1,
     DoNotSchedule) over my-label=`spread_over`, as Karpenter's diverse benchmark pods carry."""
-    spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "100Mi"}}}]}
-    if spread_over:
-        spec["topologySpreadConstraints"] = [
-            {
-                "maxSkew": 1,
-                "topologyKey": wk.ZONE,
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"my-label": spread_over}},
-            }
-        ]
-    return Pod.from_manifest(
-        {"metadata": {"name": name, "namespace": "default", "labels": {"my-label": label}}, "spec": spec}
+    spreads = (
+        [builders.spread(wk.ZONE, selector={"matchLabels": {"my-label": spread_over}})]
+        if spread_over
+        else None
     )
+    return builders.pod(name, uid="", labels={"my-label": label}, cpu=cpu, memory="100Mi", spreads=spreads)
 
 
 def test_a_spread_pod_outside_its_selector_shares_the_node_of_the_one_matching_pod():
