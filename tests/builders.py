@@ -107,6 +107,8 @@ def pod_manifest(
     *,
     namespace: str = "default",
     uid: str | None = None,
+    resource_version: str | None = None,
+    created: datetime | None = None,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     owner_kind: str | None = None,
@@ -200,6 +202,10 @@ def pod_manifest(
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if uid != "":
         metadata["uid"] = uid or f"uid-{name}"
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    if created is not None:
+        metadata["creationTimestamp"] = stamp(created)
     if labels:
         metadata["labels"] = dict(labels)
     if annotations:

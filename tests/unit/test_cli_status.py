@@ -12,6 +12,7 @@ from extender.cli.main import main
 from extender.cli.plan import plan_settings
 from extender.cluster.pool_resources import load_configured
 from extender.scheduling.pricing import PriceBook, Shape, estimate
+from tests import builders
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC).timestamp()
 SETTINGS = plan_settings()
@@ -72,14 +73,16 @@ def node(
 
 
 def pod(name: str, *, node_name: str = "", age: float = 10, reason: str = "Unschedulable") -> dict:
-    obj = {
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": stamp(age)},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "512Mi"}}}]},
-        "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason}]},
-    }
-    if node_name:
-        obj["spec"]["nodeName"] = node_name
-    return obj
+    return builders.pod_manifest(
+        name,
+        uid="",
+        created=datetime.fromtimestamp(NOW - age, UTC),
+        image=None,
+        cpu="1",
+        memory="512Mi",
+        node_name=node_name or None,
+        status={"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason}]},
+    )
 
 
 PRICES = PriceBook(

@@ -14,6 +14,7 @@ from extender.api.pod import Pod
 from extender.cluster import boundpods, informer
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.watch import Gone, stream_objects
+from tests import builders
 
 
 def pod(
@@ -25,18 +26,17 @@ def pod(
     annotations: dict[str, str] | None = None,
     **labels: str,
 ) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": f"uid-{name}",
-            "resourceVersion": version,
-            "labels": labels or {"app": "web"},
-            "annotations": annotations or {},
-        },
-        "spec": {"nodeName": on, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": phase},
-    }
+    return builders.pod_manifest(
+        name,
+        namespace="ns",
+        resource_version=version,
+        labels=labels or {"app": "web"},
+        annotations=annotations,
+        image=None,
+        node_name=on,
+        cpu=cpu,
+        phase=phase,
+    )
 
 
 def synced(*pods: dict[str, Any]) -> BoundPods:

@@ -7,6 +7,7 @@ from extender.api import labels as wk
 from extender.api.node import Node
 from extender.cluster import inventory
 from extender.cluster.boundpods import group
+from tests import builders
 
 
 def node(name: str, prov: str | None = "default", **extra: object) -> dict:
@@ -29,11 +30,9 @@ def models(*manifests: dict) -> list[Node]:
 
 
 def pod(cpu: str, on: str = "n1", name: str = "p", phase: str = "Running", **labels: str) -> dict:
-    return {
-        "metadata": {"name": name, "namespace": "ns", "labels": labels},
-        "spec": {"nodeName": on, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": phase},
-    }
+    return builders.pod_manifest(
+        name, namespace="ns", uid="", labels=labels, image=None, node_name=on, cpu=cpu, phase=phase
+    )
 
 
 def test_in_flight_node_offers_its_room_without_its_start_up_taints() -> None:

@@ -8,17 +8,12 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Requirement
 from extender.cluster.volumes import Volumes
 from extender.scheduling.solver import solve
+from tests import builders
 from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner
 
 
 def pod(*volumes):
-    return {
-        "metadata": {"name": "db-0", "namespace": "data"},
-        "spec": {
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-            "volumes": list(volumes),
-        },
-    }
+    return builders.pod_manifest("db-0", namespace="data", uid="", image=None, cpu="1", volumes=list(volumes))
 
 
 def claim(name, **spec):

@@ -24,6 +24,7 @@ from extender.lifecycle.consolidation.eligibility import candidates, free_slots
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance, Settings
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.plan import ExistingNode
+from tests import builders
 
 from ..scheduling.builders import spot_discounted_catalog as catalog
 
@@ -54,14 +55,15 @@ def types() -> dict[str, InstanceType]:
 
 
 def pod(name: str, cpu: str = "1", *, owner: str = "ReplicaSet", **meta: Any) -> Pod:
-    refs = [{"kind": owner, "name": "rs", "controller": True}] if owner else []
-    return Pod.from_manifest(
-        {
-            "metadata": {"name": name, "namespace": "default", "ownerReferences": refs, **meta},
-            "spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]
-            },
-        }
+    return builders.pod(
+        name,
+        uid="",
+        image=None,
+        cpu=cpu,
+        memory="256Mi",
+        owner_kind=owner or None,
+        owner_name="rs",
+        **meta,
     )
 
 

@@ -9,6 +9,7 @@ import yaml
 
 from extender.api import labels as wk
 from extender.cli.main import main
+from tests import builders
 from tests.unit.scheduling.builders import DATA
 
 PROVISIONER = """
@@ -47,20 +48,17 @@ def node(name: str, instance_type: str = "m5.xlarge") -> dict[str, Any]:
 
 
 def pod(name: str, node_name: str, cpu: str = "1", **annotations: str) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": annotations,
-            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
-        },
-        "spec": {
-            "nodeName": node_name,
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-        },
-        "status": {"phase": "Running"},
-    }
+    return builders.pod_manifest(
+        name,
+        uid="",
+        image=None,
+        annotations=annotations,
+        owner_kind="ReplicaSet",
+        owner_name="rs",
+        node_name=node_name,
+        cpu=cpu,
+        phase="Running",
+    )
 
 
 def run(tmp_path, capsys, docs: list[dict[str, Any]], *extra: str):
