@@ -285,21 +285,21 @@ def _volumes(claims: Sequence[str] | None, ephemeral: Sequence[tuple[str, str | 
 
 
 def pod(
-    name: str | None = None, *, volumes: Volumes | None = None, live: bool = False, **options: Any
+    name: str | None = None, *, cluster_volumes: Volumes | None = None, live: bool = False, **options: Any
 ) -> Pod:
     """`pod_manifest(name, **options)` parsed: Karpenter's test.UnschedulablePod(options).
 
-    With `volumes` (the claims, volumes and classes of the cluster) the pod's claims are resolved to
+    With `cluster_volumes` (the cluster's claims, volumes and classes) the pod's claims are resolved to
     node terms as the controller does (`Volumes.topology`); without, a pod with a claim is unmodelled.
     `live`: parsed as the lifecycle reads a pod that exists (`Pod.from_live`).
     """
     manifest = pod_manifest(name, **options)
     if live:
         return Pod.from_live(manifest)
-    if volumes is None:
+    if cluster_volumes is None:
         return Pod.from_manifest(manifest)
-    parsed = Pod.from_manifest(manifest, volumes.topology(manifest))
-    return dataclasses.replace(parsed, csi_claims=volumes.csi_claims(manifest))
+    parsed = Pod.from_manifest(manifest, cluster_volumes.topology(manifest))
+    return dataclasses.replace(parsed, csi_claims=cluster_volumes.csi_claims(manifest))
 
 
 def pods(count: int, **options: Any) -> list[Pod]:

@@ -38,9 +38,11 @@ def spot_discounted_catalog() -> tuple[InstanceType, ...]:
     return tuple(build_catalog(raw_types(), offerings=None, zones=ZONES, prices=PriceBook(spot=spot)))
 
 
-def make_pod(name: str = "p", *, cpu: str = "1", gpu: int = 0, **options: Any) -> Pod:
-    """`tests.builders.pod` asking `cpu` (1 by default) and `gpu` NVIDIA GPUs (as limits)."""
-    return pod(name, cpu=cpu, limits={"nvidia.com/gpu": gpu} if gpu else None, **options)
+def make_pod(name: str = "p", *, cpu: str = "1", memory: str = "", gpu: int = 0, **options: Any) -> Pod:
+    """`tests.builders.pod` asking `cpu` (1 by default), `memory` ("" = none) and `gpu` NVIDIA GPUs
+    (as limits)."""
+    limits = {"nvidia.com/gpu": gpu} if gpu else None
+    return pod(name, cpu=cpu, memory=memory or None, limits=limits, **options)
 
 
 def make_provisioner(name: str = "default", **spec: Any) -> Provisioner:

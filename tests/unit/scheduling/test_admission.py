@@ -27,17 +27,14 @@ def pod(
     ports: list[dict[str, Any]] | None = None,
     **spec: Any,
 ) -> Pod:
-    # `volumes` here are the spec field, not builders.pod's resolved claims.
-    return Pod.from_manifest(
-        builders.pod_manifest(
-            name,
-            namespace=namespace,
-            uid="",
-            labels=labels,
-            requests=requests or {"cpu": cpu},
-            ports=ports,
-            **spec,
-        )
+    return builders.pod(
+        name,
+        namespace=namespace,
+        uid="",
+        labels=labels,
+        requests=requests or {"cpu": cpu},
+        ports=ports,
+        **spec,
     )
 
 

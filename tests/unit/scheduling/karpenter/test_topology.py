@@ -1306,7 +1306,7 @@ def test_pvc_zone_and_min_domains():
     for p in first:
         c.expect_scheduled(p)
     assert c.skew(constraint) == ms(1, 1, 1)
-    with_claim = pod(labels=labels, spreads=[constraint], claims=["test-pvc"], volumes=volumes)
+    with_claim = pod(labels=labels, spreads=[constraint], claims=["test-pvc"], cluster_volumes=volumes)
     c.provision([with_claim])
     assert c.expect_scheduled(with_claim).labels[ZONE] == Z1
     assert c.skew(constraint) == ms(1, 1, 2)

@@ -55,7 +55,7 @@ def test_launches_multiple_nodes_if_required_due_to_volume_limits():
     node = c.expect_scheduled(first)
     c.replace_node(node.name, volume_limits=((_CSI, 10),))
     volumes, names = _claims_volumes(6, 2)
-    batch = [pod(claims=row, volumes=volumes) for row in names]
+    batch = [pod(claims=row, cluster_volumes=volumes) for row in names]
     c.provision(batch)
     assert len(c.nodes) == 2
     assert sum(1 for p in batch if c.expect_scheduled(p).name == node.name) == 5
@@ -69,7 +69,7 @@ def test_a_new_node_takes_no_more_ebs_volumes_than_its_type_attaches():
     from extender.scheduling import attach
 
     volumes, names = _claims_volumes(60, 1, provisioner_name=attach.EBS_CSI_DRIVER)
-    batch = [pod(claims=row, volumes=volumes, cpu="10m") for row in names]
+    batch = [pod(claims=row, cluster_volumes=volumes, cpu="10m") for row in names]
     c = cluster()
     plan = c.provision(batch)
     assert not plan.unschedulable and len(plan.nodes) >= 3
@@ -106,7 +106,7 @@ def test_launches_a_single_node_if_all_pods_use_the_same_pvc():
         volumes={"my-volume": pv},
         classes={"my-storage-class": storage_class("my-storage-class", zones=[Z1], binding="Immediate")},
     )
-    batch = [pod(claims=["my-claim"], volumes=volumes) for _ in range(100)]
+    batch = [pod(claims=["my-claim"], cluster_volumes=volumes) for _ in range(100)]
     c.provision(batch)
     assert len(c.nodes) == 1
     assert all(c.expect_scheduled(p).name == node.name for p in batch)
@@ -123,7 +123,7 @@ def test_new_nodes_count_a_shared_claim_once():
         claims={"default/shared": claim("shared", storageClassName="ebs")},
         classes={"ebs": storage_class("ebs", provisioner_name=attach.EBS_CSI_DRIVER)},
     )
-    batch = [pod(claims=["shared"], volumes=volumes, cpu="10m") for _ in range(28)]
+    batch = [pod(claims=["shared"], cluster_volumes=volumes, cpu="10m") for _ in range(28)]
     plan = cluster().provision(batch)
     assert not plan.unschedulable
     assert len(plan.nodes) == 1 and len(plan.nodes[0].pods) == 28
@@ -139,7 +139,7 @@ def test_shared_and_own_claims_both_within_the_limit():
     c.replace_node(node.name, volume_limits=((_CSI, 5),))
     volumes, names = _claims_volumes(12, 1)
     volumes.claims["default/shared"] = claim("shared", storageClassName="csi")
-    batch = [pod(claims=[*row, "shared"], volumes=volumes) for row in names]
+    batch = [pod(claims=[*row, "shared"], cluster_volumes=volumes) for row in names]
     c.provision(batch)
     on_first = [p for p in batch if c.expect_scheduled(p).name == node.name]
     assert len(on_first) == 4  # the shared volume + 4 of their own = the limit of 5
@@ -158,16 +158,16 @@ def test_a_claim_already_attached_on_a_full_node_takes_no_more_room():
         classes={"csi": storage_class("csi")},
     )
     c = _big_node_cluster()
-    holder = pod(claims=["data"], volumes=volumes)
+    holder = pod(claims=["data"], cluster_volumes=volumes)
     c.provision([holder])
     node = c.expect_scheduled(holder)
     c.replace_node(node.name, volume_limits=((_CSI, 1),))
     assert c.nodes[0].volume_room(_CSI) == 0
-    joiner = pod(claims=["data"], volumes=volumes)
+    joiner = pod(claims=["data"], cluster_volumes=volumes)
     assert check(joiner, c.nodes[0], c.nodes) is None
     c.provision([joiner])
     assert c.expect_scheduled(joiner).name == node.name and len(c.nodes) == 1
-    other = pod(claims=["claim-0-0"], volumes=_claims_volumes(1, 1)[0])
+    other = pod(claims=["claim-0-0"], cluster_volumes=_claims_volumes(1, 1)[0])
     reason = check(other, c.nodes[0], c.nodes)
     assert reason is not None and "exceed max volume count" in reason
 
@@ -181,7 +181,7 @@ def _ephemeral_node_pair(classes: list[dict[str, Any]], ephemeral_class: str | N
 
     def with_claim(name: str) -> Pod:
         volumes.claims[f"default/{name}-tmp-ephemeral"] = claim(f"{name}-tmp-ephemeral", **spec)
-        return pod(name, ephemeral=[("tmp-ephemeral", ephemeral_class)], volumes=volumes)
+        return pod(name, ephemeral=[("tmp-ephemeral", ephemeral_class)], cluster_volumes=volumes)
 
     c = cluster()
     first = with_claim("initial")
@@ -250,11 +250,11 @@ def test_csi_migration_non_dynamic_pvc_using_a_migrated_pvc_pv():
         classes={"in-tree-storage-class": sc},
     )
     c = cluster()
-    first = pod(claims=["pvc-1"], volumes=volumes)
+    first = pod(claims=["pvc-1"], cluster_volumes=volumes)
     c.provision([first])
     node = c.expect_scheduled(first)
     c.replace_node(node.name, volume_limits=((attach.EBS_CSI_DRIVER, 1),))
-    second = pod(claims=["pvc-2"], volumes=volumes)
+    second = pod(claims=["pvc-2"], cluster_volumes=volumes)
     c.provision([second])
     assert c.expect_scheduled(second).name != node.name
 
@@ -287,7 +287,7 @@ def test_an_in_tree_ebs_volume_counts_against_the_ebs_csi_limit():
         },
         volumes={"in-tree": pv, "nfs": nfs},
     )
-    p = pod(claims=["a", "b"], volumes=volumes)
+    p = pod(claims=["a", "b"], cluster_volumes=volumes)
     assert p.csi_claims == ((attach.EBS_CSI_DRIVER, "a"),)
 
 
@@ -302,7 +302,7 @@ def test_does_not_fail_for_nfs_volumes():
         volumes={"my-volume": pv},
     )
     c = cluster()
-    batch = [pod(claims=["my-claim", "my-claim"], volumes=volumes) for _ in range(5)]
+    batch = [pod(claims=["my-claim", "my-claim"], cluster_volumes=volumes) for _ in range(5)]
     c.provision(batch)
     nodes = {c.expect_scheduled(p).name for p in batch}
     assert len(nodes) == 1
@@ -319,7 +319,7 @@ def _expect_apart_in_zone_1_or_2(volumes: Volumes, app: dict[str, str], pod_pref
             labels=app,
             claims=[f"multi-zone-pvc-{i}"],
             pod_anti_requirements=[term(ZONE, app)],
-            volumes=volumes,
+            cluster_volumes=volumes,
         )
         for i in range(2)
     ]
@@ -365,7 +365,7 @@ def test_a_volume_on_an_existing_host_gets_no_new_node(kind):
         volumes={"hostname-or-zone-pv": pv},
     )
     c = cluster()
-    p = pod("hostname-or-zone-pod", claims=["hostname-or-zone-pvc"], volumes=volumes)
+    p = pod("hostname-or-zone-pod", claims=["hostname-or-zone-pvc"], cluster_volumes=volumes)
     c.provision([p])
     c.expect_not_scheduled(p)
 
@@ -414,7 +414,7 @@ def test_schedules_when_a_multi_volume_alternative_remains_after_pruning():
         classes={"pruned-overlap-a": sc_a, "pruned-overlap-b": sc_b},
     )
     c = cluster()
-    p = pod("pruned-overlap-pod", claims=["pvc-a", "pvc-b"], volumes=volumes)
+    p = pod("pruned-overlap-pod", claims=["pvc-a", "pvc-b"], cluster_volumes=volumes)
     c.provision([p])
     node = c.expect_scheduled(p)
     assert (node.labels[ZONE], node.labels[ARCH]) == (Z1, optional)
@@ -460,7 +460,7 @@ def test_node_in_the_class_topology_for_an_unbound_immediate_volume():
         },
     )
     c = cluster()
-    p = pod(claims=["tmp-ephemeral"], volumes=volumes)
+    p = pod(claims=["tmp-ephemeral"], cluster_volumes=volumes)
     c.provision([p])
     assert c.expect_scheduled(p).labels[ZONE] == Z1
 
@@ -471,7 +471,7 @@ def test_no_node_for_a_deleting_claim():
     pvc = claim("tmp-ephemeral", storageClassName="default-storage-class")
     pvc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     pvc["metadata"]["finalizers"] = ["kubernetes.io/pvc-protection"]
-    _expect_no_node(pod(claims=["tmp-ephemeral"], volumes=_default_class_claim(pvc)))
+    _expect_no_node(pod(claims=["tmp-ephemeral"], cluster_volumes=_default_class_claim(pvc)))
 
 
 def test_no_node_for_a_bound_volume_marked_for_deletion():
@@ -486,7 +486,7 @@ def test_no_node_for_a_bound_volume_marked_for_deletion():
         claims={f"default/{name}-tmp-ephemeral": claim(f"{name}-tmp-ephemeral", volumeName="test-pv")},
         volumes={"test-pv": pv},
     )
-    _expect_no_node(pod(name, ephemeral=[("tmp-ephemeral", None)], volumes=volumes))
+    _expect_no_node(pod(name, ephemeral=[("tmp-ephemeral", None)], cluster_volumes=volumes))
 
 
 def test_no_node_for_a_lost_claim():
@@ -494,7 +494,7 @@ def test_no_node_for_a_lost_claim():
     persistentVolumeClaim"."""
     pvc = claim("tmp-ephemeral", storageClassName="default-storage-class")
     pvc["status"] = {"phase": "Lost"}
-    _expect_no_node(pod(claims=["tmp-ephemeral"], volumes=_default_class_claim(pvc)))
+    _expect_no_node(pod(claims=["tmp-ephemeral"], cluster_volumes=_default_class_claim(pvc)))
 
 
 @pytest.mark.parametrize("bind_completed", [False, True])
@@ -516,7 +516,7 @@ def test_claims_with_a_defined_volume_name(bind_completed):
         },
     )
     c = cluster()
-    p = pod(claims=["tmp-ephemeral"], volumes=volumes)
+    p = pod(claims=["tmp-ephemeral"], cluster_volumes=volumes)
     c.provision([p])
     if bind_completed:
         c.expect_scheduled(p)
@@ -539,7 +539,7 @@ def test_ephemeral_volume_without_a_storage_class_bound(storage_class_name):
         volumes={"test-pv": zonal_volume("test-pv")},
     )
     c = cluster()
-    p = pod(name, ephemeral=[("tmp-ephemeral", storage_class_name)], volumes=volumes)
+    p = pod(name, ephemeral=[("tmp-ephemeral", storage_class_name)], cluster_volumes=volumes)
     c.provision([p])
     c.expect_scheduled(p)
     assert len(c.nodes) == 1
@@ -550,4 +550,4 @@ def test_ephemeral_volume_without_a_storage_class_unbound(storage_class_name):
     """Karpenter suite_test.go: VolumeUsage "should not launch nodes for pods with ephemeral volume without a
     storage class when the PVC is unbound" (Entries "non-existent storage class", "explicitly disabled storage
     class (empty string)")."""
-    _expect_no_node(pod(ephemeral=[("tmp-ephemeral", storage_class_name)], volumes=Volumes()))
+    _expect_no_node(pod(ephemeral=[("tmp-ephemeral", storage_class_name)], cluster_volumes=Volumes()))
