@@ -20,6 +20,7 @@ from typing import Any
 
 from extender.api import labels as wk
 from extender.api.node import Node
+from extender.api.nodepool import load_nodepool
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
@@ -416,3 +417,48 @@ def running_pod_manifest(
 def running_pod(name: str = "p1", **options: Any) -> Pod:
     """`running_pod_manifest` as the lifecycle reads it (`Pod.from_live`)."""
     return Pod.from_live(running_pod_manifest(name, **options))
+
+
+#: The EC2NodeClass a NodePool built here refers to.
+NODE_CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+
+
+def nodepool_manifest(
+    name: str = "np",
+    *,
+    template_spec: Mapping[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    uid: str | None = None,
+    resource_version: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A karpenter.sh/v1 NodePool as API JSON: `template_spec` given whole (default: no requirements,
+    the `default` EC2NodeClass); labels / annotations -> template.metadata; `**spec` are spec fields as
+    written (disruption, limits, weight, replicas...)."""
+    template: dict[str, Any] = {
+        "spec": dict(template_spec)
+        if template_spec is not None
+        else {"requirements": [], "nodeClassRef": dict(NODE_CLASS_REF)}
+    }
+    if labels is not None or annotations is not None:
+        template["metadata"] = {
+            **({"labels": dict(labels)} if labels is not None else {}),
+            **({"annotations": dict(annotations)} if annotations is not None else {}),
+        }
+    metadata: dict[str, Any] = {"name": name}
+    if uid is not None:
+        metadata["uid"] = uid
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": metadata,
+        "spec": {"template": template, **spec},
+    }
+
+
+def nodepool(name: str = "np", **options: Any) -> Provisioner:
+    """`nodepool_manifest(name, **options)` through load_nodepool, its node class unresolved."""
+    return load_nodepool(nodepool_manifest(name, **options))

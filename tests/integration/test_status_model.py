@@ -14,7 +14,8 @@ import pytest
 
 from extender.cli.main import main
 from hack.localcluster.karpyenv import V1_CRDS, install_crd
-from tests.unit.api.test_nodepool import node_class, pool
+from tests.builders import nodepool_manifest
+from tests.unit.api.test_nodepool import node_class
 from tests.unit.webhook.reviews import provisioner_manifest
 
 pytestmark = pytest.mark.integration
@@ -28,7 +29,9 @@ def named(obj: dict[str, Any], name: str) -> dict[str, Any]:
 
 def pool_of(class_name: str, **spec: Any) -> dict[str, Any]:
     ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class_name}
-    return pool(template_spec={"requirements": spec.pop("requirements", []), "nodeClassRef": ref}, **spec)
+    return nodepool_manifest(
+        template_spec={"requirements": spec.pop("requirements", []), "nodeClassRef": ref}, **spec
+    )
 
 
 SPOT = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}

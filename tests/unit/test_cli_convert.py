@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from extender.cli.main import main
+from tests import builders
 from tests.unit.api.test_karpenter_examples import DOCS as V1ALPHA5_DOCS
 from tests.unit.api.test_karpenter_examples import expected_refusals
 
@@ -70,12 +71,7 @@ def plan(
 
 
 def provisioner(name: str = "default", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1alpha5",
-        "kind": "Provisioner",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return builders.provisioner_manifest(name) | {"spec": spec}
 
 
 def test_inline_provider_becomes_a_node_class_named_as_the_provisioner(

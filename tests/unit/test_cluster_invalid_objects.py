@@ -16,6 +16,7 @@ from extender.api.provisioner import Provisioner
 from extender.cluster import events, v1status
 from extender.cluster import pool_resources as kube_provisioners
 from extender.settings import Settings
+from tests import builders
 
 NODE_CLASS = {
     "apiVersion": "karpenter.k8s.aws/v1",
@@ -31,17 +32,8 @@ NODE_CLASS = {
 
 
 def nodepool(name: str, version: str = "1", **template_spec: Any) -> dict[str, Any]:
-    spec = {
-        "requirements": [],
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-        **template_spec,
-    }
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name, "resourceVersion": version, "uid": f"uid-{name}"},
-        "spec": {"template": {"spec": spec}},
-    }
+    spec = {"requirements": [], "nodeClassRef": dict(builders.NODE_CLASS_REF), **template_spec}
+    return builders.nodepool_manifest(name, resource_version=version, uid=f"uid-{name}", template_spec=spec)
 
 
 @pytest.fixture

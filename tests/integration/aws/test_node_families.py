@@ -22,8 +22,8 @@ from extender.api.provisioner import Provisioner
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.types import CloudError, LaunchRequest
 from extender.settings import Settings
+from tests.builders import nodepool_manifest
 from tests.unit.api.test_nodepool import node_class
-from tests.unit.api.test_nodepool import pool as nodepool_manifest
 from tests.unit.cloud.test_launchtemplates import CONFIGURED_VOLUME, CONFIGURED_VOLUME_EC2
 from tests.unit.cloud.test_userdata import READERS
 

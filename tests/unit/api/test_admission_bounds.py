@@ -22,7 +22,8 @@ from extender.api.nodepool import load_nodepool, validate_nodepool
 from extender.api.nodetemplate import validate_node_template
 from extender.api.provisioner_schema import validate_provisioner
 from extender.api.quantity import QuantityError, parse_quantity
-from tests.unit.api.test_nodepool import node_class, pool
+from tests.builders import nodepool_manifest
+from tests.unit.api.test_nodepool import node_class
 from tests.unit.webhook.reviews import provisioner_manifest, valid_spec
 
 HANG_GUARD_SECONDS = 1.0
@@ -76,7 +77,7 @@ def three_line_schedule() -> str:
 def test_a_schedule_built_to_backtrack_is_refused_quickly_by_name(schedule: str) -> None:
     # The old pattern took 1.6 s at 100 tokens and 39 s at 200 (issue 31).
     problems = problems_within_guard(
-        validate_nodepool, pool(disruption=budget(schedule=schedule, duration="1h"))
+        validate_nodepool, nodepool_manifest(disruption=budget(schedule=schedule, duration="1h"))
     )
     message = only_problem(problems, "spec.disruption.budgets[0].schedule")
     assert len(message) < 400
@@ -87,7 +88,7 @@ def test_a_schedule_built_to_backtrack_is_refused_quickly_by_name(schedule: str)
     ["@daily", "@annually", "0 9 * * 1-5", "*/15 0-6 1,15 jan-jun MON", "0,5,10,15,20 * ? * *"],
 )
 def test_cron_schedules_karpenter_parses_are_admitted(schedule: str) -> None:
-    assert validate_nodepool(pool(disruption=budget(schedule=schedule, duration="1h"))) == []
+    assert validate_nodepool(nodepool_manifest(disruption=budget(schedule=schedule, duration="1h"))) == []
 
 
 @pytest.mark.parametrize(
@@ -104,7 +105,7 @@ def test_schedules_robfig_cron_refuses_are_refused_at_admission(schedule: str, w
     """robfig/cron's ParseStandard (what Karpenter's Budget.IsActive parses with) refuses each;
     the 10,000-digit field was admitted and crashed consolidation on every pass (issue 31)."""
     message = only_problem(
-        validate_nodepool(pool(disruption=budget(schedule=schedule, duration="1h"))),
+        validate_nodepool(nodepool_manifest(disruption=budget(schedule=schedule, duration="1h"))),
         "spec.disruption.budgets[0].schedule",
     )
     assert why in message and len(message) < 400
@@ -118,13 +119,19 @@ def test_cron_parse_raises_only_cron_error_on_a_huge_field() -> None:
 # -- durations: Go's time.Duration range ---------------------------------------------------------
 
 DURATION_FIELDS = [
-    ("spec.template.spec.expireAfter", lambda d: pool(template_spec=template_spec(expireAfter=d))),
+    (
+        "spec.template.spec.expireAfter",
+        lambda d: nodepool_manifest(template_spec=template_spec(expireAfter=d)),
+    ),
     (
         "spec.template.spec.terminationGracePeriod",
-        lambda d: pool(template_spec=template_spec(terminationGracePeriod=d)),
+        lambda d: nodepool_manifest(template_spec=template_spec(terminationGracePeriod=d)),
     ),
-    ("spec.disruption.consolidateAfter", lambda d: pool(disruption={"consolidateAfter": d})),
-    ("spec.disruption.budgets[0].duration", lambda d: pool(disruption=budget(schedule="@daily", duration=d))),
+    ("spec.disruption.consolidateAfter", lambda d: nodepool_manifest(disruption={"consolidateAfter": d})),
+    (
+        "spec.disruption.budgets[0].duration",
+        lambda d: nodepool_manifest(disruption=budget(schedule="@daily", duration=d)),
+    ),
 ]
 
 
@@ -143,9 +150,11 @@ def test_a_duration_past_gos_maximum_is_refused_naming_the_field(
 
 def test_the_largest_duration_is_exactly_gos() -> None:
     assert ranges.MAX_DURATION_SECONDS == 2562047 * 3600 + 47 * 60 + 16
-    largest = load_nodepool(pool(template_spec=template_spec(expireAfter=ranges.MAX_DURATION_TEXT)))
+    largest = load_nodepool(
+        nodepool_manifest(template_spec=template_spec(expireAfter=ranges.MAX_DURATION_TEXT))
+    )
     assert largest.ttl_seconds_until_expired == ranges.MAX_DURATION_SECONDS
-    assert validate_nodepool(pool(template_spec=template_spec(expireAfter="2562047h47m17s")))
+    assert validate_nodepool(nodepool_manifest(template_spec=template_spec(expireAfter="2562047h47m17s")))
 
 
 @pytest.mark.parametrize("field", ["ttlSecondsUntilExpired", "ttlSecondsAfterEmpty"])
@@ -176,10 +185,12 @@ def test_a_budget_node_count_past_max_int32_is_refused(nodes: str) -> None:
     """A count above math.MaxInt32 (Karpenter's "no budget applies") crashed int() in the budget
     arithmetic past 4300 digits."""
     only_problem(
-        validate_nodepool(pool(disruption={"budgets": [{"nodes": nodes}]})),
+        validate_nodepool(nodepool_manifest(disruption={"budgets": [{"nodes": nodes}]})),
         "spec.disruption.budgets[0].nodes",
     )
-    assert validate_nodepool(pool(disruption={"budgets": [{"nodes": str(ranges.MAX_COUNT)}]})) == []
+    assert (
+        validate_nodepool(nodepool_manifest(disruption={"budgets": [{"nodes": str(ranges.MAX_COUNT)}]})) == []
+    )
 
 
 def test_a_provisioner_budget_past_max_int32_is_refused() -> None:
@@ -196,11 +207,11 @@ def test_a_gt_value_past_int64_is_refused() -> None:
     """The NodePool CRD's CEL rule converts Gt/Lt values with int(), an int64."""
     req = {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": [str(2**63)]}
     only_problem(
-        validate_nodepool(pool(template_spec=template_spec(requirements=[req]))),
+        validate_nodepool(nodepool_manifest(template_spec=template_spec(requirements=[req]))),
         "spec.template.spec.requirements[0].values",
     )
     req["values"] = [str(2**63 - 1)]
-    assert validate_nodepool(pool(template_spec=template_spec(requirements=[req]))) == []
+    assert validate_nodepool(nodepool_manifest(template_spec=template_spec(requirements=[req]))) == []
 
 
 # -- quantities ----------------------------------------------------------------------------------
@@ -210,7 +221,7 @@ def test_a_quantity_whose_exponent_overflows_is_refused_not_raised() -> None:
     """decimal.Overflow escaped the loader (an internal error at admission) before."""
     problems = validate_ec2nodeclass(node_class(kubelet={"kubeReserved": {"memory": "1e99999999Ki"}}))
     only_problem(problems, 'spec.kubelet.kubeReserved["memory"]')
-    problems = validate_nodepool(pool(limits={"cpu": 10**400}))
+    problems = validate_nodepool(nodepool_manifest(limits={"cpu": 10**400}))
     only_problem(problems, "spec.limits.cpu")
 
 
@@ -266,17 +277,21 @@ def test_the_same_tag_rule_holds_for_provisioners_and_node_templates() -> None:
 def test_template_annotations_no_node_can_carry_are_refused_naming_the_field() -> None:
     """apimachinery ValidateAnnotationsSize: len(key) + len(value) summed, at most 256 KiB. A 1 MB
     template annotation was admitted and every Node create failed with 422 (issue 31)."""
-    big = pool(template={"metadata": {"annotations": {"a": "x" * 2**20}}, "spec": template_spec()})
+    big = nodepool_manifest(
+        template={"metadata": {"annotations": {"a": "x" * 2**20}}, "spec": template_spec()}
+    )
     message = only_problem(
         problems_within_guard(validate_nodepool, big), "spec.template.metadata.annotations"
     )
     assert "1048577 bytes" in message
-    fits = pool(template={"metadata": {"annotations": {"a": "x" * 200_000}}, "spec": template_spec()})
+    fits = nodepool_manifest(
+        template={"metadata": {"annotations": {"a": "x" * 200_000}}, "spec": template_spec()}
+    )
     assert validate_nodepool(fits) == []
 
 
 def test_template_labels_no_node_can_carry_are_refused_naming_the_field() -> None:
-    bad = pool(template={"metadata": {"labels": {"team": "x" * 64}}, "spec": template_spec()})
+    bad = nodepool_manifest(template={"metadata": {"labels": {"team": "x" * 64}}, "spec": template_spec()})
     only_problem(validate_nodepool(bad), 'spec.template.metadata.labels["team"]')
 
 
@@ -293,11 +308,13 @@ def test_user_data_past_ec2s_limit_is_refused() -> None:
     [
         (
             "spec.template.spec.requirements",
-            pool(template_spec=template_spec(requirements=[{"key": "a/b/c", "operator": "Foo"}] * 90_000)),
+            nodepool_manifest(
+                template_spec=template_spec(requirements=[{"key": "a/b/c", "operator": "Foo"}] * 90_000)
+            ),
         ),
         (
             "spec.template.spec.requirements[0].values",
-            pool(
+            nodepool_manifest(
                 template_spec=template_spec(
                     requirements=[{"key": "a", "operator": "In", "values": ["-"] * 10_000}]
                 )
@@ -305,14 +322,14 @@ def test_user_data_past_ec2s_limit_is_refused() -> None:
         ),
         (
             "spec.template.metadata.labels",
-            pool(
+            nodepool_manifest(
                 template={
                     "metadata": {"labels": {f"-{i}": "-" for i in range(100_000)}},
                     "spec": template_spec(),
                 }
             ),
         ),
-        ("spec.disruption.budgets", pool(disruption={"budgets": [{"nodes": "x"}] * 50_000})),
+        ("spec.disruption.budgets", nodepool_manifest(disruption={"budgets": [{"nodes": "x"}] * 50_000})),
     ],
 )
 def test_an_oversized_list_or_map_is_one_quick_problem(path: str, obj: dict[str, Any]) -> None:

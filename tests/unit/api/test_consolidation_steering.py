@@ -11,8 +11,10 @@ from marshmallow import ValidationError
 from extender.api.disruption import MIN_SAVINGS_ANNOTATION, SavingsThreshold, parse_min_savings
 from extender.api.nodepool import parse_nodepool
 from extender.api.provisioner_schema import load_provisioner
+from tests import builders
+from tests.builders import nodepool_manifest
 
-from .test_nodepool import pool, refusals
+from .test_nodepool import refusals
 
 PATH = f"metadata.annotations[{MIN_SAVINGS_ANNOTATION}]"
 
@@ -23,7 +25,7 @@ def annotated(obj: dict[str, Any], value: Any) -> dict[str, Any]:
 
 
 def provisioner(**spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "p"}, "spec": {"consolidation": {"enabled": True}, **spec}}
+    return builders.provisioner_manifest("p", consolidation={"enabled": True}, **spec)
 
 
 @pytest.mark.parametrize(
@@ -43,14 +45,14 @@ def test_the_annotation_reads_a_dollar_amount_a_share_or_both(
     expected = SavingsThreshold(per_hour=per_hour, fraction=fraction)
     assert parse_min_savings(text) == expected
     assert load_provisioner(annotated(provisioner(), text)).consolidation_min_savings == expected
-    assert pool_min_savings(annotated(pool(), text)) == expected
+    assert pool_min_savings(annotated(nodepool_manifest(), text)) == expected
 
 
 def test_both_apis_default_to_two_cents_and_five_percent() -> None:
     """Today's values (decide.py's re-plan threshold before it was a setting)."""
     assert load_provisioner(provisioner()).consolidation_min_savings == SavingsThreshold(0.02, 0.05)
-    assert pool_min_savings(pool()) == SavingsThreshold(0.02, 0.05)
-    assert pool_min_savings(annotated(pool(), "0.5,50%")) == SavingsThreshold(0.5, 0.5)
+    assert pool_min_savings(nodepool_manifest()) == SavingsThreshold(0.02, 0.05)
+    assert pool_min_savings(annotated(nodepool_manifest(), "0.5,50%")) == SavingsThreshold(0.5, 0.5)
 
 
 def pool_min_savings(obj: dict[str, Any]) -> SavingsThreshold:
@@ -77,20 +79,24 @@ def pool_min_savings(obj: dict[str, Any]) -> SavingsThreshold:
 def test_admission_refuses_a_bad_threshold_with_its_field_path(value: Any, message: str) -> None:
     expected = [f"{PATH}: {message}"]
     assert refusals(load_provisioner, annotated(provisioner(), value)) == expected
-    assert refusals(pool_min_savings, annotated(pool(), value)) == expected
+    assert refusals(pool_min_savings, annotated(nodepool_manifest(), value)) == expected
 
 
 def test_balanced_loads_as_consolidation_with_k_2() -> None:
     """Karpenter v1.14 ships Balanced with k fixed at 2 (kubernetes-sigs/karpenter#2962:
     "k=2 fixed for now"); its CRD has no consolidationThreshold field, so neither does karpy."""
-    balanced = parse_nodepool(pool(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "30s"}))
+    balanced = parse_nodepool(
+        nodepool_manifest(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "30s"})
+    )
     assert balanced.consolidation and balanced.consolidation_threshold == 2
     assert balanced.consolidate_after == 30 and balanced.ttl_seconds_after_empty is None
-    plain = parse_nodepool(pool(disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized"}))
+    plain = parse_nodepool(nodepool_manifest(disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized"}))
     assert plain.consolidation and plain.consolidation_threshold is None
-    never = parse_nodepool(pool(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "Never"}))
+    never = parse_nodepool(
+        nodepool_manifest(disruption={"consolidationPolicy": "Balanced", "consolidateAfter": "Never"})
+    )
     assert not never.consolidation
-    (refused,) = refusals(parse_nodepool, pool(disruption={"consolidationPolicy": "Sometimes"}))
+    (refused,) = refusals(parse_nodepool, nodepool_manifest(disruption={"consolidationPolicy": "Sometimes"}))
     policies = "[WhenEmpty WhenEmptyOrUnderutilized Balanced]"
     assert refused == f'spec.disruption.consolidationPolicy: "Sometimes" not in {policies}'
 

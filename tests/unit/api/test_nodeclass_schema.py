@@ -11,17 +11,13 @@ from marshmallow import ValidationError
 from extender.api import nodeclass as nc
 from extender.api.nodetemplate import default_node_template, load_node_template, validate_node_template
 from extender.api.provisioner_schema import load_provisioner, validate_provisioner
+from tests import builders
 
 GIB = 2**30
 
 
 def provisioner(**spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1alpha5",
-        "kind": "Provisioner",
-        "metadata": {"name": "p"},
-        "spec": spec,
-    }
+    return builders.provisioner_manifest("p", **spec)
 
 
 def template(**spec: Any) -> dict[str, Any]:

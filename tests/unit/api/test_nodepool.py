@@ -23,6 +23,7 @@ from extender.api.provisioner_hash import provisioner_hash
 from extender.cloud.aws.amifamily import ssm_path
 from extender.cluster.pool_resources import without_clashes
 from extender.scheduling.solver import solve
+from tests.builders import nodepool_manifest
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "karpenter-examples" / "v1"
@@ -31,23 +32,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "karpenter-examples" /
 def example(name: str, kind: str) -> dict[str, Any]:
     docs = [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d and d["kind"] == kind]
     return docs[0]
-
-
-def pool(**spec: Any) -> dict[str, Any]:
-    """A minimal NodePool; `spec` keys replace the defaults (template.spec given whole)."""
-    template_spec = spec.pop(
-        "template_spec",
-        {
-            "requirements": [],
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-        },
-    )
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": spec.pop("name", "np")},
-        "spec": {"template": {"spec": template_spec}, **spec},
-    }
 
 
 def node_class(**spec: Any) -> dict[str, Any]:
@@ -103,7 +87,7 @@ def test_general_purpose_example_maps_field_for_field() -> None:
 def test_getting_started_nodepool_limits_disruption_and_pinned_alias() -> None:
     # Karpenter getting-started step12-add-nodepool.sh: limits cpu 1000, WhenEmptyOrUnderutilized 1m,
     # alias al2023@${ALIAS_VERSION} (a pinned release such as v20240625).
-    obj = pool(
+    obj = nodepool_manifest(
         limits={"cpu": 1000},
         disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m"},
     )
@@ -124,14 +108,22 @@ def test_getting_started_nodepool_limits_disruption_and_pinned_alias() -> None:
 
 
 def test_when_empty_maps_to_the_empty_ttl_and_never_to_none() -> None:
-    prov = load_nodepool(pool(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}))
+    prov = load_nodepool(
+        nodepool_manifest(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"})
+    )
     assert prov.ttl_seconds_after_empty == 30 and not prov.consolidation
-    never = load_nodepool(pool(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}))
+    never = load_nodepool(
+        nodepool_manifest(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    )
     assert never.ttl_seconds_after_empty is None and not never.consolidation
-    off = load_nodepool(pool(disruption={"consolidateAfter": "Never"}))
+    off = load_nodepool(nodepool_manifest(disruption={"consolidateAfter": "Never"}))
     assert not off.consolidation and off.consolidate_after is None
-    spec = {**pool()["spec"]["template"]["spec"], "expireAfter": "Never", "terminationGracePeriod": "1h30m"}
-    forever = load_nodepool(pool(template_spec=spec))
+    spec = {
+        **nodepool_manifest()["spec"]["template"]["spec"],
+        "expireAfter": "Never",
+        "terminationGracePeriod": "1h30m",
+    }
+    forever = load_nodepool(nodepool_manifest(template_spec=spec))
     assert forever.ttl_seconds_until_expired is None and forever.termination_grace_period == 5400
 
 
@@ -140,7 +132,7 @@ def test_budgets_with_schedule_and_reasons() -> None:
         {"nodes": "0", "schedule": "@daily", "duration": "10m0s", "reasons": ["Drifted"]},
         {"nodes": "5"},
     ]
-    prov = load_nodepool(pool(disruption={"consolidateAfter": "0s", "budgets": budgets}))
+    prov = load_nodepool(nodepool_manifest(disruption={"consolidateAfter": "0s", "budgets": budgets}))
     assert prov.budgets == (
         Budget(nodes="0", schedule="@daily", duration=600, reasons=frozenset({"Drifted"})),
         Budget(nodes="5"),
@@ -170,18 +162,18 @@ def test_budgets_with_schedule_and_reasons() -> None:
 )
 def test_template_features_karpy_lacks_are_refused_by_name(spec: dict[str, Any], expected: str) -> None:
     ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
-    messages = refusals(load_nodepool, pool(template_spec={"nodeClassRef": ref, **spec}))
+    messages = refusals(load_nodepool, nodepool_manifest(template_spec={"nodeClassRef": ref, **spec}))
     assert any(m.startswith(expected) for m in messages), messages
 
 
 def test_pool_level_features_karpy_lacks_are_refused_by_name() -> None:
-    assert refusals(load_nodepool, pool(disruption={"budgets": [{"nodes": "1", "schedule": "@daily"}]})) == [
-        "spec.disruption.budgets[0].schedule: 'schedule' must be set with 'duration'"
-    ]
+    assert refusals(
+        load_nodepool, nodepool_manifest(disruption={"budgets": [{"nodes": "1", "schedule": "@daily"}]})
+    ) == ["spec.disruption.budgets[0].schedule: 'schedule' must be set with 'duration'"]
 
 
 def test_an_unknown_node_class_is_named() -> None:
-    assert refusals(lambda o: load_nodepool(o, {}), pool()) == [
+    assert refusals(lambda o: load_nodepool(o, {}), nodepool_manifest()) == [
         'spec.template.spec.nodeClassRef.name: EC2NodeClass "default" not found'
     ]
 
@@ -227,7 +219,9 @@ def test_associate_public_ip_address_is_kept_for_the_launch_template(value: bool
     """EC2NodeClass `associatePublicIPAddress` (*bool, AWS@v1.0.0 pkg/apis/v1/ec2nodeclass.go): set,
     it reaches the NodePool's node configuration; unset, it stays None (the subnet decides)."""
     klass = load_ec2nodeclass(node_class(associatePublicIPAddress=value), cluster_name="demo")
-    assert load_nodepool(pool(), {"default": klass}).provider.associate_public_ip_address is value
+    assert (
+        load_nodepool(nodepool_manifest(), {"default": klass}).provider.associate_public_ip_address is value
+    )
 
 
 def test_associate_public_ip_address_drifts_nodes_only_when_set() -> None:
@@ -236,7 +230,7 @@ def test_associate_public_ip_address_drifts_nodes_only_when_set() -> None:
     before the field existed, so no node drifts on upgrade."""
     unset, on = (
         load_nodepool(
-            pool(),
+            nodepool_manifest(),
             {"default": load_ec2nodeclass(node_class(associatePublicIPAddress=v), cluster_name="demo")},
         )
         for v in (None, True)
@@ -267,7 +261,7 @@ def test_kubelet_moves_from_the_node_class_onto_the_pool() -> None:
     klass = load_ec2nodeclass(
         node_class(kubelet={"maxPods": 20, "systemReserved": {"cpu": "100m"}}), cluster_name="demo"
     )
-    prov = load_nodepool(pool(), {"default": klass})
+    prov = load_nodepool(nodepool_manifest(), {"default": klass})
     assert prov.kubelet.max_pods == 20 and prov.kubelet.system_reserved == {"cpu": "100m"}
     bad = refusals(lambda o: load_ec2nodeclass(o, cluster_name="demo"), node_class(kubelet={"maxPods": 0}))
     assert bad == ["spec.kubelet.maxPods: must be between 1 and 2147483647"]
@@ -281,7 +275,7 @@ def test_durations() -> None:
 
 
 def test_solver_plans_a_nodepool_and_labels_its_nodes_with_the_nodepool_key() -> None:
-    np_prov = load_nodepool(pool(name="v1pool", weight=10))
+    np_prov = load_nodepool(nodepool_manifest(name="v1pool", weight=10))
     old = make_provisioner("old")
     selected = solve([make_pod("a", nodeSelector={wk.NODEPOOL: "v1pool"})], [old, np_prov], catalog())
     (node,) = selected.nodes
@@ -314,8 +308,8 @@ def test_nodes_of_either_kind_name_their_owner() -> None:
 
 
 def test_a_nodepool_named_as_a_provisioner_is_left_out() -> None:
-    same = load_nodepool(pool(name="default"))
-    other = load_nodepool(pool(name="other"))
+    same = load_nodepool(nodepool_manifest(name="default"))
+    other = load_nodepool(nodepool_manifest(name="other"))
     kept = without_clashes([make_provisioner("default")], [same, other])
     assert [(p.name, p.kind) for p in kept] == [("default", "Provisioner"), ("other", "NodePool")]
 
@@ -339,7 +333,7 @@ def test_a_nodepool_named_as_a_provisioner_is_left_out() -> None:
 def test_invalid_min_values_are_refused_with_the_field(requirement: dict[str, Any], expected: str) -> None:
     ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
     spec = {"nodeClassRef": ref, "requirements": [{"key": wk.INSTANCE_FAMILY, **requirement}]}
-    messages = refusals(load_nodepool, pool(template_spec=spec))
+    messages = refusals(load_nodepool, nodepool_manifest(template_spec=spec))
     assert len(messages) == 1 and messages[0].startswith("spec.template.spec.requirements[0]." + expected), (
         messages
     )
@@ -352,7 +346,9 @@ def test_min_values_are_kept() -> None:
         {"key": wk.INSTANCE_CPU, "operator": "Gt", "values": ["3"], "minValues": 50},
         {"key": wk.ARCH, "operator": "Exists"},
     ]
-    loaded = load_nodepool(pool(template_spec={"nodeClassRef": ref, "requirements": requirements}))
+    loaded = load_nodepool(
+        nodepool_manifest(template_spec={"nodeClassRef": ref, "requirements": requirements})
+    )
     assert [r.min_values for r in loaded.requirements] == [2, 50, None]
 
 
@@ -364,7 +360,9 @@ def test_min_values_drift_no_node() -> None:
     ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
     family = {"key": wk.INSTANCE_FAMILY, "operator": "Exists"}
     hashes = {
-        provisioner_hash(load_nodepool(pool(template_spec={"nodeClassRef": ref, "requirements": [req]})))
+        provisioner_hash(
+            load_nodepool(nodepool_manifest(template_spec={"nodeClassRef": ref, "requirements": [req]}))
+        )
         for req in (family, {**family, "minValues": 2}, {**family, "minValues": 5})
     }
     assert len(hashes) == 1

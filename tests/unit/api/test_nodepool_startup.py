@@ -24,6 +24,7 @@ from extender.cloud.types import Instance
 from extender.cluster import inventory
 from extender.provisioning import launcher
 from extender.scheduling.solver import solve
+from tests import builders
 from tests.unit.scheduling.builders import catalog, make_pod
 
 CILIUM = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}
@@ -32,22 +33,16 @@ NOTES = {"example.com/owner": "team-a", "karpenter.sh/do-not-disrupt": "true"}
 
 
 def pool(startup: list[dict[str, str]] | None = None, annotations: dict[str, str] | None = None) -> Any:
-    metadata: dict[str, Any] = {"labels": {"team": "a"}}
-    if annotations is not None:
-        metadata["annotations"] = annotations
     spec: dict[str, Any] = {
         "requirements": [],
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        "nodeClassRef": dict(builders.NODE_CLASS_REF),
         "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
     }
     if startup is not None:
         spec["startupTaints"] = startup
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "np", "uid": "np-uid"},
-        "spec": {"template": {"metadata": metadata, "spec": spec}},
-    }
+    return builders.nodepool_manifest(
+        "np", uid="np-uid", labels={"team": "a"}, annotations=annotations, template_spec=spec
+    )
 
 
 def test_startup_taints_and_template_annotations_land_in_the_model() -> None:

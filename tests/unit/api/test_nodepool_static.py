@@ -17,8 +17,9 @@ import pytest
 from extender.api.nodepool import load_nodepool, validate_nodepool
 from extender.api.provisioner_schema import load_provisioner
 from extender.api.resources import NODES
+from tests.builders import nodepool_manifest
 from tests.integration.v1_cel_cases import NODEPOOL_CASES, Case
-from tests.unit.api.test_nodepool import pool, refusals
+from tests.unit.api.test_nodepool import refusals
 from webhook.admission import AdmissionRequest, GroupVersionKind
 from webhook.nodepool import validate_nodepool as admit_nodepool
 
@@ -26,23 +27,25 @@ REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
 
 def test_replicas_load_as_a_static_pool_that_is_never_consolidated_or_emptied() -> None:
-    loaded = load_nodepool(pool(replicas=3))
+    loaded = load_nodepool(nodepool_manifest(replicas=3))
     assert loaded.replicas == 3 and loaded.is_static
     assert not loaded.consolidation and loaded.ttl_seconds_after_empty is None
-    empty_policy = pool(
+    empty_policy = nodepool_manifest(
         replicas=0, disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}
     )
     loaded = load_nodepool(empty_policy)
     assert loaded.replicas == 0 and loaded.ttl_seconds_after_empty is None
     # A dynamic pool with the same disruption block keeps its emptiness TTL.
-    dynamic = load_nodepool(pool(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}))
+    dynamic = load_nodepool(
+        nodepool_manifest(disruption={"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"})
+    )
     assert not dynamic.is_static and dynamic.ttl_seconds_after_empty == 30
 
 
 def test_limits_nodes_is_a_count_on_static_and_dynamic_pools_and_v1alpha5() -> None:
-    assert load_nodepool(pool(limits={"nodes": "10"})).limits.get(NODES) == 10
-    assert load_nodepool(pool(replicas=2, limits={"nodes": 4})).limits.get(NODES) == 4
-    zero = load_nodepool(pool(limits={"nodes": "0"}))
+    assert load_nodepool(nodepool_manifest(limits={"nodes": "10"})).limits.get(NODES) == 10
+    assert load_nodepool(nodepool_manifest(replicas=2, limits={"nodes": 4})).limits.get(NODES) == 4
+    zero = load_nodepool(nodepool_manifest(limits={"nodes": "0"}))
     assert NODES in zero.limited and zero.limits.get(NODES) == 0
     # v1alpha5's natural place for it: spec.limits.resources.
     v1alpha5 = load_provisioner(
@@ -67,7 +70,7 @@ def test_limits_nodes_is_a_count_on_static_and_dynamic_pools_and_v1alpha5() -> N
 def test_bad_static_fields_are_refused_with_their_path(
     spec: dict[str, Any], expected: list[str] | None
 ) -> None:
-    messages = refusals(load_nodepool, pool(**spec))
+    messages = refusals(load_nodepool, nodepool_manifest(**spec))
     if expected is None:
         assert messages and messages[0].startswith("spec.limits.nodes:"), messages
     else:
@@ -118,11 +121,11 @@ def _review(operation: str, obj: dict[str, Any], old: dict[str, Any] | None) -> 
 
 
 def test_the_webhook_refuses_a_transition_between_static_and_dynamic_only_on_update() -> None:
-    static, dynamic = pool(replicas=3), pool()
+    static, dynamic = nodepool_manifest(replicas=3), nodepool_manifest()
     denied = admit_nodepool(_review("UPDATE", static, dynamic))
     assert not denied.allowed
     assert "spec.replicas: Cannot transition NodePool between static" in denied.message
     assert not admit_nodepool(_review("UPDATE", dynamic, static)).allowed
-    assert admit_nodepool(_review("UPDATE", pool(replicas=5), static)).allowed
+    assert admit_nodepool(_review("UPDATE", nodepool_manifest(replicas=5), static)).allowed
     # A create has no old object to compare with.
     assert admit_nodepool(_review("CREATE", static, None)).allowed

@@ -16,7 +16,6 @@ from extender.api.affinity import LabelSelector
 from extender.api.disruption import MIN_SAVINGS_ANNOTATION
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Taint
-from extender.api.provisioner_schema import load_provisioner
 from extender.api.resources import Resources
 from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.decide import Method, decide, plan
@@ -41,12 +40,12 @@ def provisioner(
     **spec: Any,
 ) -> Provisioner:
     spec.setdefault("requirements", [ON_DEMAND, AMD64])
-    annotations = {MIN_SAVINGS_ANNOTATION: min_savings} if min_savings is not None else {}
-    return load_provisioner(
-        {
-            "metadata": {"name": name, "annotations": annotations},
-            "spec": {"consolidation": {"enabled": enabled}, "disruption": {"nodes": budget}, **spec},
-        }
+    return builders.provisioner(
+        name,
+        annotations={MIN_SAVINGS_ANNOTATION: min_savings} if min_savings is not None else None,
+        consolidation={"enabled": enabled},
+        disruption={"nodes": budget},
+        **spec,
     )
 
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from extender.api import labels, nodeclaim
 from extender.cluster import pool_resources as kube_provisioners
 from extender.lifecycle import gc
+from tests import builders
 from tests.builders import T0, node_manifest, stamp
 from tests.unit.lifecycle.plainworld import PlainWorld
 
@@ -43,21 +44,7 @@ NODE_CLASS: dict[str, Any] = {
 
 
 def nodepool(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name, "resourceVersion": "1"},
-        "spec": {
-            "template": {
-                "metadata": {},
-                "spec": {
-                    "requirements": [],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                },
-            },
-            "disruption": {},
-        },
-    }
+    return builders.nodepool_manifest(name, resource_version="1", disruption={})
 
 
 DURATIONS = st.sampled_from(

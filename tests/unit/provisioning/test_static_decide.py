@@ -16,11 +16,11 @@ from extender.api.nodepool import load_nodepool
 from extender.api.pod import Pod
 from extender.provisioning.static import Decision, Member, decide, launch_id, member
 from tests import builders
-from tests.unit.api.test_nodepool import pool
+from tests.builders import nodepool_manifest
 
 
 def static(replicas: int, **spec: Any):
-    return load_nodepool(pool(name="s", replicas=replicas, **spec))
+    return load_nodepool(nodepool_manifest(name="s", replicas=replicas, **spec))
 
 
 def members(*names: str, **pods: int) -> list[Member]:

@@ -11,7 +11,7 @@ from extender.scheduling import explain as rules
 from extender.scheduling.explain import World, explain
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.remedy import candidates, smallest_change
-from tests.unit.api.test_nodepool import pool as nodepool_manifest
+from tests.builders import nodepool_manifest
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 
 ARCH = "kubernetes.io/arch"

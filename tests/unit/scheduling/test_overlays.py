@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from extender.api.nodeoverlay import load_nodeoverlay
-from extender.api.nodepool import load_nodepool
 from extender.api.provisioner import Overlay, Provisioner
 from extender.scheduling.instancetypes import InstanceType, NodeSettings
 from extender.scheduling.overlays import MIN_PRICE, adjusted_price, overlaid, precedence, resolve
 from extender.scheduling.solver import solve
+from tests import builders
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 
 TYPE = "node.kubernetes.io/instance-type"
@@ -29,24 +29,7 @@ def types(*names: str) -> dict[str, Any]:
 
 
 def nodepool(name: str = "default", labels: dict[str, str] | None = None) -> Provisioner:
-    return load_nodepool(
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "template": {
-                    "metadata": {"labels": labels or {}},
-                    "spec": {
-                        "requirements": [],
-                        "nodeClassRef": {
-                            "group": "karpenter.k8s.aws",
-                            "kind": "EC2NodeClass",
-                            "name": "default",
-                        },
-                    },
-                }
-            },
-        }
-    )
+    return builders.nodepool(name, labels=labels or {})
 
 
 def entry(

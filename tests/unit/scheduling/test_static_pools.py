@@ -17,7 +17,7 @@ from extender.scheduling import limits
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.solver import solve
 from extender.scheduling.static import static_node
-from tests.unit.api.test_nodepool import pool
+from tests.builders import nodepool_manifest
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 
 
@@ -64,21 +64,21 @@ def test_a_room_charges_one_node_whatever_the_type() -> None:
 
 
 def test_the_solver_never_launches_for_a_static_pool() -> None:
-    static = load_nodepool(pool(name="static", replicas=2))
+    static = load_nodepool(nodepool_manifest(name="static", replicas=2))
     plan = solve(pods(2), [static], catalog())
     assert not plan.nodes and len(plan.unschedulable) == 2
 
 
 def test_pods_fall_through_a_static_pool_to_a_dynamic_one() -> None:
     # The static pool weighs nothing (weight is refused on it) but comes first by name.
-    static = load_nodepool(pool(name="a-static", replicas=2))
-    dynamic = load_nodepool(pool(name="b-dynamic"))
+    static = load_nodepool(nodepool_manifest(name="a-static", replicas=2))
+    dynamic = load_nodepool(nodepool_manifest(name="b-dynamic"))
     plan = solve(pods(2), [static, dynamic], catalog())
     assert plan.nodes and {n.provisioner for n in plan.nodes} == {"b-dynamic"}
 
 
 def test_pending_pods_use_a_static_pools_existing_nodes() -> None:
-    static = load_nodepool(pool(name="static", replicas=1))
+    static = load_nodepool(nodepool_manifest(name="static", replicas=1))
     node = ExistingNode(
         name="static-node",
         provisioner="static",
@@ -101,7 +101,7 @@ def test_a_static_node_is_the_cheapest_type_the_requirements_allow() -> None:
         ],
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
     }
-    static = load_nodepool(pool(name="static", replicas=1, template_spec=spec))
+    static = load_nodepool(nodepool_manifest(name="static", replicas=1, template_spec=spec))
     planned = static_node(static, catalog())
     assert planned is not None and not planned.pods
     names = [t.name for t in planned.options]
@@ -119,7 +119,9 @@ def test_a_static_pool_of_gpu_types_still_gets_nodes() -> None:
         "requirements": [{"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"}],
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
     }
-    planned = static_node(load_nodepool(pool(name="gpu", replicas=1, template_spec=spec)), catalog())
+    planned = static_node(
+        load_nodepool(nodepool_manifest(name="gpu", replicas=1, template_spec=spec)), catalog()
+    )
     assert planned is not None and all(t.has_gpu for t in planned.options)
 
 
@@ -128,7 +130,7 @@ def test_no_offering_left_gives_no_static_node() -> None:
         "requirements": [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.xlarge"]}],
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
     }
-    static = load_nodepool(pool(name="static", replicas=1, template_spec=spec))
+    static = load_nodepool(nodepool_manifest(name="static", replicas=1, template_spec=spec))
     m5 = next(t for t in catalog() if t.name == "m5.xlarge")
     refused = frozenset((m5.name, o.zone, o.capacity_type) for o in m5.offerings)
     assert static_node(static, catalog(), unavailable=refused) is None

@@ -22,7 +22,8 @@ from extender.api.nodeclaim import Record, conditions_of, spec_taints
 from extender.api.nodepool import load_nodepool
 from extender.api.provisioner_schema import load_provisioner
 from extender.api.schema_text import PROBLEM_CHARACTERS, SHOWN_PROBLEMS
-from tests.unit.api.test_nodepool import node_class, pool
+from tests.builders import nodepool_manifest
+from tests.unit.api.test_nodepool import node_class
 from tests.unit.webhook.reviews import field_paths, fuzz, make_review, provisioner_manifest, valid_spec
 from webhook.app import create_app
 from webhook.config import WebhookConfig
@@ -75,7 +76,7 @@ def full_pool() -> dict[str, Any]:
         "expireAfter": "720h",
         "terminationGracePeriod": "1h",
     }
-    obj = pool(
+    obj = nodepool_manifest(
         template_spec=spec,
         limits={"cpu": "1000", "memory": "1000Gi"},
         weight=10,
@@ -247,7 +248,7 @@ def test_hostile_nodeclaims_read_without_raising(data: st.DataObject) -> None:
     "obj",
     [
         pytest.param(
-            pool(
+            nodepool_manifest(
                 template_spec={
                     "requirements": [
                         {"key": f"k{i}", "operator": "Foo", "values": ["v" * 63] * 500} for i in range(100)

@@ -20,8 +20,7 @@ from extender.api.nodepool import load_nodepool
 from extender.api.provisioner import Provisioner
 from extender.scheduling.instancetypes import GIB, InstanceType, Offering
 from extender.scheduling.plan import PlannedNode
-from tests.builders import pod, req
-from tests.unit.api.test_nodepool import pool
+from tests.builders import nodepool_manifest, pod, req
 from tests.unit.scheduling.builders import catalog
 from tests.unit.scheduling.karpenter.builders import INSTANCE_TYPE, SPOT, Z1, Cluster
 
@@ -32,7 +31,9 @@ def nodepool(*requirements: dict[str, Any], name: str = "default", **limits: str
     """A karpenter.sh/v1 NodePool (Karpenter's test.NodePool) through karpy's loader."""
     ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
     spec = {"nodeClassRef": ref, "requirements": list(requirements)}
-    return load_nodepool(pool(name=name, template_spec=spec, **({"limits": limits} if limits else {})))
+    return load_nodepool(
+        nodepool_manifest(name=name, template_spec=spec, **({"limits": limits} if limits else {}))
+    )
 
 
 def mv(requirement: dict[str, Any], count: int) -> dict[str, Any]:
