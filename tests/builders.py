@@ -320,15 +320,17 @@ def node_manifest(
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, Any]] | None = None,
     annotations: Mapping[str, str] | None = None,
-    instance: str = "i-0001",
+    instance: str | None = "i-0001",
     provisioner: str | None = "default",
     deleting: bool = False,
+    unschedulable: bool = False,
     allocatable: Mapping[str, str] | None = None,
     capacity: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
 ) -> dict[str, Any]:
     """A v1 Node as API JSON: owned by `provisioner` (its karpenter.sh/provisioner-name label; None =
-    not karpy's), with a providerID for `instance` and a Ready condition (`ready` None = no
-    condition)."""
+    not karpy's), with a providerID for `instance` (None = none) and a Ready condition (`ready` None =
+    no condition)."""
     meta: dict[str, Any] = {
         "name": name,
         "creationTimestamp": stamp(created),
@@ -339,6 +341,8 @@ def node_manifest(
         meta["labels"][wk.PROVISIONER_NAME] = provisioner
     if deleting:
         meta["deletionTimestamp"] = stamp(created)
+    if resource_version is not None:
+        meta["resourceVersion"] = resource_version
     conditions = (
         [] if ready is None else [{"type": "Ready", "status": "True" if ready else "False", "reason": reason}]
     )
@@ -347,11 +351,12 @@ def node_manifest(
         status["allocatable"] = dict(allocatable)
     if capacity is not None:
         status["capacity"] = dict(capacity)
-    return {
-        "metadata": meta,
-        "spec": {"providerID": f"aws:///us-west-2a/{instance}", "taints": [dict(t) for t in taints or ()]},
-        "status": status,
-    }
+    spec: dict[str, Any] = {"taints": [dict(t) for t in taints or ()]}
+    if instance is not None:
+        spec["providerID"] = f"aws:///us-west-2a/{instance}"
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
 
 
 def node(name: str = "n1", **options: Any) -> Node:

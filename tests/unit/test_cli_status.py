@@ -30,14 +30,14 @@ def stamp(seconds_ago: float) -> str:
 def provisioner(
     name: str, *, weight: int = 0, ttl: int | None = 30, capacity: tuple[str, ...] = ("spot",)
 ) -> dict:
-    spec: dict = {
-        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)}]
-    }
-    if weight:
-        spec["weight"] = weight
-    if ttl is not None:
-        spec["ttlSecondsAfterEmpty"] = ttl
-    return {"metadata": {"name": name}, "spec": spec, "status": {"resources": {"cpu": "8", "memory": "16Gi"}}}
+    manifest = builders.provisioner_manifest(
+        name,
+        requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)}],
+        weight=weight or None,
+        **({"ttlSecondsAfterEmpty": ttl} if ttl is not None else {}),
+    )
+    manifest["status"] = {"resources": {"cpu": "8", "memory": "16Gi"}}
+    return manifest
 
 
 def node(
@@ -52,24 +52,20 @@ def node(
     cpu: str = "4",
     memory: str = "8Gi",
 ) -> dict:
-    return {
-        "metadata": {
-            "name": name,
-            "creationTimestamp": stamp(age),
-            "labels": {
-                "karpenter.sh/provisioner-name": "default",
-                "node.kubernetes.io/instance-type": instance_type,
-                "topology.kubernetes.io/zone": zone,
-                "karpenter.sh/capacity-type": capacity_type,
-                "kubernetes.io/arch": "amd64",
-            },
+    return builders.node_manifest(
+        name,
+        created=datetime.fromtimestamp(NOW - age, UTC),
+        instance=None,
+        labels={
+            "node.kubernetes.io/instance-type": instance_type,
+            "topology.kubernetes.io/zone": zone,
+            "karpenter.sh/capacity-type": capacity_type,
+            "kubernetes.io/arch": "amd64",
         },
-        "spec": {"unschedulable": True} if cordoned else {},
-        "status": {
-            "capacity": {"cpu": cpu, "memory": memory, "pods": "58"},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
+        unschedulable=cordoned,
+        ready=ready,
+        capacity={"cpu": cpu, "memory": memory, "pods": "58"},
+    )
 
 
 def pod(name: str, *, node_name: str = "", age: float = 10, reason: str = "Unschedulable") -> dict:

@@ -13,6 +13,7 @@ from extender.cli import figures, status
 from extender.cli.main import UsageError, main
 from extender.cli.plan import plan_settings
 from extender.cluster.pool_resources import load_configured
+from tests import builders
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -85,10 +86,9 @@ def test_figures_from_the_controllers_metrics_are_the_dashboards() -> None:
 
 
 def node(name: str, provisioner: str, cpu: str) -> dict:
-    return {
-        "metadata": {"name": name, "labels": {"karpenter.sh/provisioner-name": provisioner}},
-        "status": {"capacity": {"cpu": cpu, "memory": "16Gi"}},
-    }
+    return builders.node_manifest(
+        name, provisioner=provisioner, instance=None, ready=None, capacity={"cpu": cpu, "memory": "16Gi"}
+    )
 
 
 def pod(name: str, node_name: str, scheduled: float | None, ready: float | None) -> dict:

@@ -11,17 +11,18 @@ from tests import builders
 
 
 def node(name: str, prov: str | None = "default", **extra: object) -> dict:
-    labels = {wk.INSTANCE_TYPE: "c5.xlarge", wk.ZONE: "us-west-2a"}
-    if prov is not None:
-        labels[wk.PROVISIONER_NAME] = prov
-    return {
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"taints": [{"key": wk.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}], **extra},
-        "status": {
-            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "58"},
-            "allocatable": {"cpu": "3900m", "memory": "7Gi", "pods": "58"},
-        },
-    }
+    manifest = builders.node_manifest(
+        name,
+        provisioner=prov,
+        instance=None,
+        ready=None,
+        labels={wk.INSTANCE_TYPE: "c5.xlarge", wk.ZONE: "us-west-2a"},
+        taints=[{"key": wk.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}],
+        capacity={"cpu": "4", "memory": "8Gi", "pods": "58"},
+        allocatable={"cpu": "3900m", "memory": "7Gi", "pods": "58"},
+    )
+    manifest["spec"].update(extra)
+    return manifest
 
 
 def models(*manifests: dict) -> list[Node]:

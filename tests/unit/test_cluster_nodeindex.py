@@ -6,14 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from extender.cluster.nodeindex import NodeIndex
+from tests import builders
 
 
 def node(name: str, cpu: str = "4", version: str = "1", **labels: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "resourceVersion": version, "labels": labels},
-        "spec": {},
-        "status": {"allocatable": {"cpu": cpu, "pods": "110"}, "capacity": {"cpu": cpu, "pods": "110"}},
-    }
+    room = {"cpu": cpu, "pods": "110"}
+    return builders.node_manifest(
+        name,
+        provisioner=None,
+        instance=None,
+        ready=None,
+        labels=labels,
+        resource_version=version,
+        allocatable=room,
+        capacity=room,
+    )
 
 
 def names(index: NodeIndex) -> dict[str, float]:

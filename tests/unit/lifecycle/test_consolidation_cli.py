@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -24,27 +25,21 @@ spec:
 
 
 def node(name: str, instance_type: str = "m5.xlarge") -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-            "labels": {
-                wk.PROVISIONER_NAME: "default",
-                wk.INSTANCE_TYPE: instance_type,
-                wk.ZONE: "us-west-2a",
-                wk.CAPACITY_TYPE: "on-demand",
-                wk.ARCH: "amd64",
-                wk.OS: "linux",
-                wk.HOSTNAME: name,
-            },
+    return builders.node_manifest(
+        name,
+        created=datetime(2026, 1, 1, tzinfo=UTC),
+        instance=None,
+        labels={
+            wk.INSTANCE_TYPE: instance_type,
+            wk.ZONE: "us-west-2a",
+            wk.CAPACITY_TYPE: "on-demand",
+            wk.ARCH: "amd64",
+            wk.OS: "linux",
+            wk.HOSTNAME: name,
         },
-        "status": {
-            "allocatable": {"cpu": "3920m", "memory": "14Gi", "pods": "58"},
-            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "58"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+        allocatable={"cpu": "3920m", "memory": "14Gi", "pods": "58"},
+        capacity={"cpu": "4", "memory": "16Gi", "pods": "58"},
+    )
 
 
 def pod(name: str, node_name: str, cpu: str = "1", **annotations: str) -> dict[str, Any]:
