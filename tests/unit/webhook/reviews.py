@@ -10,15 +10,12 @@ from hypothesis import HealthCheck, settings
 
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
+from tests import builders
 
 
 def provisioner_manifest(name: str = "default", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1alpha5",
-        "kind": "Provisioner",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    """A Provisioner whose spec is `spec` exactly as written (fuzzed specs included)."""
+    return builders.provisioner_manifest(name) | {"spec": spec}
 
 
 def valid_spec() -> dict[str, Any]:
@@ -35,8 +32,7 @@ def valid_spec() -> dict[str, Any]:
 
 
 def pod_manifest(name: str = "web", **spec: Any) -> dict[str, Any]:
-    body = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}], **spec}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "apps"}, "spec": body}
+    return builders.pod_manifest(name, namespace="apps", uid="", image="nginx", cpu="1", **spec)
 
 
 def make_review(
