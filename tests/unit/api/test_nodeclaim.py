@@ -8,7 +8,6 @@ consolidation.go), and the Ready root of awslabs/operatorpkg status/condition_se
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from extender.api.node import Node
 from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner, Requirement, Taint
 from extender.api.resources import Resources
+from tests import builders
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(seconds=5)
@@ -47,34 +47,29 @@ def node(
     taints: list[dict[str, str]] | None = None,
     allocatable: dict[str, str] | None = None,
 ) -> Node:
-    conditions = [] if ready is None else [{"type": "Ready", "status": str(ready), "reason": reason}]
-    manifest: dict[str, Any] = {
-        "metadata": {
-            "name": "ip-10-0-1-7.ec2.internal",
-            "labels": {
-                wk.HOSTNAME: "ip-10-0-1-7.ec2.internal",
-                wk.PROVISIONER_NAME: "general",
-                wk.INSTANCE_TYPE: "m5.large",
-                wk.ZONE: "us-west-2a",
-                wk.CAPACITY_TYPE: "spot",
-                wk.ARCH: "amd64",
-                wk.OS: "linux",
-                "karpenter.k8s.aws/instance-family": "m5",
-            },
-            "annotations": {AMI_ID_ANNOTATION: "ami-0123"},
+    name = "ip-10-0-1-7.ec2.internal"
+    manifest = builders.node_manifest(
+        name,
+        provisioner="general",
+        instance="i-0abc123",
+        ready=ready,
+        reason=reason,
+        labels={
+            wk.HOSTNAME: name,
+            wk.INSTANCE_TYPE: "m5.large",
+            wk.ZONE: "us-west-2a",
+            wk.CAPACITY_TYPE: "spot",
+            wk.ARCH: "amd64",
+            wk.OS: "linux",
+            "karpenter.k8s.aws/instance-family": "m5",
         },
-        "spec": {
-            "providerID": "aws:///us-west-2a/i-0abc123",
-            "taints": taints
-            if taints is not None
-            else [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
-        },
-        "status": {
-            "capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"},
-            "allocatable": allocatable or {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
-            "conditions": conditions,
-        },
-    }
+        annotations={AMI_ID_ANNOTATION: "ami-0123"},
+        taints=taints
+        if taints is not None
+        else [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+        capacity={"cpu": "2", "memory": "8Gi", "pods": "29"},
+        allocatable=allocatable or {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
+    )
     return Node.from_manifest(manifest)
 
 

@@ -12,6 +12,7 @@ from extender.api.resources import Resources
 from extender.scheduling import attach
 from extender.scheduling.admission import check
 from extender.scheduling.plan import ExistingNode
+from tests import builders
 
 
 @pytest.mark.parametrize(
@@ -45,7 +46,7 @@ def test_binding_respects_the_csinode_limit():
     refuse the node; a driver the CSINode does not list is unlimited."""
 
     def pod(volumes: tuple[tuple[str, int], ...]) -> Pod:
-        parsed = Pod.from_manifest({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}})
+        parsed = builders.pod("p", uid="", image=None)
         claims = tuple((driver, f"claim-{i}") for driver, count in volumes for i in range(count))
         return dataclasses.replace(parsed, csi_claims=claims, claims=tuple(name for _, name in claims))
 

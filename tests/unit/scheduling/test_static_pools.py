@@ -17,6 +17,7 @@ from extender.scheduling import limits
 from extender.scheduling.plan import ExistingNode
 from extender.scheduling.solver import solve
 from extender.scheduling.static import static_node
+from tests import builders
 from tests.builders import nodepool_manifest
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 
@@ -46,9 +47,15 @@ def test_live_nodes_count_against_limits_nodes() -> None:
 
 def test_usage_counts_each_node_once_towards_nodes() -> None:
     def node(name: str, owner: str) -> Node:
-        return Node.from_manifest(
-            {"metadata": {"name": name, "labels": {wk.NODEPOOL: owner}}, "status": {"capacity": {"cpu": "2"}}}
+        manifest = builders.node_manifest(
+            name,
+            provisioner=None,
+            instance=None,
+            ready=None,
+            labels={wk.NODEPOOL: owner},
+            capacity={"cpu": "2"},
         )
+        return Node.from_manifest(manifest)
 
     counted = usage([node("a", "x"), node("b", "x"), node("c", "y")])
     assert counted["x"].get(NODES) == 2 and counted["y"].get(NODES) == 1
