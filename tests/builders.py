@@ -106,7 +106,7 @@ def weighted(weight: int, pod_term: Mapping[str, Any]) -> dict[str, Any]:
 def pod_manifest(
     name: str | None = None,
     *,
-    namespace: str = "default",
+    namespace: str | None = "default",
     uid: str | None = None,
     resource_version: str | None = None,
     created: datetime | None = None,
@@ -119,6 +119,7 @@ def pod_manifest(
     memory: str | None = None,
     requests: Mapping[str, Any] | None = None,
     limits: Mapping[str, Any] | None = None,
+    container: str = "c",
     image: str | None = "pause",
     node_name: str | None = None,
     node_selector: Mapping[str, str] | None = None,
@@ -146,7 +147,8 @@ def pod_manifest(
     """A v1 Pod as API JSON, shaped like Karpenter's test.PodOptions; `**spec` are spec fields as
     written (`affinity`, `topologySpreadConstraints`, `containers`...), set last.
 
-    uid: None -> "uid-<name>", "" -> none. host_ports: ports 80 on those host ports; ports: the
+    namespace None: none (the API request names it). uid: None -> "uid-<name>", "" -> none. container:
+    the one container's name. host_ports: ports 80 on those host ports; ports: the
     container's ports as written. owner_kind: one controller owner reference of that kind
     named `owner_name`. node_requirements -> one required nodeSelectorTerm; node_preferences -> one
     preferred term of weight 1 (as Karpenter's builder); `required_terms` / `preferred_terms` give
@@ -164,14 +166,14 @@ def pod_manifest(
         resources["requests"] = container_requests
     if limits:
         resources["limits"] = dict(limits)
-    container: dict[str, Any] = {"name": "c", "resources": resources}
+    main: dict[str, Any] = {"name": container, "resources": resources}
     if image is not None:
-        container["image"] = image
+        main["image"] = image
     if host_ports:
-        container["ports"] = [{"containerPort": 80, "hostPort": p, "protocol": "TCP"} for p in host_ports]
+        main["ports"] = [{"containerPort": 80, "hostPort": p, "protocol": "TCP"} for p in host_ports]
     if ports:
-        container["ports"] = [dict(p) for p in ports]
-    body: dict[str, Any] = {"containers": [container]}
+        main["ports"] = [dict(p) for p in ports]
+    body: dict[str, Any] = {"containers": [main]}
     if node_name is not None:
         body["nodeName"] = node_name
     if node_selector:
@@ -200,7 +202,9 @@ def pod_manifest(
     if volumes:
         body["volumes"] = volumes
     body.update(spec)
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
     if uid != "":
         metadata["uid"] = uid or f"uid-{name}"
     if resource_version is not None:

@@ -23,6 +23,7 @@ from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.state import ClusterState
 from hack.localcluster.karpyenv import PRICES, controller_env, running_controller
 from hack.localcluster.procs import free_port
+from tests import builders
 
 __all__ = [
     "PRICES",
@@ -161,22 +162,19 @@ def wait_for_first_consumer_class(kube: Any, name: str, provisioner_name: str, *
 
 
 def pod_manifest(name: str, cpu: str, memory: str = "64Mi", selector: dict[str, str] | None = None) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": "inflate"}},
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "nodeSelector": selector or {},
-            "containers": [
-                {
-                    "name": "pause",
-                    "image": "registry.k8s.io/pause:3.9",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ],
-        },
-    }
+    """An inflate pod (pause, no grace period) for `create_namespaced_pod`: no namespace of its own."""
+    return builders.pod_manifest(
+        name,
+        namespace=None,
+        uid="",
+        labels={"app": "inflate"},
+        container="pause",
+        image="registry.k8s.io/pause:3.9",
+        cpu=cpu,
+        memory=memory,
+        terminationGracePeriodSeconds=0,
+        nodeSelector=selector or {},
+    )
 
 
 def create_pods(core: Any, namespace: str, manifests: list[dict], parallel: int = 1) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from extender.cli.webhook import local_command
+from tests import builders
 
 pytestmark = pytest.mark.integration
 
@@ -381,21 +382,14 @@ def test_invalid_provisioner_is_rejected_naming_the_field(
 
 
 def _pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "registry.k8s.io/pause:3.9",
-                    "resources": {"requests": {"cpu": "100m"}},
-                }
-            ],
-            "nodeSelector": {"team": f"t{RUN}"},
-        },
-    }
+    return builders.pod_manifest(
+        name,
+        namespace=None,
+        uid="",
+        image="registry.k8s.io/pause:3.9",
+        cpu="100m",
+        nodeSelector={"team": f"t{RUN}"},
+    )
 
 
 @pytest.fixture
