@@ -315,6 +315,21 @@ def pods(count: int, **options: Any) -> list[Pod]:
 # --- nodes ---------------------------------------------------------------------------------------
 
 
+def launched_labels(
+    name: str, instance_type: str, *, zone: str = "us-west-2a", capacity_type: str = "on-demand"
+) -> dict[str, str]:
+    """The well-known labels a node karpy launched carries (hostname, type, zone, capacity type,
+    amd64 Linux)."""
+    return {
+        wk.HOSTNAME: name,
+        wk.INSTANCE_TYPE: instance_type,
+        wk.ZONE: zone,
+        wk.CAPACITY_TYPE: capacity_type,
+        wk.ARCH: "amd64",
+        wk.OS: "linux",
+    }
+
+
 def node_manifest(
     name: str = "n1",
     *,

@@ -55,12 +55,7 @@ def node(
         ready=ready,
         reason=reason,
         labels={
-            wk.HOSTNAME: name,
-            wk.INSTANCE_TYPE: "m5.large",
-            wk.ZONE: "us-west-2a",
-            wk.CAPACITY_TYPE: "spot",
-            wk.ARCH: "amd64",
-            wk.OS: "linux",
+            **builders.launched_labels(name, "m5.large", capacity_type="spot"),
             "karpenter.k8s.aws/instance-family": "m5",
         },
         annotations={AMI_ID_ANNOTATION: "ami-0123"},

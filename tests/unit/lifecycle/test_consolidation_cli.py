@@ -29,14 +29,7 @@ def node(name: str, instance_type: str = "m5.xlarge") -> dict[str, Any]:
         name,
         created=datetime(2026, 1, 1, tzinfo=UTC),
         instance=None,
-        labels={
-            wk.INSTANCE_TYPE: instance_type,
-            wk.ZONE: "us-west-2a",
-            wk.CAPACITY_TYPE: "on-demand",
-            wk.ARCH: "amd64",
-            wk.OS: "linux",
-            wk.HOSTNAME: name,
-        },
+        labels=builders.launched_labels(name, instance_type),
         allocatable={"cpu": "3920m", "memory": "14Gi", "pods": "58"},
         capacity={"cpu": "4", "memory": "16Gi", "pods": "58"},
     )
