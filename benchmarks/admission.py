@@ -32,8 +32,9 @@ from marshmallow import ValidationError
 
 from extender.api import cron, ec2nodeclass, nodeclass_schema, nodepool, provisioner_schema, quantity, ranges
 from extender.api.nodepool import validate_schedule
+from tests.builders import nodepool_manifest
 from tests.unit.api.test_admission_bounds import three_line_schedule
-from tests.unit.api.test_nodepool import node_class, pool
+from tests.unit.api.test_nodepool import node_class
 from tests.unit.webhook.reviews import make_review, provisioner_manifest, valid_spec
 from webhook.app import create_app
 from webhook.config import WebhookConfig
@@ -166,7 +167,7 @@ def _pool_with(**changes: Any) -> dict[str, Any]:
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
     }
     spec.update(changes)
-    return pool(template_spec=spec)
+    return nodepool_manifest(template_spec=spec)
 
 
 def worst_bodies() -> dict[str, tuple[str, str, str, str, dict[str, Any]]]:
@@ -182,7 +183,9 @@ def worst_bodies() -> dict[str, tuple[str, str, str, str, dict[str, Any]]]:
     bodies = {
         "8,011-char schedule": (
             *np_route,
-            pool(disruption={"budgets": [{"nodes": "1", "schedule": schedule, "duration": "1h"}]}),
+            nodepool_manifest(
+                disruption={"budgets": [{"nodes": "1", "schedule": schedule, "duration": "1h"}]}
+            ),
         ),
         "90k requirements": (
             *np_route,
