@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from extender.api import labels as wk
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.state import ClusterState
@@ -66,12 +65,7 @@ def unique(prefix: str) -> str:
 def provisioner(kube: Any, name: str, requirements: list[dict[str, Any]], **spec: Any) -> None:
     from kubernetes import client
 
-    body = {
-        "apiVersion": wk.API_VERSION,
-        "kind": "Provisioner",
-        "metadata": {"name": name},
-        "spec": {"requirements": requirements, **spec},
-    }
+    body = builders.provisioner_manifest(name) | {"spec": {"requirements": requirements, **spec}}
     client.CustomObjectsApi(kube).create_cluster_custom_object(
         "karpenter.sh", "v1alpha5", "provisioners", body
     )
@@ -116,31 +110,24 @@ def nodepool(
             },
         },
     )
-    template: dict[str, Any] = {
-        "spec": {
-            "requirements": requirements,
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
-            **template_spec,
-        }
+    template_spec = {
+        "requirements": requirements,
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
+        **template_spec,
     }
-    metadata = {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
-    if metadata:
-        template["metadata"] = metadata
+    disruption = disruption or {"consolidationPolicy": "WhenEmpty", "consolidateAfter": empty_after}
     objects.create_cluster_custom_object(
         "karpenter.sh",
         "v1",
         "nodepools",
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": name},
-            "spec": {
-                "template": template,
-                "disruption": disruption
-                or {"consolidationPolicy": "WhenEmpty", "consolidateAfter": empty_after},
-                **({} if replicas is None else {"replicas": replicas}),
-            },
-        },
+        builders.nodepool_manifest(
+            name,
+            template_spec=template_spec,
+            labels=labels or None,
+            annotations=annotations or None,
+            disruption=disruption,
+            **({} if replicas is None else {"replicas": replicas}),
+        ),
     )
 
 

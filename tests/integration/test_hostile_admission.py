@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from tests.integration.examples_apply import VALIDATED, example_hook
 from tests.integration.test_webhook import WebhookProcess, serving
 from tests.unit.api.test_admission_bounds import three_line_schedule
@@ -70,22 +71,12 @@ def _meta(name: str) -> dict[str, Any]:
 
 
 def nodepool(name: str, **template_spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": _meta(name),
-        "spec": {
-            "template": {
-                "spec": {
-                    "requirements": [
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
-                    ],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                    **template_spec,
-                }
-            }
-        },
+    template_spec = {
+        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
+        "nodeClassRef": dict(builders.NODE_CLASS_REF),
+        **template_spec,
     }
+    return builders.nodepool_manifest(template_spec=template_spec) | {"metadata": _meta(name)}
 
 
 def ec2nodeclass(name: str, **spec: Any) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from extender.cli.webhook import local_command
 from hack import helm as helm_build
 from hack import monitoring_crds, promql
 from hack.localcluster.karpyenv import install_crd, running_controller
+from tests import builders
 from tests.integration.helpers import controller_env, create_pods, free_port, pod_manifest, unique, wait_for
 
 pytestmark = pytest.mark.integration
@@ -197,7 +198,7 @@ def _drive_webhook(webhook: str, ca: str, namespace: str) -> None:
 def _provisioner(kube: Any, name: str, spec: dict[str, Any]) -> None:
     from kubernetes import client
 
-    body = {"apiVersion": wk.API_VERSION, "kind": "Provisioner", "metadata": {"name": name}, "spec": spec}
+    body = builders.provisioner_manifest(name) | {"spec": spec}
     client.CustomObjectsApi(kube).create_cluster_custom_object(
         "karpenter.sh", "v1alpha5", "provisioners", body
     )

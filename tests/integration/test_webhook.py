@@ -262,9 +262,7 @@ def objects(cluster: Any) -> Iterator[Any]:
 
 
 def provisioner(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Provisioner",
+    return builders.provisioner_manifest(name) | {
         "metadata": {"name": name, "labels": dict(RUN_LABEL)},
         "spec": spec,
     }

@@ -102,11 +102,15 @@ def pod(name: str, node_name: str, scheduled: float | None, ready: float | None)
             "lastTransitionTime": at(ready or 0),
         }
     )
-    return {
-        "metadata": {"name": name, "creationTimestamp": at(0)},
-        "spec": {"nodeName": node_name},
-        "status": {"conditions": conditions},
-    }
+    return builders.pod_manifest(
+        name,
+        namespace=None,
+        uid="",
+        image=None,
+        created=T0,
+        node_name=node_name,
+        status={"conditions": conditions},
+    )
 
 
 def test_figures_from_the_api_read_the_pods_on_karpys_nodes_now() -> None:
