@@ -115,6 +115,52 @@ def events_of(core: Any, reason: str, nodes: list[str]) -> list[Any]:
     return [e for e in found if e.involved_object.kind == "Node" and e.involved_object.name in nodes]
 
 
+def two_on_a_node(karpy: Karpy, core: Any, apps: Any, namespace: str, app: str) -> tuple[str, str]:
+    """A new Provisioner and 2 pods of `app` on one node of it, Ready; (node, its instance)."""
+    prov = unique(app)
+    provisioner(karpy.kube, prov, ON_DEMAND)
+    deployment(apps, namespace, app, prov, 2, cpu="500m")
+    node = bound_node(core, namespace, app)
+    wait_for(lambda: ready_untainted(core, node) and available(core, namespace, app) == 2, 60, f"{app} up")
+    return node, instance_of(core.read_node(node))
+
+
+def replaced(karpy: Karpy, core: Any, namespace: str, app: str, node: str, instance: str) -> None:
+    """Wait until `node` is deleted, its instance terminated and `app`'s 2 pods are on another node."""
+    wait_for(lambda: node_or_none(core, node) is None, 60, f"{node} deleted")
+    wait_for(lambda: instance_state(karpy, instance) == "terminated", 30, "its instance terminated")
+
+    def moved() -> bool:
+        pods = live_pods(core, namespace, app)
+        return len(pods) == 2 and all(p.spec.node_name not in (None, node) for p in pods)
+
+    wait_for(moved, 90, f"{app}'s pods on a new node")
+
+
+def apart(core: Any, apps: Any, namespace: str, app: str, prov: str, count: int) -> list[str]:
+    """`count` pods of `app`, one per node (hostname anti-affinity); their nodes, once all Ready."""
+    spread = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": {"app": app}}}
+            ]
+        }
+    }
+    deployment(apps, namespace, app, prov, count, cpu="500m", affinity=spread)
+    nodes: list[str] = wait_for(
+        lambda: (
+            (ps := live_pods(core, namespace, app))
+            and len({p.spec.node_name for p in ps if p.spec.node_name}) == count
+            and sorted({p.spec.node_name for p in ps})
+        ),
+        120,
+        f"{app} on {count} nodes",
+    )
+    for node in nodes:
+        wait_for(lambda node=node: ready_untainted(core, node), 60, f"{node} Ready")
+    return nodes
+
+
 def carries(core: Any, node: str, kind: str) -> bool:
     found = node_or_none(core, node)
     return found is not None and any(c.type == kind for c in found.status.conditions or [])
@@ -133,26 +179,12 @@ def pdb(kube: Any, namespace: str, app: str) -> None:
 def test_an_unhealthy_node_is_replaced_past_its_toleration_bypassing_its_pdb(
     repairing: Karpy, core_v1: Any, apps_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
-    prov = unique("repair")
-    provisioner(repairing.kube, prov, ON_DEMAND)
-    deployment(apps_v1, namespace, "web", prov, 2, cpu="500m")
-    node = bound_node(core_v1, namespace, "web")
-    wait_for(
-        lambda: ready_untainted(core_v1, node) and available(core_v1, namespace, "web") == 2, 60, "web up"
-    )
+    node, instance = two_on_a_node(repairing, core_v1, apps_v1, namespace, "web")
     pdb(repairing.kube, namespace, "web")  # no voluntary eviction is allowed
-    instance = instance_of(core_v1.read_node(node))
 
     report_condition(core_v1, node, "KernelReady", "False", minutes_ago=31)
     assert carries(core_v1, node, "KernelReady"), "the condition was not kept on the Node"
-    wait_for(lambda: node_or_none(core_v1, node) is None, 60, "unhealthy node deleted")
-    wait_for(lambda: instance_state(repairing, instance) == "terminated", 30, "its instance terminated")
-
-    def moved() -> bool:
-        pods = live_pods(core_v1, namespace, "web")
-        return len(pods) == 2 and all(p.spec.node_name not in (None, node) for p in pods)
-
-    wait_for(moved, 90, "web's pods on a new node")
+    replaced(repairing, core_v1, namespace, "web", node, instance)
     log = messages(lifecycle_log)
     assert f"Triggering termination for unhealthy node {node} (KernelReady=False for more than 30m)" in log
     assert any(m.startswith("Deleted pod ") and f"of node {node}" in m for m in log), "PDB not bypassed"
@@ -163,25 +195,7 @@ def test_a_pool_with_too_many_unhealthy_nodes_is_not_repaired(
 ) -> None:
     prov = unique("sick")
     provisioner(repairing.kube, prov, ON_DEMAND)
-    spread = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": {"app": "apart"}}}
-            ]
-        }
-    }
-    deployment(apps_v1, namespace, "apart", prov, 2, cpu="500m", affinity=spread)
-    nodes = wait_for(
-        lambda: (
-            (ps := live_pods(core_v1, namespace, "apart"))
-            and len({p.spec.node_name for p in ps if p.spec.node_name}) == 2
-            and sorted({p.spec.node_name for p in ps})
-        ),
-        90,
-        "apart on two nodes",
-    )
-    for node in nodes:
-        wait_for(lambda node=node: ready_untainted(core_v1, node), 60, f"{node} Ready")
+    nodes = apart(core_v1, apps_v1, namespace, "apart", prov, 2)
     # 2 of 2 unhealthy: more than 20 % (rounded up: 1) of the pool. Both conditions are written while
     # neither toleration has run out (29 min 55 s back): written already due, the first node was
     # repaired before the second reported, when 1 of 2 was still within the 20 % (a CI run).
@@ -212,15 +226,7 @@ def test_a_node_left_not_ready_is_replaced_past_its_toleration(
     lifecycle_log: pytest.LogCaptureFixture,
 ) -> None:
     karpy = repairing_ahead
-    prov = unique("notready")
-    provisioner(karpy.kube, prov, ON_DEMAND)
-    deployment(apps_v1, namespace, "lost", prov, 2, cpu="500m")
-    node = bound_node(core_v1, namespace, "lost")
-    wait_for(
-        lambda: ready_untainted(core_v1, node) and available(core_v1, namespace, "lost") == 2, 60, "lost up"
-    )
-    instance = instance_of(core_v1.read_node(node))
-
+    node, instance = two_on_a_node(karpy, core_v1, apps_v1, namespace, "lost")
     silence(core_v1, node)
     t0 = time.monotonic()
     wait_for(lambda: ready_status(core_v1, node) == "Unknown", UNKNOWN_WITHIN, f"{node} Ready=Unknown")
@@ -231,14 +237,7 @@ def test_a_node_left_not_ready_is_replaced_past_its_toleration(
 
     karpy.clock.offset = PAST_TOLERATION
     t0 = time.monotonic()
-    wait_for(lambda: node_or_none(core_v1, node) is None, 60, "the NotReady node deleted")
-    wait_for(lambda: instance_state(karpy, instance) == "terminated", 30, "its instance terminated")
-
-    def moved() -> bool:
-        pods = live_pods(core_v1, namespace, "lost")
-        return len(pods) == 2 and all(p.spec.node_name not in (None, node) for p in pods)
-
-    wait_for(moved, 90, "lost's pods on a new node")
+    replaced(karpy, core_v1, namespace, "lost", node, instance)
     replaced_in = time.monotonic() - t0
     what = "Ready=Unknown for more than 30m"
     assert f"Triggering termination for unhealthy node {node} ({what})" in messages(lifecycle_log)
@@ -267,25 +266,7 @@ def test_three_of_five_not_ready_nodes_wait_until_one_is_left(
     karpy = repairing_ahead
     prov = unique("five")
     provisioner(karpy.kube, prov, ON_DEMAND)
-    spread = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": {"app": "five"}}}
-            ]
-        }
-    }
-    deployment(apps_v1, namespace, "five", prov, 5, cpu="500m", affinity=spread)
-    nodes = wait_for(
-        lambda: (
-            (ps := live_pods(core_v1, namespace, "five"))
-            and len({p.spec.node_name for p in ps if p.spec.node_name}) == 5
-            and sorted({p.spec.node_name for p in ps})
-        ),
-        120,
-        "five on five nodes",
-    )
-    for node in nodes:
-        wait_for(lambda node=node: ready_untainted(core_v1, node), 60, f"{node} Ready")
+    nodes = apart(core_v1, apps_v1, namespace, "five", prov, 5)
     sick, healed, left = nodes[:3], nodes[:2], nodes[2]
     for node in sick:
         silence(core_v1, node)

@@ -74,6 +74,15 @@ def m5_pool(karpy: Karpy, prefix: str, **fields: Any) -> str:
     return pool
 
 
+def capacity_overlay(karpy: Karpy, name: str, pool: str, capacity: dict[str, str]) -> None:
+    """An overlay adding `capacity` to every type of NodePool `pool`."""
+    overlay(
+        karpy.kube,
+        name,
+        {"requirements": [{"key": wk.NODEPOOL, "operator": "In", "values": [pool]}], "capacity": capacity},
+    )
+
+
 def watched(karpy: Karpy, name: str) -> None:
     wait_for(
         lambda: name in [o.name for o in karpy.controller.overlays.index.current()],
@@ -143,36 +152,14 @@ def test_a_capacity_overlay_lets_a_pod_requesting_it_get_a_node(
 ) -> None:
     pool = m5_pool(karpy, "np-ov-widget", empty_after="5s")
     widgets = unique("widgets")
-    overlay(
-        karpy.kube,
-        widgets,
-        {
-            "requirements": [{"key": wk.NODEPOOL, "operator": "In", "values": [pool]}],
-            "capacity": {"example.com/widget": "4"},
-        },
-    )
+    capacity_overlay(karpy, widgets, pool, {"example.com/widget": "4"})
     try:
         watched(karpy, widgets)
-        request = {"cpu": "500m", "example.com/widget": "2"}
-        core_v1.create_namespaced_pod(
-            namespace,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "widget-user", "labels": {"app": "widget"}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "nodeSelector": {wk.NODEPOOL: pool},
-                    "containers": [
-                        {
-                            "name": "pause",
-                            "image": "registry.k8s.io/pause:3.9",
-                            "resources": {"requests": request, "limits": {"example.com/widget": "2"}},
-                        }
-                    ],
-                },
-            },
-        )
+        resources = {
+            "requests": {"cpu": "500m", "example.com/widget": "2"},
+            "limits": {"example.com/widget": "2"},
+        }
+        pod_requesting(core_v1, namespace, "widget", pool, resources)
         node = node_of(core_v1, namespace, "widget")
         assert node.metadata.labels[wk.NODEPOOL] == pool
         assert node.status.capacity["example.com/widget"] == "4"
@@ -218,14 +205,7 @@ def test_a_hugepages_overlay_lets_a_pod_requesting_hugepages_get_a_node(
     assert not live_pods(core_v1, namespace, "huge")[0].spec.node_name
 
     huge = unique("hugepages")
-    overlay(
-        karpy.kube,
-        huge,
-        {
-            "requirements": [{"key": wk.NODEPOOL, "operator": "In", "values": [pool]}],
-            "capacity": {"hugepages-2Mi": "1Gi"},
-        },
-    )
+    capacity_overlay(karpy, huge, pool, {"hugepages-2Mi": "1Gi"})
     try:
         watched(karpy, huge)
         node = node_of(core_v1, namespace, "huge")
