@@ -98,7 +98,7 @@ class Consolidator:
         self._blocked: set[tuple[str, str]] = set()
         #: Each node's verdict on its NodeClaim (`claims`: the node worker's tracker) and as an Event.
         self.verdicts = VerdictWriter(
-            claims, lambda node, reason, message: ctx.recorder.node(node, reason, message)
+            claims, lambda node, reason, message: ctx.recorder.node(node, reason, message, dedupe=False)
         )
 
     @property
