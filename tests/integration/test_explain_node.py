@@ -19,7 +19,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,7 +32,7 @@ from extender.cli.main import main
 from extender.cluster.nodeclaims import Tracker
 from extender.lifecycle.consolidation import verdict
 from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
-from tests.integration.helpers import PRICES, pod_manifest, unique, wait_for
+from tests.integration.helpers import PRICES, controller_env, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
     karpy,
@@ -40,7 +40,13 @@ from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixt
     node_or_none,
 )
 from tests.integration.test_consolidation import release, spread
-from tests.integration.test_disruption_controls import ON_DEMAND, POOL, clock_ahead, patch_disruption
+from tests.integration.test_disruption_controls import (  # noqa: F401 (fast is a fixture)
+    ON_DEMAND,
+    POOL,
+    clock_ahead,
+    fast,
+    patch_disruption,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -50,28 +56,9 @@ STEP = 60
 ALWAYS = {"nodes": "100%"}
 
 
-@pytest.fixture(scope="module")
-def fast(karpy: Karpy) -> Iterator[Karpy]:  # noqa: F811
-    lifecycle = karpy.settings.lifecycle
-    lifecycle.consolidation_interval_seconds = 1.0
-    lifecycle.consolidation_validation_seconds = 2.0
-    lifecycle.resync_seconds = 2.0
-    yield karpy
-    karpy.clock.offset = timedelta()
-
-
 def explain(cluster: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any, node: str) -> dict[str, Any]:
     """`karpy explain node NODE -o json`, live, with the environment a controller of this cluster has."""
-    seed = cluster.aws
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "KARPY_CLUSTER_NAME": cluster.state.get("cluster_name", seed.cluster_name),
-        "KARPY_CLUSTER_ENDPOINT": cluster.apiserver_url,
-        "KARPY_AWS_REGION": seed.region,
-        "KARPY_AWS_ENDPOINT_URL": seed.endpoint_url,
-    }
-    for key, value in env.items():
+    for key, value in controller_env(cluster.state, "127.0.0.1:0").items():
         monkeypatch.setenv(key, value)
     capsys.readouterr()
     argv = [
@@ -140,7 +127,7 @@ def set_annotations(kube: Any, name: str, annotations: dict[str, Any]) -> None:
 
 
 def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_change(
-    fast: Karpy,
+    fast: Karpy,  # noqa: F811
     cluster: Any,
     core_v1: Any,
     apps_v1: Any,
