@@ -149,6 +149,7 @@ def every_node_blockers(
     computed once; `only`: that node alone. Empty: a candidate."""
     held: dict[str, list[Blocker]] = {}
     slots: dict[str, dict[str, int]] = {}
+    closed: dict[tuple[str, str], Blocker] = {}
     result = {}
     for node in view.nodes:
         if only is not None and node.name != only:
@@ -162,7 +163,10 @@ def every_node_blockers(
             if reason not in slots:
                 slots[reason] = free_slots(view, reason)
             if slots[reason].get(node.provisioner, 0) <= 0:
-                found.append(_budget_blocker(node.provisioner, reason, view))
+                key = (node.provisioner, reason)
+                if key not in closed:
+                    closed[key] = _budget_blocker(node.provisioner, reason, view)
+                found.append(closed[key])
         result[node.name] = tuple(found)
     return result
 
