@@ -15,7 +15,6 @@ The lifecycle runs in this process (lifecycle_harness); every wait is bounded.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -28,11 +27,10 @@ from kubernetes import client
 
 from extender.api import labels as wk
 from extender.api.disruption import DO_NOT_DISRUPT
-from extender.cli.main import main
 from extender.cluster.nodeclaims import Tracker
 from extender.lifecycle.consolidation import verdict
 from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
-from tests.integration.helpers import PRICES, controller_env, pod_manifest, unique, wait_for
+from tests.integration.helpers import karpy_cli_json, nodepool, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
     karpy,
@@ -57,25 +55,7 @@ ALWAYS = {"nodes": "100%"}
 
 
 def explain(cluster: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any, node: str) -> dict[str, Any]:
-    """`karpy explain node NODE -o json`, live, with the environment a controller of this cluster has."""
-    for key, value in controller_env(cluster.state, "127.0.0.1:0").items():
-        monkeypatch.setenv(key, value)
-    capsys.readouterr()
-    argv = [
-        "explain",
-        "node",
-        node,
-        "-o",
-        "json",
-        "--kubeconfig",
-        cluster.kubeconfig,
-        "--prices",
-        str(PRICES),
-    ]
-    code = main(argv)
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    return dict(json.loads(out.out))
+    return dict(karpy_cli_json(cluster, monkeypatch, capsys, "explain", "node", node))
 
 
 def condition(kube: Any, node: str) -> dict[str, Any] | None:
@@ -135,8 +115,6 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from tests.integration.helpers import nodepool
-
     name = unique("why")
     fast.settings.lifecycle.consolidation_min_node_age_seconds = 3600
     disruption = {
