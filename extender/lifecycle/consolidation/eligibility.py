@@ -31,9 +31,6 @@ class Blocker:
     reason: str
     message: str
 
-    def __str__(self) -> str:
-        return self.message
-
 
 def movable(node: NodeState) -> tuple[Pod, ...]:
     """The pods that must find room elsewhere if the node goes (node-bound ones neither move nor block)."""
