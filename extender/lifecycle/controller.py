@@ -161,6 +161,7 @@ class LifecycleController:
             nodes.census,
             bound=bound,
             pod_events=nodes.pod_events,
+            claims=nodes.claims,
         )
         self.poller: InterruptionPoller | None = None
         if sqs is not None:

@@ -33,6 +33,7 @@ __all__ = [
     "create_pods",
     "free_port",
     "instance_tags",
+    "karpy_cli_json",
     "node_of",
     "pod_manifest",
     "pods_of",
@@ -229,3 +230,19 @@ def instance_tags(karpy: Karpy, node: Any) -> dict[str, str]:
     instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
     reservations = karpy.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
     return {t["Key"]: t["Value"] for t in reservations[0]["Instances"][0].get("Tags", [])}
+
+
+def karpy_cli_json(cluster: Any, monkeypatch: Any, capsys: Any, *argv: str) -> Any:
+    """`karpy ARGV -o json` run in-process, live against the local cluster with the environment a
+    `karpy controller` of it has (prices from PRICES); the JSON it printed."""
+    import json
+
+    from extender.cli.main import main
+
+    for key, value in controller_env(cluster.state, "127.0.0.1:0").items():
+        monkeypatch.setenv(key, value)
+    capsys.readouterr()
+    code = main([*argv, "-o", "json", "--kubeconfig", cluster.kubeconfig, "--prices", str(PRICES)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)
