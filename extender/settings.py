@@ -37,6 +37,9 @@ class AWSSettings:
     #: The VPC CNI runs with ENABLE_PREFIX_DELEGATION=true: Nitro nodes get the prefix-delegated
     #: maxPods (extender/scheduling/poddensity.py).
     prefix_delegation: bool = False
+    #: A JSON or YAML file declaring capacity reservations (docs/capacity-reservations.md), read
+    #: only when EC2 answers DescribeCapacityReservations with "not implemented" (moto); "" = none.
+    capacity_reservations: str = ""
 
 
 @dataclass
