@@ -80,12 +80,15 @@ class CapacityReservation:
     #: None: the reservation has no end date (an ODCR may run until cancelled).
     end_time: datetime | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: ACTIVE or EXPIRING as judged when it was listed (`state_at`), what the status reports and
+    #: planning reads.
+    state: str = ACTIVE
 
     @property
     def is_block(self) -> bool:
         return self.reservation_type == CAPACITY_BLOCK
 
-    def state(self, now: datetime) -> str:
+    def state_at(self, now: datetime) -> str:
         """`expiring` for a capacity block within EXPIRATION_PERIOD of its end, else `active`
         (Karpenter's CapacityReservationFromEC2: default ODCRs are never expiring)."""
         if not self.is_block or self.end_time is None or now < self.end_time - EXPIRATION_PERIOD:
@@ -96,7 +99,7 @@ class CapacityReservation:
         """Past its end: EC2 no longer launches into it (Karpenter filters such reservations out)."""
         return self.end_time is not None and self.end_time <= now
 
-    def status(self, now: datetime) -> dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """The EC2NodeClass `status.capacityReservations` entry (Karpenter's CapacityReservation)."""
         entry: dict[str, Any] = {
             "availabilityZone": self.zone,
@@ -106,7 +109,7 @@ class CapacityReservation:
             "ownerID": self.owner_id,
             "reservationType": self.reservation_type,
             "interruptible": self.interruptible,
-            "state": self.state(now),
+            "state": self.state,
         }
         if self.end_time is not None:
             entry["endTime"] = self.end_time.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -29,7 +29,7 @@ from extender.cloud.types import (
 )
 
 if TYPE_CHECKING:
-    from extender.api.capacity_reservations import CapacityReservation
+    from extender.api.capacity_reservations import CapacityReservation, ReservationTerm
     from extender.api.provisioner import Provisioner
     from extender.scheduling.instancetypes import InstanceType
 
@@ -79,8 +79,8 @@ class FakeCloudProvider:
         self._record("get_instance_types", provisioner)
         return list(self.catalog)
 
-    def capacity_reservations(self, provisioner: Provisioner) -> list[CapacityReservation]:
-        self._record("capacity_reservations", provisioner)
+    def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
+        self._record("capacity_reservations", terms)
         return []
 
     def prepare(self, requests: Sequence[LaunchRequest]) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from extender.scheduling.instancetypes import OfferingKey
 
 if TYPE_CHECKING:
-    from extender.api.capacity_reservations import CapacityReservation
+    from extender.api.capacity_reservations import CapacityReservation, ReservationTerm
     from extender.api.provisioner import Provisioner, Taint
     from extender.scheduling.instancetypes import InstanceType
 
@@ -108,9 +108,9 @@ class CloudProvider(Protocol):
         With a provisioner, it has the reserved offerings of the reservations its NodeClass selects."""
         ...
 
-    def capacity_reservations(self, provisioner: Provisioner) -> list[CapacityReservation]:
-        """The active capacity reservations the provisioner's NodeClass selects, with the instances
-        each can still take; [] without `capacityReservationSelectorTerms`."""
+    def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
+        """The active capacity reservations the terms select (a NodeClass's
+        `capacityReservationSelectorTerms`, or ids), with the instances each can still take."""
         ...
 
     def create(self, request: LaunchRequest) -> LaunchResult:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -159,12 +158,12 @@ class Gatherer:
             if not pool.provider.capacity_reservation_selector:
                 continue
             try:
-                found[pool.name] = self.cloud.capacity_reservations(pool)
+                found[pool.name] = self.cloud.capacity_reservations(pool.provider.capacity_reservation_selector)
             except CloudError as err:
                 log.warning("Resolving capacity reservations for %s %s failed, %s", pool.noun, pool.name, err)
         if not found:
             return catalog, provisioners
-        return reservations.attach(catalog, provisioners, found, datetime.now(UTC))
+        return reservations.attach(catalog, provisioners, found)
 
     def inventory(self) -> inventory.Inventory:
         """Every node and every bound pod (from their indexes), and the namespaces' labels."""

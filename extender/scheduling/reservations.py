@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
 
 from extender.api import labels as wk
 from extender.api.capacity_reservations import ACTIVE, CapacityReservation
@@ -36,7 +35,7 @@ def _on_demand_price(instance_type: InstanceType) -> float:
 
 
 def with_reservations(
-    catalog: Sequence[InstanceType], reservations: Sequence[CapacityReservation], now: datetime
+    catalog: Sequence[InstanceType], reservations: Sequence[CapacityReservation]
 ) -> list[InstanceType]:
     """The catalog with each reservation's offering added to its type (types it names not in the
     catalog are left out, as Karpenter offers reservations only for types it knows)."""
@@ -59,7 +58,7 @@ def with_reservations(
                 capacity_type=wk.CAPACITY_TYPE_RESERVED,
                 price=price,
                 # Interruptible reservations need a fleet karpy does not build: listed, not launched into.
-                available=r.available > 0 and r.zone in zones and r.state(now) == ACTIVE and not r.interruptible,
+                available=r.available > 0 and r.zone in zones and r.state == ACTIVE and not r.interruptible,
                 price_source="reservation",
                 reservation_id=r.id,
                 reservation_capacity=r.available,
@@ -88,7 +87,6 @@ def attach(
     catalog: Sequence[InstanceType],
     provisioners: Sequence[Provisioner],
     found: Mapping[str, Sequence[CapacityReservation]],
-    now: datetime,
 ) -> tuple[list[InstanceType], list[Provisioner]]:
     """The catalog with the reserved offerings of every pool's reservations (`found`: pool name ->
     what its NodeClass selects), and each pool knowing which are its own."""
@@ -99,7 +97,7 @@ def attach(
         else p
         for p in provisioners
     ]
-    return with_reservations(catalog, list(unique.values()), now), pools
+    return with_reservations(catalog, list(unique.values())), pools
 
 
 def _usable(

@@ -211,9 +211,10 @@ class CapacityReservationProvider:
                 if key not in self._answers:
                     self._answers[key] = self._ask(query)
                 found += self._answers[key]
+            now = self.now()
             chosen = [
-                _with_available(r, self._available.get(r.id, r.available))
-                for r in cr.selected(found, tuple(terms), self.now())
+                replace(r, available=self._available.get(r.id, r.available), state=r.state_at(now))
+                for r in cr.selected(found, tuple(terms), now)
             ]
             # Logged when what the terms resolve to changes (Karpenter's ChangeMonitor), not each batch.
             seen, which = (self.source, tuple(r.id for r in chosen)), json.dumps([t.as_dict() for t in terms])
@@ -246,7 +247,7 @@ class CapacityReservationProvider:
     def _from_declared(self) -> list[cr.CapacityReservation]:
         declared = load_declared(self._declared)
         used = self._karpy_instances()
-        return [_with_available(r, max(r.available - used[r.id], 0)) for r in declared]
+        return [replace(r, available=max(r.available - used[r.id], 0)) for r in declared]
 
     def _karpy_instances(self) -> Counter[str]:
         """reservation id -> this cluster's live instances karpy launched into it (by tag)."""
@@ -286,6 +287,3 @@ class CapacityReservationProvider:
             if reservation_id in self._available:
                 self._available[reservation_id] = 0
 
-
-def _with_available(reservation: cr.CapacityReservation, available: int) -> cr.CapacityReservation:
-    return replace(reservation, available=available)

@@ -19,7 +19,7 @@ from typing import Any
 from cachetools import TTLCache
 
 from extender import retry
-from extender.api.capacity_reservations import CapacityReservation
+from extender.api.capacity_reservations import CapacityReservation, ReservationTerm
 from extender.api.labels import (
     ARCH,
     CAPACITY_TYPE,
@@ -171,12 +171,12 @@ class AWSCloudProvider:
         zones = list(self.subnets.by_zone(self._subnet_selector(provisioner)))
         catalog = self.catalog.get(zones)
         if provisioner is not None and provisioner.provider.capacity_reservation_selector:
-            found = self.capacity_reservations(provisioner)
-            catalog = with_reservations(catalog, found, self.reservations.now())
+            found = self.capacity_reservations(provisioner.provider.capacity_reservation_selector)
+            catalog = with_reservations(catalog, found)
         return without_unavailable(catalog, self.unavailable_offerings())
 
-    def capacity_reservations(self, provisioner: Provisioner) -> list[CapacityReservation]:
-        return self.reservations.list(provisioner.provider.capacity_reservation_selector)
+    def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
+        return self.reservations.list(terms)
 
     def unavailable_offerings(self) -> list[OfferingKey]:
         with self._unavailable_lock:
@@ -238,7 +238,7 @@ class AWSCloudProvider:
         """The reservation a reserved launch targets (CloudError if its NodeClass no longer selects it)."""
         if not request.capacity_reservation_id:
             return None
-        for reservation in self.capacity_reservations(request.provisioner):
+        for reservation in self.capacity_reservations(request.provisioner.provider.capacity_reservation_selector):
             if reservation.id == request.capacity_reservation_id:
                 return reservation
         raise InsufficientCapacityError(
@@ -470,9 +470,8 @@ class AWSCloudProvider:
     def _reservation_status(self, node_class: NodeClass) -> dict[str, Any]:
         if not node_class.capacity_reservation_selector:
             return {}
-        now = self.reservations.now()
         found = self.reservations.list(node_class.capacity_reservation_selector)
-        return {"capacityReservations": [r.status(now) for r in sorted(found, key=lambda r: r.id)]}
+        return {"capacityReservations": [r.status() for r in sorted(found, key=lambda r: r.id)]}
 
     # -- instances -----------------------------------------------------------------------------
 

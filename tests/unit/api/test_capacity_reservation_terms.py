@@ -9,6 +9,7 @@ the instanceMatchCriteria enum), `pkg/apis/v1/ec2nodeclass_status.go` CapacityRe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -115,11 +116,11 @@ def test_a_term_selects_as_describe_capacity_reservations_filters(term: cr.Reser
 def test_only_a_capacity_block_expires_40_minutes_before_its_end() -> None:
     end = NOW + timedelta(minutes=40)
     block = reservation(reservation_type=cr.CAPACITY_BLOCK, end_time=end)
-    assert block.state(NOW - timedelta(seconds=1)) == cr.ACTIVE
-    assert block.state(NOW) == cr.EXPIRING
+    assert block.state_at(NOW - timedelta(seconds=1)) == cr.ACTIVE
+    assert block.state_at(NOW) == cr.EXPIRING
     # A default ODCR with an end date is active until it ends; its instances become on-demand.
-    assert reservation(end_time=end).state(NOW) == cr.ACTIVE
-    assert block.status(NOW) == {
+    assert reservation(end_time=end).state_at(NOW) == cr.ACTIVE
+    assert replace(block, state=block.state_at(NOW)).status() == {
         "availabilityZone": "us-west-2a",
         "id": "cr-0123456789abcdef0",
         "instanceMatchCriteria": "targeted",

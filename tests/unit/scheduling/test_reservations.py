@@ -54,7 +54,7 @@ def one_each(n: int) -> list:
 
 
 def test_a_reserved_offering_is_priced_at_on_demand_over_ten_million() -> None:
-    types, _ = reservations.attach(list(catalog()), [pool()], {"default": [reservation()]}, NOW)
+    types, _ = reservations.attach(list(catalog()), [pool()], {"default": [reservation()]})
     large = next(t for t in types if t.name == "m5.large")
     on_demand = min(o.price for o in large.offerings if o.capacity_type == "on-demand")
     (reserved,) = [o for o in large.offerings if o.capacity_type == "reserved"]
@@ -64,7 +64,7 @@ def test_a_reserved_offering_is_priced_at_on_demand_over_ten_million() -> None:
 
 
 def test_a_reservation_is_used_first_then_on_demand_for_what_it_cannot_hold() -> None:
-    types, pools = reservations.attach(list(catalog()), [pool("default", ("reserved", "on-demand"), LARGE)], {"default": [reservation()]}, NOW)
+    types, pools = reservations.attach(list(catalog()), [pool("default", ("reserved", "on-demand"), LARGE)], {"default": [reservation()]})
     plan = solve(one_each(3), pools, types)
     kinds = sorted((n.capacity_type, n.reservation_id) for n in plan.nodes)
     assert kinds == [("on-demand", ""), ("reserved", "cr-0abc"), ("reserved", "cr-0abc")]
@@ -79,20 +79,20 @@ def test_a_reservation_is_used_first_then_on_demand_for_what_it_cannot_hold() ->
 
 def test_reserved_is_chosen_over_cheaper_spot() -> None:
     types, pools = reservations.attach(
-        list(catalog()), [pool("default", ("reserved", "spot", "on-demand"), LARGE)], {"default": [reservation()]}, NOW
+        list(catalog()), [pool("default", ("reserved", "spot", "on-demand"), LARGE)], {"default": [reservation()]}
     )
     plan = solve(one_each(1), pools, types)
     assert [n.capacity_type for n in plan.nodes] == ["reserved"]
 
 
 def test_pods_share_a_reserved_node() -> None:
-    types, pools = reservations.attach(list(catalog()), [pool()], {"default": [reservation(available=1)]}, NOW)
+    types, pools = reservations.attach(list(catalog()), [pool()], {"default": [reservation(available=1)]})
     plan = solve([make_pod(f"p{i}", cpu="100m") for i in range(4)], pools, types)
     assert [(n.capacity_type, len(n.pods)) for n in plan.nodes] == [("reserved", 4)]
 
 
 def test_a_pool_allowing_only_reserved_leaves_pods_pending_past_the_count() -> None:
-    types, pools = reservations.attach(list(catalog()), [pool("default", ("reserved",))], {"default": [reservation(available=1)]}, NOW)
+    types, pools = reservations.attach(list(catalog()), [pool("default", ("reserved",))], {"default": [reservation(available=1)]})
     plan = solve(one_each(2), pools, types)
     assert [n.capacity_type for n in plan.nodes] == ["reserved"]
     assert [u.reason for u in plan.unschedulable] == [reservations.EXHAUSTED]
@@ -102,14 +102,14 @@ def test_a_reservation_two_pools_share_is_counted_once() -> None:
     a = pool("a", ("reserved", "on-demand"), LARGE)
     b = pool("b", ("reserved", "on-demand"), LARGE)
     pods = [make_pod("x", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "a"}), make_pod("y", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "b"})]
-    types, pools = reservations.attach(list(catalog()), [a, b], {"a": [reservation(available=1)], "b": [reservation(available=1)]}, NOW)
+    types, pools = reservations.attach(list(catalog()), [a, b], {"a": [reservation(available=1)], "b": [reservation(available=1)]})
     plan = solve(pods, pools, types)
     assert sorted(n.capacity_type for n in plan.nodes) == ["on-demand", "reserved"]
 
 
 def test_a_pool_sees_only_the_reservations_its_node_class_selects() -> None:
     types, pools = reservations.attach(
-        list(catalog()), [pool("mine"), pool("other")], {"mine": [reservation()]}, NOW
+        list(catalog()), [pool("mine"), pool("other")], {"mine": [reservation()]}
     )
     other = next(p for p in pools if p.name == "other")
     plan = solve([make_pod("p", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "other"})], pools, types)
@@ -118,17 +118,19 @@ def test_a_pool_sees_only_the_reservations_its_node_class_selects() -> None:
 
 def test_no_offering_from_an_expiring_block_an_empty_or_an_interruptible_reservation() -> None:
     block = reservation("cr-block", reservation_type=CAPACITY_BLOCK, end_time=NOW + timedelta(minutes=39))
+    block = replace(block, state=block.state_at(NOW))
     for unusable in (block, reservation(available=0), reservation(interruptible=True), reservation(zone="eu-west-1a")):
-        types, _ = reservations.attach(list(catalog()), [pool()], {"default": [unusable]}, NOW)
+        types, _ = reservations.attach(list(catalog()), [pool()], {"default": [unusable]})
         large = next(t for t in types if t.name == "m5.large")
         assert not any(o.available for o in large.offerings if o.capacity_type == "reserved"), unusable
     live_block = replace(block, end_time=NOW + timedelta(minutes=41))
-    types, _ = reservations.attach(list(catalog()), [pool()], {"default": [live_block]}, NOW)
+    live_block = replace(live_block, state=live_block.state_at(NOW))
+    types, _ = reservations.attach(list(catalog()), [pool()], {"default": [live_block]})
     large = next(t for t in types if t.name == "m5.large")
     assert any(o.available for o in large.offerings if o.capacity_type == "reserved")
 
 
 def test_without_reservations_plans_are_unchanged() -> None:
     plain = solve(one_each(2), [pool()], list(catalog()))
-    types, pools = reservations.attach(list(catalog()), [pool()], {}, NOW)
+    types, pools = reservations.attach(list(catalog()), [pool()], {})
     assert types == list(catalog()) and solve(one_each(2), pools, types).nodes == plain.nodes
