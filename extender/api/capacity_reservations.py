@@ -55,10 +55,14 @@ class ReservationTerm:
             return reservation.id == self.id
         if self.owner_id and reservation.owner_id != self.owner_id:
             return False
-        if self.instance_match_criteria and reservation.instance_match_criteria != self.instance_match_criteria:
+        if (
+            self.instance_match_criteria
+            and reservation.instance_match_criteria != self.instance_match_criteria
+        ):
             return False
         return all(
-            key in reservation.tags and value in ("*", reservation.tags[key]) for key, value in self.tags.items()
+            key in reservation.tags and value in ("*", reservation.tags[key])
+            for key, value in self.tags.items()
         )
 
 

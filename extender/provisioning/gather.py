@@ -158,7 +158,9 @@ class Gatherer:
             if not pool.provider.capacity_reservation_selector:
                 continue
             try:
-                found[pool.name] = self.cloud.capacity_reservations(pool.provider.capacity_reservation_selector)
+                found[pool.name] = self.cloud.capacity_reservations(
+                    pool.provider.capacity_reservation_selector
+                )
             except CloudError as err:
                 log.warning("Resolving capacity reservations for %s %s failed, %s", pool.noun, pool.name, err)
         if not found:

@@ -37,9 +37,9 @@ from extender.scheduling.constraints import (
 from extender.scheduling.instancetypes import InstanceType, NodeSettings, Offering, OfferingKey
 from extender.scheduling.memo import serial
 from extender.scheduling.overlays import overlaid
-from extender.scheduling.reservations import own_offerings
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
+from extender.scheduling.reservations import own_offerings
 
 Vector = tuple[float, ...]
 

@@ -122,7 +122,9 @@ def assign(
             for o in option.offerings:
                 # Two pools' catalogs may disagree on one reservation's count: the smaller holds.
                 if o.reservation_id:
-                    left[o.reservation_id] = min(left.get(o.reservation_id, o.reservation_capacity), o.reservation_capacity)
+                    left[o.reservation_id] = min(
+                        left.get(o.reservation_id, o.reservation_capacity), o.reservation_capacity
+                    )
     if not left:
         return list(nodes), []
     planned: list[PlannedNode] = []
@@ -132,7 +134,9 @@ def assign(
             (o.price, rank, option, o)
             for rank, option in enumerate(node.options)
             for o in option.offerings
-            if o.reservation_id and left.get(o.reservation_id, 0) > 0 and _usable(node, o, option, unavailable)
+            if o.reservation_id
+            and left.get(o.reservation_id, 0) > 0
+            and _usable(node, o, option, unavailable)
         ]
         if reserved:
             _, _, option, offering = min(reserved, key=lambda item: item[:2])

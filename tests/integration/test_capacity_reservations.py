@@ -118,7 +118,9 @@ def record_fleets(karpy: Karpy) -> tuple[list[dict[str, Any]], Callable[[], None
 def template_data(karpy: Karpy, fleet: dict[str, Any]) -> dict[str, Any]:
     (config,) = fleet["LaunchTemplateConfigs"]
     name = config["LaunchTemplateSpecification"]["LaunchTemplateName"]
-    (version,) = karpy.ec2.describe_launch_template_versions(LaunchTemplateName=name)["LaunchTemplateVersions"]
+    (version,) = karpy.ec2.describe_launch_template_versions(LaunchTemplateName=name)[
+        "LaunchTemplateVersions"
+    ]
     return dict(version["LaunchTemplateData"])
 
 
@@ -175,19 +177,27 @@ def test_a_reservation_is_priced_and_used_first_and_its_count_is_respected(
 
     # The launches as CreateFleet sent them and the templates as moto stores them.
     ours = [f for f in fleets if any(t["Value"] == name for t in f["TagSpecifications"][0]["Tags"])]
-    into = [f for f in ours if {"Key": wk.CAPACITY_RESERVATION_ID, "Value": item["id"]} in f["TagSpecifications"][0]["Tags"]]
+    into = [
+        f
+        for f in ours
+        if {"Key": wk.CAPACITY_RESERVATION_ID, "Value": item["id"]} in f["TagSpecifications"][0]["Tags"]
+    ]
     assert sum(f["TargetCapacitySpecification"]["TotalTargetCapacity"] for f in into) == 2
     for fleet in into:
         assert fleet["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
         (config,) = fleet["LaunchTemplateConfigs"]
-        assert [(o["InstanceType"], o["AvailabilityZone"]) for o in config["Overrides"]] == [("m5.large", zone)]
+        assert [(o["InstanceType"], o["AvailabilityZone"]) for o in config["Overrides"]] == [
+            ("m5.large", zone)
+        ]
         assert template_data(karpy, fleet)["CapacityReservationSpecification"] == {
             "CapacityReservationPreference": "capacity-reservations-only",
             "CapacityReservationTarget": {"CapacityReservationId": item["id"]},
         }
     (other,) = [f for f in ours if f not in into]
     # On-demand from a NodeClass that selects reservations: into none, so no slot is taken by chance.
-    assert template_data(karpy, other)["CapacityReservationSpecification"] == {"CapacityReservationPreference": "none"}
+    assert template_data(karpy, other)["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "none"
+    }
 
     # Across batches: a fourth pod finds the reservation full, in this controller (the launches it
     # counted) and in a restarted one (counting its live instances in the reservation by tag).
@@ -195,7 +205,7 @@ def test_a_reservation_is_priced_and_used_first_and_its_count_is_respected(
     pods = wait_for(all_bound(core_v1, namespace, 4), 120, "the fourth pod bound")
     later = next(p for p in pods if p.metadata.name == "later0")
     assert core_v1.read_node(later.spec.node_name).metadata.labels[wk.CAPACITY_TYPE] == "on-demand"
-    (fresh,) = declared.provider().list([ReservationTerm(tags={"run": run})])
+    (fresh,) = declared.provider().find([ReservationTerm(tags={"run": run})])
     assert fresh.available == 0 and fresh.total == 2
 
     # The EC2NodeClass reports it, as Karpenter's status.capacityReservations.
@@ -244,7 +254,9 @@ def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
     karpy.clock.offset += timedelta(minutes=1, seconds=5)
     wait_for(lambda: node_or_none(core_v1, node) is None, 90, f"node {node} removed")
     moved = wait_for(
-        lambda: (ps := live_pods(core_v1, namespace, "app")) and ps[0].spec.node_name not in (None, node) and ps,
+        lambda: (
+            (ps := live_pods(core_v1, namespace, "app")) and ps[0].spec.node_name not in (None, node) and ps
+        ),
         120,
         "the pod bound again",
     )[0]

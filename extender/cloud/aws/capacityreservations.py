@@ -79,7 +79,9 @@ def queries(terms: Sequence[cr.ReservationTerm]) -> list[dict[str, Any]]:
             filters.append({"Name": "owner-id", "Values": [term.owner_id]})
         for key, value in sorted(term.tags.items()):
             filters.append(
-                {"Name": "tag-key", "Values": [key]} if value == "*" else {"Name": f"tag:{key}", "Values": [value]}
+                {"Name": "tag-key", "Values": [key]}
+                if value == "*"
+                else {"Name": f"tag:{key}", "Values": [value]}
             )
         if term.instance_match_criteria:
             filters.append({"Name": "instance-match-criteria", "Values": [term.instance_match_criteria]})
@@ -111,7 +113,11 @@ def _declared(item: Any, path: str, problems: list[str]) -> cr.CapacityReservati
         return None
     before = len(problems)
     problems += [f"{path}.{key}: unknown field" for key in sorted(set(item) - set(DECLARED_FIELDS))]
-    problems += [f"{path}.{key}: missing required field" for key, need in DECLARED_FIELDS.items() if need and key not in item]
+    problems += [
+        f"{path}.{key}: missing required field"
+        for key, need in DECLARED_FIELDS.items()
+        if need and key not in item
+    ]
     counts = {}
     for key in ("totalInstanceCount", "availableInstanceCount"):
         value = item.get(key, item.get("totalInstanceCount", 0))
@@ -156,7 +162,9 @@ def load_declared(path: str) -> list[cr.CapacityReservation]:
     try:
         raw = yaml.safe_load(Path(path).read_text())  # YAML is a superset of JSON
     except (OSError, yaml.YAMLError) as err:
-        raise CloudError(f"reading capacity reservations from {path}, {err}", code="InvalidReservationFile") from err
+        raise CloudError(
+            f"reading capacity reservations from {path}, {err}", code="InvalidReservationFile"
+        ) from err
     if not isinstance(raw, list):
         raise CloudError(f"{path}: expected a list of capacity reservations", code="InvalidReservationFile")
     problems: list[str] = []
@@ -199,7 +207,7 @@ class CapacityReservationProvider:
         self.source = ""
         self._logged: dict[str, tuple[str, tuple[str, ...]]] = {}
 
-    def list(self, terms: Sequence[cr.ReservationTerm]) -> list[cr.CapacityReservation]:
+    def find(self, terms: Sequence[cr.ReservationTerm]) -> list[cr.CapacityReservation]:
         """The active reservations the terms select that have not ended, each with its available
         count as karpy knows it now."""
         if not terms:
@@ -239,7 +247,9 @@ class CapacityReservationProvider:
             elif self._declared and _not_implemented(err):
                 answer, source = self._from_declared(), f"declared file {self._declared}"
             else:
-                raise CloudError(f"describing capacity reservations, {err}", code=errors.code_of(err)) from err
+                raise CloudError(
+                    f"describing capacity reservations, {err}", code=errors.code_of(err)
+                ) from err
         self._sync(answer)
         self.source = source
         return answer
@@ -259,7 +269,12 @@ class CapacityReservationProvider:
             filters.append({"Name": f"tag:karpenter.sh/cluster/{self._cluster}", "Values": ["owned"]})
         with errors.translated("listing instances in capacity reservations"):
             pages = self._ec2.get_paginator("describe_instances").paginate(Filters=filters)
-            found = [to_instance(raw) for page in pages for r in page.get("Reservations", []) for raw in r["Instances"]]
+            found = [
+                to_instance(raw)
+                for page in pages
+                for r in page.get("Reservations", [])
+                for raw in r["Instances"]
+            ]
         return Counter(i.capacity_reservation_id for i in found if i.capacity_reservation_id)
 
     def _sync(self, reservations: Sequence[cr.CapacityReservation]) -> None:
@@ -286,4 +301,3 @@ class CapacityReservationProvider:
         with self._lock:
             if reservation_id in self._available:
                 self._available[reservation_id] = 0
-

@@ -88,7 +88,9 @@ def choose_capacity_type(
     return CAPACITY_TYPE_ON_DEMAND if CAPACITY_TYPE_ON_DEMAND in allowed else allowed[0]
 
 
-def reservation_target(node_class: NodeClass, reservation: CapacityReservation | None) -> ReservationTarget | None:
+def reservation_target(
+    node_class: NodeClass, reservation: CapacityReservation | None
+) -> ReservationTarget | None:
     """What a launch template says about capacity reservations (Karpenter's targeted launch mode,
     `launchtemplate/types.go`): a reserved launch only into its reservation; an on-demand or spot
     launch of a NodeClass that selects reservations into none, so it never takes a slot by chance
@@ -176,7 +178,7 @@ class AWSCloudProvider:
         return without_unavailable(catalog, self.unavailable_offerings())
 
     def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
-        return self.reservations.list(terms)
+        return self.reservations.find(terms)
 
     def unavailable_offerings(self) -> list[OfferingKey]:
         with self._unavailable_lock:
@@ -229,7 +231,8 @@ class AWSCloudProvider:
             response, capacity_type=capacity_type, zones_by_subnet={v: k for k, v in subnets.items()}
         )
         if reservation is not None:
-            if outcome.unavailable:
+            # Refused for capacity (an empty fleet without errors is that too, see _launch_result).
+            if outcome.unavailable or not (outcome.instance_ids or outcome.errors):
                 self.reservations.mark_unavailable(reservation.id)
             self.reservations.mark_launched(reservation.id, len(outcome.instance_ids))
         return self._launch_result(request, outcome, overrides, capacity_type)
@@ -238,7 +241,9 @@ class AWSCloudProvider:
         """The reservation a reserved launch targets (CloudError if its NodeClass no longer selects it)."""
         if not request.capacity_reservation_id:
             return None
-        for reservation in self.capacity_reservations(request.provisioner.provider.capacity_reservation_selector):
+        for reservation in self.capacity_reservations(
+            request.provisioner.provider.capacity_reservation_selector
+        ):
             if reservation.id == request.capacity_reservation_id:
                 return reservation
         raise InsufficientCapacityError(
@@ -272,7 +277,9 @@ class AWSCloudProvider:
             # Only that reservation's offering: one fleet override per zone it is in.
             capacity_type = CAPACITY_TYPE_RESERVED
             options = [
-                o.with_offerings(x for x in o.offerings if x.reservation_id == request.capacity_reservation_id)
+                o.with_offerings(
+                    x for x in o.offerings if x.reservation_id == request.capacity_reservation_id
+                )
                 for o in options
             ]
         subnets = {
@@ -470,7 +477,7 @@ class AWSCloudProvider:
     def _reservation_status(self, node_class: NodeClass) -> dict[str, Any]:
         if not node_class.capacity_reservation_selector:
             return {}
-        found = self.reservations.list(node_class.capacity_reservation_selector)
+        found = self.reservations.find(node_class.capacity_reservation_selector)
         return {"capacityReservations": [r.status() for r in sorted(found, key=lambda r: r.id)]}
 
     # -- instances -----------------------------------------------------------------------------

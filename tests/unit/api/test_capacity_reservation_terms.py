@@ -71,10 +71,17 @@ def test_terms_load_into_the_node_class_in_order() -> None:
         ],
     }
     loaded = load_ec2nodeclass(
-        {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "r"}, "spec": spec},
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "r"},
+            "spec": spec,
+        },
         cluster_name="demo",
     ).node_class
-    assert [t.as_dict() for t in loaded.capacity_reservation_selector] == spec["capacityReservationSelectorTerms"]
+    assert [t.as_dict() for t in loaded.capacity_reservation_selector] == spec[
+        "capacityReservationSelectorTerms"
+    ]
 
 
 def test_a_bad_term_is_refused_with_its_path_and_nothing_else_is_lost() -> None:
@@ -83,7 +90,11 @@ def test_a_bad_term_is_refused_with_its_path_and_nothing_else_is_lost() -> None:
         "amiSelectorTerms": [{"alias": "al2023@latest"}],
         "subnetSelectorTerms": [{"tags": {"a": "b"}}],
         "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
-        "capacityReservationSelectorTerms": [{"id": "cr-1"}, {"name": "x"}, {"id": "cr-2", "ownerID": "012345678901"}],
+        "capacityReservationSelectorTerms": [
+            {"id": "cr-1"},
+            {"name": "x"},
+            {"id": "cr-2", "ownerID": "012345678901"},
+        ],
     }
     with pytest.raises(ValidationError) as err:
         load_ec2nodeclass({"metadata": {"name": "r"}, "spec": spec}, cluster_name="demo")
@@ -109,7 +120,9 @@ def test_a_bad_term_is_refused_with_its_path_and_nothing_else_is_lost() -> None:
         (cr.ReservationTerm(instance_match_criteria="open"), False),
     ],
 )
-def test_a_term_selects_as_describe_capacity_reservations_filters(term: cr.ReservationTerm, selects: bool) -> None:
+def test_a_term_selects_as_describe_capacity_reservations_filters(
+    term: cr.ReservationTerm, selects: bool
+) -> None:
     assert term.matches(reservation()) is selects
 
 

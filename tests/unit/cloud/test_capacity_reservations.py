@@ -1,8 +1,9 @@
 """The capacity reservation client's requests and its declared-file fallback.
 
 The requests are checked with botocore's Stubber: a check of the request shape karpy sends
-(Karpenter AWS v1.14.1 `pkg/providers/capacityreservation/types.go` DescribeCapacityReservationsInput),
-not a claim about EC2's behaviour, which moto cannot serve (tests/integration/aws/test_capacity_reservations.py).
+(Karpenter AWS v1.14.1 `pkg/providers/capacityreservation/types.go`
+DescribeCapacityReservationsInput), not a claim about EC2's behaviour, which moto cannot serve
+(tests/integration/test_capacity_reservations.py runs the fallback on moto and the control plane).
 """
 
 from __future__ import annotations
@@ -42,11 +43,16 @@ def ec2() -> object:
 def test_each_term_is_one_request_as_karpenter_builds_it() -> None:
     terms = [
         ReservationTerm(id="cr-0123456789abcdef0"),
-        ReservationTerm(tags={"team": "ml", "env": "*"}, owner_id="012345678901", instance_match_criteria="open"),
+        ReservationTerm(
+            tags={"team": "ml", "env": "*"}, owner_id="012345678901", instance_match_criteria="open"
+        ),
     ]
     assert crs.queries(terms) == [
         # An id: no MaxResults (EC2 refuses it with ids).
-        {"Filters": [{"Name": "state", "Values": ["active"]}], "CapacityReservationIds": ["cr-0123456789abcdef0"]},
+        {
+            "Filters": [{"Name": "state", "Values": ["active"]}],
+            "CapacityReservationIds": ["cr-0123456789abcdef0"],
+        },
         {
             "Filters": [
                 {"Name": "state", "Values": ["active"]},
@@ -68,18 +74,27 @@ def test_the_api_answer_is_read_and_cached_for_a_minute() -> None:
     )
     terms = [ReservationTerm(tags={"team": "ml"})]
     with Stubber(client) as stub:
-        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [ITEM]}, crs.queries(terms)[0])
-        (found,) = provider.list(terms)
-        assert provider.list(terms) == [found]  # the second is served from the cache: no request
+        stub.add_response(
+            "describe_capacity_reservations", {"CapacityReservations": [ITEM]}, crs.queries(terms)[0]
+        )
+        (found,) = provider.find(terms)
+        assert provider.find(terms) == [found]  # the second is served from the cache: no request
         stub.assert_no_pending_responses()
-    assert (found.id, found.available, found.total, found.reservation_type) == ("cr-0123456789abcdef0", 3, 4, "capacity-block")
+    assert (found.id, found.available, found.total, found.reservation_type) == (
+        "cr-0123456789abcdef0",
+        3,
+        4,
+        "capacity-block",
+    )
     assert provider.source == crs.API_SOURCE
     provider.mark_launched(found.id, 2)
-    assert provider.list(terms)[0].available == 1
+    assert provider.find(terms)[0].available == 1
     now[0] += crs.CACHE_TTL_SECONDS
     with Stubber(client) as stub:
-        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [ITEM]}, crs.queries(terms)[0])
-        assert provider.list(terms)[0].available == 3  # EC2's count again after the next answer
+        stub.add_response(
+            "describe_capacity_reservations", {"CapacityReservations": [ITEM]}, crs.queries(terms)[0]
+        )
+        assert provider.find(terms)[0].available == 3  # EC2's count again after the next answer
 
 
 def test_an_api_error_is_raised_when_no_file_is_declared() -> None:
@@ -88,7 +103,7 @@ def test_an_api_error_is_raised_when_no_file_is_declared() -> None:
     with Stubber(client) as stub:
         stub.add_client_error("describe_capacity_reservations", "UnauthorizedOperation", "no", 403)
         with pytest.raises(CloudError, match="UnauthorizedOperation"):
-            provider.list([ReservationTerm(tags={"a": "b"})])
+            provider.find([ReservationTerm(tags={"a": "b"})])
 
 
 def declared(tmp_path: Path, items: object) -> str:
@@ -102,17 +117,27 @@ def test_the_declared_file_answers_where_the_api_is_not_implemented(tmp_path: Pa
     path = declared(
         tmp_path,
         [
-            {"id": "cr-a", "instanceType": "m5.large", "availabilityZone": "us-west-2a", "totalInstanceCount": 2,
-             "tags": {"team": "ml"}},
-            {"id": "cr-b", "instanceType": "m5.large", "availabilityZone": "us-west-2b", "totalInstanceCount": 1,
-             "tags": {"team": "web"}},
+            {
+                "id": "cr-a",
+                "instanceType": "m5.large",
+                "availabilityZone": "us-west-2a",
+                "totalInstanceCount": 2,
+                "tags": {"team": "ml"},
+            },
+            {
+                "id": "cr-b",
+                "instanceType": "m5.large",
+                "availabilityZone": "us-west-2b",
+                "totalInstanceCount": 1,
+                "tags": {"team": "web"},
+            },
         ],
     )
     provider = crs.CapacityReservationProvider(client, declared=path)
     with Stubber(client) as stub:
         stub.add_client_error("describe_capacity_reservations", "InvalidAction", "not implemented", 400)
         stub.add_response("describe_instances", {"Reservations": []})
-        found = provider.list([ReservationTerm(tags={"team": "ml"})])
+        found = provider.find([ReservationTerm(tags={"team": "ml"})])
     assert [(r.id, r.available) for r in found] == [("cr-a", 2)]
     assert provider.source == f"declared file {path}"
 
@@ -120,7 +145,16 @@ def test_the_declared_file_answers_where_the_api_is_not_implemented(tmp_path: Pa
 def test_a_bad_declared_file_names_every_bad_field(tmp_path: Path) -> None:
     path = declared(
         tmp_path,
-        [{"id": "cr-a", "instanceType": "m5.large", "totalInstanceCount": -1, "endDate": "soon", "reservationType": "x", "zone": "a"}],
+        [
+            {
+                "id": "cr-a",
+                "instanceType": "m5.large",
+                "totalInstanceCount": -1,
+                "endDate": "soon",
+                "reservationType": "x",
+                "zone": "a",
+            }
+        ],
     )
     with pytest.raises(CloudError) as err:
         crs.load_declared(path)
@@ -135,6 +169,10 @@ def test_a_bad_declared_file_names_every_bad_field(tmp_path: Path) -> None:
 
 
 def test_other_errors_are_not_mistaken_for_not_implemented() -> None:
-    err = ClientError({"Error": {"Code": "RequestLimitExceeded", "Message": "slow down"}}, "DescribeCapacityReservations")
+    err = ClientError(
+        {"Error": {"Code": "RequestLimitExceeded", "Message": "slow down"}}, "DescribeCapacityReservations"
+    )
     assert not crs._not_implemented(err)
-    assert crs._not_implemented(ClientError({"Error": {"Code": "InvalidAction"}}, "DescribeCapacityReservations"))
+    assert crs._not_implemented(
+        ClientError({"Error": {"Code": "InvalidAction"}}, "DescribeCapacityReservations")
+    )

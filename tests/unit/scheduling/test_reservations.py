@@ -29,7 +29,9 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 LARGE = {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}
 
 
-def pool(name: str = "default", kinds: tuple[str, ...] = ("reserved", "on-demand"), *extra: Any) -> Provisioner:
+def pool(
+    name: str = "default", kinds: tuple[str, ...] = ("reserved", "on-demand"), *extra: Any
+) -> Provisioner:
     return make_provisioner(
         name, requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": list(kinds)}, *extra]
     )
@@ -59,12 +61,18 @@ def test_a_reserved_offering_is_priced_at_on_demand_over_ten_million() -> None:
     on_demand = min(o.price for o in large.offerings if o.capacity_type == "on-demand")
     (reserved,) = [o for o in large.offerings if o.capacity_type == "reserved"]
     assert reserved.price == on_demand / 10_000_000 and reserved.price < on_demand
-    assert (reserved.zone, reserved.reservation_id, reserved.reservation_capacity) == ("us-west-2a", "cr-0abc", 2)
+    assert (reserved.zone, reserved.reservation_id, reserved.reservation_capacity) == (
+        "us-west-2a",
+        "cr-0abc",
+        2,
+    )
     assert reserved.available
 
 
 def test_a_reservation_is_used_first_then_on_demand_for_what_it_cannot_hold() -> None:
-    types, pools = reservations.attach(list(catalog()), [pool("default", ("reserved", "on-demand"), LARGE)], {"default": [reservation()]})
+    types, pools = reservations.attach(
+        list(catalog()), [pool("default", ("reserved", "on-demand"), LARGE)], {"default": [reservation()]}
+    )
     plan = solve(one_each(3), pools, types)
     kinds = sorted((n.capacity_type, n.reservation_id) for n in plan.nodes)
     assert kinds == [("on-demand", ""), ("reserved", "cr-0abc"), ("reserved", "cr-0abc")]
@@ -79,7 +87,9 @@ def test_a_reservation_is_used_first_then_on_demand_for_what_it_cannot_hold() ->
 
 def test_reserved_is_chosen_over_cheaper_spot() -> None:
     types, pools = reservations.attach(
-        list(catalog()), [pool("default", ("reserved", "spot", "on-demand"), LARGE)], {"default": [reservation()]}
+        list(catalog()),
+        [pool("default", ("reserved", "spot", "on-demand"), LARGE)],
+        {"default": [reservation()]},
     )
     plan = solve(one_each(1), pools, types)
     assert [n.capacity_type for n in plan.nodes] == ["reserved"]
@@ -92,7 +102,9 @@ def test_pods_share_a_reserved_node() -> None:
 
 
 def test_a_pool_allowing_only_reserved_leaves_pods_pending_past_the_count() -> None:
-    types, pools = reservations.attach(list(catalog()), [pool("default", ("reserved",))], {"default": [reservation(available=1)]})
+    types, pools = reservations.attach(
+        list(catalog()), [pool("default", ("reserved",))], {"default": [reservation(available=1)]}
+    )
     plan = solve(one_each(2), pools, types)
     assert [n.capacity_type for n in plan.nodes] == ["reserved"]
     assert [u.reason for u in plan.unschedulable] == [reservations.EXHAUSTED]
@@ -101,8 +113,13 @@ def test_a_pool_allowing_only_reserved_leaves_pods_pending_past_the_count() -> N
 def test_a_reservation_two_pools_share_is_counted_once() -> None:
     a = pool("a", ("reserved", "on-demand"), LARGE)
     b = pool("b", ("reserved", "on-demand"), LARGE)
-    pods = [make_pod("x", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "a"}), make_pod("y", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "b"})]
-    types, pools = reservations.attach(list(catalog()), [a, b], {"a": [reservation(available=1)], "b": [reservation(available=1)]})
+    pods = [
+        make_pod("x", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "a"}),
+        make_pod("y", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "b"}),
+    ]
+    types, pools = reservations.attach(
+        list(catalog()), [a, b], {"a": [reservation(available=1)], "b": [reservation(available=1)]}
+    )
     plan = solve(pods, pools, types)
     assert sorted(n.capacity_type for n in plan.nodes) == ["on-demand", "reserved"]
 
@@ -119,7 +136,12 @@ def test_a_pool_sees_only_the_reservations_its_node_class_selects() -> None:
 def test_no_offering_from_an_expiring_block_an_empty_or_an_interruptible_reservation() -> None:
     block = reservation("cr-block", reservation_type=CAPACITY_BLOCK, end_time=NOW + timedelta(minutes=39))
     block = replace(block, state=block.state_at(NOW))
-    for unusable in (block, reservation(available=0), reservation(interruptible=True), reservation(zone="eu-west-1a")):
+    for unusable in (
+        block,
+        reservation(available=0),
+        reservation(interruptible=True),
+        reservation(zone="eu-west-1a"),
+    ):
         types, _ = reservations.attach(list(catalog()), [pool()], {"default": [unusable]})
         large = next(t for t in types if t.name == "m5.large")
         assert not any(o.available for o in large.offerings if o.capacity_type == "reserved"), unusable
