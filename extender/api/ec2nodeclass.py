@@ -160,19 +160,25 @@ SELECTOR_TERMS = {
 MAX_TERMS, MAX_TAGS = 30, 20
 
 
-def _selector_term(term: Any, path: str, name: str, errors: list[str]) -> nc.SelectorTerm | None:
-    """One subnet/security-group term, checked as Karpenter v1's CRD checks it (its CEL rules and
-    schema), except that a term mixing `id` (or `name`) with other fields is refused on its own."""
-    keys, what, pattern = SELECTOR_TERMS[name]
+def _term_fields(term: Any, path: str, keys: tuple[str, ...], errors: list[str]) -> list[str] | None:
+    """The fields a selector term sets, in `keys` order; None (reported) if it is not an object
+    or names a field a term does not have."""
     if not isinstance(term, Mapping):
         errors.append(f"{path}: expected an object")
         return None
     unknown = sorted(set(term) - set(keys))
     for key in unknown:
         errors.append(f"{path}.{key}: unknown field (a term selects by {choices(keys)})")
-    if unknown:
+    return None if unknown else [key for key in keys if term.get(key) is not None]
+
+
+def _selector_term(term: Any, path: str, name: str, errors: list[str]) -> nc.SelectorTerm | None:
+    """One subnet/security-group term, checked as Karpenter v1's CRD checks it (its CEL rules and
+    schema), except that a term mixing `id` (or `name`) with other fields is refused on its own."""
+    keys, what, pattern = SELECTOR_TERMS[name]
+    present = _term_fields(term, path, keys, errors)
+    if present is None:
         return None
-    present = [key for key in keys if term.get(key) is not None]
     if not present:
         errors.append(f"{path}: expected at least one, got none, {list(keys)}")
         return None
@@ -225,14 +231,8 @@ def _reservation_term(term: Any, path: str, errors: list[str]) -> cr.Reservation
     (`pkg/apis/v1/ec2nodeclass.go`): an `id` alone, or `tags` and/or `instanceMatchCriteria`,
     either narrowed by `ownerID`. A term mixing `id` with others is refused on its own (the CRD's
     rule refuses it only when every term does)."""
-    if not isinstance(term, Mapping):
-        errors.append(f"{path}: expected an object")
-        return None
-    unknown = sorted(set(term) - set(RESERVATION_TERM_KEYS))
-    for key in unknown:
-        errors.append(f"{path}.{key}: unknown field (a term selects by {choices(RESERVATION_TERM_KEYS)})")
-    present = [key for key in RESERVATION_TERM_KEYS if term.get(key) is not None]
-    if unknown:
+    present = _term_fields(term, path, RESERVATION_TERM_KEYS, errors)
+    if present is None:
         return None
     if not {"tags", "id", "instanceMatchCriteria"} & set(present):
         errors.append(f"{path}: expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']")

@@ -92,9 +92,14 @@ def reservation(zone: str, run: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-def reserving_pool(karpy: Karpy, name: str, run: str) -> None:
-    """A NodePool allowing reserved and on-demand m5.large, its EC2NodeClass selecting `run`'s
-    reservations by tag."""
+def reserving_pool(
+    karpy: Karpy, declared: Declared, zone: str, prefix: str
+) -> tuple[str, str, dict[str, Any]]:
+    """A reservation of 2 m5.large in `zone` declared, and a NodePool allowing reserved and
+    on-demand m5.large whose EC2NodeClass selects it by tag: (run tag, pool name, reservation)."""
+    run, name = uuid.uuid4().hex[:8], unique(prefix)
+    item = reservation(zone, run)
+    declared.write([item])
     nodepool(karpy.kube, name, karpy.settings.cluster_name, [RESERVED_OR_ON_DEMAND, LARGE])
     client.CustomObjectsApi(karpy.kube).patch_cluster_custom_object(
         "karpenter.k8s.aws",
@@ -103,6 +108,7 @@ def reserving_pool(karpy: Karpy, name: str, run: str) -> None:
         name,
         {"spec": {"capacityReservationSelectorTerms": [{"tags": {"run": run}}]}},
     )
+    return run, name, item
 
 
 def record_fleets(karpy: Karpy) -> tuple[list[dict[str, Any]], Callable[[], None]]:
@@ -142,11 +148,8 @@ def test_moto_does_not_serve_describe_capacity_reservations(karpy: Karpy) -> Non
 def test_a_reservation_is_priced_and_used_first_and_its_count_is_respected(
     karpy: Karpy, declared: Declared, core_v1: Any, namespace: str, cluster: Any
 ) -> None:
-    run, name = uuid.uuid4().hex[:8], unique("reserved")
     zone = sorted(cluster.aws.subnets)[0]
-    item = reservation(zone, run)
-    declared.write([item])
-    reserving_pool(karpy, name, run)
+    run, name, item = reserving_pool(karpy, declared, zone, "reserved")
     pool = next(p for p in pool_resources.list_configured(karpy.kube, karpy.settings) if p.name == name)
 
     # Priced first: the reserved offering is the cheapest m5.large offering, on-demand / 1e7.
@@ -230,14 +233,10 @@ def test_a_reservation_is_priced_and_used_first_and_its_count_is_respected(
 def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
     karpy: Karpy, declared: Declared, core_v1: Any, namespace: str, cluster: Any
 ) -> None:
-    run, name = uuid.uuid4().hex[:8], unique("block")
-    zone = sorted(cluster.aws.subnets)[0]
-    item = reservation(zone, run)
     # moto 5.2.5 launches nothing for a CreateFleet of DefaultTargetCapacityType capacity-block (no
     # instance, no error), so the node is launched into the reservation declared as an ODCR; the
     # declaration then says what EC2 would: it is a capacity block ending in two hours.
-    declared.write([item])
-    reserving_pool(karpy, name, run)
+    _, name, item = reserving_pool(karpy, declared, sorted(cluster.aws.subnets)[0], "block")
     # A Deployment's pod: evicted from the drained node, its successor needs the replacement.
     deployment(client.AppsV1Api(karpy.kube), namespace, "app", name, 1, cpu="1500m", owner_label=wk.NODEPOOL)
     node = bound_node(core_v1, namespace, "app")

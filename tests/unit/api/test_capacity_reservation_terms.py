@@ -19,6 +19,7 @@ from marshmallow import ValidationError
 from extender.api import capacity_reservations as cr
 from extender.api.ec2nodeclass import load_ec2nodeclass
 from tests.integration.v1_cel_cases import NODECLASS_CASES
+from tests.unit.api.test_selector_terms import manifest
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -59,45 +60,31 @@ def test_the_loader_agrees_with_karpenters_cel_cases_on_capacity_reservation_ter
     assert len(cases) == 20
 
 
+def node_class(terms: list[Any]) -> dict[str, Any]:
+    obj = manifest()
+    obj["spec"]["capacityReservationSelectorTerms"] = terms
+    return obj
+
+
 def test_terms_load_into_the_node_class_in_order() -> None:
-    spec = {
-        "role": "KarpenterNodeRole-demo",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"a": "b"}}],
-        "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
-        "capacityReservationSelectorTerms": [
-            {"id": "cr-56fac701cc1951b03"},
-            {"tags": {"key": "foo"}, "ownerID": "012345678901", "instanceMatchCriteria": "targeted"},
-        ],
-    }
-    loaded = load_ec2nodeclass(
-        {
-            "apiVersion": "karpenter.k8s.aws/v1",
-            "kind": "EC2NodeClass",
-            "metadata": {"name": "r"},
-            "spec": spec,
-        },
-        cluster_name="demo",
-    ).node_class
-    assert [t.as_dict() for t in loaded.capacity_reservation_selector] == spec[
-        "capacityReservationSelectorTerms"
+    terms = [
+        {"id": "cr-56fac701cc1951b03"},
+        {"tags": {"key": "foo"}, "ownerID": "012345678901", "instanceMatchCriteria": "targeted"},
     ]
+    loaded = load_ec2nodeclass(node_class(terms), cluster_name="demo").node_class
+    assert [t.as_dict() for t in loaded.capacity_reservation_selector] == terms
 
 
 def test_a_bad_term_is_refused_with_its_path_and_nothing_else_is_lost() -> None:
-    spec = {
-        "role": "r",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"a": "b"}}],
-        "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
-        "capacityReservationSelectorTerms": [
+    obj = node_class(
+        [
             {"id": "cr-1"},
             {"name": "x"},
             {"id": "cr-2", "ownerID": "012345678901"},
-        ],
-    }
+        ]
+    )
     with pytest.raises(ValidationError) as err:
-        load_ec2nodeclass({"metadata": {"name": "r"}, "spec": spec}, cluster_name="demo")
+        load_ec2nodeclass(obj, cluster_name="demo")
     assert err.value.messages == [
         "spec.capacityReservationSelectorTerms[1].name: unknown field "
         "(a term selects by [tags id ownerID instanceMatchCriteria])",
