@@ -138,3 +138,16 @@ def test_selected_leaves_out_ended_reservations_and_duplicates() -> None:
     live = reservation()
     terms = (cr.ReservationTerm(tags={"team": "ml"}), cr.ReservationTerm(id=live.id))
     assert cr.selected([live, ended, live], terms, NOW) == [live]
+
+
+def test_selecting_reservations_drifts_no_node() -> None:
+    # Karpenter AWS pkg/apis/v1/ec2nodeclass.go: CapacityReservationSelectorTerms is `hash:"ignore"`.
+    from extender.api.provisioner import Provisioner
+    from extender.api.provisioner_hash import provisioner_hash
+
+    without = load_ec2nodeclass(manifest(), cluster_name="demo").node_class
+    selecting = load_ec2nodeclass(node_class([{"tags": {"team": "ml"}}]), cluster_name="demo").node_class
+    assert selecting.capacity_reservation_selector and not without.capacity_reservation_selector
+    assert provisioner_hash(Provisioner(name="p", provider=without)) == provisioner_hash(
+        Provisioner(name="p", provider=selecting)
+    )
