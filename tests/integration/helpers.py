@@ -87,6 +87,7 @@ def nodepool(
     empty_after: str = "Never",
     disruption: dict[str, Any] | None = None,
     replicas: int | None = None,
+    security_groups: list[dict[str, Any]] | None = None,
     **template_spec: Any,
 ) -> None:
     """A karpenter.sh/v1 NodePool and the EC2NodeClass of the same name it uses (AL2023, the
@@ -94,7 +95,7 @@ def nodepool(
     nodes go `empty_after` after they empty (WhenEmpty), unless `disruption` replaces that block;
     `template_spec` fields (terminationGracePeriod, expireAfter, startupTaints) join
     spec.template.spec; `labels` and `annotations` go in spec.template.metadata; `replicas` makes
-    it a static NodePool."""
+    it a static NodePool; `security_groups` replaces the node class's securityGroupSelectorTerms."""
     from kubernetes import client
 
     objects = client.CustomObjectsApi(kube)
@@ -111,7 +112,7 @@ def nodepool(
                 "instanceProfile": "karpy-node",
                 "amiSelectorTerms": [{"alias": "al2023@latest"}],
                 "subnetSelectorTerms": tagged,
-                "securityGroupSelectorTerms": tagged,
+                "securityGroupSelectorTerms": security_groups or tagged,
             },
         },
     )

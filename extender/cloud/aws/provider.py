@@ -64,6 +64,8 @@ UNAVAILABLE_TTL_SECONDS = 180.0
 #: DescribeInstances right after CreateFleet may not show the instance (or its DNS name) yet: it is
 #: read again this many times in all, with the retry module's SETTLE backoff in between.
 DESCRIBE_ATTEMPTS = 3
+#: The codes of a selector that found nothing: the node class's status says so, part by part.
+NOTHING_FOUND = frozenset({"NoSubnets", "NoSecurityGroups"})
 
 
 class _NotSettled(Exception):
@@ -447,15 +449,37 @@ class AWSCloudProvider:
     def node_class_status(self, node_class: NodeClass) -> dict[str, Any]:
         """What an EC2NodeClass reports (Karpenter v1 `status`): the subnets, security groups,
         AMIs and capacity reservations its selectors find now, and the instance profile its nodes
-        launch with. Raises CloudError when a subnet, security-group or AMI selector finds nothing
-        (no reservation is fine: its nodes launch on-demand or spot)."""
-        subnets = self.subnets.get(node_class.subnet_selector or cluster_selector(self._cluster))
-        groups = self.security_groups.ids(
-            node_class.security_group_selector or cluster_selector(self._cluster)
+        launch with (no reservation found is fine: its nodes launch on-demand or spot). A selector
+        that finds nothing leaves its list empty and says why under `unresolved` (status key ->
+        message): Karpenter's node class controller sets each part's condition apart, so a missing
+        security group does not hide the subnets. Any other CloudError (throttling, no answer) is
+        raised."""
+        unresolved: dict[str, str] = {}
+
+        def part(key: str, resolve: Callable[[], Any], empty: Any) -> Any:
+            try:
+                return resolve()
+            except CloudError as err:
+                if err.code not in NOTHING_FOUND:
+                    raise
+                unresolved[key] = str(err)
+                return empty
+
+        subnets = part(
+            "subnets",
+            lambda: self.subnets.get(node_class.subnet_selector or cluster_selector(self._cluster)),
+            [],
+        )
+        groups = part(
+            "securityGroups",
+            lambda: self.security_groups.ids(
+                node_class.security_group_selector or cluster_selector(self._cluster)
+            ),
+            [],
         )
         amis = self.amis.by_arch(node_class)
         if not amis:
-            raise CloudError(f"resolving AMIs, {self.amis.missing(node_class)}", code="NoAMIs")
+            unresolved["amis"] = f"resolving AMIs, {self.amis.missing(node_class)}"
         return {
             "subnets": [
                 {
@@ -472,6 +496,7 @@ class AWSCloudProvider:
             ],
             "instanceProfile": node_class.launch_profile(self._settings.aws.default_instance_profile),
             **self._reservation_status(node_class),
+            **({"unresolved": unresolved} if unresolved else {}),
         }
 
     def _reservation_status(self, node_class: NodeClass) -> dict[str, Any]:
