@@ -6,7 +6,8 @@ DescribeCapacityReservationsInput: state=active; an id alone; else owner-id, tag
 "*") and instance-match-criteria filters, MaxResults 1000). `CapacityReservationProvider` runs them,
 caches each query's answer for a minute (Karpenter's reservation cache) and keeps the available
 instance count of each reservation between answers (Karpenter's availability cache): a launch into
-a reservation takes one, a terminated instance gives one back.
+a reservation takes one, a launch refused for capacity leaves none; the next answer says again
+(a terminated instance is given back then, not at once as Karpenter's MarkTerminated does).
 
 Where EC2 does not implement the call (moto 5.2.5 answers it with an HTTP 500 and no XML body, its
 server logging "NotImplementedError: The describe_capacity_reservations action has not been
@@ -14,7 +15,7 @@ implemented"), the reservations declared in `KARPY_AWS_CAPACITY_RESERVATIONS` (a
 stand in, matched against the terms as EC2 would filter them. A declared reservation's
 `availableInstanceCount` is what it holds beside karpy's nodes: karpy takes away its own live
 instances in it (found by the `karpenter.k8s.aws/capacity-reservation-id` tag it puts on them), as
-EC2's count would. Each resolve logs which source answered.
+EC2's count would. The log names the source whenever what a NodeClass's terms resolve to changes.
 """
 
 from __future__ import annotations
@@ -281,20 +282,11 @@ class CapacityReservationProvider:
         for reservation in reservations:
             self._available[reservation.id] = reservation.available
 
-    def available(self, reservation_id: str) -> int:
-        with self._lock:
-            return self._available.get(reservation_id, 0)
-
     def mark_launched(self, reservation_id: str, count: int = 1) -> None:
         """Instances launched into it: taken from its count until the next answer says otherwise."""
         with self._lock:
             if reservation_id in self._available:
                 self._available[reservation_id] = max(self._available[reservation_id] - count, 0)
-
-    def mark_terminated(self, reservation_id: str) -> None:
-        with self._lock:
-            if reservation_id in self._available:
-                self._available[reservation_id] += 1
 
     def mark_unavailable(self, reservation_id: str) -> None:
         """EC2 refused a launch into it for capacity: none left until the next answer."""
