@@ -133,8 +133,9 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
 
     # Nothing blocks A; its move (delete it, B takes its pod) saves below the pool's $10/h.
     first = watch.reaches("True", "Consolidatable")
-    # Live, the CLI's minimum node age is the default 60 s (the harness's lifecycle uses 3 s).
-    found = wait_for(lambda: (e := why())["blockers"] == [] and e, STEP, "A past 60 s, live")
+    # Live, the CLI reads the minimum node age from its environment, as the harness's lifecycle (3 s).
+    monkeypatch.setenv("KARPY_LIFECYCLE_CONSOLIDATION_MIN_NODE_AGE_SECONDS", "3")
+    found = wait_for(lambda: (e := why())["blockers"] == [] and e, STEP, "A past 3 s, live")
     assert found["bestMove"]["kind"] == "delete"
     assert re.fullmatch(
         rf"saving \$0\.\d+/h is below nodepool {name}'s consolidation-min-savings"
