@@ -152,6 +152,9 @@ def tests() -> Iterator[Line]:
     args = [
         "tests/unit/scheduling",
         "-q",
+        # One process: the recorder patches solve() in this one (xdist workers would record nothing).
+        "-n",
+        "0",
         "-p",
         "no:cacheprovider",
         "--hypothesis-seed=0",
@@ -161,6 +164,8 @@ def tests() -> Iterator[Line]:
     pytest.main(args, plugins=[recorder])
     if recorder.failed:
         print(f"fingerprint: {len(recorder.failed)} test(s) failed: {recorder.failed[:5]}", file=sys.stderr)
+    if not recorder.lines:
+        raise SystemExit("fingerprint: the tests recorded no solve() call")
     yield from recorder.lines
 
 

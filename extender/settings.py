@@ -37,6 +37,9 @@ class AWSSettings:
     #: The VPC CNI runs with ENABLE_PREFIX_DELEGATION=true: Nitro nodes get the prefix-delegated
     #: maxPods (extender/scheduling/poddensity.py).
     prefix_delegation: bool = False
+    #: A JSON or YAML file declaring capacity reservations (docs/capacity-reservations.md), read
+    #: only when EC2 answers DescribeCapacityReservations with "not implemented" (moto); "" = none.
+    capacity_reservations: str = ""
 
 
 @dataclass
@@ -82,6 +85,9 @@ class LifecycleSettings:
     resync_seconds: float = 300.0
     #: How often instances and Nodes are compared for garbage (not more often than needed for the grace).
     gc_interval_seconds: float = 30.0
+    #: How often the nodes in capacity reservations are checked for a block about to end
+    #: (lifecycle/reservation_expiry.py; Karpenter's expiration controller runs every minute).
+    reservation_check_seconds: float = 60.0
     #: SQS long-poll wait (max 20) and visibility timeout for interruption messages.
     sqs_wait_seconds: int = 20
     sqs_visibility_seconds: int = 30

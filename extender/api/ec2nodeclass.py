@@ -12,6 +12,9 @@ changed is translated here, with v1 field paths in every error:
   tags ANDed, or an `id`, or a security-group `name`), checked as Karpenter v1's CRD checks them.
 - `role` xor `instanceProfile` (see `NodeClass.role`); `kubelet` moved here from the NodePool.
 - `associatePublicIPAddress` (v1 only, no v1alpha5 twin): `NodeClass.associate_public_ip_address`.
+- `capacityReservationSelectorTerms` (v1 only): `NodeClass.capacity_reservation_selector`, checked
+  as Karpenter v1.14's CRD checks it (an `id`, else `tags` / `instanceMatchCriteria` with an
+  optional `ownerID`).
 
 Fields karpy does not implement are refused by name, never dropped: a node must not silently boot
 differently from what the manifest says.
@@ -26,6 +29,7 @@ from typing import Any, TypeGuard
 
 from marshmallow import ValidationError
 
+from extender.api import capacity_reservations as cr
 from extender.api import nodeclass as nc
 from extender.api.kubelet import KubeletConfiguration
 from extender.api.nodeclass_schema import MAX_LIST_ITEMS, KubeletSchema, NodeClassSchema
@@ -43,7 +47,6 @@ ALIAS_FAMILIES = {"al2023": nc.AL2023, "al2": nc.AL2, "bottlerocket": nc.BOTTLER
 WINDOWS_ALIASES = ("windows2019", "windows2022", "windows2025")
 #: v1 fields karpy does not implement: refused, naming the field.
 UNSUPPORTED_FIELDS = (
-    "capacityReservationSelectorTerms",
     "connectionTracking",
     "cpuOptions",
     "ipPrefixCount",
@@ -165,19 +168,25 @@ SELECTOR_TERMS = {
 MAX_TERMS, MAX_TAGS = 30, 20
 
 
-def _selector_term(term: Any, path: str, name: str, errors: list[str]) -> nc.SelectorTerm | None:
-    """One subnet/security-group term, checked as Karpenter v1's CRD checks it (its CEL rules and
-    schema), except that a term mixing `id` (or `name`) with other fields is refused on its own."""
-    keys, what, pattern = SELECTOR_TERMS[name]
+def _term_fields(term: Any, path: str, keys: tuple[str, ...], errors: list[str]) -> list[str] | None:
+    """The fields a selector term sets, in `keys` order; None (reported) if it is not an object
+    or names a field a term does not have."""
     if not isinstance(term, Mapping):
         errors.append(f"{path}: expected an object")
         return None
     unknown = sorted(set(term) - set(keys))
     for key in unknown:
         errors.append(f"{path}.{key}: unknown field (a term selects by {choices(keys)})")
-    if unknown:
+    return None if unknown else [key for key in keys if term.get(key) is not None]
+
+
+def _selector_term(term: Any, path: str, name: str, errors: list[str]) -> nc.SelectorTerm | None:
+    """One subnet/security-group term, checked as Karpenter v1's CRD checks it (its CEL rules and
+    schema), except that a term mixing `id` (or `name`) with other fields is refused on its own."""
+    keys, what, pattern = SELECTOR_TERMS[name]
+    present = _term_fields(term, path, keys, errors)
+    if present is None:
         return None
-    present = [key for key in keys if term.get(key) is not None]
     if not present:
         errors.append(f"{path}: expected at least one, got none, {list(keys)}")
         return None
@@ -189,20 +198,8 @@ def _selector_term(term: Any, path: str, name: str, errors: list[str]) -> nc.Sel
             )
             return None
     if "tags" in present:
-        tags = term["tags"]
-        if not isinstance(tags, Mapping) or not tags:
-            errors.append(f"{path}.tags: must not be empty")
-            return None
-        if not all(isinstance(v, str) for v in tags.values()):
-            errors.append(f"{path}.tags: values must be strings")
-            return None
-        if any(k == "" or v == "" for k, v in tags.items()):
-            errors.append(f"{path}.tags: empty tag keys or values aren't supported")
-            return None
-        if len(tags) > MAX_TAGS:
-            errors.append(f"{path}.tags: at most {MAX_TAGS} tags")
-            return None
-        return nc.SelectorTerm(tags={str(k): v for k, v in tags.items()})
+        tags = _tag_map(term["tags"], f"{path}.tags", errors)
+        return None if tags is None else nc.SelectorTerm(tags=tags)
     key = present[0]
     value = term[key]
     if not isinstance(value, str) or not value:
@@ -212,6 +209,84 @@ def _selector_term(term: Any, path: str, name: str, errors: list[str]) -> nc.Sel
         errors.append(f"{path}.id: {quote(value)} does not match {quote(pattern.pattern)}")
         return None
     return nc.SelectorTerm(id=value) if key == "id" else nc.SelectorTerm(name=value)
+
+
+def _tag_map(tags: Any, path: str, errors: list[str]) -> dict[str, str] | None:
+    """A term's `tags`, checked as the CRD checks it (non-empty strings, at most MAX_TAGS)."""
+    if not isinstance(tags, Mapping) or not tags:
+        errors.append(f"{path}: must not be empty")
+        return None
+    if not all(isinstance(v, str) for v in tags.values()):
+        errors.append(f"{path}: values must be strings")
+        return None
+    if any(k == "" or v == "" for k, v in tags.items()):
+        errors.append(f"{path}: empty tag keys or values aren't supported")
+        return None
+    if len(tags) > MAX_TAGS:
+        errors.append(f"{path}: at most {MAX_TAGS} tags")
+        return None
+    return {str(k): v for k, v in tags.items()}
+
+
+#: A capacity reservation term's fields and their patterns (the CRD's).
+RESERVATION_TERM_KEYS = ("tags", "id", "ownerID", "instanceMatchCriteria")
+_RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")
+_OWNER_ID = re.compile(r"^[0-9]{12}$")
+
+
+def _reservation_term(term: Any, path: str, errors: list[str]) -> cr.ReservationTerm | None:
+    """One `capacityReservationSelectorTerms` item, checked as Karpenter v1.14's CRD checks it
+    (`pkg/apis/v1/ec2nodeclass.go`): an `id` alone, or `tags` and/or `instanceMatchCriteria`,
+    either narrowed by `ownerID`. A term mixing `id` with others is refused on its own (the CRD's
+    rule refuses it only when every term does)."""
+    present = _term_fields(term, path, RESERVATION_TERM_KEYS, errors)
+    if present is None:
+        return None
+    if not {"tags", "id", "instanceMatchCriteria"} & set(present):
+        errors.append(f"{path}: expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']")
+        return None
+    if "id" in present and len(present) > 1:
+        errors.append(
+            f"{path}.id: 'id' is mutually exclusive, cannot be set along with other fields in a "
+            "capacity reservation selector term"
+        )
+        return None
+    for key, pattern in (("id", _RESERVATION_ID), ("ownerID", _OWNER_ID)):
+        value = term.get(key)
+        if value is not None and not (isinstance(value, str) and pattern.match(value)):
+            errors.append(f"{path}.{key}: {quote(value)} does not match {quote(pattern.pattern)}")
+            return None
+    criteria = term.get("instanceMatchCriteria")
+    if criteria is not None and criteria not in cr.INSTANCE_MATCH_CRITERIA:
+        errors.append(
+            f"{path}.instanceMatchCriteria: {quote(criteria)} not in {choices(cr.INSTANCE_MATCH_CRITERIA)}"
+        )
+        return None
+    tags = _tag_map(term["tags"], f"{path}.tags", errors) if "tags" in present else {}
+    if tags is None:
+        return None
+    return cr.ReservationTerm(
+        id=str(term.get("id") or ""),
+        owner_id=str(term.get("ownerID") or ""),
+        tags=tags,
+        instance_match_criteria=str(criteria or ""),
+    )
+
+
+def _reservation_terms(spec: Mapping[str, Any], errors: list[str]) -> cr.ReservationSelector:
+    """`capacityReservationSelectorTerms` (optional; terms ORed)."""
+    terms = spec.get("capacityReservationSelectorTerms")
+    path = "spec.capacityReservationSelectorTerms"
+    if terms is None:
+        return ()
+    if not isinstance(terms, list):
+        errors.append(f"{path}: expected a list of terms")
+        return ()
+    if len(terms) > MAX_TERMS:
+        errors.append(f"{path}: at most {MAX_TERMS} terms")
+        return ()
+    found = [_reservation_term(term, f"{path}[{i}]", errors) for i, term in enumerate(terms)]
+    return tuple(term for term in found if term is not None)
 
 
 def _selector_terms(spec: Mapping[str, Any], name: str, errors: list[str]) -> nc.Selector:
@@ -280,6 +355,7 @@ def load_ec2nodeclass(
     provider, errors = ec2nodeclass_provider(spec)
     subnets = _selector_terms(spec, "subnetSelectorTerms", errors)
     security_groups = _selector_terms(spec, "securityGroupSelectorTerms", errors)
+    reservations = _reservation_terms(spec, errors)
     public_ip = spec.get("associatePublicIPAddress")
     if public_ip is not None and not isinstance(public_ip, bool):
         errors.append(f"spec.associatePublicIPAddress: {quote(public_ip)} is not a boolean")
@@ -308,6 +384,7 @@ def load_ec2nodeclass(
         ami_version=alias_version(spec.get("amiSelectorTerms")),
         subnet_selector=subnets,
         security_group_selector=security_groups,
+        capacity_reservation_selector=reservations,
         associate_public_ip_address=public_ip,
     )
     if role := str(spec.get("role") or ""):

@@ -76,6 +76,14 @@ RESTRICTED_LABELS = frozenset({HOSTNAME})
 
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"
+#: Karpenter v1.3+: a node launched into an on-demand capacity reservation or capacity block.
+CAPACITY_TYPE_RESERVED = "reserved"
+#: Set only on reserved nodes (Karpenter AWS `pkg/apis/v1/labels.go`): which reservation, its type
+#: (`default` or `capacity-block`) and whether EC2 may reclaim it.
+CAPACITY_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+CAPACITY_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
+CAPACITY_RESERVATION_INTERRUPTIBLE = "karpenter.k8s.aws/capacity-reservation-interruptible"
+RESERVATION_LABELS = (CAPACITY_RESERVATION_ID, CAPACITY_RESERVATION_TYPE, CAPACITY_RESERVATION_INTERRUPTIBLE)
 
 NOT_READY_TAINT_KEY = "karpenter.sh/not-ready"
 TERMINATION_FINALIZER = "karpenter.sh/termination"

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from extender.api.capacity_reservations import ReservationSelector
 from extender.api.labels import LAUNCH_ID_TAG
 
 GIB = 2**30
@@ -172,6 +173,9 @@ class NodeClass:
     #: Terms ORed; () = the cluster's default (resources tagged `kubernetes.io/cluster/<name>`).
     subnet_selector: Selector = ()
     security_group_selector: Selector = ()
+    #: v1 `capacityReservationSelectorTerms` (ORed): the reservations its nodes may launch into
+    #: as capacity type `reserved`; () = none (v1alpha5 has no such field).
+    capacity_reservation_selector: ReservationSelector = ()
     tags: Mapping[str, str] = field(default_factory=dict)
     #: "" = DEFAULT_AMI_FAMILY (see `family`).
     ami_family: str = ""

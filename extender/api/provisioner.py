@@ -110,6 +110,9 @@ class Provisioner:
     #: The NodeOverlays that apply to this pool's instance types, highest precedence first, those
     #: in conflict left out (scheduling/overlays.py `resolve`); () for a pool no overlay names.
     overlays: tuple[Overlay, ...] = ()
+    #: The capacity reservations its NodeClass selects now (ids, set beside the catalog's reserved
+    #: offerings each batch: scheduling/reservations.py `attach`); only these reserved offerings are its.
+    capacity_reservations: frozenset[str] = frozenset()
     uid: str = ""
     resource_version: str = ""
     #: NodePool `spec.replicas` (Karpenter's static NodePools): keep exactly this many nodes whatever

@@ -24,9 +24,17 @@ from extender.api.provisioner import Provisioner
 #: Bump when what is hashed changes (a field added with a non-zero default, a field moved in or
 #: out): nodes stamped with another version are re-stamped by the drift check, not drifted.
 HASH_VERSION = "v1"
-#: AWSProvider fields left out of the hash (snake_case dataclass field names).
+#: AWSProvider fields left out of the hash (snake_case dataclass field names); Karpenter's
+#: EC2NodeClass marks the selector terms, capacityReservationSelectorTerms among them, hash:"ignore".
 SELECTOR_FIELDS = frozenset(
-    {"subnet_selector", "security_group_selector", "launch_template", "ami_selector", "ami_selector_terms"}
+    {
+        "subnet_selector",
+        "security_group_selector",
+        "capacity_reservation_selector",
+        "launch_template",
+        "ami_selector",
+        "ami_selector_terms",
+    }
 )
 
 

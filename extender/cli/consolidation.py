@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from extender.api.meta import parse_time_or_none
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
@@ -62,9 +63,12 @@ def cluster_view(
     catalog: Sequence[InstanceType],
     daemonsets: Sequence[Pod],
     pending: Sequence[Pod],
+    pod_events: bool = False,
 ) -> ClusterView:
     """The consolidation view of Node, Pod, PodDisruptionBudget and Namespace objects (API JSON),
-    node ages measured from now; `pending` hold their Provisioner's consolidation."""
+    node ages measured from now; `pending` hold their Provisioner's consolidation. `pod_events`:
+    each node's last pod event is taken as its newest pod's start (or its own creation), else none
+    is known and `consolidateAfter` holds every node."""
     kinds: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "Namespace": []}
     for doc in documents:
         kinds.setdefault(str(doc.get("kind")), []).append(doc)
@@ -77,8 +81,22 @@ def cluster_view(
         daemonsets=daemonsets,
         now=datetime.now(UTC),
         namespaces=labels_by_name(kinds["Namespace"]) or None,
+        pod_events=last_pod_starts(kinds["Pod"]) if pod_events else None,
     )
     return dataclasses.replace(view, pending=tuple(pending))
+
+
+def last_pod_starts(pods: Iterable[Mapping[str, Any]]) -> dict[str, datetime]:
+    """Node -> the newest start (else creation) of the pods bound to it: the last pod event a
+    snapshot shows (a pod deleted since leaves no trace in it)."""
+    found: dict[str, datetime] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        at = parse_time_or_none(status.get("startTime")) or parse_time_or_none(meta.get("creationTimestamp"))
+        if node and at is not None and (node not in found or at > found[node]):
+            found[node] = at
+    return found
 
 
 def _json(action: Action) -> dict[str, Any]:

@@ -6,8 +6,10 @@ solver finds for it alone, with its $/h saving (consolidation/explain.py).
 
 Offline on files when `--existing` is given (the same files and flags as `karpy plan --existing
 FILE --consolidate`); otherwise live, read once through karpy's adapters. The controller keeps each
-node's last pod event in memory, so neither path knows it: `consolidateAfter` counts from the
-node's creation here.
+node's last pod event in memory, so neither path knows it: `consolidateAfter` counts here from the
+newest start of the node's pods, or the node's creation (a pod deleted since is not seen). The
+controller writes its own verdict, from its pod events, as the `Consolidatable` condition of the
+node's NodeClaim (consolidation/verdict.py).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def _offline(args: argparse.Namespace) -> ClusterView:
         catalog=inputs.catalog(args),
         daemonsets=plan_cli.load_daemonsets(args.daemonsets) if args.daemonsets else [],
         pending=pending,
+        pod_events=True,
     )
 
 
@@ -75,4 +78,5 @@ def _live(args: argparse.Namespace) -> ClusterView:
         catalog=inputs.catalog(args),
         daemonsets=read.daemon_pods,
         pending=loaded.pods,
+        pod_events=True,
     )

@@ -29,6 +29,7 @@ from extender.cloud.types import (
 )
 
 if TYPE_CHECKING:
+    from extender.api.capacity_reservations import CapacityReservation, ReservationTerm
     from extender.api.provisioner import Provisioner
     from extender.scheduling.instancetypes import InstanceType
 
@@ -77,6 +78,10 @@ class FakeCloudProvider:
     def get_instance_types(self, provisioner: Provisioner | None = None) -> list[InstanceType]:
         self._record("get_instance_types", provisioner)
         return list(self.catalog)
+
+    def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
+        self._record("capacity_reservations", terms)
+        return []
 
     def prepare(self, requests: Sequence[LaunchRequest]) -> None:
         self._record("prepare", *requests)

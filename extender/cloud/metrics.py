@@ -16,6 +16,7 @@ from prometheus_client import Counter, Histogram
 from extender.cloud.types import CloudProvider, Instance, LaunchRequest, LaunchResult
 
 if TYPE_CHECKING:
+    from extender.api.capacity_reservations import CapacityReservation, ReservationTerm
     from extender.api.provisioner import Provisioner
     from extender.scheduling.instancetypes import InstanceType
 
@@ -55,6 +56,9 @@ class MeteredCloudProvider:
 
     def get_instance_types(self, provisioner: Provisioner | None = None) -> list[InstanceType]:
         return self._timed("get_instance_types", lambda: self.provider.get_instance_types(provisioner))
+
+    def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
+        return self._timed("capacity_reservations", lambda: self.provider.capacity_reservations(terms))
 
     def create(self, request: LaunchRequest) -> LaunchResult:
         return self._timed("create", lambda: self.provider.create(request))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from extender.scheduling.instancetypes import OfferingKey
 
 if TYPE_CHECKING:
+    from extender.api.capacity_reservations import CapacityReservation, ReservationTerm
     from extender.api.provisioner import Provisioner, Taint
     from extender.scheduling.instancetypes import InstanceType
 
@@ -34,6 +35,8 @@ class LaunchRequest:
     #: The pods request vpc.amazonaws.com/efa: each node gets every EFA interface its type supports
     #: (Karpenter's launch template EFACount); otherwise it has none and advertises none.
     efa: bool = False
+    #: Launch into this capacity reservation only (capacity type "reserved"); "" = none.
+    capacity_reservation_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,10 @@ class Instance:
     image_id: str = ""
     #: Its EFA network interfaces (InterfaceType efa or efa-only), what its Node may advertise.
     efa_interfaces: int = 0
+    #: The capacity reservation it runs in ("" = none); then `capacity_type` is "reserved".
+    capacity_reservation_id: str = ""
+    #: The node labels of that reservation (labels.RESERVATION_LABELS), as launched.
+    reservation_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,13 @@ class CloudProvider(Protocol):
     name: str
 
     def get_instance_types(self, provisioner: Provisioner | None = None) -> list[InstanceType]:
-        """The catalog (with offerings and prices) the provisioner may launch; cached by the provider."""
+        """The catalog (with offerings and prices) the provisioner may launch; cached by the provider.
+        With a provisioner, it has the reserved offerings of the reservations its NodeClass selects."""
+        ...
+
+    def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
+        """The active capacity reservations the terms select (a NodeClass's
+        `capacityReservationSelectorTerms`, or ids), with the instances each can still take."""
         ...
 
     def create(self, request: LaunchRequest) -> LaunchResult:

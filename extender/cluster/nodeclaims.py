@@ -227,7 +227,8 @@ class Tracker:
         consolidatable: object = KEEP,
     ) -> None:
         """Bring the claim of `node` up to date; `drifted`: the drift reason (None = not drifted),
-        `consolidatable`: True/False; KEEP leaves either as written."""
+        `consolidatable`: True/False (set plainly / removed), or a `Consolidatable` nc.Condition
+        (consolidation's verdict, with its reason and message); KEEP leaves either as written."""
         if provisioner is None or not provisioner.records_nodeclaims:
             return
         name = name_of(node, provisioner.name)
@@ -271,6 +272,11 @@ class Tracker:
             conditions = nc.set_condition(conditions, nc.CONSOLIDATABLE, nc.TRUE, now=now, generation=gen)
         elif consolidatable is False:
             conditions = nc.clear_condition(conditions, nc.CONSOLIDATABLE, now=now, generation=gen)
+        elif isinstance(consolidatable, nc.Condition):
+            c = consolidatable
+            conditions = nc.set_condition(
+                conditions, nc.CONSOLIDATABLE, c.status, c.reason, c.message, now=now, generation=gen
+            )
         status = nc.launch_status(node, conditions)
         if status == written.status:
             return
@@ -278,6 +284,23 @@ class Tracker:
         self._remember(name, patched)
         for change in _transitions(written.status, status):
             log.info("Nodeclaim %s of node %s: %s", name, node.name, change)
+
+    def condition(self, node: Node, provisioner: Provisioner | None, type_: str) -> nc.Condition | None:
+        """The condition `type_` on the claim of `node` as last written or read (the claim is read
+        once if this tracker has not seen it); None without a claim or when it cannot be read."""
+        if provisioner is None or not provisioner.records_nodeclaims:
+            return None
+        name = name_of(node, provisioner.name)
+        if name is None:
+            return None
+        with self._lock:
+            written = self._written.get(name)
+        try:
+            written = written or self._load(name, node, provisioner)
+        except ClusterError as err:
+            log.warning("Reading nodeclaim %s of node %s, %s", name, node.name, err)
+            return None
+        return nc.get(nc.conditions_of({"status": written.status}), type_)
 
     def _load(self, name: str, node: Node, prov: Provisioner) -> _Written:
         # A claim written before claims carried the finalizer (an upgrade) gets it here.

@@ -35,8 +35,10 @@ from extender.settings import Settings
 
 log = logging.getLogger("karpy.v1status")
 
-#: What resolves an EC2NodeClass's selectors (AWSCloudProvider.node_class_status).
+#: What resolves an EC2NodeClass's selectors (AWSCloudProvider.node_class_status): its status
+#: fields, and under UNRESOLVED why a selector found nothing (status key -> message).
 Resolve = Callable[[NodeClass], dict[str, Any]]
+UNRESOLVED = "unresolved"
 #: The status pass's period, as Karpenter's node class status controller requeues.
 PERIOD_SECONDS = 60.0
 
@@ -94,40 +96,38 @@ def node_class_status(
             "conditions": [condition("Ready", False, "ValidationFailed", _failure(err), now, generation)]
         }, False
     try:
-        found = resolve(loaded.node_class)
+        found = dict(resolve(loaded.node_class))
     except Exception as err:  # the cloud's CloudError (cluster may not import cloud): reported, not raised
         return {
             "conditions": [condition("Ready", False, "ResolutionFailed", str(err), now, generation)]
         }, False
+    why = found.pop(UNRESOLVED, None) or {}
+    # Karpenter AWS's conditions, reasons and messages (pkg/controllers/nodeclass: subnet.go,
+    # securitygroup.go, ami.go), followed by the resolver's own words when it has them.
     parts = [
-        (
-            "SubnetsReady",
-            bool(found.get("subnets")),
-            "SubnetsNotFound",
-            "no subnet matches subnetSelectorTerms",
-        ),
+        ("SubnetsReady", "subnets", "SubnetsNotFound", "SubnetSelector did not match any Subnets"),
         (
             "SecurityGroupsReady",
-            bool(found.get("securityGroups")),
+            "securityGroups",
             "SecurityGroupsNotFound",
-            "no security group matches securityGroupSelectorTerms",
+            "SecurityGroupSelector did not match any SecurityGroups",
         ),
-        ("AMIsReady", bool(found.get("amis")), "AMINotFound", "no AMI matches amiSelectorTerms"),
-        (
-            "InstanceProfileReady",
-            bool(found.get("instanceProfile")),
-            "InstanceProfileNotFound",
-            "no instance profile",
-        ),
+        ("AMIsReady", "amis", "AMINotFound", "AMISelector did not match any AMIs"),
+        ("InstanceProfileReady", "instanceProfile", "InstanceProfileNotFound", "no instance profile"),
     ]
     conditions = [
-        condition(kind, ok, reason, message, now, generation) for kind, ok, reason, message in parts
+        condition(kind, bool(found.get(key)), reason, _detailed(message, why.get(key)), now, generation)
+        for kind, key, reason, message in parts
     ]
     failing = [c for c in conditions if c["status"] != "True"]
     ready = not failing
     summary = "; ".join(c["message"] for c in failing)
     conditions.append(condition("Ready", ready, "NotReady", summary, now, generation))
     return {**found, "conditions": conditions}, ready
+
+
+def _detailed(message: str, detail: str | None) -> str:
+    return f"{message}: {detail}" if detail else message
 
 
 def nodepool_status(

@@ -28,6 +28,7 @@ from extender.lifecycle.interruption import InterruptionHandler, InterruptionPol
 from extender.lifecycle.nodeclaim_deletion import ClaimTerminator
 from extender.lifecycle.nodes import NodeWorker
 from extender.lifecycle.pool_lookup import ProvisionerLookup
+from extender.lifecycle.reservation_expiry import ReservationExpiry
 from extender.lifecycle.workqueue import DelayQueue
 from extender.loops import run_forever
 from extender.retry import LoopBackoff
@@ -80,9 +81,11 @@ class Lifecycle:
         self.nodes = NodeWorker(ctx, lookup.get, queue=queue, fresh=lookup.fresh)
         #: `kubectl delete nodeclaim`: terminates the claim's node.
         self.claims = ClaimTerminator(ctx)
+        #: Capacity blocks about to end: their nodes drained and replaced.
+        self.reservation_expiry = ReservationExpiry(ctx)
         self._monotonic = monotonic
         self._was_leader = False
-        self._last_resync = self._last_gc = monotonic()
+        self._last_resync = self._last_gc = self._last_reservations = monotonic()
         self._doing = "supervising lifecycle"
         #: Nodes created at the last leadership start for instances of interrupted launches.
         self.recovered: list[str] = []
@@ -120,6 +123,10 @@ class Lifecycle:
             self._doing = "collecting garbage"
             gc.collect(self.ctx)
             self._last_gc = self._monotonic()
+        if self._monotonic() - self._last_reservations >= s.reservation_check_seconds:
+            self._doing = "checking capacity reservations"
+            self.reservation_expiry.run_once()
+            self._last_reservations = self._monotonic()
         self._doing = "supervising lifecycle"
         return SUPERVISE_SECONDS
 
@@ -161,6 +168,7 @@ class LifecycleController:
             nodes.census,
             bound=bound,
             pod_events=nodes.pod_events,
+            claims=nodes.claims,
         )
         self.poller: InterruptionPoller | None = None
         if sqs is not None:

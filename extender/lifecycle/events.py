@@ -25,18 +25,30 @@ class Recorder:
         #: (object name, reason, message) of every event published, newest last (bounded).
         self.published: list[tuple[str, str, str]] = []
 
-    def node(self, node: Node, reason: str, message: str, *, warning: bool = False) -> None:
-        self._publish(node.name, node.uid, "Node", "", reason, message, warning)
+    def node(
+        self, node: Node, reason: str, message: str, *, warning: bool = False, dedupe: bool = True
+    ) -> None:
+        """`dedupe=False`: the caller publishes only on a change, so a change back to an earlier
+        message within the dedupe window is news too."""
+        self._publish(node.name, node.uid, "Node", "", reason, message, warning, dedupe)
 
     def pod(self, pod: Pod, reason: str, message: str, *, warning: bool = False) -> None:
         self._publish(pod.name, pod.uid, "Pod", pod.namespace, reason, message, warning)
 
     def _publish(
-        self, name: str, uid: str, kind: str, namespace: str, reason: str, message: str, warning: bool
+        self,
+        name: str,
+        uid: str,
+        kind: str,
+        namespace: str,
+        reason: str,
+        message: str,
+        warning: bool,
+        dedupe: bool = True,
     ) -> None:
         key = (kind, namespace, name, reason, message)
         with self._lock:
-            if key in self._seen:
+            if dedupe and key in self._seen:
                 return
             self._seen[key] = True
             self.published = [*self.published[-999:], (name, reason, message)]

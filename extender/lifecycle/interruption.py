@@ -178,12 +178,8 @@ class InterruptionHandler:
 
     def _replace(self, node: Node, message: Message) -> None:
         ctx = self.ctx
-        node_name = node.name
         if node.deleting:
             return  # already terminating; the finalizer carries on
-        ctx.mark(node_name, message.kind)
-        if cordon(ctx.kube, node_name):
-            ctx.log.info("Cordoned node %s", node_name)
         if message.kind == SPOT_INTERRUPTED and ctx.unavailable is not None:
             ctx.unavailable(
                 OfferingKey(
@@ -192,19 +188,32 @@ class InterruptionHandler:
                     capacity_type=labels.CAPACITY_TYPE_SPOT,
                 )
             )
-        workload = nodepatch.workload(nodepatch.pods_on_node(ctx.kube, node_name))
-        if workload and ctx.provisioning is not None:
-            replacements = ctx.provisioning.provision_replacements(workload)
-            ctx.log.info(
-                "Launched %d replacement node(s) %s for interrupted node %s",
-                len(replacements),
-                replacements,
-                node_name,
-            )
-        ctx.log.info("Triggering termination for interrupted node %s (%s)", node_name, message.kind)
-        metrics.NODES_TERMINATED.labels(reason="interruption").inc()
-        with metrics.disrupting("interrupted"):
-            nodepatch.delete_node(ctx.kube, node_name)
+        cordon_and_drain(ctx, node, message.kind, doing="interrupted", reason="interruption")
+
+
+def cordon_and_drain(ctx: Context, node: Node, kind: str, *, doing: str, reason: str) -> None:
+    """Karpenter's CordonAndDrain for a node the cloud is taking back: mark and cordon it, ask for
+    replacements of its workload, delete it (the termination finalizer drains it). `kind` is the
+    removal mark's reason, `doing` what is happening to the node ("interrupted"), `reason` the
+    `karpenter_nodes_terminated` reason."""
+    node_name = node.name
+    ctx.mark(node_name, kind)
+    if cordon(ctx.kube, node_name):
+        ctx.log.info("Cordoned node %s", node_name)
+    workload = nodepatch.workload(nodepatch.pods_on_node(ctx.kube, node_name))
+    if workload and ctx.provisioning is not None:
+        replacements = ctx.provisioning.provision_replacements(workload)
+        ctx.log.info(
+            "Launched %d replacement node(s) %s for %s node %s",
+            len(replacements),
+            replacements,
+            doing,
+            node_name,
+        )
+    ctx.log.info("Triggering termination for %s node %s (%s)", doing, node_name, kind)
+    metrics.NODES_TERMINATED.labels(reason=reason).inc()
+    with metrics.disrupting(doing):
+        nodepatch.delete_node(ctx.kube, node_name)
 
 
 class InterruptionPoller:

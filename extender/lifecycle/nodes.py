@@ -22,7 +22,7 @@ from extender.api import labels
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
-from extender.cluster.nodeclaims import Tracker
+from extender.cluster.nodeclaims import KEEP, Tracker
 from extender.cluster.quarantine import Quarantine, short
 from extender.lifecycle import budgets, drift, emptiness, metrics, nodepatch, readiness, repair
 from extender.lifecycle.budgets import DisruptionLedger
@@ -255,7 +255,8 @@ class NodeWorker:
 
     def _record(self, node: Node, prov: Provisioner, pods: list[Pod]) -> None:
         """The node's NodeClaim: its lifecycle conditions, Drifted as drift found it, Consolidatable
-        once its emptiness TTL has run out (written before emptiness deletes the node)."""
+        once its emptiness TTL has run out (written before emptiness deletes the node); a
+        consolidating pool's Consolidatable is consolidation's verdict (consolidation/verdict_writer.py)."""
         with self._lock:
             found = self._drifting.get(node.name)
         decision = emptiness.decide(node, pods, prov.ttl_seconds_after_empty, self.ctx.clock())
@@ -263,7 +264,7 @@ class NodeWorker:
             node,
             prov,
             drifted=found[1] if found else None,
-            consolidatable=decision.action is emptiness.Action.TERMINATE,
+            consolidatable=KEEP if prov.consolidation else decision.action is emptiness.Action.TERMINATE,
         )
 
     def admit(self, prov: Provisioner | None, node: str, reason: str) -> bool:

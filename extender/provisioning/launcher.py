@@ -46,6 +46,7 @@ def _group_key(node: PlannedNode) -> tuple[object, ...]:
         tuple(sorted(node.labels.items())),
         node.taints,
         wants_efa(node),
+        node.reservation_id,
     )
 
 
@@ -75,6 +76,7 @@ def launch_id(nodes: Sequence[PlannedNode], attempt: int, retries: Mapping[str, 
             ",".join(t.name for t in first.options),
             ",".join(first.zones),
             ",".join(first.capacity_types),
+            *([first.reservation_id] if first.reservation_id else []),
             *sorted(
                 f"{p.uid}@{p.node_name}" + (f"#{retries[p.key]}" if retries.get(p.key) else "")
                 for node in nodes
@@ -109,6 +111,7 @@ def group(
                     taints=tuple(first.taints),
                     launch_id=launch_id(members, attempt, retries),
                     efa=wants_efa(first),
+                    capacity_reservation_id=first.reservation_id,
                 ),
                 nodes=tuple(members),
             )
@@ -191,6 +194,8 @@ def _node(
         **itype.labels(),
         wk.ZONE: instance.zone,
         wk.CAPACITY_TYPE: instance.capacity_type,
+        # Only a reserved node has them (Karpenter's instanceToNodeClaim).
+        **instance.reservation_labels,
         provisioner.owner_label: provisioner.name,
         wk.MANAGED_BY_LABEL: "true",
     }

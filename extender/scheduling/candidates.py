@@ -39,6 +39,7 @@ from extender.scheduling.memo import serial
 from extender.scheduling.overlays import overlaid
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
+from extender.scheduling.reservations import own_offerings
 
 Vector = tuple[float, ...]
 
@@ -178,7 +179,7 @@ class ProvisionerView:
         entries, excluded = [], []
         landed: dict[str, Pod] = {}
         # The pool's NodeOverlays first (prices, extended capacity), then its node settings.
-        for instance_type in overlaid(instance_types, provisioner):
+        for instance_type in overlaid(own_offerings(instance_types, provisioner), provisioner):
             instance_type = instance_type.for_node(settings)
             if reason := instance_type.fits_overhead():
                 excluded.append(f"Excluding instance type {instance_type.name}: {reason}")

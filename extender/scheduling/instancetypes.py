@@ -177,6 +177,10 @@ class Offering:
     available: bool = True
     #: Where the price came from (see pricing.PriceBook), e.g. "file", "estimate", "spot-fraction".
     price_source: str = ""
+    #: A `reserved` offering's capacity reservation and the instances it can still take
+    #: (reservations.py); "" / 0 for on-demand and spot.
+    reservation_id: str = ""
+    reservation_capacity: int = 0
 
 
 @dataclass(frozen=True)

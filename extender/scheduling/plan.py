@@ -75,6 +75,8 @@ class PlannedNode:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     requests: Resources
+    #: The capacity reservation the node launches into (capacity type "reserved"; reservations.py).
+    reservation_id: str = ""
 
     @property
     def instance_type(self) -> InstanceType:

@@ -21,7 +21,7 @@ from extender.api.affinity import HONOR, TopologySpread
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import attach, lastbind, limits, passes, shared_claims
+from extender.scheduling import attach, lastbind, limits, passes, reservations, shared_claims
 from extender.scheduling.bound import plan_bound
 from extender.scheduling.candidates import MAX_OPTIONS, CandidateCache, ProvisionerView
 from extender.scheduling.causes import Cause
@@ -122,11 +122,12 @@ def solve(
     )
     last = _last_binds(context, result, later, sort_key, phases, namespaces)
     bound = {p.key for p in last.placed}
-    planned = last.nodes
+    # Nodes past their reservations' counts launch as another capacity type (reservations.py).
+    planned, exhausted = reservations.assign(last.nodes, context.cache.unavailable)
     return Plan(
         nodes=tuple(planned),
         existing=last.existing,
-        unschedulable=tuple(final + [last.after(u) for u in dropped if u.pod.key not in bound]),
+        unschedulable=tuple(final + [last.after(u) for u in dropped if u.pod.key not in bound] + exhausted),
         total_price=sum(n.price for n in planned),
         lower_bound=bounding() if with_bound else 0.0,
         notes=tuple(dict.fromkeys([*notes, *result.notes, *last.notes])),

@@ -33,6 +33,7 @@ __all__ = [
     "create_pods",
     "free_port",
     "instance_tags",
+    "karpy_cli_json",
     "node_of",
     "pod_manifest",
     "pods_of",
@@ -82,6 +83,7 @@ def nodepool(
     empty_after: str = "Never",
     disruption: dict[str, Any] | None = None,
     replicas: int | None = None,
+    security_groups: list[dict[str, Any]] | None = None,
     **template_spec: Any,
 ) -> None:
     """A karpenter.sh/v1 NodePool and the EC2NodeClass of the same name it uses (AL2023, the
@@ -89,7 +91,7 @@ def nodepool(
     nodes go `empty_after` after they empty (WhenEmpty), unless `disruption` replaces that block;
     `template_spec` fields (terminationGracePeriod, expireAfter, startupTaints) join
     spec.template.spec; `labels` and `annotations` go in spec.template.metadata; `replicas` makes
-    it a static NodePool."""
+    it a static NodePool; `security_groups` replaces the node class's securityGroupSelectorTerms."""
     from kubernetes import client
 
     objects = client.CustomObjectsApi(kube)
@@ -106,7 +108,7 @@ def nodepool(
                 "instanceProfile": "karpy-node",
                 "amiSelectorTerms": [{"alias": "al2023@latest"}],
                 "subnetSelectorTerms": tagged,
-                "securityGroupSelectorTerms": tagged,
+                "securityGroupSelectorTerms": security_groups or tagged,
             },
         },
     )
@@ -213,3 +215,19 @@ def instance_tags(karpy: Karpy, node: Any) -> dict[str, str]:
     instance_id = node.spec.provider_id.rsplit("/", 1)[-1]
     reservations = karpy.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
     return {t["Key"]: t["Value"] for t in reservations[0]["Instances"][0].get("Tags", [])}
+
+
+def karpy_cli_json(cluster: Any, monkeypatch: Any, capsys: Any, *argv: str) -> Any:
+    """`karpy ARGV -o json` run in-process, live against the local cluster with the environment a
+    `karpy controller` of it has (prices from PRICES); the JSON it printed."""
+    import json
+
+    from extender.cli.main import main
+
+    for key, value in controller_env(cluster.state, "127.0.0.1:0").items():
+        monkeypatch.setenv(key, value)
+    capsys.readouterr()
+    code = main([*argv, "-o", "json", "--kubeconfig", cluster.kubeconfig, "--prices", str(PRICES)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)

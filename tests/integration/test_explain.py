@@ -13,17 +13,15 @@ through `extender.cli.main`, with the KARPY_* environment a controller of this c
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import pytest
 
 from extender.api import labels as wk
-from extender.cli.main import main
 from tests.integration.helpers import (
-    PRICES,
     Karpy,
     create_pods,
+    karpy_cli_json,
     nodepool,
     pod_manifest,
     provisioner,
@@ -44,35 +42,8 @@ def _pod(name: str, cpu: str, tag: str, selector: dict[str, str], **spec: Any) -
 
 
 def _explain(cluster: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> dict:
-    seed = cluster.aws
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "KARPY_CLUSTER_NAME": cluster.state.get("cluster_name", seed.cluster_name),
-        "KARPY_CLUSTER_ENDPOINT": cluster.apiserver_url,
-        "KARPY_AWS_REGION": seed.region,
-        "KARPY_AWS_ENDPOINT_URL": seed.endpoint_url,
-        "KARPY_AWS_DEFAULT_INSTANCE_PROFILE": "karpy-node",
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    capsys.readouterr()
-    code = main(
-        [
-            "explain",
-            "pod",
-            "--all-pending",
-            "-o",
-            "json",
-            "--kubeconfig",
-            cluster.kubeconfig,
-            "--prices",
-            str(PRICES),
-        ]
-    )
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    return {p["pod"]: p for p in json.loads(out.out)["pods"]}
+    found = karpy_cli_json(cluster, monkeypatch, capsys, "explain", "pod", "--all-pending")
+    return {p["pod"]: p for p in found["pods"]}
 
 
 def _apply_pod_edit(manifest: dict[str, Any], edit: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,10 @@ them, and the leader writes their status.
 - Capacity: a pod requesting `example.com/widget: 2` fits no node until an overlay gives the
   pool's type `example.com/widget: 4`; then karpy launches a node whose Node carries the widgets
   in capacity and allocatable, and the pod is bound there.
+- Hugepages: a pod requesting `hugepages-2Mi` (requests == limits, as Kubernetes requires) gets
+  karpy's FailedProvisioning and no node while no instance type lists hugepages; an overlay giving
+  the pool's type `hugepages-2Mi: 1Gi` (Karpenter's NodeOverlay capacity example) lets the same pod
+  get a node carrying it.
 - Conflict: two overlays of one weight pricing the same offering: the later in Karpenter's
   precedence (name earlier in the alphabet) gets ValidationSucceeded=False, reason Conflict.
 """
@@ -18,6 +22,7 @@ import logging
 from typing import Any
 
 import pytest
+from kubernetes.utils import parse_quantity
 
 from extender.api import labels as wk
 from tests.integration import lifecycle_harness
@@ -67,6 +72,15 @@ def m5_pool(karpy: Karpy, prefix: str, **fields: Any) -> str:
         **fields,
     )
     return pool
+
+
+def capacity_overlay(karpy: Karpy, name: str, pool: str, capacity: dict[str, str]) -> None:
+    """An overlay adding `capacity` to every type of NodePool `pool`."""
+    overlay(
+        karpy.kube,
+        name,
+        {"requirements": [{"key": wk.NODEPOOL, "operator": "In", "values": [pool]}], "capacity": capacity},
+    )
 
 
 def watched(karpy: Karpy, name: str) -> None:
@@ -138,42 +152,69 @@ def test_a_capacity_overlay_lets_a_pod_requesting_it_get_a_node(
 ) -> None:
     pool = m5_pool(karpy, "np-ov-widget", empty_after="5s")
     widgets = unique("widgets")
-    overlay(
-        karpy.kube,
-        widgets,
-        {
-            "requirements": [{"key": wk.NODEPOOL, "operator": "In", "values": [pool]}],
-            "capacity": {"example.com/widget": "4"},
-        },
-    )
+    capacity_overlay(karpy, widgets, pool, {"example.com/widget": "4"})
     try:
         watched(karpy, widgets)
-        request = {"cpu": "500m", "example.com/widget": "2"}
-        core_v1.create_namespaced_pod(
-            namespace,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "widget-user", "labels": {"app": "widget"}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "nodeSelector": {wk.NODEPOOL: pool},
-                    "containers": [
-                        {
-                            "name": "pause",
-                            "image": "registry.k8s.io/pause:3.9",
-                            "resources": {"requests": request, "limits": {"example.com/widget": "2"}},
-                        }
-                    ],
-                },
-            },
-        )
+        resources = {
+            "requests": {"cpu": "500m", "example.com/widget": "2"},
+            "limits": {"example.com/widget": "2"},
+        }
+        pod_requesting(core_v1, namespace, "widget", pool, resources)
         node = node_of(core_v1, namespace, "widget")
         assert node.metadata.labels[wk.NODEPOOL] == pool
         assert node.status.capacity["example.com/widget"] == "4"
         assert node.status.allocatable["example.com/widget"] == "4"
     finally:
         delete_overlay(karpy.kube, widgets)
+
+
+def pod_requesting(core_v1: Any, namespace: str, name: str, pool: str, resources: dict[str, Any]) -> None:
+    core_v1.create_namespaced_pod(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {
+                "terminationGracePeriodSeconds": 0,
+                "nodeSelector": {wk.NODEPOOL: pool},
+                "containers": [
+                    {"name": "pause", "image": "registry.k8s.io/pause:3.9", "resources": resources}
+                ],
+            },
+        },
+    )
+
+
+def test_a_hugepages_overlay_lets_a_pod_requesting_hugepages_get_a_node(
+    karpy: Karpy, core_v1: Any, namespace: str
+) -> None:
+    pool = m5_pool(karpy, "np-ov-huge", empty_after="5s")
+    # Hugepages requests must equal limits and come with cpu or memory (Kubernetes pod validation).
+    amounts = {"cpu": "500m", "memory": "256Mi", "hugepages-2Mi": "128Mi"}
+    pod_requesting(core_v1, namespace, "huge", pool, {"requests": amounts, "limits": amounts})
+
+    def failed() -> list[Any]:
+        events = core_v1.list_namespaced_event(namespace, field_selector="reason=FailedProvisioning").items
+        return [e for e in events if e.involved_object.name == "huge"]
+
+    refused = wait_for(failed, 30, "FailedProvisioning for the hugepages pod")
+    assert "hugepages-2Mi" in refused[0].message, refused[0].message
+    print(f"without the overlay: FailedProvisioning {refused[0].message!r}")
+    assert not core_v1.list_node(label_selector=f"{wk.NODEPOOL}={pool}").items, "a node without hugepages"
+    assert not live_pods(core_v1, namespace, "huge")[0].spec.node_name
+
+    huge = unique("hugepages")
+    capacity_overlay(karpy, huge, pool, {"hugepages-2Mi": "1Gi"})
+    try:
+        watched(karpy, huge)
+        node = node_of(core_v1, namespace, "huge")
+        assert node.metadata.labels[wk.NODEPOOL] == pool
+        # karpy writes byte counts other than memory as plain numbers ("1073741824"): equal quantities.
+        assert parse_quantity(node.status.capacity["hugepages-2Mi"]) == parse_quantity("1Gi")
+        assert parse_quantity(node.status.allocatable["hugepages-2Mi"]) == parse_quantity("1Gi")
+    finally:
+        delete_overlay(karpy.kube, huge)
 
 
 def test_equal_weight_overlays_on_one_offering_report_a_conflict(karpy: Karpy) -> None:

@@ -5,9 +5,10 @@ process (lifecycle_harness). The rules are Karpenter's static controllers
 (kubernetes-sigs/karpenter pkg/controllers/static/{provisioning,deprovisioning}; unit-proven in
 tests/unit/provisioning/test_static_decide.py and tests/unit/scheduling/test_static_pools.py):
 
-- replicas 2 and no pod at all: 2 Nodes, of the cheapest type the requirements allow;
-- `kubectl scale nodepool --replicas 3` (a patch of the scale subresource): 3; then 1: 1, the
-  removed nodes gone through the termination path (Node deleted, instance terminated);
+- replicas 3 and no pod at all: 3 Nodes, of the cheapest type the requirements allow;
+- `kubectl scale nodepools.karpenter.sh NAME --replicas 5` (the cached kubectl binary, which
+  patches the scale subresource): exactly 5; then `--replicas 1`: exactly 1, the removed nodes gone
+  through the termination path (Node deleted, instance terminated);
 - the pool asks for aggressive consolidation (WhenEmptyOrUnderutilized, 0s) and its empty nodes
   still stay;
 - drift (a template label edit) replaces its nodes, one at a time under a budget of 1.
@@ -16,6 +17,7 @@ Every wait is bounded; the figures are printed."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from typing import Any
 
@@ -23,6 +25,7 @@ import pytest
 from kubernetes import client
 
 from extender.api import labels as wk
+from hack.localcluster import build
 from tests.integration.helpers import nodepool, unique, wait_for
 from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
@@ -46,6 +49,26 @@ def scale(kube: Any, name: str, replicas: int) -> None:
     client.CustomObjectsApi(kube).patch_cluster_custom_object_scale(
         "karpenter.sh", "v1", "nodepools", name, {"spec": {"replicas": replicas}}
     )
+
+
+def kubectl_scale(kubeconfig: str, name: str, replicas: int) -> None:
+    """`kubectl scale` itself, with the kubectl the local cluster was built with."""
+    done = subprocess.run(
+        [
+            str(build.binary("kubectl")),
+            f"--kubeconfig={kubeconfig}",
+            "scale",
+            "nodepools.karpenter.sh",
+            name,
+            f"--replicas={replicas}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"nodepool.karpenter.sh/{name} scaled" in done.stdout, done.stdout
 
 
 def live(core: Any, name: str) -> list[Any]:
@@ -75,30 +98,34 @@ def delete_pool(kube: Any, name: str) -> None:
     objects.delete_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", name)
 
 
-def test_a_static_nodepool_keeps_its_replicas_and_follows_kubectl_scale(fast: Karpy, core_v1: Any) -> None:  # noqa: F811
+def test_a_static_nodepool_keeps_its_replicas_and_follows_kubectl_scale(
+    fast: Karpy,  # noqa: F811
+    core_v1: Any,
+    cluster: Any,
+) -> None:
     name = unique("static")
     started = time.monotonic()
-    nodepool(fast.kube, name, fast.settings.cluster_name, ON_DEMAND, disruption=CONSOLIDATE_NOW, replicas=2)
+    nodepool(fast.kube, name, fast.settings.cluster_name, ON_DEMAND, disruption=CONSOLIDATE_NOW, replicas=3)
     try:
-        two = exactly(core_v1, name, 2, "2 nodes for replicas 2")
+        three = exactly(core_v1, name, 3, "3 nodes for replicas 3")
         up = time.monotonic() - started
         # No pod asked for them; the cheapest type the requirements allow (c5.large of ON_DEMAND's).
-        assert all(not pods_on(core_v1, n.metadata.name) for n in two)
-        assert {n.metadata.labels[wk.INSTANCE_TYPE] for n in two} == {"c5.large"}
-        scale(fast.kube, name, 3)
+        assert all(not pods_on(core_v1, n.metadata.name) for n in three)
+        assert {n.metadata.labels[wk.INSTANCE_TYPE] for n in three} == {"c5.large"}
+        kubectl_scale(cluster.kubeconfig, name, 5)
         t0 = time.monotonic()
-        three = exactly(core_v1, name, 3, "3 nodes after scaling to 3")
-        to_three = time.monotonic() - t0
-        assert {n.metadata.name for n in two} <= {n.metadata.name for n in three}
+        five = exactly(core_v1, name, 5, "5 nodes after scaling to 5")
+        to_five = time.monotonic() - t0
+        assert {n.metadata.name for n in three} <= {n.metadata.name for n in five}
         # Consolidation runs every second and may take empty nodes at once; a static pool's stay.
         time.sleep(5)
-        assert {n.metadata.name for n in live(core_v1, name)} == {n.metadata.name for n in three}
-        scale(fast.kube, name, 1)
+        assert {n.metadata.name for n in live(core_v1, name)} == {n.metadata.name for n in five}
+        kubectl_scale(cluster.kubeconfig, name, 1)
         t0 = time.monotonic()
         one = exactly(core_v1, name, 1, "1 node after scaling to 1")
         to_one = time.monotonic() - t0
-        removed = [n for n in three if n.metadata.name != one[0].metadata.name]
-        assert len(removed) == 2 and all(node_or_none(core_v1, n.metadata.name) is None for n in removed)
+        removed = [n for n in five if n.metadata.name != one[0].metadata.name]
+        assert len(removed) == 4 and all(node_or_none(core_v1, n.metadata.name) is None for n in removed)
         wait_for(
             lambda: all(
                 instance_state(fast, instance_of(n)) in ("shutting-down", "terminated") for n in removed
@@ -109,7 +136,7 @@ def test_a_static_nodepool_keeps_its_replicas_and_follows_kubectl_scale(fast: Ka
         total = time.monotonic() - started
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(
-            f"static nodepool: 2 nodes in {up:.1f}s, 2->3 in {to_three:.1f}s, 3->1 in {to_one:.1f}s,"
+            f"static nodepool: 3 nodes in {up:.1f}s, 3->5 in {to_five:.1f}s, 5->1 in {to_one:.1f}s,"
             f" {total:.1f}s in all (load {load})"
         )
         assert total < 120  # a hang guard, the brief's bound

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extender.api.labels import CAPACITY_TYPE_SPOT
+from extender.api.capacity_reservations import CAPACITY_BLOCK, CapacityReservation
+from extender.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
 from extender.cloud.aws import errors
 from extender.cloud.types import OfferingKey
 from extender.scheduling.instancetypes import InstanceType
@@ -65,6 +66,14 @@ def plan_overrides(
     return [override for _, override in sorted(ranked, key=lambda pair: pair[0])]
 
 
+def target_capacity_type(capacity_type: str, reservation: CapacityReservation | None) -> str:
+    """The fleet's DefaultTargetCapacityType: a reserved launch is on-demand into its reservation
+    (or `capacity-block`), as Karpenter's CreateFleet for reserved capacity."""
+    if reservation is None:
+        return capacity_type
+    return CAPACITY_BLOCK if reservation.is_block else CAPACITY_TYPE_ON_DEMAND
+
+
 def fleet_request(
     overrides: Sequence[Override],
     *,
@@ -72,6 +81,7 @@ def fleet_request(
     count: int,
     tags: Mapping[str, str],
     client_token: str,
+    target_capacity_type: str = "",
 ) -> dict[str, Any]:
     configs: dict[str, list[dict[str, Any]]] = {}
     for priority, override in enumerate(overrides):
@@ -96,7 +106,7 @@ def fleet_request(
         ],
         "TargetCapacitySpecification": {
             "TotalTargetCapacity": count,
-            "DefaultTargetCapacityType": capacity_type,
+            "DefaultTargetCapacityType": target_capacity_type or capacity_type,
         },
         "SpotOptions": {"AllocationStrategy": SPOT_STRATEGY},
         "OnDemandOptions": {"AllocationStrategy": ON_DEMAND_STRATEGY},

@@ -11,7 +11,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from extender.api.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from extender.api.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_TYPE,
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    RESERVATION_LABELS,
+)
 from extender.cloud.aws import errors
 from extender.cloud.aws.selectors import tags_of
 from extender.cloud.types import Instance, InstanceNotFoundError
@@ -42,6 +49,16 @@ def to_instance(raw: Mapping[str, Any]) -> Instance:
     zone = raw.get("Placement", {}).get("AvailabilityZone", "")
     # EC2 omits InstanceLifecycle for on-demand instances.
     capacity_type = CAPACITY_TYPE_SPOT if raw.get("InstanceLifecycle") == "spot" else CAPACITY_TYPE_ON_DEMAND
+    tags = tags_of(raw)
+    # EC2 reports the reservation an instance runs in; moto does not, so karpy's launch tag stands in.
+    reservation = str(raw.get("CapacityReservationId") or tags.get(CAPACITY_RESERVATION_ID, ""))
+    reservation_labels: dict[str, str] = {}
+    if reservation:
+        capacity_type = CAPACITY_TYPE_RESERVED
+        reservation_labels = {key: tags[key] for key in RESERVATION_LABELS if tags.get(key)}
+        reservation_labels[CAPACITY_RESERVATION_ID] = reservation
+        if raw.get("InstanceLifecycle") == "capacity-block":
+            reservation_labels[CAPACITY_RESERVATION_TYPE] = "capacity-block"
     return Instance(
         id=raw["InstanceId"],
         instance_type=raw.get("InstanceType", ""),
@@ -51,11 +68,13 @@ def to_instance(raw: Mapping[str, Any]) -> Instance:
         provider_id=provider_id(zone, raw["InstanceId"]),
         state=raw.get("State", {}).get("Name", ""),
         launch_time=raw.get("LaunchTime"),
-        tags=tags_of(raw),
+        tags=tags,
         image_id=raw.get("ImageId", ""),
         efa_interfaces=sum(
             1 for eni in raw.get("NetworkInterfaces") or () if eni.get("InterfaceType") in EFA_INTERFACE_TYPES
         ),
+        capacity_reservation_id=reservation,
+        reservation_labels=reservation_labels,
     )
 
 

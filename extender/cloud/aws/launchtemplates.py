@@ -72,6 +72,28 @@ def efa_network_interfaces(count: int, security_group_ids: Sequence[str]) -> lis
 
 
 @dataclass(frozen=True)
+class ReservationTarget:
+    """A launch template's CapacityReservationSpecification: into reservation `id` only
+    (capacity-reservations-only, a capacity block's market type), or, with no id, into none."""
+
+    id: str
+    capacity_block: bool = False
+
+    def template_data(self) -> dict[str, Any]:
+        if not self.id:
+            return {"CapacityReservationSpecification": {"CapacityReservationPreference": "none"}}
+        data: dict[str, Any] = {
+            "CapacityReservationSpecification": {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": self.id},
+            }
+        }
+        if self.capacity_block:
+            data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        return data
+
+
+@dataclass(frozen=True)
 class LaunchTemplateSpec:
     image_id: str
     security_group_ids: tuple[str, ...]
@@ -85,6 +107,8 @@ class LaunchTemplateSpec:
     efa_interfaces: int = 0
     #: EC2NodeClass `associatePublicIPAddress` (None = the subnet decides).
     associate_public_ip_address: bool | None = None
+    #: Capacity reservations (None = EC2's default: open reservations may be used).
+    reservation: ReservationTarget | None = None
 
     @classmethod
     def of(
@@ -100,6 +124,7 @@ class LaunchTemplateSpec:
         detailed_monitoring: bool | None = None,
         efa_interfaces: int = 0,
         associate_public_ip_address: bool | None = None,
+        reservation: ReservationTarget | None = None,
     ) -> LaunchTemplateSpec:
         return cls(
             image_id,
@@ -112,6 +137,7 @@ class LaunchTemplateSpec:
             detailed_monitoring,
             efa_interfaces,
             associate_public_ip_address,
+            reservation,
         )
 
     def name(self, cluster: str) -> str:
@@ -121,6 +147,8 @@ class LaunchTemplateSpec:
         if fields["associate_public_ip_address"] is None:
             # Unset, it leaves the name as it was before the field existed: no template is made again.
             del fields["associate_public_ip_address"]
+        if fields["reservation"] is None:
+            del fields["reservation"]  # likewise
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
         return f"karpy-{cluster}-{digest[:16]}"
 
@@ -157,6 +185,8 @@ class LaunchTemplateSpec:
             data["IamInstanceProfile"] = {"Name": self.instance_profile}
         if self.detailed_monitoring is not None:
             data["Monitoring"] = {"Enabled": self.detailed_monitoring}
+        if self.reservation is not None:
+            data.update(self.reservation.template_data())
         return data
 
 

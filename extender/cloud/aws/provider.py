@@ -19,10 +19,12 @@ from typing import Any
 from cachetools import TTLCache
 
 from extender import retry
+from extender.api.capacity_reservations import CapacityReservation, ReservationTerm
 from extender.api.labels import (
     ARCH,
     CAPACITY_TYPE,
     CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPE_SPOT,
     LAUNCH_ID_TAG,
 )
@@ -31,8 +33,9 @@ from extender.api.provisioner import Provisioner
 from extender.api.resources import EFA
 from extender.cloud.aws import bootstrap, fleet, instances
 from extender.cloud.aws.amifamily import AMIResolver
+from extender.cloud.aws.capacityreservations import CapacityReservationProvider
 from extender.cloud.aws.instancetypes import CatalogProvider
-from extender.cloud.aws.launchtemplates import LaunchTemplateProvider, LaunchTemplateSpec
+from extender.cloud.aws.launchtemplates import LaunchTemplateProvider, LaunchTemplateSpec, ReservationTarget
 from extender.cloud.aws.pricing import PricingProvider
 from extender.cloud.aws.ratelimit import TokenBucket
 from extender.cloud.aws.securitygroups import SecurityGroupProvider
@@ -51,6 +54,7 @@ from extender.cloud.types import (
 from extender.scheduling.instancetypes import InstanceType, NodeSettings
 from extender.scheduling.overlays import overlaid
 from extender.scheduling.poddensity import PodDensity
+from extender.scheduling.reservations import with_reservations
 from extender.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -60,6 +64,8 @@ UNAVAILABLE_TTL_SECONDS = 180.0
 #: DescribeInstances right after CreateFleet may not show the instance (or its DNS name) yet: it is
 #: read again this many times in all, with the retry module's SETTLE backoff in between.
 DESCRIBE_ATTEMPTS = 3
+#: The codes of a selector that found nothing: the node class's status says so, part by part.
+NOTHING_FOUND = frozenset({"NoSubnets", "NoSecurityGroups"})
 
 
 class _NotSettled(Exception):
@@ -82,6 +88,20 @@ def choose_capacity_type(
     ):
         return CAPACITY_TYPE_SPOT
     return CAPACITY_TYPE_ON_DEMAND if CAPACITY_TYPE_ON_DEMAND in allowed else allowed[0]
+
+
+def reservation_target(
+    node_class: NodeClass, reservation: CapacityReservation | None
+) -> ReservationTarget | None:
+    """What a launch template says about capacity reservations (Karpenter's targeted launch mode,
+    `launchtemplate/types.go`): a reserved launch only into its reservation; an on-demand or spot
+    launch of a NodeClass that selects reservations into none, so it never takes a slot by chance
+    (a NodeClass without terms leaves EC2's default, as karpy did before)."""
+    if reservation is not None:
+        return ReservationTarget(reservation.id, capacity_block=reservation.is_block)
+    if node_class.capacity_reservation_selector:
+        return ReservationTarget("")
+    return None
 
 
 def without_unavailable(
@@ -140,6 +160,9 @@ class AWSCloudProvider:
             timer=timer,
         )
         self.launch_templates = LaunchTemplateProvider(ec2, cluster=self._cluster, timer=timer)
+        self.reservations = CapacityReservationProvider(
+            ec2, declared=aws.capacity_reservations, cluster=self._cluster, timer=timer
+        )
         self.limiter = TokenBucket(timer=timer, sleep=sleep)
         self._unavailable: TTLCache[OfferingKey, bool] = TTLCache(
             maxsize=100_000, ttl=UNAVAILABLE_TTL_SECONDS, timer=timer
@@ -150,7 +173,14 @@ class AWSCloudProvider:
 
     def get_instance_types(self, provisioner: Provisioner | None = None) -> list[InstanceType]:
         zones = list(self.subnets.by_zone(self._subnet_selector(provisioner)))
-        return without_unavailable(self.catalog.get(zones), self.unavailable_offerings())
+        catalog = self.catalog.get(zones)
+        if provisioner is not None and provisioner.provider.capacity_reservation_selector:
+            found = self.capacity_reservations(provisioner.provider.capacity_reservation_selector)
+            catalog = with_reservations(catalog, found)
+        return without_unavailable(catalog, self.unavailable_offerings())
+
+    def capacity_reservations(self, terms: Sequence[ReservationTerm]) -> list[CapacityReservation]:
+        return self.reservations.find(terms)
 
     def unavailable_offerings(self) -> list[OfferingKey]:
         with self._unavailable_lock:
@@ -186,6 +216,7 @@ class AWSCloudProvider:
                 f"{list(request.zones)} with a subnet",
                 code="NoAvailableOffering",
             )
+        reservation = self._reservation(request)
         self.limiter.acquire()
         response = fleet.create_fleet(
             self.clients.ec2,
@@ -193,14 +224,39 @@ class AWSCloudProvider:
                 overrides,
                 capacity_type=capacity_type,
                 count=request.count,
-                tags=self.instance_tags(request),
+                tags={**self.instance_tags(request), **(reservation.node_labels() if reservation else {})},
                 client_token=request.launch_id,
+                target_capacity_type=fleet.target_capacity_type(capacity_type, reservation),
             ),
         )
         outcome = fleet.parse_fleet_response(
             response, capacity_type=capacity_type, zones_by_subnet={v: k for k, v in subnets.items()}
         )
+        if reservation is not None:
+            # Refused for capacity (an empty fleet without errors is that too, see _launch_result).
+            if outcome.unavailable or not (outcome.instance_ids or outcome.errors):
+                self.reservations.mark_unavailable(reservation.id)
+            self.reservations.mark_launched(reservation.id, len(outcome.instance_ids))
         return self._launch_result(request, outcome, overrides, capacity_type)
+
+    def _reservation(self, request: LaunchRequest) -> CapacityReservation | None:
+        """The reservation a reserved launch targets (CloudError if its NodeClass no longer selects it)."""
+        if not request.capacity_reservation_id:
+            return None
+        for reservation in self.capacity_reservations(
+            request.provisioner.provider.capacity_reservation_selector
+        ):
+            if reservation.id == request.capacity_reservation_id:
+                return reservation
+        raise InsufficientCapacityError(
+            f"capacity reservation {request.capacity_reservation_id} is no longer selected or active",
+            offerings=[
+                OfferingKey(name, zone, CAPACITY_TYPE_RESERVED)
+                for name in request.instance_types
+                for zone in request.zones
+            ],
+            code="ReservationNotFound",
+        )
 
     def prepare(self, requests: Sequence[LaunchRequest]) -> None:
         """Resolve what `create` would for these requests (options, subnets, security groups, AMIs,
@@ -219,10 +275,20 @@ class AWSCloudProvider:
         catalog = {item.name: item for item in types}
         options = [catalog[name] for name in request.instance_types if name in catalog]
         capacity_type = choose_capacity_type(options, request.capacity_types, request.zones)
+        if request.capacity_reservation_id:
+            # Only that reservation's offering: one fleet override per zone it is in.
+            capacity_type = CAPACITY_TYPE_RESERVED
+            options = [
+                o.with_offerings(
+                    x for x in o.offerings if x.reservation_id == request.capacity_reservation_id
+                )
+                for o in options
+            ]
         subnets = {
             zone: s["SubnetId"] for zone, s in self.subnets.by_zone(self._subnet_selector(request)).items()
         }
-        return options, capacity_type, subnets, self._launch_templates(request, options, capacity_type)
+        templates = self._launch_templates(request, options, capacity_type, self._reservation(request))
+        return options, capacity_type, subnets, templates
 
     def _launch_result(
         self,
@@ -284,7 +350,11 @@ class AWSCloudProvider:
             return err.found
 
     def _launch_templates(
-        self, request: LaunchRequest, options: Sequence[InstanceType], capacity_type: str
+        self,
+        request: LaunchRequest,
+        options: Sequence[InstanceType],
+        capacity_type: str,
+        reservation: CapacityReservation | None = None,
     ) -> dict[str, str]:
         """instance type -> launch template name: one template per (AMI, maxPods, EFA interfaces)
         the options need, as Karpenter AWS groups them (`amifamily/resolver.go` Resolve). The
@@ -308,19 +378,27 @@ class AWSCloudProvider:
                 image_id=image,
                 security_group_ids=security_groups,
                 instance_profile=node_class.launch_profile(self._settings.aws.default_instance_profile),
-                user_data=self.user_data(request, capacity_type, max_pods=max_pods),
+                user_data=self.user_data(request, capacity_type, max_pods=max_pods, reservation=reservation),
                 tags={f"karpenter.sh/cluster/{self._cluster}": "owned", **node_class.tags},
                 block_device_mappings=node_class.block_devices(),
                 metadata_options=node_class.metadata_options,
                 detailed_monitoring=node_class.detailed_monitoring,
                 associate_public_ip_address=node_class.associate_public_ip_address,
                 efa_interfaces=efa,
+                reservation=reservation_target(node_class, reservation),
             )
             template = self.launch_templates.ensure(spec)
             by_type.update(dict.fromkeys(names, template))
         return by_type
 
-    def user_data(self, request: LaunchRequest, capacity_type: str, *, max_pods: int | None = None) -> str:
+    def user_data(
+        self,
+        request: LaunchRequest,
+        capacity_type: str,
+        *,
+        max_pods: int | None = None,
+        reservation: CapacityReservation | None = None,
+    ) -> str:
         """The user data of the request's AMI family: it joins the node with the Provisioner's labels,
         taints and kubelet settings (clusterDNS defaults to the configured cluster DNS; `max_pods`,
         the node type's pod capacity, replaces the kubelet's own ENI-limited guess)."""
@@ -340,6 +418,7 @@ class AWSCloudProvider:
                 **request.labels,
                 provisioner.owner_label: provisioner.name,
                 CAPACITY_TYPE: capacity_type,
+                **(reservation.node_labels() if reservation else {}),
             },
             taints=tuple(request.taints),
             user_data=provisioner.provider.user_data,
@@ -368,16 +447,39 @@ class AWSCloudProvider:
         return self.amis.resolve(provisioner.provider, instance_type)
 
     def node_class_status(self, node_class: NodeClass) -> dict[str, Any]:
-        """What an EC2NodeClass reports (Karpenter v1 `status`): the subnets, security groups and
-        AMIs its selectors find now, and the instance profile its nodes launch with. Raises
-        CloudError when a selector finds nothing."""
-        subnets = self.subnets.get(node_class.subnet_selector or cluster_selector(self._cluster))
-        groups = self.security_groups.ids(
-            node_class.security_group_selector or cluster_selector(self._cluster)
+        """What an EC2NodeClass reports (Karpenter v1 `status`): the subnets, security groups,
+        AMIs and capacity reservations its selectors find now, and the instance profile its nodes
+        launch with (no reservation found is fine: its nodes launch on-demand or spot). A selector
+        that finds nothing leaves its list empty and says why under `unresolved` (status key ->
+        message): Karpenter's node class controller sets each part's condition apart, so a missing
+        security group does not hide the subnets. Any other CloudError (throttling, no answer) is
+        raised."""
+        unresolved: dict[str, str] = {}
+
+        def part(key: str, resolve: Callable[[], Any], empty: Any) -> Any:
+            try:
+                return resolve()
+            except CloudError as err:
+                if err.code not in NOTHING_FOUND:
+                    raise
+                unresolved[key] = str(err)
+                return empty
+
+        subnets = part(
+            "subnets",
+            lambda: self.subnets.get(node_class.subnet_selector or cluster_selector(self._cluster)),
+            [],
+        )
+        groups = part(
+            "securityGroups",
+            lambda: self.security_groups.ids(
+                node_class.security_group_selector or cluster_selector(self._cluster)
+            ),
+            [],
         )
         amis = self.amis.by_arch(node_class)
         if not amis:
-            raise CloudError(f"resolving AMIs, {self.amis.missing(node_class)}", code="NoAMIs")
+            unresolved["amis"] = f"resolving AMIs, {self.amis.missing(node_class)}"
         return {
             "subnets": [
                 {
@@ -393,7 +495,15 @@ class AWSCloudProvider:
                 for arch, image in sorted(amis.items())
             ],
             "instanceProfile": node_class.launch_profile(self._settings.aws.default_instance_profile),
+            **self._reservation_status(node_class),
+            **({"unresolved": unresolved} if unresolved else {}),
         }
+
+    def _reservation_status(self, node_class: NodeClass) -> dict[str, Any]:
+        if not node_class.capacity_reservation_selector:
+            return {}
+        found = self.reservations.find(node_class.capacity_reservation_selector)
+        return {"capacityReservations": [r.status() for r in sorted(found, key=lambda r: r.id)]}
 
     # -- instances -----------------------------------------------------------------------------
 

@@ -5,12 +5,14 @@ Ported from Karpenter's consolidation candidate filtering (pkg/controllers/disru
 nodes, do-not-disrupt nodes and pods (protection.py; do-not-evict pods too), pods whose PDB allows
 no eviction, pods without a controller, nodes younger than a minimum age or whose last pod event is
 more recent than the NodePool's `consolidateAfter`, and whole Provisioners while pods are pending for
-them or a launch is in flight.
+them or a launch is in flight. Each blocker carries a reason (a CamelCase word, for the NodeClaim's
+`Consolidatable` condition and the Node's Event) and its message with the numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from extender.api import labels as wk
 from extender.api.disruption import DO_NOT_DISRUPT
@@ -19,6 +21,15 @@ from extender.api.provisioner import Provisioner
 from extender.lifecycle import budgets, protection
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance, Settings
 from extender.scheduling.pool_choice import select_provisioner
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why consolidation may not take a node: `reason` names the rule (stable across passes, so a
+    change of blockers is a change of reasons), `message` says it with its numbers."""
+
+    reason: str
+    message: str
 
 
 def movable(node: NodeState) -> tuple[Pod, ...]:
@@ -33,71 +44,85 @@ def consolidate_after(prov: Provisioner) -> float | None:
     return None if prov.consolidate_after is None else float(prov.consolidate_after)
 
 
-def pod_blocker(pod: Pod, pdbs: Sequence[PdbAllowance]) -> str | None:
+def pod_blocker(pod: Pod, pdbs: Sequence[PdbAllowance]) -> Blocker | None:
     if (reason := protection.pod_blocker(pod)) is not None:
-        return reason
+        return Blocker("DoNotDisruptPod", reason)
     if not pod.owner_kind:
-        return f"pod {pod.key} has no controller, it would not come back"
+        return Blocker("PodWithoutController", f"pod {pod.key} has no controller, it would not come back")
     for pdb in pdbs:
         if pdb.disruptions_allowed <= 0 and pdb.covers(pod):
             allowed = pdb.disruptions_allowed
-            return f"pdb {pod.namespace}/{pdb.name} prevents pod evictions (it allows {allowed} disruptions)"
+            return Blocker(
+                "PodDisruptionBudget",
+                f"pdb {pod.namespace}/{pdb.name} prevents pod evictions (it allows {allowed} disruptions)",
+            )
     return None
 
 
 def node_blocker(node: NodeState, view: ClusterView, settings: Settings) -> str | None:
     """Why `node` cannot be consolidated now (the first reason); None when it is a candidate."""
-    return next(node_blockers(node, view, settings), None)
+    first = next(node_blockers(node, view, settings), None)
+    return None if first is None else first.message
 
 
-def node_blockers(node: NodeState, view: ClusterView, settings: Settings) -> Iterator[str]:
+def node_blockers(node: NodeState, view: ClusterView, settings: Settings) -> Iterator[Blocker]:
     """Every reason `node` cannot be consolidated now, with its numbers (`karpy explain node`);
     the first alone decides candidacy, so a pass stops there."""
     provisioner = view.provisioner(node.provisioner)
     if not node.karpy or provisioner is None:
-        yield "not a karpy node"
+        yield Blocker("NotKarpyNode", "not a karpy node")
         return
     if not provisioner.consolidation:
-        yield f"consolidation is not enabled for {provisioner.noun} {provisioner.name}"
+        yield Blocker(
+            "ConsolidationDisabled", f"consolidation is not enabled for {provisioner.noun} {provisioner.name}"
+        )
     if node.disrupting:
-        yield "already being disrupted"
+        yield Blocker("Disrupting", "already being disrupted")
     if not node.ready:
-        yield "not ready"
+        yield Blocker("NotReady", "not ready")
     if node.do_not_disrupt:
-        yield f"node has {DO_NOT_DISRUPT} annotation"
+        yield Blocker("DoNotDisrupt", f"node has {DO_NOT_DISRUPT} annotation")
     if node.do_not_consolidate:
-        yield f"node has {wk.DO_NOT_CONSOLIDATE_ANNOTATION} annotation"
+        yield Blocker("DoNotConsolidate", f"node has {wk.DO_NOT_CONSOLIDATE_ANNOTATION} annotation")
     if node.age_seconds < settings.min_node_age_seconds:
         least, age = settings.min_node_age_seconds, node.age_seconds
-        yield f"node is {age:.0f}s old, younger than {least:g}s ({least - age:.0f}s left)"
+        yield Blocker(
+            "NodeTooYoung", f"node is {age:.0f}s old, younger than {least:g}s ({least - age:.0f}s left)"
+        )
     wait = consolidate_after(provisioner)
     if wait is None:
-        yield f"consolidateAfter is Never for {provisioner.noun} {provisioner.name}"
+        yield Blocker(
+            "ConsolidateAfterNever", f"consolidateAfter is Never for {provisioner.noun} {provisioner.name}"
+        )
     elif wait > 0 and node.idle_seconds is None:
-        yield f"no pod event seen on it yet, consolidateAfter is {wait:g}s"
+        yield Blocker("ConsolidateAfter", f"no pod event seen on it yet, consolidateAfter is {wait:g}s")
     elif wait > 0 and node.idle_seconds is not None and node.idle_seconds < wait:
-        yield (
+        yield Blocker(
+            "ConsolidateAfter",
             f"its last pod event was {node.idle_seconds:.0f}s ago, more recent than consolidateAfter"
-            f" ({wait:g}s, {wait - node.idle_seconds:.0f}s left)"
+            f" ({wait:g}s, {wait - node.idle_seconds:.0f}s left)",
         )
     for pod in movable(node):
-        if (reason := pod_blocker(pod, view.pdbs)) is not None:
-            yield reason
+        if (blocker := pod_blocker(pod, view.pdbs)) is not None:
+            yield blocker
 
 
 def provisioner_blocker(name: str, view: ClusterView, settings: Settings) -> str | None:
     """A Provisioner with pods waiting, or capacity still coming up, is not in its final shape."""
-    return next(provisioner_blockers(name, view, settings), None)
+    first = next(provisioner_blockers(name, view, settings), None)
+    return None if first is None else first.message
 
 
-def provisioner_blockers(name: str, view: ClusterView, settings: Settings) -> Iterator[str]:
+def provisioner_blockers(name: str, view: ClusterView, settings: Settings) -> Iterator[Blocker]:
     """Every reason the Provisioner `name` is held back as a whole, with its numbers."""
     if view.batch_in_flight:
-        yield "a provisioning batch is in flight"
+        yield Blocker("ProvisioningInFlight", "a provisioning batch is in flight")
     own = [n for n in view.nodes if n.karpy and n.provisioner == name and not n.disrupting]
     launching = [n.name for n in own if not n.ready and n.age_seconds < settings.launch_grace_seconds]
     if launching:
-        yield f"{len(launching)} node(s) still launching ({', '.join(launching[:3])})"
+        yield Blocker(
+            "NodesLaunching", f"{len(launching)} node(s) still launching ({', '.join(launching[:3])})"
+        )
     waiting = [
         pod.key
         for pod in view.pending
@@ -105,7 +130,58 @@ def provisioner_blockers(name: str, view: ClusterView, settings: Settings) -> It
     ]
     if waiting:
         more = f" +{len(waiting) - 3} more" if len(waiting) > 3 else ""
-        yield f"{len(waiting)} pod(s) pending for it ({', '.join(waiting[:3])}{more})"
+        yield Blocker("PodsPending", f"{len(waiting)} pod(s) pending for it ({', '.join(waiting[:3])}{more})")
+
+
+def blockers(node: NodeState, view: ClusterView, settings: Settings) -> tuple[Blocker, ...]:
+    """Every blocker of one node: its own, its Provisioner's, and its disruption budget's."""
+    return every_node_blockers(view, settings, only=node.name)[node.name]
+
+
+def every_node_blockers(
+    view: ClusterView, settings: Settings, *, only: str | None = None
+) -> dict[str, tuple[Blocker, ...]]:
+    """Node name -> every blocker (its own, its Provisioner's, and its disruption budget's for the
+    reason consolidation would take it: Empty or Underutilized), each Provisioner's and budget's
+    computed once; `only`: that node alone. Empty: a candidate."""
+    held: dict[str, list[Blocker]] = {}
+    slots: dict[str, dict[str, int]] = {}
+    closed: dict[tuple[str, str], Blocker] = {}
+    result = {}
+    for node in view.nodes:
+        if only is not None and node.name != only:
+            continue
+        found = [*node_blockers(node, view, settings)]
+        if node.karpy and view.provisioner(node.provisioner) is not None:
+            if node.provisioner not in held:
+                held[node.provisioner] = [*provisioner_blockers(node.provisioner, view, settings)]
+            found += held[node.provisioner]
+            reason = budgets.UNDERUTILIZED if movable(node) else budgets.EMPTY
+            if reason not in slots:
+                slots[reason] = free_slots(view, reason)
+            if slots[reason].get(node.provisioner, 0) <= 0:
+                key = (node.provisioner, reason)
+                if key not in closed:
+                    closed[key] = _budget_blocker(node.provisioner, reason, view)
+                found.append(closed[key])
+        result[node.name] = tuple(found)
+    return result
+
+
+def _budget_blocker(name: str, reason: str, view: ClusterView) -> Blocker:
+    prov = view.provisioner(name)
+    own = [n for n in view.nodes if n.karpy and n.provisioner == name]
+    leaving = sum(1 for n in own if n.disrupting)
+    active = ", ".join(
+        f"nodes {b.nodes}" + (f" during {b.schedule!r} for {b.duration}s" if b.schedule is not None else "")
+        for b in (prov.budgets if prov is not None else ())
+        if budgets.applies(b, reason)
+    )
+    return Blocker(
+        "DisruptionBudget",
+        f"the disruption budget allows no more {reason} disruptions now ({active or '?'} of {len(own)}"
+        f" node(s); {leaving} already being disrupted)",
+    )
 
 
 def free_slots(view: ClusterView, reason: str = budgets.UNDERUTILIZED) -> dict[str, int]:

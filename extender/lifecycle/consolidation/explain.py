@@ -2,7 +2,7 @@
 its numbers, and the best move the solver finds for the node with its $/h saving.
 
 Pure: reads a ClusterView. Blockers come from the same rules the decision filters by
-(`eligibility.node_blockers`, `provisioner_blockers`, the disruption budget for the node's reason),
+(`eligibility.blockers`: the node's, its Provisioner's, the disruption budget for the node's reason),
 so what is explained is what `decide` does; the move is Karpenter's single-node move for the node
 alone (delete it, or replace it by one cheaper node), simulated with the solver whatever blocks it,
 then judged by `worth` (the savings threshold, Balanced).
@@ -13,16 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from extender.lifecycle import budgets
 from extender.lifecycle.consolidation import worth
 from extender.lifecycle.consolidation.decide import DEFAULTS, Action, decide, single_node_move
-from extender.lifecycle.consolidation.eligibility import (
-    free_slots,
-    movable,
-    node_blockers,
-    provisioner_blockers,
-)
-from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
+from extender.lifecycle.consolidation.eligibility import Blocker, blockers
+from extender.lifecycle.consolidation.view import ClusterView, Settings
 
 
 @dataclass(frozen=True)
@@ -30,7 +24,7 @@ class NodeExplanation:
     node: str
     provisioner: str
     #: Why consolidation may not take the node now, each with its numbers; empty: a candidate.
-    blockers: tuple[str, ...]
+    blockers: tuple[Blocker, ...]
     #: The action consolidation would take now, when it includes the node.
     taking: Action | None
     #: The best single-node move for the node alone (None: its pods fit nowhere cheaper).
@@ -44,7 +38,7 @@ class NodeExplanation:
         if self.taking is not None:
             return "consolidating: " + self.taking.describe()
         if self.blockers:
-            return self.blockers[0]
+            return self.blockers[0].message
         if self.move is None:
             return "no cheaper placement for its pods"
         return self.refusal or "a candidate; consolidation found a better move elsewhere first"
@@ -55,40 +49,12 @@ def explain_node(view: ClusterView, name: str, settings: Settings = DEFAULTS) ->
     node = next((n for n in view.nodes if n.name == name), None)
     if node is None:
         raise KeyError(name)
-    blockers = [*node_blockers(node, view, settings)]
-    if node.karpy and view.provisioner(node.provisioner) is not None:
-        blockers += provisioner_blockers(node.provisioner, view, settings)
-        blockers += _budget_blockers(node, view)
+    found = blockers(node, view, settings)
     action = decide(view, settings)
     taking = action if action is not None and name in action.names else None
     move = single_node_move(view, node, settings)
     refusal = worth.refusal(view, move.nodes, move.saving) if move is not None and move.pods else None
-    return NodeExplanation(name, node.provisioner, tuple(blockers), taking, move, refusal)
-
-
-def _budget_blockers(node: NodeState, view: ClusterView) -> list[str]:
-    reason = budgets.UNDERUTILIZED if movable(node) else budgets.EMPTY
-    if free_slots(view, reason).get(node.provisioner, 0) > 0:
-        return []
-    prov = view.provisioner(node.provisioner)
-    own = [n for n in view.nodes if n.karpy and n.provisioner == node.provisioner]
-    leaving = sum(1 for n in own if n.disrupting)
-    budget = _budget_text(prov.budgets, reason) if prov is not None and prov.budgets else None
-    budget = budget or "?"
-    return [
-        f"the disruption budget allows no more {reason} disruptions now ({budget} of {len(own)} node(s);"
-        f" {leaving} already being disrupted)"
-    ]
-
-
-def _budget_text(active: tuple[Any, ...], reason: str) -> str:
-    parts = []
-    for b in active:
-        if not budgets.applies(b, reason):
-            continue
-        window = f" during {b.schedule!r} for {b.duration}s" if b.schedule is not None else ""
-        parts.append(f"nodes {b.nodes}{window}")
-    return ", ".join(parts)
+    return NodeExplanation(name, node.provisioner, found, taking, move, refusal)
 
 
 def render(e: NodeExplanation) -> str:
@@ -96,7 +62,7 @@ def render(e: NodeExplanation) -> str:
     if e.taking is not None:
         lines.append(f"  consolidation takes it now: {e.taking.describe()}")
     elif e.blockers:
-        lines += ["  not consolidated now:", *(f"  - {b}" for b in e.blockers)]
+        lines += ["  not consolidated now:", *(f"  - {b.message}" for b in e.blockers)]
     else:
         lines.append("  a consolidation candidate; nothing blocks it")
     if e.move is None:
@@ -128,7 +94,8 @@ def as_json(e: NodeExplanation) -> dict[str, Any]:
     return {
         "node": e.node,
         "provisioner": e.provisioner,
-        "blockers": list(e.blockers),
+        "blockers": [b.message for b in e.blockers],
+        "reasons": [b.reason for b in e.blockers],
         "consolidating": e.taking.describe() if e.taking is not None else None,
         "bestMove": move,
         "reason": e.reason,

@@ -30,13 +30,15 @@ from extender.cluster import nodes as kube_nodes
 from extender.cluster import pods as kube_pods
 from extender.cluster.boundpods import BoundPods
 from extender.cluster.cordon import cordon, uncordon
+from extender.cluster.nodeclaims import Tracker
 from extender.cluster.pool_resources import list_configured
 from extender.cluster.watch import list_objects
 from extender.lifecycle import budgets, metrics, nodepatch
 from extender.lifecycle.budgets import DisruptionLedger
-from extender.lifecycle.consolidation import snapshot
+from extender.lifecycle.consolidation import snapshot, verdict
 from extender.lifecycle.consolidation.decide import Action, Method, decide
 from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
+from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
 from extender.lifecycle.consolidation.view import ClusterView, Settings
 from extender.lifecycle.context import Context
 from extender.lifecycle.podevents import PodEvents
@@ -80,6 +82,7 @@ class Consolidator:
         provisioners: Callable[[], list[Provisioner]] | None = None,
         bound: BoundPods | None = None,
         pod_events: PodEvents | None = None,
+        claims: Tracker | None = None,
     ) -> None:
         self.ctx = ctx
         self.ledger = ledger
@@ -93,6 +96,10 @@ class Consolidator:
         #: counts from its creation.
         self.pod_events = pod_events
         self._blocked: set[tuple[str, str]] = set()
+        #: Each node's verdict on its NodeClaim (`claims`: the node worker's tracker) and as an Event.
+        self.verdicts = VerdictWriter(
+            claims, lambda node, reason, message: ctx.recorder.node(node, reason, message, dedupe=False)
+        )
 
     @property
     def settings(self) -> Settings:
@@ -117,10 +124,11 @@ class Consolidator:
         provisioners = self._provisioners()
         if not any(p.consolidation for p in provisioners):
             return None
-        view, _ = self.observe(provisioners)
+        view, nodes = self.observe(provisioners)
         self.report(view)
         action = decide(view, self.settings)
         self._log_blocked(view)
+        self.verdicts.write(verdict.verdicts(view, self.settings), nodes, view.provisioner)
         if action is None:
             return None
         delay = self.ctx.settings.lifecycle.consolidation_validation_seconds

@@ -2,7 +2,8 @@
 on the local control plane (status subresource of karpy's v1 CRDs) from what the AWS provider finds
 in moto. An EC2NodeClass whose selectors find subnets, security groups and AMIs is Ready with
 status.subnets/securityGroups/amis/instanceProfile; one whose subnet selector finds nothing is not
-Ready and says why; a NodePool is Ready when its EC2NodeClass is, with status.resources."""
+Ready and says why in SubnetsReady (an unknown AMI release: in AMIsReady); a NodePool is Ready
+when its EC2NodeClass is, with status.resources."""
 
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
 
 
+def messages(obj: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["message"] for c in obj["status"]["conditions"]}
+
+
 def test_status_is_written_as_karpenter_v1_reports_it(
     cluster: Any, provider: AWSCloudProvider, settings: Settings
 ) -> None:
@@ -113,12 +118,22 @@ def test_status_is_written_as_karpenter_v1_reports_it(
             # The configured default instance profile wins over the role's name (NodeClass.launch_profile).
             assert status["instanceProfile"] == settings.aws.default_instance_profile
 
+            # Each part's condition apart, as Karpenter's node class controller sets them: the
+            # subnets not found do not hide the security groups and AMIs that were.
             missing = objects.get_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", bad)
-            assert conditions(missing)["Ready"] == ("False", "ResolutionFailed")
-            assert "no subnets matched" in missing["status"]["conditions"][0]["message"]
+            assert conditions(missing)["Ready"] == ("False", "NotReady")
+            assert conditions(missing)["SubnetsReady"] == ("False", "SubnetsNotFound")
+            assert conditions(missing)["SecurityGroupsReady"] == ("True", "SecurityGroupsReady")
+            assert conditions(missing)["AMIsReady"] == ("True", "AMIsReady")
+            message = messages(missing)["SubnetsReady"]
+            assert message.startswith("SubnetSelector did not match any Subnets: no subnets matched"), message
+            assert missing["status"]["subnets"] == [] and missing["status"]["securityGroups"]
+            assert "unresolved" not in missing["status"]
             wrong = objects.get_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", os_release)
-            assert conditions(wrong)["Ready"] == ("False", "ResolutionFailed")
-            message = wrong["status"]["conditions"][0]["message"]
+            assert conditions(wrong)["Ready"] == ("False", "NotReady")
+            assert conditions(wrong)["AMIsReady"] == ("False", "AMINotFound")
+            assert conditions(wrong)["SubnetsReady"] == ("True", "SubnetsReady")
+            message = messages(wrong)["AMIsReady"]
             assert "no AL2023 AMI release 2023.0.20230222 for Kubernetes" in message, message
             assert "amazon-eks-node-al2023-x86_64-standard-" in message, message
             assert "an EKS AMI release such as al2023@v20240807, not an OS release" in message, message

@@ -10,10 +10,14 @@ import pytest
 
 from extender.api.affinity import LabelSelector
 from extender.api.disruption import DO_NOT_DISRUPT, Budget
-from extender.lifecycle.consolidation.explain import as_json, explain_node, render
+from extender.lifecycle.consolidation.explain import NodeExplanation, as_json, explain_node, render
 from extender.lifecycle.consolidation.view import PdbAllowance
 
 from .test_consolidation import node, pod, pods, provisioner, view
+
+
+def messages(e: NodeExplanation) -> tuple[str, ...]:
+    return tuple(b.message for b in e.blockers)
 
 
 def busy_pair(**small_state: object) -> tuple:
@@ -37,7 +41,8 @@ def test_pdb_blocker_names_it_and_its_allowed_disruptions() -> None:
     big, small = busy_pair()
     pdb = PdbAllowance("default", LabelSelector(match_labels=(("app", "b"),)), 0, name="b-pdb")
     e = explain_node(view(big, small, pdbs=(pdb,)), "small")
-    assert e.blockers == ("pdb default/b-pdb prevents pod evictions (it allows 0 disruptions)",)
+    assert messages(e) == ("pdb default/b-pdb prevents pod evictions (it allows 0 disruptions)",)
+    assert [b.reason for b in e.blockers] == ["PodDisruptionBudget"]
     assert e.taking is None and e.move is not None and e.refusal is None  # the move exists; PDB holds it
 
 
@@ -45,7 +50,7 @@ def test_do_not_disrupt_pod_and_node() -> None:
     big = node("big", "m5.2xlarge", pods("a", 2), do_not_consolidate=True)
     guarded = node("small", "m5.large", [pod("g", annotations={DO_NOT_DISRUPT: "true"})], do_not_disrupt=True)
     e = explain_node(view(big, guarded), "small")
-    assert e.blockers == (
+    assert messages(e) == (
         f"node has {DO_NOT_DISRUPT} annotation",
         f"pod default/g has {DO_NOT_DISRUPT} annotation",
     )
@@ -55,7 +60,7 @@ def test_consolidate_after_left_and_young_node() -> None:
     big, small = busy_pair(idle_seconds=100.0, age=30.0)
     pool = dataclasses.replace(provisioner(), kind="NodePool", consolidate_after=300)
     e = explain_node(view(big, small, provisioners=(pool,)), "small")
-    assert e.blockers == (
+    assert messages(e) == (
         "node is 30s old, younger than 60s (30s left)",
         "its last pod event was 100s ago, more recent than consolidateAfter (300s, 200s left)",
     )
@@ -67,7 +72,7 @@ def test_budget_window_with_its_schedule() -> None:
     pool = dataclasses.replace(provisioner(), budgets=(closed,))
     at = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)  # ten minutes into the daily window
     e = explain_node(view(big, small, provisioners=(pool,), now=at), "small")
-    assert e.blockers == (
+    assert messages(e) == (
         "the disruption budget allows no more Underutilized disruptions now"
         " (nodes 0 during '@daily' for 3600s of 2 node(s); 0 already being disrupted)",
     )
@@ -81,7 +86,7 @@ def test_pending_pods_and_a_launching_node_hold_the_whole_provisioner() -> None:
     launching = node("new", "m5.large", [], ready=False, age=30.0)
     waiting = tuple(pod(f"w{i}", "100") for i in range(5))
     e = explain_node(view(big, small, launching, pending=waiting), "small")
-    assert e.blockers == (
+    assert messages(e) == (
         "1 node(s) still launching (new)",
         "5 pod(s) pending for it (default/w0, default/w1, default/w2 +2 more)",
     )

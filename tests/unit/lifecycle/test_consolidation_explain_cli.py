@@ -4,12 +4,14 @@ files as `karpy plan --existing FILE --consolidate`."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from extender.cli.consolidation import last_pod_starts
 from extender.cli.main import main
 from tests.unit.scheduling.builders import DATA
 
@@ -61,3 +63,17 @@ def test_json_and_a_node_consolidation_takes_now(tmp_path: Path, capsys: pytest.
 def test_an_unknown_node_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv(tmp_path, cluster(), "ghost")) == 2
     assert capsys.readouterr().err.strip() == "karpy explain: node ghost not found"
+
+
+def test_a_nodes_last_pod_event_is_its_newest_pods_start() -> None:
+    """What `karpy explain node` counts consolidateAfter from: a snapshot shows when each pod
+    started (else was created), not the pods deleted since."""
+    older = {"spec": {"nodeName": "n"}, "status": {"startTime": "2026-01-01T00:00:00Z"}}
+    newer = {
+        "spec": {"nodeName": "n"},
+        "status": {},
+        "metadata": {"creationTimestamp": "2026-01-01T00:05:00Z"},
+    }
+    pending = {"spec": {}, "status": {"startTime": "2026-01-01T01:00:00Z"}}
+    found = last_pod_starts([older, newer, pending])
+    assert found == {"n": datetime(2026, 1, 1, 0, 5, tzinfo=UTC)}

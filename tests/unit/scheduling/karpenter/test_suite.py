@@ -1316,7 +1316,8 @@ def test_metrics(title):
     "shouldn't fallback to a lower weight NodePool if a reserved offering is available",
     "shouldn't relax preferences when a pod fails to schedule due to a reserved offering error",
     "should handle multiple pods on reserved nodes",
-    reason="capacity reservations (reserved offerings, ReservedCapacity gate) postdate v1alpha5",
+    reason="capacity reservations postdate v1alpha5; karpy's reserved offerings are tested on v1 terms in "
+    "tests/unit/scheduling/test_reservations.py (the first, second and last of these among them)",
 )
 def test_reserved_instance_types(title):
     """Karpenter suite_test.go: Reserved Instance Types (each test named by `title`)."""
