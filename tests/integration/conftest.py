@@ -11,6 +11,10 @@
 - ``core_v1`` / ``apps_v1`` (function): typed APIs bound to a client of ``cluster``.
 - ``provisioner_crd`` (session): the Provisioner CRD (manifests/crd/provisioners.karpenter.sh.yaml)
   created or replaced on ``cluster`` and Established; yields the CRD's name.
+- ``admission_webhook`` (session): one ``karpy webhook --self-signed`` per worker for tests that only
+  send it objects (Karpenter's published examples, v1alpha5 and v1): every CRD installed, the
+  process behind webhook configurations for each kind in ``examples_apply.ADMITTED`` that admit only
+  objects labelled ``examples_apply.ADMISSION_LABEL``; yields the ``WebhookProcess``.
 """
 
 from __future__ import annotations
@@ -94,6 +98,52 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def provisioner_crd(cluster: Cluster) -> str:
     with cluster.api_client() as api:
         return install_provisioner_crd(api)
+
+
+@pytest.fixture(scope="session")
+def admission_webhook(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Tests that never stop or reconfigure their webhook share this one (a gunicorn start each
+    module cost seconds); a test that does (test_webhook.py) starts its own."""
+    from kubernetes import client
+
+    from tests.integration.examples_apply import ADMISSION_LABEL, ADMITTED, DEFAULT_PROFILE, example_hook
+    from tests.integration.test_webhook import WebhookProcess, configuration
+
+    name = f"karpy-admission-{ADMISSION_LABEL['karpy.sh/admission-test']}"
+    process = WebhookProcess(
+        cluster.kubeconfig,
+        tmp_path_factory.mktemp("admission-webhook"),
+        config_name=name,
+        extra_args=("--default-instance-profile", DEFAULT_PROFILE),
+    )
+    mutating = example_hook(
+        "defaulting.webhook.provisioners.karpenter.sh",
+        process.url("/mutate/provisioner"),
+        ADMITTED["Provisioner"][:3],
+        ADMISSION_LABEL,
+    )
+    validating = [
+        example_hook(
+            f"validation.webhook.{plural}.{group}",
+            process.url(path),
+            (group, version, plural),
+            ADMISSION_LABEL,
+        )
+        for group, version, plural, path in ADMITTED.values()
+    ]
+    with cluster.api_client() as api_client:
+        install_provisioner_crd(api_client)  # every CRD, both API versions
+        admission = client.AdmissionregistrationV1Api(api_client)
+        # The process patches its CA into both configurations when it starts.
+        admission.create_mutating_webhook_configuration(configuration("Mutating", name, [mutating]))
+        admission.create_validating_webhook_configuration(configuration("Validating", name, validating))
+        try:
+            process.start()
+            yield process
+        finally:
+            process.stop()
+            admission.delete_mutating_webhook_configuration(name)
+            admission.delete_validating_webhook_configuration(name)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ message start (the webhook's 403, or the CRD's own 422 naming `schema_field`).""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -15,6 +16,16 @@ VALIDATED = {
     "EC2NodeClass": ("karpenter.k8s.aws", "v1", "ec2nodeclasses", "/validate/ec2nodeclass"),
     "Provisioner": ("karpenter.sh", "v1alpha5", "provisioners", "/validate/provisioner"),
 }
+#: What the session's shared webhook (conftest's `admission_webhook`) validates: the above and the
+#: AWSNodeTemplates a v1alpha5 Provisioner's providerRef names.
+ADMITTED = VALIDATED | {
+    "AWSNodeTemplate": ("karpenter.k8s.aws", "v1alpha1", "awsnodetemplates", "/validate/awsnodetemplate")
+}
+#: The label that routes an object through the shared webhook (one per worker: session fixtures are).
+ADMISSION_LABEL = {"karpy.sh/admission-test": uuid.uuid4().hex[:8]}
+#: The shared webhook's --default-instance-profile: Karpenter v0.31's getting-started install sets
+#: one, and its published AWSNodeTemplates rely on it (none names an instanceProfile).
+DEFAULT_PROFILE = "KarpenterNodeInstanceProfile-demo"
 
 
 def create_or_refused(

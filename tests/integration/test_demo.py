@@ -1,8 +1,10 @@
 """`make demo`, run the way make runs it, asserted on its JSON summary.
 
-The demo (for each API version) brings up its own control plane and karpy processes in a temporary
-run folder, replays the walkthrough and stops everything; the test then checks what it reported and
-that no process it started (cluster components or karpy) is still alive.
+The demo brings up its own control plane and karpy processes in a temporary run folder, replays the
+walkthrough and stops everything; the test then checks what it reported and that no process it
+started (cluster components or karpy) is still alive. Here on the v1 API (`--api v1`); the v1alpha5
+walkthrough runs once, from the image (tests/integration/test_image.py), with the same checks
+(`assert_walkthrough`, `assert_nothing_left`).
 """
 
 from __future__ import annotations
@@ -81,13 +83,9 @@ def test_the_demo_applies_the_crds_the_chart_installs() -> None:
     assert demo == chart
 
 
-@pytest.mark.parametrize("api", ["v1alpha5", "v1"])
-def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path, api: str) -> None:
-    """The walkthrough on the v1alpha5 Provisioner, and the same on a v1 NodePool + EC2NodeClass
-    (consolidationPolicy WhenEmpty, consolidateAfter = the TTL): the same plans, nodes and TTL."""
-    run_dir = tmp_path / "run"
-    summary, output = run_demo(run_dir, tmp_path / "summary.json", "--ttl", str(TTL), "--api", api)
-
+def assert_walkthrough(summary: dict[str, Any], output: str, api: str) -> None:
+    """What every replay of the walkthrough shows, on either API (--ttl TTL): the same plans, nodes
+    and TTL. test_image.py makes these checks on the v1alpha5 run (from the image), this file on v1."""
     # Scale-up: 5 pods bound; redeploy: 3 + 2 on two c5.xlarge nodes.
     assert summary["phases"]["scale_up"]["pods_bound"] == 5
     assert summary["ami_families"] == ["AL2023"]  # karpy's default amiFamily, and the demo says so
@@ -103,6 +101,7 @@ def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path, api: str) ->
     assert summary["price_per_hour_launched"] > 0
 
     # Every node karpy launched was terminated, each no sooner than the TTL after it emptied.
+    assert summary["ttl_seconds"] == TTL
     assert summary["nodes_terminated"] == summary["nodes_launched"]
     assert len(summary["empty_to_deleted_seconds"]) == summary["nodes_launched"]
     assert all(TTL - 1 <= s <= TTL + 60 for s in summary["empty_to_deleted_seconds"])
@@ -113,10 +112,24 @@ def test_demo_replays_the_walkthrough_and_cleans_up(tmp_path: Path, api: str) ->
     assert lines["Bound"] >= 2 and lines["Deleted node"] >= summary["nodes_launched"]
     assert "Found" in output and "SUMMARY" in output and "pending -> bound" in output
 
-    # Nothing left behind: karpy's processes and the cluster's.
-    assert summary["processes_left"] == []
+
+def assert_nothing_left(summary: dict[str, Any], run_dir: Path) -> None:
+    """No process the demo started is alive: karpy's (webhook, controller) and the cluster's."""
     started = [p["pid"] for p in summary["processes_started"]]
     cluster = json.loads((run_dir / "state.json").read_text())["processes"]
     assert {p["name"] for p in summary["processes_started"]} == {"karpy-webhook", "karpy-controller"}
     assert not [pid for pid in started if procs.pid_alive(pid)]
     assert not [n for n, p in cluster.items() if procs.is_same_process(p["pid"], p.get("ticks"))]
+
+
+def test_demo_replays_the_walkthrough_on_a_nodepool_and_cleans_up(tmp_path: Path) -> None:
+    """The walkthrough on a v1 NodePool + EC2NodeClass (consolidationPolicy WhenEmpty,
+    consolidateAfter = the TTL), as `make demo` runs it: the demo stops everything itself. The
+    v1alpha5 Provisioner's walkthrough is replayed from the image, in test_image.py, with the same
+    checks (one demo process fewer in `make test`)."""
+    run_dir = tmp_path / "run"
+    summary, output = run_demo(run_dir, tmp_path / "summary.json", "--ttl", str(TTL), "--api", "v1")
+    assert_walkthrough(summary, output, "v1")
+    # Nothing left behind, by the demo's own count and by ours.
+    assert summary["processes_left"] == []
+    assert_nothing_left(summary, run_dir)

@@ -3,13 +3,13 @@ the local control plane, through karpy's webhook (`karpy webhook --self-signed`,
 API server): each is stored, or refused with the message naming the field karpy does not support;
 a stored Provisioner's providerRef resolves, as the controller loads it, to the AWSNodeTemplate's
 node configuration. Only metadata is touched: names get this run's suffix (and providerRef the same)
-and a label that routes them to this run's webhook configurations; every spec is as published."""
+and the label that routes them through the worker's shared webhook (conftest's `admission_webhook`,
+started with Karpenter v0.31's default instance profile); every spec is as published."""
 
 from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,87 +18,22 @@ from marshmallow import ValidationError
 from extender.api import nodeclass as nc
 from extender.cluster.pool_resources import load_configured
 from extender.settings import AWSSettings, Settings
-from hack.localcluster.karpyenv import install_provisioner_crd
-from tests.integration.examples_apply import applied, example_hook
-from tests.integration.test_webhook import WebhookProcess, configuration
+from tests.integration.examples_apply import ADMISSION_LABEL, ADMITTED, DEFAULT_PROFILE, applied
+from tests.integration.test_webhook import WebhookProcess
 from tests.unit.api.test_karpenter_examples import DOCS, expected_refusals
 
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-CONFIG_NAME = f"karpy-examples-test-{RUN}"
-RUN_LABEL = {"karpy.sh/examples-test": RUN}
-PROFILE = "KarpenterNodeInstanceProfile-demo"
-KINDS = {
-    "Provisioner": ("karpenter.sh", "v1alpha5", "provisioners"),
-    "AWSNodeTemplate": ("karpenter.k8s.aws", "v1alpha1", "awsnodetemplates"),
-}
+KINDS = {kind: ADMITTED[kind][:3] for kind in ("Provisioner", "AWSNodeTemplate")}
 FILES = sorted({name for name, _ in DOCS})
 
 
-def _hook(name: str, url: str, kind: str) -> dict[str, Any]:
-    return example_hook(name, url, KINDS[kind], RUN_LABEL)
-
-
-@pytest.fixture(scope="module")
-def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
-    from kubernetes import client
-
-    api_client = cluster.api_client()
-    install_provisioner_crd(api_client)  # and the AWSNodeTemplate CRD
-    process = WebhookProcess(
-        cluster.kubeconfig,
-        tmp_path_factory.mktemp("examples-webhook"),
-        config_name=CONFIG_NAME,
-        extra_args=("--default-instance-profile", PROFILE),
-    )
-    admission = client.AdmissionregistrationV1Api(api_client)
-    admission.create_mutating_webhook_configuration(
-        configuration(
-            "Mutating",
-            CONFIG_NAME,
-            [
-                _hook(
-                    "defaulting.webhook.provisioners.karpenter.sh",
-                    process.url("/mutate/provisioner"),
-                    "Provisioner",
-                )
-            ],
-        )
-    )
-    admission.create_validating_webhook_configuration(
-        configuration(
-            "Validating",
-            CONFIG_NAME,
-            [
-                _hook(
-                    "validation.webhook.provisioners.karpenter.sh",
-                    process.url("/validate/provisioner"),
-                    "Provisioner",
-                ),
-                _hook(
-                    "validation.webhook.awsnodetemplates.karpenter.k8s.aws",
-                    process.url("/validate/awsnodetemplate"),
-                    "AWSNodeTemplate",
-                ),
-            ],
-        )
-    )
-    try:
-        process.start()
-        yield process
-    finally:
-        process.stop()
-        admission.delete_mutating_webhook_configuration(CONFIG_NAME)
-        admission.delete_validating_webhook_configuration(CONFIG_NAME)
-        api_client.close()
-
-
 def _as_applied(doc: dict[str, Any]) -> dict[str, Any]:
-    """The example with this run's name suffix and label (metadata only)."""
+    """The example with this run's name suffix and the shared webhook's label (metadata only)."""
     obj = copy.deepcopy(doc)
     obj["metadata"]["name"] = f"{obj['metadata']['name']}-{RUN}"
-    obj["metadata"].setdefault("labels", {}).update(RUN_LABEL)
+    obj["metadata"].setdefault("labels", {}).update(ADMISSION_LABEL)
     if ref := obj["spec"].get("providerRef"):
         ref["name"] = f"{ref['name']}-{RUN}"
     return obj
@@ -106,7 +41,7 @@ def _as_applied(doc: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", FILES)
 def test_example_applies_or_is_refused_naming_the_field(
-    webhook: WebhookProcess, cluster: Any, name: str
+    admission_webhook: WebhookProcess, cluster: Any, name: str
 ) -> None:
     from kubernetes import client
 
@@ -115,7 +50,8 @@ def test_example_applies_or_is_refused_naming_the_field(
         objects = client.CustomObjectsApi(api)
         with applied(objects, docs, KINDS, _as_applied, lambda doc: expected_refusals(name, doc)) as stored:
             # What the controller does with what was stored: resolve providerRef, read the family.
-            settings = Settings(cluster_name="demo", aws=AWSSettings(default_instance_profile=PROFILE))
+            aws = AWSSettings(default_instance_profile=DEFAULT_PROFILE)
+            settings = Settings(cluster_name="demo", aws=aws)
             for prov in stored["Provisioner"]:
                 if (ref := prov["spec"].get("providerRef")) and not stored["AWSNodeTemplate"]:
                     # Its template was refused (Windows): the controller skips it, saying why.

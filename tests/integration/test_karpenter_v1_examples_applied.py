@@ -4,13 +4,13 @@ and its webhook (`karpy webhook --self-signed`, called by the real API server): 
 refused with the message naming what karpy does not support (one, windows-custom-userdata's
 NodePool, is refused by the CRD itself, as Karpenter's CRD refuses it); what was stored loads, as the
 controller loads it, into the NodePool's node configuration. Only metadata is touched: names get this
-run's suffix (nodeClassRef.name the same) and a label routing them to this run's webhooks."""
+run's suffix (nodeClassRef.name the same) and the label routing them through the worker's shared
+webhook (conftest's `admission_webhook`; its --default-instance-profile touches v1alpha5 kinds only)."""
 
 from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,54 +18,21 @@ import pytest
 from extender.api.nodepool import duration_seconds
 from extender.cluster.pool_resources import load_configured
 from extender.settings import Settings
-from hack.localcluster.karpyenv import install_provisioner_crd
-from tests.integration.examples_apply import VALIDATED, applied, example_hook
-from tests.integration.test_webhook import WebhookProcess, configuration
+from tests.integration.examples_apply import ADMISSION_LABEL, ADMITTED, applied
+from tests.integration.test_webhook import WebhookProcess
 from tests.unit.api.test_karpenter_v1_examples import DOCS, expected_refusals
 
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-CONFIG_NAME = f"karpy-v1-examples-{RUN}"
-RUN_LABEL = {"karpy.sh/v1-examples-test": RUN}
-KINDS = {kind: VALIDATED[kind] for kind in ("NodePool", "EC2NodeClass")}
+KINDS = {kind: ADMITTED[kind] for kind in ("NodePool", "EC2NodeClass")}
 FILES = sorted({name for name, _ in DOCS})
-
-
-def _hook(kind: str, url: str) -> dict[str, Any]:
-    group, version, plural, _ = KINDS[kind]
-    return example_hook(f"validation.webhook.{plural}.{group}", url, (group, version, plural), RUN_LABEL)
-
-
-@pytest.fixture(scope="module")
-def webhook(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
-    from kubernetes import client
-
-    api_client = cluster.api_client()
-    install_provisioner_crd(api_client)  # every CRD, both API versions
-    process = WebhookProcess(
-        cluster.kubeconfig, tmp_path_factory.mktemp("v1-examples-webhook"), config_name=CONFIG_NAME
-    )
-    admission = client.AdmissionregistrationV1Api(api_client)
-    # The process patches the CA into both configurations; v1 objects have no mutating webhook.
-    admission.create_mutating_webhook_configuration(configuration("Mutating", CONFIG_NAME, []))
-    admission.create_validating_webhook_configuration(
-        configuration("Validating", CONFIG_NAME, [_hook(kind, process.url(KINDS[kind][3])) for kind in KINDS])
-    )
-    try:
-        process.start()
-        yield process
-    finally:
-        process.stop()
-        admission.delete_mutating_webhook_configuration(CONFIG_NAME)
-        admission.delete_validating_webhook_configuration(CONFIG_NAME)
-        api_client.close()
 
 
 def _as_applied(doc: dict[str, Any]) -> dict[str, Any]:
     obj = copy.deepcopy(doc)
     obj["metadata"]["name"] = f"{obj['metadata']['name']}-{RUN}"
-    obj["metadata"].setdefault("labels", {}).update(RUN_LABEL)
+    obj["metadata"].setdefault("labels", {}).update(ADMISSION_LABEL)
     if obj["kind"] == "NodePool":
         ref = obj["spec"]["template"]["spec"]["nodeClassRef"]
         ref["name"] = f"{ref['name']}-{RUN}"
@@ -74,7 +41,7 @@ def _as_applied(doc: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", FILES)
 def test_v1_example_applies_or_is_refused_naming_the_field(
-    webhook: WebhookProcess, cluster: Any, name: str
+    admission_webhook: WebhookProcess, cluster: Any, name: str
 ) -> None:
     from kubernetes import client
 

@@ -10,7 +10,6 @@ cluster never pass through this process.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import socket
 import ssl
@@ -18,7 +17,7 @@ import subprocess
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -171,36 +170,6 @@ def configuration(kind: str, name: str, hooks: list[dict[str, Any]]) -> dict[str
         "metadata": {"name": name},
         "webhooks": hooks,
     }
-
-
-@contextlib.contextmanager
-def serving(
-    cluster: Any,
-    cert_dir: Path,
-    config_name: str,
-    validating: Callable[[WebhookProcess], list[dict[str, Any]]],
-) -> Iterator[WebhookProcess]:
-    """Every CRD installed and a webhook process behind a ValidatingWebhookConfiguration named
-    `config_name` holding `validating(process)` (and an empty mutating one, for its CA patch)."""
-    from kubernetes import client
-
-    from hack.localcluster.karpyenv import install_provisioner_crd
-
-    with cluster.api_client() as api_client:
-        install_provisioner_crd(api_client)
-        process = WebhookProcess(cluster.kubeconfig, cert_dir, config_name=config_name)
-        admission = client.AdmissionregistrationV1Api(api_client)
-        admission.create_mutating_webhook_configuration(configuration("Mutating", config_name, []))
-        admission.create_validating_webhook_configuration(
-            configuration("Validating", config_name, validating(process))
-        )
-        try:
-            process.start()
-            yield process
-        finally:
-            process.stop()
-            admission.delete_mutating_webhook_configuration(config_name)
-            admission.delete_validating_webhook_configuration(config_name)
 
 
 @pytest.fixture(scope="module")
