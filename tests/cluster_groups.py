@@ -25,12 +25,10 @@ SECOND_CLUSTER = frozenset(
     f"{INTEGRATION}{name}.py"
     for name in (
         "test_chaos",
-        "test_consolidation",
         "test_disruption_controls",
         "test_drift",
         "test_isolation",
         "test_lifecycle",
-        "test_bind_race",
         "test_disrupted_taint",
         "test_node_repair",
         "test_static_capacity",

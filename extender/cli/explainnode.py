@@ -24,7 +24,7 @@ from extender.cli.consolidation import cluster_view
 from extender.cli.main import UsageError
 from extender.lifecycle.consolidation import explain
 from extender.lifecycle.consolidation.view import ClusterView, Settings
-from extender.settings import LifecycleSettings
+from extender.settings import from_env
 
 
 def register(what: argparse._SubParsersAction) -> None:
@@ -38,7 +38,8 @@ def register(what: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     view = _offline(args) if args.existing else _live(args)
-    lifecycle = LifecycleSettings()
+    # The controller's own setting (KARPY_LIFECYCLE_*), so the CLI judges age as the controller does.
+    lifecycle = from_env().lifecycle
     settings = Settings(min_node_age_seconds=lifecycle.consolidation_min_node_age_seconds)
     try:
         result = explain.explain_node(view, args.name, settings)

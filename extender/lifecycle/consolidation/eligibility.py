@@ -11,6 +11,7 @@ them or a launch is in flight. Each blocker carries a reason (a CamelCase word, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -87,7 +88,9 @@ def node_blockers(node: NodeState, view: ClusterView, settings: Settings) -> Ite
     if node.age_seconds < settings.min_node_age_seconds:
         least, age = settings.min_node_age_seconds, node.age_seconds
         yield Blocker(
-            "NodeTooYoung", f"node is {age:.0f}s old, younger than {least:g}s ({least - age:.0f}s left)"
+            # Whole seconds rounded apart, so a node 2.6 s old of 3 is not "3s old, younger than 3s".
+            "NodeTooYoung",
+            f"node is {math.floor(age)}s old, younger than {least:g}s ({math.ceil(least - age)}s left)",
         )
     wait = consolidate_after(provisioner)
     if wait is None:

@@ -110,14 +110,21 @@ class Consolidator:
     def run(self, stop: threading.Event) -> None:
         """A pass every interval while leading, the first one interval after start; a failed pass
         is retried after backoff."""
-        interval = self.ctx.settings.lifecycle.consolidation_interval_seconds
+        lifecycle = self.ctx.settings.lifecycle
 
         def one_pass() -> float:
             if self.ctx.is_leader():
                 self.reconcile(stop)
-            return interval
+            # Read each pass: a setting changed on the running process takes effect at the next one.
+            return lifecycle.consolidation_interval_seconds
 
-        run_forever(one_pass, stop, doing="consolidating", logger=self.ctx.log, start_after=interval)
+        run_forever(
+            one_pass,
+            stop,
+            doing="consolidating",
+            logger=self.ctx.log,
+            start_after=lifecycle.consolidation_interval_seconds,
+        )
 
     def reconcile(self, stop: threading.Event) -> Action | None:
         """One pass; the action taken, or None."""

@@ -11,7 +11,7 @@ import pytest
 from extender.api.affinity import LabelSelector
 from extender.api.disruption import DO_NOT_DISRUPT, Budget
 from extender.lifecycle.consolidation.explain import NodeExplanation, as_json, explain_node, render
-from extender.lifecycle.consolidation.view import PdbAllowance
+from extender.lifecycle.consolidation.view import PdbAllowance, Settings
 
 from .test_consolidation import node, pod, pods, provisioner, view
 
@@ -64,6 +64,13 @@ def test_consolidate_after_left_and_young_node() -> None:
         "node is 30s old, younger than 60s (30s left)",
         "its last pod event was 100s ago, more recent than consolidateAfter (300s, 200s left)",
     )
+
+
+def test_a_young_node_never_reads_as_old_as_the_minimum() -> None:
+    """2.6 s of 3 read "node is 3s old, younger than 3s (0s left)" (seen live in test_explain_node)."""
+    big, small = busy_pair(age=2.6)
+    e = explain_node(view(big, small), "small", Settings(min_node_age_seconds=3.0))
+    assert messages(e) == ("node is 2s old, younger than 3s (1s left)",)
 
 
 def test_budget_window_with_its_schedule() -> None:

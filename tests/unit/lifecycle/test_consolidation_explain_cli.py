@@ -77,3 +77,13 @@ def test_a_nodes_last_pod_event_is_its_newest_pods_start() -> None:
     pending = {"spec": {}, "status": {"startTime": "2026-01-01T01:00:00Z"}}
     found = last_pod_starts([older, newer, pending])
     assert found == {"n": datetime(2026, 1, 1, 0, 5, tzinfo=UTC)}
+
+
+def test_the_minimum_node_age_is_the_controllers_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI read LifecycleSettings' default (60 s) whatever KARPY_LIFECYCLE_* said, so live it
+    called a node young that the controller was already consolidating."""
+    monkeypatch.setenv("KARPY_LIFECYCLE_CONSOLIDATION_MIN_NODE_AGE_SECONDS", "1e12")
+    out = json.loads(explain(tmp_path, capsys, [*cluster(), pdb(1)], "light", "-o", "json"))
+    assert [b for b in out["blockers"] if "younger than 1e+12s" in b], out["blockers"]
