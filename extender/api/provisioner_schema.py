@@ -53,7 +53,10 @@ from extender.api.schema_text import quote as _quote
 # Keys the controller owns on every node; users may not set them as labels.
 RESTRICTED_LABELS = wk.RESTRICTED_LABELS | {*wk.OWNER_LABELS, wk.EMPTINESS_TIMESTAMP_ANNOTATION}
 # Requirement keys a Provisioner may constrain without declaring them in spec.labels.
-REQUIREMENT_KEYS = (wk.WELL_KNOWN_LABELS | wk.INSTANCE_TYPE_LABELS) - set(wk.OWNER_LABELS)
+# The capacity-reservation keys are Karpenter AWS well-known labels (pkg/apis/v1/labels.go init).
+REQUIREMENT_KEYS = (wk.WELL_KNOWN_LABELS | wk.INSTANCE_TYPE_LABELS | set(wk.RESERVATION_LABELS)) - set(
+    wk.OWNER_LABELS
+)
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -39,7 +39,7 @@ from extender.scheduling.memo import serial
 from extender.scheduling.overlays import overlaid
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
-from extender.scheduling.reservations import own_offerings
+from extender.scheduling.reservations import offering_allows, own_offerings
 
 Vector = tuple[float, ...]
 
@@ -246,7 +246,11 @@ class CandidateCache:
                 or (instance_type.name, offering.zone, offering.capacity_type) in self.unavailable
             ):
                 continue
-            allowed = zones.contains(offering.zone) and capacity_types.contains(offering.capacity_type)
+            allowed = (
+                zones.contains(offering.zone)
+                and capacity_types.contains(offering.capacity_type)
+                and offering_allows(offering, reqs)
+            )
             if allowed and (best is None or offering.price < best.price):
                 best = offering
         return best

@@ -277,7 +277,7 @@ def _requirement_rule(
 
 def _key_conflict(pool: Provisioner, view: ProvisionerView, term: Requirements, rule: str) -> Verdict:
     noun = f"{pool.kind} {pool.name}"
-    defined = set(view.keys) | set(wk.WELL_KNOWN_LABELS) | set(wk.INSTANCE_TYPE_LABELS)
+    defined = {*view.keys, *wk.WELL_KNOWN_LABELS, *wk.INSTANCE_TYPE_LABELS, *wk.RESERVATION_LABELS}
     for key, wants in term:
         allows = view.requirements.get(key)
         both = allows.intersect(wants)

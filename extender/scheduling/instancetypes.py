@@ -181,6 +181,10 @@ class Offering:
     #: (reservations.py); "" / 0 for on-demand and spot.
     reservation_id: str = ""
     reservation_capacity: int = 0
+    #: The reservation's `default` / `capacity-block` and whether EC2 may reclaim it: with the id,
+    #: the offering's values of the capacity-reservation labels (reservations.offering_labels).
+    reservation_type: str = ""
+    interruptible: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from extender.scheduling.candidates import Candidate, CandidateCache, CandidateS
 from extender.scheduling.fill import Node
 from extender.scheduling.memo import Memo
 from extender.scheduling.plan import PlannedNode
+from extender.scheduling.reservations import offering_allows, restricted
 
 _SERIAL = operator.attrgetter("serial")
 
@@ -50,7 +51,9 @@ class Fitting:
         reqs, options = node.reqs, self(node, limit)
 
         def offered() -> tuple[list[str], list[str]]:
-            offerings = [o for c in options for o in c.entry.type.offerings if o.available]
+            offerings = [
+                o for c in options for o in c.entry.type.offerings if o.available and offering_allows(o, reqs)
+            ]
             zones = {o.zone for o in offerings if reqs.allows(wk.ZONE, o.zone)}
             kinds = {o.capacity_type for o in offerings if reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}
             return sorted(zones), sorted(kinds)
@@ -89,7 +92,8 @@ def materialize(
         result.append(
             PlannedNode(
                 provisioner=provisioner.name,
-                options=tuple(c.entry.type for c in options),
+                # A pod selecting a reservation launches into it only (reservations.assign).
+                options=tuple(restricted(c.entry.type, node.reqs) for c in options),
                 zones=tuple(zones),
                 capacity_types=tuple(capacity_types),
                 zone=cheapest.offering.zone,

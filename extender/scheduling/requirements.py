@@ -166,7 +166,7 @@ class Requirements:
         only when required, and then only a key the node will carry (`defined_keys`) can give it.
         Instance-type labels (karpenter.k8s.aws/*) come with the type: the candidate types decide.
         """
-        defined = set(defined_keys) | set(wk.WELL_KNOWN_LABELS) | set(wk.INSTANCE_TYPE_LABELS)
+        defined = {*defined_keys, *wk.WELL_KNOWN_LABELS, *wk.INSTANCE_TYPE_LABELS, *wk.RESERVATION_LABELS}
         for key, value_set in self.items:
             needs_value = key in wk.WELL_KNOWN_LABELS or not value_set.allow_absent
             if needs_value and not value_set.any_value():

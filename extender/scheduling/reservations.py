@@ -10,6 +10,11 @@ instances left, is in one of the type's zones and is not an expiring capacity bl
 (`pkg/controllers/provisioning/scheduling/reservationmanager.go`): nodes take reservation slots in
 plan order; a node whose reservations are used up launches as on-demand or spot instead (its other
 offerings, cheapest first), and its pods are unschedulable only if it has no other offering.
+`offering_allows` matches requirements on the capacity-reservation labels against an offering as
+Karpenter's offering requirements do (`reserved_capacity_resolver.go`: a reserved offering is
+`capacity-reservation-id In [id]`, `-type In [type]`, `-interruptible In [true|false]`; the
+on-demand and spot offerings of `offering/resolver.go` are `DoesNotExist` on all three), so a pod or
+NodePool selecting a reservation gets only that reservation's offerings.
 Pure: the reservations and their counts come in as data.
 """
 
@@ -23,6 +28,7 @@ from extender.api.capacity_reservations import ACTIVE, CapacityReservation
 from extender.api.provisioner import Provisioner
 from extender.scheduling.instancetypes import InstanceType, Offering, OfferingKey
 from extender.scheduling.plan import PlannedNode, Unschedulable
+from extender.scheduling.requirements import Requirements
 
 #: Karpenter's divisor of the on-demand price for a reserved offering.
 RESERVED_PRICE_DIVISOR = 10_000_000.0
@@ -62,11 +68,44 @@ def with_reservations(
                 price_source="reservation",
                 reservation_id=r.id,
                 reservation_capacity=r.available,
+                reservation_type=r.reservation_type,
+                interruptible=r.interruptible,
             )
             for r in found
         ]
         result.append(item.with_offerings((*item.offerings, *reserved)))
     return result
+
+
+def offering_labels(offering: Offering) -> dict[str, str]:
+    """The capacity-reservation labels a node launched as this offering carries (none unless reserved)."""
+    if not offering.reservation_id:
+        return {}
+    return {
+        wk.CAPACITY_RESERVATION_ID: offering.reservation_id,
+        wk.CAPACITY_RESERVATION_TYPE: offering.reservation_type,
+        wk.CAPACITY_RESERVATION_INTERRUPTIBLE: str(offering.interruptible).lower(),
+    }
+
+
+def offering_allows(offering: Offering, reqs: Requirements) -> bool:
+    """Whether the offering meets `reqs` on the capacity-reservation labels (an on-demand or spot
+    offering has none: it fails `In` and `Exists`, meets `NotIn` and `DoesNotExist`)."""
+    labels: dict[str, str] | None = None
+    for key, value_set in reqs:
+        if key in wk.RESERVATION_LABELS:
+            labels = offering_labels(offering) if labels is None else labels
+            value = labels.get(key)
+            if not (value_set.allow_absent if value is None else value_set.contains(value)):
+                return False
+    return True
+
+
+def restricted(instance_type: InstanceType, reqs: Requirements) -> InstanceType:
+    """The type with only the offerings `reqs` allow on the capacity-reservation labels."""
+    if not any(key in wk.RESERVATION_LABELS for key, _ in reqs):
+        return instance_type
+    return instance_type.with_offerings(o for o in instance_type.offerings if offering_allows(o, reqs))
 
 
 def own_offerings(instance_types: Sequence[InstanceType], provisioner: Provisioner) -> Sequence[InstanceType]:

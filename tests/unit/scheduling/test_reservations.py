@@ -156,3 +156,107 @@ def test_without_reservations_plans_are_unchanged() -> None:
     plain = solve(one_each(2), [pool()], list(catalog()))
     types, pools = reservations.attach(list(catalog()), [pool()], {})
     assert types == list(catalog()) and solve(one_each(2), pools, types).nodes == plain.nodes
+
+
+# Requirements on the capacity-reservation labels. Source: aws/karpenter-provider-aws v1.14
+# `pkg/apis/v1/labels.go` (init adds capacity-reservation-id/-type to karpv1.WellKnownLabels) and the
+# offering requirements of `offering/reserved_capacity_resolver.go` (a reserved offering: id, type,
+# interruptible In its values) and `offering/resolver.go` (on-demand/spot: DoesNotExist on all three);
+# its e2e "should schedule against a specific reservation ID" (test/suites/scheduling).
+RID = wk.CAPACITY_RESERVATION_ID
+
+
+def two_reservations() -> tuple[list, list[Provisioner]]:
+    return reservations.attach(
+        list(catalog()),
+        [pool("default", ("reserved", "on-demand"), LARGE)],
+        {"default": [reservation("cr-0abc", available=2), reservation("cr-0def", available=1)]},
+    )
+
+
+def test_a_pod_selecting_a_reservation_is_planned_only_into_it() -> None:
+    types, pools = two_reservations()
+    pods = [make_pod(f"p{i}", cpu="1.5", nodeSelector={RID: "cr-0def"}) for i in range(2)]
+    plan = solve(pods, pools, types)
+    # cr-0def holds one: the second pod stays pending, never on cr-0abc nor on-demand.
+    assert [(n.capacity_type, n.reservation_id) for n in plan.nodes] == [("reserved", "cr-0def")]
+    assert [u.reason for u in plan.unschedulable] == [reservations.EXHAUSTED]
+
+
+def test_a_pod_selecting_a_reservation_the_pool_does_not_select_stays_pending() -> None:
+    types, pools = two_reservations()
+    plan = solve([make_pod("p", cpu="1.5", nodeSelector={RID: "cr-0zzz"})], pools, types)
+    assert not plan.nodes
+    (why,) = plan.unschedulable
+    assert RID in why.reason and "cr-0zzz" in why.reason
+
+
+def test_a_pod_requiring_a_reservation_label_never_gets_an_on_demand_node() -> None:
+    types, pools = reservations.attach(
+        list(catalog()),
+        [pool("default", ("reserved", "on-demand"), LARGE)],
+        {"default": [reservation(available=0)]},
+    )
+    for selector in ({RID: "cr-0abc"}, {wk.CAPACITY_RESERVATION_TYPE: "default"}):
+        plan = solve([make_pod("p", cpu="1.5", nodeSelector=selector)], pools, types)
+        assert not plan.nodes and len(plan.unschedulable) == 1, selector
+
+
+def test_a_pod_may_keep_off_reservations() -> None:
+    types, pools = two_reservations()
+    away = {"key": RID, "operator": "DoesNotExist"}
+    pod = make_pod("p", cpu="1.5", affinity=_required(away))
+    plan = solve([pod], pools, types)
+    assert [(n.capacity_type, n.reservation_id) for n in plan.nodes] == [("on-demand", "")]
+
+
+def test_type_and_interruptible_select_reservations_too() -> None:
+    types, pools = reservations.attach(
+        list(catalog()),
+        [pool("default", ("reserved", "on-demand"), LARGE)],
+        {
+            "default": [
+                reservation("cr-0abc"),
+                reservation("cr-0blk", reservation_type=CAPACITY_BLOCK, end_time=NOW + timedelta(days=1)),
+            ]
+        },
+    )
+    plan = solve(
+        [make_pod("p", cpu="1.5", nodeSelector={wk.CAPACITY_RESERVATION_TYPE: CAPACITY_BLOCK})], pools, types
+    )
+    assert [n.reservation_id for n in plan.nodes] == ["cr-0blk"]
+    plan = solve(
+        [make_pod("p", cpu="1.5", nodeSelector={wk.CAPACITY_RESERVATION_INTERRUPTIBLE: "false"})],
+        pools,
+        types,
+    )
+    assert [n.capacity_type for n in plan.nodes] == ["reserved"]
+
+
+def test_a_node_pool_requirement_restricts_its_offerings_to_one_reservation() -> None:
+    only = {"key": RID, "operator": "In", "values": ["cr-0def"]}
+    types, pools = reservations.attach(
+        list(catalog()),
+        [pool("default", ("reserved",), LARGE, only)],
+        {"default": [reservation("cr-0abc", available=2), reservation("cr-0def", available=1)]},
+    )
+    plan = solve(one_each(2), pools, types)
+    assert [n.reservation_id for n in plan.nodes] == ["cr-0def"]
+    assert [u.reason for u in plan.unschedulable] == [reservations.EXHAUSTED]
+
+
+def test_offering_labels_are_set_only_on_reserved_offerings() -> None:
+    types, _ = two_reservations()
+    large = next(t for t in types if t.name == "m5.large")
+    by_kind = {o.reservation_id or o.capacity_type: reservations.offering_labels(o) for o in large.offerings}
+    assert by_kind["on-demand"] == {} and by_kind["spot"] == {}
+    assert by_kind["cr-0abc"] == {
+        RID: "cr-0abc",
+        wk.CAPACITY_RESERVATION_TYPE: "default",
+        wk.CAPACITY_RESERVATION_INTERRUPTIBLE: "false",
+    }
+
+
+def _required(*expressions: dict[str, Any]) -> dict[str, Any]:
+    terms = [{"matchExpressions": list(expressions)}]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
