@@ -73,6 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--prices", help='{"onDemand": {...}, "spot": {...}} price file')
     parser.add_argument("--daemonsets", help="YAML stream of DaemonSets whose pods land on every node")
     parser.add_argument(
+        "--capacity-reservations",
+        help="capacity reservations the EC2NodeClasses' capacityReservationSelectorTerms select from, "
+        "in the KARPY_AWS_CAPACITY_RESERVATIONS file format (default: that variable's file)",
+    )
+    parser.add_argument(
         "--existing",
         help="the cluster as it is: YAML stream or List of Nodes, the Pods bound to them, Namespaces, "
         "CSINodes, PersistentVolumeClaims, PersistentVolumes and StorageClasses (e.g. kubectl get "
@@ -322,6 +327,36 @@ def load_provisioners(paths: list[str], settings: Settings | None = None) -> lis
     return provisioners
 
 
+def with_capacity_reservations(
+    catalog: list[InstanceType], provisioners: list[Provisioner], path: str
+) -> tuple[list[InstanceType], list[Provisioner]]:
+    """The catalog with the reserved offerings of the declared reservations each pool's EC2NodeClass
+    selects, as the controller's fallback source resolves them (no file: unchanged)."""
+    from datetime import UTC, datetime
+
+    from extender.api.capacity_reservations import selected
+    from extender.cloud.aws.capacityreservations import load_declared
+    from extender.cloud.types import CloudError
+    from extender.scheduling import reservations
+
+    if not path:
+        return catalog, provisioners
+    try:
+        declared = load_declared(path)
+    except CloudError as err:
+        raise UsageError(str(err)) from err
+    now = datetime.now(UTC)
+    found = {
+        pool.name: [
+            dataclasses.replace(r, state=r.state_at(now))
+            for r in selected(declared, pool.provider.capacity_reservation_selector, now)
+        ]
+        for pool in provisioners
+        if pool.provider.capacity_reservation_selector
+    }
+    return reservations.attach(catalog, provisioners, found)
+
+
 def load_overlays(paths: list[str]) -> list[Overlay]:
     """The NodeOverlays among the --provisioner files, loaded as the controller loads them."""
     from marshmallow import ValidationError
@@ -469,6 +504,7 @@ def render_json(plan: Plan, elapsed: float, loaded: Pods | None = None) -> dict[
                 "options": [t.name for t in node.options],
                 "zone": node.zone,
                 "capacityType": node.capacity_type,
+                **({"capacityReservationId": node.reservation_id} if node.reservation_id else {}),
                 "pricePerHour": round(node.price, 6),
                 "pods": [p.key for p in node.pods],
                 "labels": dict(sorted(node.node_labels().items())),
@@ -582,6 +618,9 @@ def run(args: argparse.Namespace) -> int:
         catalog = build_catalog(types, offerings=offerings, zones=zones, prices=prices, density=density)
     except (OSError, ValueError, CatalogError) as err:
         raise UsageError(str(err)) from err
+    catalog, provisioners = with_capacity_reservations(
+        catalog, provisioners, args.capacity_reservations or plan_settings().aws.capacity_reservations
+    )
     provisioners = with_overlays(provisioners, load_overlays(args.provisioner), catalog)
     if args.consolidate:
         from extender.cli import consolidation
