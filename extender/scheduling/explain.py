@@ -19,7 +19,7 @@ from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import CPU, MEMORY, PODS, Resources
-from extender.scheduling import limits, minvalues
+from extender.scheduling import limits, minvalues, reservations
 from extender.scheduling.candidates import CandidateCache, Entry, ProvisionerView, fits, gpu_kinds, vector
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
@@ -317,10 +317,18 @@ def _no_type(
     for key, wants in term:
         single = view.requirements.intersect(Requirements.of({key: wants}))
         if not cache.lookup(view, single, gpus).candidates:
+            full = key in wk.RESERVATION_LABELS and reservations.used_up(
+                (e.type for e in view.entries), single
+            )
             return Verdict(
                 pool,
                 NO_TYPE,
-                f"the pod requires {describe_values(key, wants)}; no instance type {noun} allows offers it",
+                f"the pod requires {describe_values(key, wants)}; "
+                + (
+                    f"{reservations.USED_UP} ({noun})"
+                    if full
+                    else f"no instance type {noun} allows offers it"
+                ),
                 detail={"key": key, "wants": wants, "allows": view.requirements.get(key)},
             )
     return Verdict(

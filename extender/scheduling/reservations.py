@@ -20,7 +20,7 @@ Pure: the reservations and their counts come in as data.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from extender.api import labels as wk
@@ -33,6 +33,7 @@ from extender.scheduling.requirements import Requirements
 #: Karpenter's divisor of the on-demand price for a reserved offering.
 RESERVED_PRICE_DIVISOR = 10_000_000.0
 EXHAUSTED = "its capacity reservations are used up and its requirements allow no other capacity type"
+USED_UP = "the capacity reservations it selects have no instances left"
 
 
 def _on_demand_price(instance_type: InstanceType) -> float:
@@ -99,6 +100,14 @@ def offering_allows(offering: Offering, reqs: Requirements) -> bool:
             if not (value_set.allow_absent if value is None else value_set.contains(value)):
                 return False
     return True
+
+
+def used_up(instance_types: Iterable[InstanceType], reqs: Requirements) -> bool:
+    """Whether `reqs` select some reservation of these types, and every one selected is full."""
+    selected = [
+        o for t in instance_types for o in t.offerings if o.reservation_id and offering_allows(o, reqs)
+    ]
+    return bool(selected) and not any(o.available and o.reservation_capacity > 0 for o in selected)
 
 
 def restricted(instance_type: InstanceType, reqs: Requirements) -> InstanceType:

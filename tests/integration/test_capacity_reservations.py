@@ -13,8 +13,11 @@ extender/scheduling/reservations.py, extender/lifecycle/reservation_expiry.py): 
 priced first and used first, its count is respected in one batch and across batches (2 available,
 3 pods needing a node each: 2 reserved nodes + 1 on-demand), a reserved launch's template (as moto
 stores it) targets the reservation, its Node is labelled `reserved` with the reservation's labels,
-the EC2NodeClass status lists it, and a node in a capacity block about to end is drained and
-replaced before the end (the lifecycle clock stood ahead).
+the EC2NodeClass status lists it, a node in a capacity block about to end is drained and
+replaced before the end (the lifecycle clock stood ahead), and a pod selecting a reservation by its
+`karpenter.k8s.aws/capacity-reservation-id` label (a Karpenter AWS well-known label, `pkg/apis/v1/
+labels.go`; its e2e "should schedule against a specific reservation ID") lands in that one only,
+and stays pending when it is full or not selected.
 """
 
 from __future__ import annotations
@@ -35,8 +38,17 @@ from extender.api import labels as wk
 from extender.api.capacity_reservations import ReservationTerm
 from extender.cloud.aws.capacityreservations import CapacityReservationProvider
 from extender.cluster import pool_resources, v1status
+from extender.scheduling import reservations
 from tests.integration import lifecycle_harness
-from tests.integration.helpers import all_bound, create_pods, nodepool, pod_manifest, unique, wait_for
+from tests.integration.helpers import (
+    all_bound,
+    create_pods,
+    nodepool,
+    pod_manifest,
+    pods_of,
+    unique,
+    wait_for,
+)
 from tests.integration.lifecycle_harness import Karpy, bound_node, deployment, live_pods, node_or_none
 
 pytestmark = pytest.mark.integration
@@ -93,13 +105,14 @@ def reservation(zone: str, run: str, **fields: Any) -> dict[str, Any]:
 
 
 def reserving_pool(
-    karpy: Karpy, declared: Declared, zone: str, prefix: str
+    karpy: Karpy, declared: Declared, zone: str, prefix: str, *more: dict[str, Any]
 ) -> tuple[str, str, dict[str, Any]]:
-    """A reservation of 2 m5.large in `zone` declared, and a NodePool allowing reserved and
-    on-demand m5.large whose EC2NodeClass selects it by tag: (run tag, pool name, reservation)."""
+    """A reservation of 2 m5.large in `zone` declared (and `more`, tagged alike), and a NodePool
+    allowing reserved and on-demand m5.large whose EC2NodeClass selects them by tag: (run tag, pool
+    name, the first reservation)."""
     run, name = uuid.uuid4().hex[:8], unique(prefix)
     item = reservation(zone, run)
-    declared.write([item])
+    declared.write([item, *({**extra, "tags": {"run": run}} for extra in more)])
     nodepool(karpy.kube, name, karpy.settings.cluster_name, [RESERVED_OR_ON_DEMAND, LARGE])
     client.CustomObjectsApi(karpy.kube).patch_cluster_custom_object(
         "karpenter.k8s.aws",
@@ -264,3 +277,42 @@ def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
     assert replacement[wk.CAPACITY_TYPE] == "on-demand" and wk.CAPACITY_RESERVATION_ID not in replacement
     events = core_v1.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items
     assert any(e.reason == "CapacityReservationExpiring" and item["id"] in e.message for e in events)
+
+
+def test_a_pod_selecting_a_reservation_lands_in_it_only(
+    karpy: Karpy, declared: Declared, core_v1: Any, namespace: str, cluster: Any
+) -> None:
+    zone = sorted(cluster.aws.subnets)[0]
+    small = reservation(zone, "", totalInstanceCount=1)
+    _, name, big = reserving_pool(karpy, declared, zone, "select", small)
+
+    def wanting(pod: str, rid: str) -> dict[str, Any]:
+        return pod_manifest(pod, "1500m", selector={wk.NODEPOOL: name, wk.CAPACITY_RESERVATION_ID: rid})
+
+    # The second pod wanting the 1-instance reservation finds it full; the big one is not its.
+    create_pods(core_v1, namespace, [wanting("small0", small["id"]), wanting("small1", small["id"])])
+    create_pods(core_v1, namespace, [wanting("nowhere", "cr-0000000000000000")])
+    (bound,) = wait_for(
+        lambda: [p for p in pods_of(core_v1, namespace) if p.spec.node_name], 120, "a pod bound"
+    )
+    labels = core_v1.read_node(bound.spec.node_name).metadata.labels
+    assert labels[wk.CAPACITY_TYPE] == "reserved" and labels[wk.CAPACITY_RESERVATION_ID] == small["id"]
+
+    def failed(pod: str) -> list[Any]:
+        events = core_v1.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}").items
+        return [e for e in events if e.source and e.source.component == "karpy" and e.type == "Warning"]
+
+    waiting = "small1" if bound.metadata.name == "small0" else "small0"
+    # Karpy's Event says why: the reservation it selects is full / no type offers the one it names.
+    for pod, says in ((waiting, reservations.USED_UP), ("nowhere", "no instance type")):
+        wait_for(
+            lambda pod=pod, says=says: any(says in e.message for e in failed(pod)),
+            60,
+            f"karpy's Warning on {pod}: {says}",
+        )
+    # Pending, not launched elsewhere: no pod but the first is bound, and no on-demand node or node
+    # in the big reservation came up for them.
+    assert [p.metadata.name for p in pods_of(core_v1, namespace) if p.spec.node_name] == [bound.metadata.name]
+    nodes = core_v1.list_node(label_selector=f"{wk.NODEPOOL}={name}").items
+    assert [n.metadata.labels.get(wk.CAPACITY_RESERVATION_ID) for n in nodes] == [small["id"]]
+    assert big["id"] not in {n.metadata.labels.get(wk.CAPACITY_RESERVATION_ID) for n in nodes}

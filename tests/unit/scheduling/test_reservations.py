@@ -22,6 +22,7 @@ from extender.api import labels as wk
 from extender.api.capacity_reservations import CAPACITY_BLOCK, CapacityReservation
 from extender.api.provisioner import Provisioner
 from extender.scheduling import reservations
+from extender.scheduling.requirements import Requirements
 from extender.scheduling.solver import solve
 from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
 
@@ -260,3 +261,13 @@ def test_offering_labels_are_set_only_on_reserved_offerings() -> None:
 def _required(*expressions: dict[str, Any]) -> dict[str, Any]:
     terms = [{"matchExpressions": list(expressions)}]
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+def test_used_up_tells_a_full_selected_reservation_from_an_unknown_one() -> None:
+    types, _ = reservations.attach(
+        list(catalog()), [pool()], {"default": [reservation("cr-0abc", available=0), reservation("cr-0def")]}
+    )
+    wants = lambda rid: Requirements.from_labels({RID: rid})  # noqa: E731
+    assert reservations.used_up(types, wants("cr-0abc"))
+    assert not reservations.used_up(types, wants("cr-0def"))  # has room
+    assert not reservations.used_up(types, wants("cr-0zzz"))  # not a reservation of these types
