@@ -24,10 +24,10 @@ from typing import Any
 
 from kubernetes import client
 
-from extender.api.capacity_reservations import CapacityReservation
 from extender.api.pod import Pod, PodError
 from extender.api.provisioner import Provisioner
-from extender.cloud.types import CloudError, CloudProvider
+from extender.cloud.reserved import reserved_catalog
+from extender.cloud.types import CloudProvider
 from extender.cluster import csinodes, inventory
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
@@ -42,7 +42,6 @@ from extender.cluster.objects import pod_key
 from extender.provisioning.nominate import Nominations
 from extender.provisioning.overlays import Overlays
 from extender.provisioning.report import INVALID_POD_REASON, UNMODELLED_REASON, Reporter
-from extender.scheduling import reservations
 from extender.scheduling.instancetypes import InstanceType
 from extender.settings import Settings
 from extender.state import ClusterState
@@ -143,29 +142,10 @@ class Gatherer:
         provisioners = kube_provisioners.list_configured(self.kube, self.settings)
         daemonsets = inventory.parse_pods(kube_pods.daemonset_pods(self.kube))
         catalog = self.cloud.get_instance_types(None) if provisioners else []
-        catalog, provisioners = self._reserved(catalog, provisioners)
+        catalog, provisioners = reserved_catalog(self.cloud, catalog, provisioners)
         if self.overlays is not None and provisioners:
             provisioners = self.overlays.apply(provisioners, catalog)
         return Context({p.name: p for p in provisioners}, catalog, daemonsets)
-
-    def _reserved(
-        self, catalog: list[InstanceType], provisioners: list[Provisioner]
-    ) -> tuple[list[InstanceType], list[Provisioner]]:
-        """The catalog with the reserved offerings of the pools' capacity reservations; a pool whose
-        reservations cannot be resolved now plans without them (on-demand/spot), with a warning."""
-        found: dict[str, list[CapacityReservation]] = {}
-        for pool in provisioners:
-            if not pool.provider.capacity_reservation_selector:
-                continue
-            try:
-                found[pool.name] = self.cloud.capacity_reservations(
-                    pool.provider.capacity_reservation_selector
-                )
-            except CloudError as err:
-                log.warning("Resolving capacity reservations for %s %s failed, %s", pool.noun, pool.name, err)
-        if not found:
-            return catalog, provisioners
-        return reservations.attach(catalog, provisioners, found)
 
     def inventory(self) -> inventory.Inventory:
         """Every node and every bound pod (from their indexes), and the namespaces' labels."""

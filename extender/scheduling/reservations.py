@@ -41,6 +41,12 @@ def _on_demand_price(instance_type: InstanceType) -> float:
     return min(prices, default=0.0)
 
 
+def reserved_price(instance_type: InstanceType) -> float:
+    """A reserved offering's $/h: pre-paid, so near 0, but in the types' on-demand order (Karpenter's
+    ODCR design, "Consolidating between Capacity Reservations")."""
+    return _on_demand_price(instance_type) / RESERVED_PRICE_DIVISOR
+
+
 def with_reservations(
     catalog: Sequence[InstanceType], reservations: Sequence[CapacityReservation]
 ) -> list[InstanceType]:
@@ -58,7 +64,7 @@ def with_reservations(
             result.append(item)
             continue
         zones = {o.zone for o in item.offerings}
-        price = _on_demand_price(item) / RESERVED_PRICE_DIVISOR
+        price = reserved_price(item)
         reserved = [
             Offering(
                 zone=r.zone,

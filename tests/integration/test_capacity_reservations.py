@@ -243,42 +243,7 @@ def test_a_reservation_is_priced_and_used_first_and_its_count_is_respected(
     ]
 
 
-def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
-    karpy: Karpy, declared: Declared, core_v1: Any, namespace: str, cluster: Any
-) -> None:
-    # moto 5.2.5 launches nothing for a CreateFleet of DefaultTargetCapacityType capacity-block (no
-    # instance, no error), so the node is launched into the reservation declared as an ODCR; the
-    # declaration then says what EC2 would: it is a capacity block ending in two hours.
-    _, name, item = reserving_pool(karpy, declared, sorted(cluster.aws.subnets)[0], "block")
-    # A Deployment's pod: evicted from the drained node, its successor needs the replacement.
-    deployment(client.AppsV1Api(karpy.kube), namespace, "app", name, 1, cpu="1500m", owner_label=wk.NODEPOOL)
-    node = bound_node(core_v1, namespace, "app")
-    assert core_v1.read_node(node).metadata.labels[wk.CAPACITY_RESERVATION_ID] == item["id"]
-
-    end = karpy.clock() + timedelta(hours=2)
-    declared.write([{**item, "reservationType": "capacity-block", "endDate": end.isoformat()}])
-    karpy.cache_clock.offset += 61  # the provider's answers are cached a minute
-    # 41 minutes before the end the block is active: the node stays (the check runs every second).
-    karpy.clock.offset += timedelta(minutes=79)
-    time.sleep(3)
-    assert node_or_none(core_v1, node) is not None and not core_v1.read_node(node).spec.unschedulable
-    # 40 minutes before the end it is expiring: drained and replaced before EC2 reclaims it.
-    karpy.clock.offset += timedelta(minutes=1, seconds=5)
-    wait_for(lambda: node_or_none(core_v1, node) is None, 90, f"node {node} removed")
-    moved = wait_for(
-        lambda: (
-            (ps := live_pods(core_v1, namespace, "app")) and ps[0].spec.node_name not in (None, node) and ps
-        ),
-        120,
-        "the pod bound again",
-    )[0]
-    replacement = core_v1.read_node(moved.spec.node_name).metadata.labels
-    # Not into the ending block again.
-    assert replacement[wk.CAPACITY_TYPE] == "on-demand" and wk.CAPACITY_RESERVATION_ID not in replacement
-    events = core_v1.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items
-    assert any(e.reason == "CapacityReservationExpiring" and item["id"] in e.message for e in events)
-
-
+# Before the block test: that one stands the lifecycle clock ahead for the rest of the module.
 def test_a_pod_selecting_a_reservation_lands_in_it_only(
     karpy: Karpy, declared: Declared, core_v1: Any, namespace: str, cluster: Any
 ) -> None:
@@ -316,3 +281,39 @@ def test_a_pod_selecting_a_reservation_lands_in_it_only(
     nodes = core_v1.list_node(label_selector=f"{wk.NODEPOOL}={name}").items
     assert [n.metadata.labels.get(wk.CAPACITY_RESERVATION_ID) for n in nodes] == [small["id"]]
     assert big["id"] not in {n.metadata.labels.get(wk.CAPACITY_RESERVATION_ID) for n in nodes}
+
+
+def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
+    karpy: Karpy, declared: Declared, core_v1: Any, namespace: str, cluster: Any
+) -> None:
+    # moto 5.2.5 launches nothing for a CreateFleet of DefaultTargetCapacityType capacity-block (no
+    # instance, no error), so the node is launched into the reservation declared as an ODCR; the
+    # declaration then says what EC2 would: it is a capacity block ending in two hours.
+    _, name, item = reserving_pool(karpy, declared, sorted(cluster.aws.subnets)[0], "block")
+    # A Deployment's pod: evicted from the drained node, its successor needs the replacement.
+    deployment(client.AppsV1Api(karpy.kube), namespace, "app", name, 1, cpu="1500m", owner_label=wk.NODEPOOL)
+    node = bound_node(core_v1, namespace, "app")
+    assert core_v1.read_node(node).metadata.labels[wk.CAPACITY_RESERVATION_ID] == item["id"]
+
+    end = karpy.clock() + timedelta(hours=2)
+    declared.write([{**item, "reservationType": "capacity-block", "endDate": end.isoformat()}])
+    karpy.cache_clock.offset += 61  # the provider's answers are cached a minute
+    # 41 minutes before the end the block is active: the node stays (the check runs every second).
+    karpy.clock.offset += timedelta(minutes=79)
+    time.sleep(3)
+    assert node_or_none(core_v1, node) is not None and not core_v1.read_node(node).spec.unschedulable
+    # 40 minutes before the end it is expiring: drained and replaced before EC2 reclaims it.
+    karpy.clock.offset += timedelta(minutes=1, seconds=5)
+    wait_for(lambda: node_or_none(core_v1, node) is None, 90, f"node {node} removed")
+    moved = wait_for(
+        lambda: (
+            (ps := live_pods(core_v1, namespace, "app")) and ps[0].spec.node_name not in (None, node) and ps
+        ),
+        120,
+        "the pod bound again",
+    )[0]
+    replacement = core_v1.read_node(moved.spec.node_name).metadata.labels
+    # Not into the ending block again.
+    assert replacement[wk.CAPACITY_TYPE] == "on-demand" and wk.CAPACITY_RESERVATION_ID not in replacement
+    events = core_v1.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items
+    assert any(e.reason == "CapacityReservationExpiring" and item["id"] in e.message for e in events)

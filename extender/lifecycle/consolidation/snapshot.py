@@ -20,6 +20,7 @@ from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Requirement
 from extender.cluster import inventory
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance
+from extender.scheduling import reservations
 from extender.scheduling.instancetypes import InstanceType, OfferingKey
 from extender.scheduling.overlays import overlaid
 
@@ -27,12 +28,16 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def price(instance_types: Mapping[str, InstanceType], node_labels: Mapping[str, str]) -> float:
-    """$/h of the node's offering (type, zone, capacity type); 0 when the catalog does not know it."""
+    """$/h of the node's offering (type, zone, capacity type); 0 when the catalog does not know it.
+    A reserved node is priced as the planner priced it (reservations.py: on-demand / 10,000,000),
+    whether or not its reservation is still in the catalog, so it is never "free" to keep."""
     it = instance_types.get(node_labels.get(wk.INSTANCE_TYPE, ""))
     if it is None:
         return 0.0
     zone = node_labels.get(wk.ZONE)
     capacity = node_labels.get(wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ON_DEMAND)
+    if capacity == wk.CAPACITY_TYPE_RESERVED:
+        return reservations.reserved_price(it)
     prices = [o.price for o in it.offerings if o.capacity_type == capacity and o.zone in (zone, None)]
     prices = prices or [o.price for o in it.offerings if o.capacity_type == capacity]
     return min(prices, default=0.0)

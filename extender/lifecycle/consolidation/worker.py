@@ -24,6 +24,7 @@ from kubernetes import client
 from extender.api.node import Node
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
+from extender.cloud.reserved import reserved_catalog
 from extender.cluster import errors, inventory
 from extender.cluster import namespaces as kube_namespaces
 from extender.cluster import nodes as kube_nodes
@@ -164,7 +165,10 @@ class Consolidator:
         binding = bool(getattr(state, "reserved_nodes", frozenset)())
         # Offerings EC2 refused lately (provisioning's ICE cache): a replacement must avoid them too.
         refused = frozenset(getattr(self.ctx.provisioning, "unavailable", None) or ())
-        catalog = self.ctx.cloud.get_instance_types(None)
+        # With the pools' reservations, as provisioning plans: a replacement may take a free slot.
+        catalog, provisioners = reserved_catalog(
+            self.ctx.cloud, self.ctx.cloud.get_instance_types(None), list(provisioners)
+        )
         # Replacements are priced and sized as provisioning would launch them: with NodeOverlays.
         overlays = getattr(self.ctx.provisioning, "overlays", None)
         view = snapshot.build(
