@@ -8,6 +8,7 @@ import json
 
 from extender.cli.main import main
 from tests.unit.scheduling.builders import DATA
+from tests.unit.test_cli_plan_min_values import NODE_CLASS
 
 POOL = """
 apiVersion: karpenter.sh/v1
@@ -20,17 +21,9 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [reserved, on-demand]}
         - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-demo
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  capacityReservationSelectorTerms: [{id: cr-0abc}]
-"""
+---"""
+# The min-values test's EC2NodeClass, selecting one reservation.
+POOL += NODE_CLASS + "  capacityReservationSelectorTerms: [{id: cr-0abc}]\n"
 RESERVATIONS = """
 - {id: cr-0abc, instanceType: m5.large, availabilityZone: us-west-2a, totalInstanceCount: 2}
 - {id: cr-0other, instanceType: m5.large, availabilityZone: us-west-2a, totalInstanceCount: 5}
