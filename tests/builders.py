@@ -119,6 +119,7 @@ def pod_manifest(
     memory: str | None = None,
     requests: Mapping[str, Any] | None = None,
     limits: Mapping[str, Any] | None = None,
+    gpu: int = 0,
     container: str = "c",
     image: str | None = "pause",
     node_name: str | None = None,
@@ -147,7 +148,9 @@ def pod_manifest(
     """A v1 Pod as API JSON, shaped like Karpenter's test.PodOptions; `**spec` are spec fields as
     written (`affinity`, `topologySpreadConstraints`, `containers`...), set last.
 
-    namespace None: none (the API request names it). uid: None -> "uid-<name>", "" -> none. container:
+    namespace None: none (the API request names it). uid: None -> "uid-<name>", "" -> none. cpu /
+    memory "" or None: no request. gpu: that many NVIDIA GPUs as a limit (extended resources are
+    requested through limits). container:
     the one container's name. host_ports: ports 80 on those host ports; ports: the
     container's ports as written. owner_kind: one controller owner reference of that kind
     named `owner_name`. node_requirements -> one required nodeSelectorTerm; node_preferences -> one
@@ -157,15 +160,18 @@ def pod_manifest(
     """
     name = name or f"pod-{next(_names)}"
     container_requests = dict(requests or {})
-    if cpu is not None:
+    if cpu:
         container_requests["cpu"] = cpu
-    if memory is not None:
+    if memory:
         container_requests["memory"] = memory
+    container_limits = dict(limits or {})
+    if gpu:
+        container_limits["nvidia.com/gpu"] = gpu
     resources: dict[str, Any] = {}
     if container_requests:
         resources["requests"] = container_requests
-    if limits:
-        resources["limits"] = dict(limits)
+    if container_limits:
+        resources["limits"] = container_limits
     main: dict[str, Any] = {"name": container, "resources": resources}
     if image is not None:
         main["image"] = image
@@ -307,9 +313,10 @@ def pod(
     return dataclasses.replace(parsed, csi_claims=cluster_volumes.csi_claims(manifest))
 
 
-def pods(count: int, **options: Any) -> list[Pod]:
-    """Karpenter's test.UnschedulablePods(options, count): identical pods with distinct names."""
-    return [pod(**options) for _ in range(count)]
+def pods(count: int, *, prefix: str | None = None, **options: Any) -> list[Pod]:
+    """Karpenter's test.UnschedulablePods(options, count): identical pods with distinct names
+    (`<prefix><i>` for i from 0 when a prefix is given)."""
+    return [pod(None if prefix is None else f"{prefix}{i}", **options) for i in range(count)]
 
 
 # --- nodes ---------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import dataclasses
 from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling.solver import ExistingNode, solve
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests import builders
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 WEB = {"app": "web"}
 
@@ -33,8 +34,9 @@ def _node(name: str, zone: str) -> ExistingNode:
 
 def _web(name: str):
     anti = {"topologyKey": wk.ZONE, "labelSelector": {"matchLabels": WEB}}
-    return make_pod(
+    return builders.pod(
         name,
+        cpu="1",
         labels=WEB,
         affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti]}},
     )
@@ -88,7 +90,7 @@ def test_pods_whose_zone_has_no_node_for_their_hostname_affinity_bind_last_where
     # new nodes could serve; only the node in us-west-2a holds a system pod karpy may pack beside
     # (the one in us-west-2c is cordoned), and a new node holds none. kube-scheduler binds all
     # three to the us-west-2a node (3 - 0 <= 3); before the last binds two were left out.
-    system = make_pod("sys", labels={"app": "system"})
+    system = builders.pod("sys", cpu="1", labels={"app": "system"})
     ready = _node("n-2a", "us-west-2a")
     ready = dataclasses.replace(ready, pods=(system,), pod_count=1, requested=system.requests)
     cordoned = dataclasses.replace(_node("n-2c", "us-west-2c"), pods=(system,), schedulable=False)
@@ -100,7 +102,7 @@ def test_pods_whose_zone_has_no_node_for_their_hostname_affinity_bind_last_where
         "labelSelector": {"matchLabels": WEB},
     }
     pods = [
-        make_pod(
+        builders.pod(
             f"w{i}",
             cpu="500m",
             labels=WEB,

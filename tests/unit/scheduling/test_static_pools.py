@@ -19,11 +19,11 @@ from extender.scheduling.solver import solve
 from extender.scheduling.static import static_node
 from tests import builders
 from tests.builders import nodepool_manifest
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 
 def pods(n: int, cpu: str = "3") -> list:
-    return [make_pod(f"p{i}", cpu=cpu) for i in range(n)]
+    return [builders.pod(f"p{i}", cpu=cpu) for i in range(n)]
 
 
 def test_limits_nodes_caps_the_new_nodes_of_a_dynamic_pool() -> None:
