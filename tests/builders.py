@@ -114,6 +114,7 @@ def pod_manifest(
     annotations: Mapping[str, str] | None = None,
     owner_kind: str | None = None,
     owner_name: str = "owner",
+    owners: Sequence[Mapping[str, Any]] | None = None,
     deleted_at: datetime | None = None,
     cpu: str | None = None,
     memory: str | None = None,
@@ -142,6 +143,7 @@ def pod_manifest(
     claims: Sequence[str] | None = None,
     ephemeral: Sequence[tuple[str, str | None]] | None = None,
     phase: str | None = None,
+    conditions: Sequence[Mapping[str, Any]] | None = None,
     status: Mapping[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
@@ -150,13 +152,13 @@ def pod_manifest(
 
     namespace None: none (the API request names it). uid: None -> "uid-<name>", "" -> none. cpu /
     memory "" or None: no request. gpu: that many NVIDIA GPUs as a limit (extended resources are
-    requested through limits). container:
-    the one container's name. host_ports: ports 80 on those host ports; ports: the
-    container's ports as written. owner_kind: one controller owner reference of that kind
-    named `owner_name`. node_requirements -> one required nodeSelectorTerm; node_preferences -> one
-    preferred term of weight 1 (as Karpenter's builder); `required_terms` / `preferred_terms` give
-    several terms. claims -> persistentVolumeClaim volumes; ephemeral -> (volume, storage class)
-    generic ephemeral volumes. phase -> status.phase (`status` gives the whole status).
+    requested through limits). container: the one container's name. host_ports: ports 80 on those
+    host ports; ports: the container's ports as written. owner_kind: one controller owner reference
+    of that kind named `owner_name`; owners: the ownerReferences as written. node_requirements -> one
+    required nodeSelectorTerm; node_preferences -> one preferred term of weight 1 (as Karpenter's
+    builder); `required_terms` / `preferred_terms` give several terms. claims ->
+    persistentVolumeClaim volumes; ephemeral -> (volume, storage class) generic ephemeral volumes.
+    phase -> status.phase, conditions -> status.conditions (`status` gives the rest of the status).
     """
     name = name or f"pod-{next(_names)}"
     container_requests = dict(requests or {})
@@ -231,11 +233,17 @@ def pod_manifest(
                 "controller": True,
             }
         ]
+    if owners is not None:
+        metadata["ownerReferences"] = [dict(o) for o in owners]
     if deleted_at is not None:
         metadata["deletionTimestamp"] = stamp(deleted_at)
     manifest: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body}
-    if status is not None or phase is not None:
-        manifest["status"] = {**(status or {}), **({"phase": phase} if phase is not None else {})}
+    if status is not None or phase is not None or conditions is not None:
+        manifest["status"] = {
+            **(status or {}),
+            **({"phase": phase} if phase is not None else {}),
+            **({"conditions": [dict(c) for c in conditions]} if conditions is not None else {}),
+        }
     return manifest
 
 
