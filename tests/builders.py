@@ -120,6 +120,7 @@ def pod_manifest(
     memory: str | None = None,
     requests: Mapping[str, Any] | None = None,
     limits: Mapping[str, Any] | None = None,
+    guaranteed: Mapping[str, Any] | None = None,
     gpu: int = 0,
     container: str = "c",
     image: str | None = "pause",
@@ -152,7 +153,8 @@ def pod_manifest(
 
     namespace None: none (the API request names it). uid: None -> "uid-<name>", "" -> none. cpu /
     memory "" or None: no request. gpu: that many NVIDIA GPUs as a limit (extended resources are
-    requested through limits). container: the one container's name. host_ports: ports 80 on those
+    requested through limits). guaranteed: resources asked as requests and limits alike (extended
+    resources and hugepages must be). container: the one container's name. host_ports: ports 80 on those
     host ports; ports: the container's ports as written. owner_kind: one controller owner reference
     of that kind named `owner_name`; owners: the ownerReferences as written. node_requirements -> one
     required nodeSelectorTerm; node_preferences -> one preferred term of weight 1 (as Karpenter's
@@ -166,7 +168,8 @@ def pod_manifest(
         container_requests["cpu"] = cpu
     if memory:
         container_requests["memory"] = memory
-    container_limits = dict(limits or {})
+    container_requests.update(guaranteed or {})
+    container_limits = {**(limits or {}), **(guaranteed or {})}
     if gpu:
         container_limits["nvidia.com/gpu"] = gpu
     resources: dict[str, Any] = {}

@@ -4,19 +4,32 @@ with one edit. Each test names the rule's source (kube-scheduler plugin or Karpe
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from extender.api.nodepool import load_nodepool
 from extender.api.resources import Resources
 from extender.scheduling import explain as rules
 from extender.scheduling.explain import World, explain
-from extender.scheduling.plan import ExistingNode
 from extender.scheduling.remedy import candidates, smallest_change
 from tests import builders
 from tests.builders import nodepool_manifest
+from tests.model_builders import existing_node
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
 ARCH = "kubernetes.io/arch"
 ZONE = "topology.kubernetes.io/zone"
+
+
+#: A cordoned m5.large karpy does not own (2 CPU, 8Gi, 29 pods, 1 CPU in use); keywords as
+#: tests.model_builders.existing_node.
+unmanaged_node = partial(
+    existing_node,
+    provisioner="",
+    instance_type="m5.large",
+    allocatable=Resources({"cpu": 2, "memory": 8 * 2**30, "pods": 29}),
+    requested=Resources({"cpu": 1}),
+    schedulable=False,
+)
 
 
 def arm():
@@ -170,18 +183,7 @@ def test_zone_anti_affinity_against_a_running_pod():
     """kube-scheduler InterPodAffinity: required anti-affinity on the zone of a matching running pod."""
     zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
     running = replace(builders.pod("db", cpu="1", labels={"app": "db"}), node_name="n1")
-    node = ExistingNode(
-        name="n1",
-        provisioner="",
-        instance_type="m5.large",
-        labels={ZONE: "us-west-2a", "kubernetes.io/hostname": "n1"},
-        taints=(),
-        allocatable=Resources({"cpu": 2, "memory": 8 * 2**30, "pods": 29}),
-        requested=Resources({"cpu": 1}),
-        pod_count=1,
-        pods=(running,),
-        schedulable=False,
-    )
+    node = unmanaged_node("n1", zone="us-west-2a", pods=[running])
     world = World([zonal], catalog(), existing_nodes=[node])
     anti = {
         "podAntiAffinity": {
@@ -222,21 +224,6 @@ def test_candidates_are_capped():
     assert remedy is None and tried == 3
 
 
-def _node(name: str, zone: str, pods=()) -> ExistingNode:
-    return ExistingNode(
-        name=name,
-        provisioner="",
-        instance_type="m5.large",
-        labels={ZONE: zone, "kubernetes.io/hostname": name},
-        taints=(),
-        allocatable=Resources({"cpu": 2, "memory": 8 * 2**30, "pods": 29}),
-        requested=Resources({"cpu": 1}),
-        pod_count=len(pods),
-        pods=tuple(pods),
-        schedulable=False,
-    )
-
-
 def test_volume_zone_names_the_volumes_zone():
     """kube-scheduler VolumeBinding/VolumeZone: a bound volume's node affinity pins the pod's zone."""
     from extender.api.provisioner import Requirement
@@ -262,7 +249,11 @@ def test_zone_spread_over_its_skew():
     zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
     web = {"app": "web"}
     running = [replace(builders.pod(f"w{i}", cpu="1", labels=web), node_name="na") for i in range(2)]
-    nodes = [_node("na", "us-west-2a", running), _node("nb", "us-west-2b"), _node("nc", "us-west-2c")]
+    nodes = [
+        unmanaged_node("na", zone="us-west-2a", pods=running),
+        unmanaged_node("nb", zone="us-west-2b"),
+        unmanaged_node("nc", zone="us-west-2c"),
+    ]
     world = World([zonal], catalog(), existing_nodes=nodes)
     spread = [
         {

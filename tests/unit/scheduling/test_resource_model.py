@@ -115,14 +115,7 @@ def test_kubelet_max_pods_override_keeps_storage_and_extended_resources():
 def test_ephemeral_storage_pod_lands_on_a_type_with_enough_allocatable():
     """kube-scheduler NodeResourcesFit compares ephemeral-storage like cpu: request <= allocatable."""
     plan = solve(
-        [
-            builders.pod(
-                "a",
-                uid="",
-                requests={"cpu": "100m", "ephemeral-storage": "10Gi"},
-                limits={"ephemeral-storage": "10Gi"},
-            )
-        ],
+        [builders.pod("a", uid="", cpu="100m", guaranteed={"ephemeral-storage": "10Gi"})],
         [make_provisioner()],
         catalog(),
     )
@@ -135,18 +128,8 @@ def test_allocatable_ephemeral_storage_is_the_limit_exactly():
     """17Gi = 20Gi root - 1Gi kube-reserved - 2Gi nodefs.available eviction: fits; one MiB more does not."""
     plan = solve(
         [
-            builders.pod(
-                "fits",
-                uid="",
-                requests={"cpu": "100m", "ephemeral-storage": "17Gi"},
-                limits={"ephemeral-storage": "17Gi"},
-            ),
-            builders.pod(
-                "over",
-                uid="",
-                requests={"cpu": "100m", "ephemeral-storage": f"{17 * 1024 + 1}Mi"},
-                limits={"ephemeral-storage": f"{17 * 1024 + 1}Mi"},
-            ),
+            builders.pod("fits", uid="", cpu="100m", guaranteed={"ephemeral-storage": "17Gi"}),
+            builders.pod("over", uid="", cpu="100m", guaranteed={"ephemeral-storage": f"{17 * 1024 + 1}Mi"}),
         ],
         [make_provisioner()],
         catalog(),
@@ -158,14 +141,7 @@ def test_allocatable_ephemeral_storage_is_the_limit_exactly():
 def test_30gi_ephemeral_pod_is_unschedulable_with_the_20gi_default_root_volume():
     """Karpenter: DefaultEBS 20Gi root volume; kube-scheduler: 30Gi > 17Gi allocatable on every type."""
     plan = solve(
-        [
-            builders.pod(
-                "big",
-                uid="",
-                requests={"cpu": "100m", "ephemeral-storage": "30Gi"},
-                limits={"ephemeral-storage": "30Gi"},
-            )
-        ],
+        [builders.pod("big", uid="", cpu="100m", guaranteed={"ephemeral-storage": "30Gi"})],
         [make_provisioner()],
         catalog(),
     )
@@ -176,13 +152,7 @@ def test_30gi_ephemeral_pod_is_unschedulable_with_the_20gi_default_root_volume()
 def test_ephemeral_storage_limits_how_many_pods_share_a_node():
     """Three 5Gi pods fit in 17Gi, a fourth does not, however much cpu/memory the node has left."""
     pods = [
-        builders.pod(
-            f"p{i}",
-            uid="",
-            requests={"cpu": "100m", "ephemeral-storage": "5Gi"},
-            limits={"ephemeral-storage": "5Gi"},
-        )
-        for i in range(7)
+        builders.pod(f"p{i}", uid="", cpu="100m", guaranteed={"ephemeral-storage": "5Gi"}) for i in range(7)
     ]
     plan = solve(pods, [make_provisioner()], catalog())
     assert not plan.unschedulable
@@ -192,35 +162,16 @@ def test_ephemeral_storage_limits_how_many_pods_share_a_node():
 
 def test_daemonset_ephemeral_storage_is_reserved_on_every_node():
     """kube-scheduler counts the DaemonSet pod's request on the node: 17Gi - 1Gi leaves 16Gi."""
-    daemon = builders.pod(
-        "ds",
-        uid="",
-        requests={"cpu": "100m", "ephemeral-storage": "1Gi"},
-        limits={"ephemeral-storage": "1Gi"},
-    )
+    daemon = builders.pod("ds", uid="", cpu="100m", guaranteed={"ephemeral-storage": "1Gi"})
     ok = solve(
-        [
-            builders.pod(
-                "a",
-                uid="",
-                requests={"cpu": "100m", "ephemeral-storage": "16Gi"},
-                limits={"ephemeral-storage": "16Gi"},
-            )
-        ],
+        [builders.pod("a", uid="", cpu="100m", guaranteed={"ephemeral-storage": "16Gi"})],
         [make_provisioner()],
         catalog(),
         daemonsets=[daemon],
     )
     assert not ok.unschedulable and ok.nodes
     over = solve(
-        [
-            builders.pod(
-                "b",
-                uid="",
-                requests={"cpu": "100m", "ephemeral-storage": "16500Mi"},
-                limits={"ephemeral-storage": "16500Mi"},
-            )
-        ],
+        [builders.pod("b", uid="", cpu="100m", guaranteed={"ephemeral-storage": "16500Mi"})],
         [make_provisioner()],
         catalog(),
         daemonsets=[daemon],
@@ -239,13 +190,8 @@ def test_efa_pod_lands_on_an_efa_type_and_efa_does_not_reserve_the_type():
     )
     plan = solve(
         [
-            builders.pod(
-                "efa",
-                uid="",
-                requests={"cpu": "1", "vpc.amazonaws.com/efa": "1"},
-                limits={"vpc.amazonaws.com/efa": "1"},
-            ),
-            builders.pod("big", uid="", requests={"cpu": "60"}),
+            builders.pod("efa", uid="", cpu="1", guaranteed={"vpc.amazonaws.com/efa": "1"}),
+            builders.pod("big", uid="", cpu="60"),
         ],
         [make_provisioner()],
         types,
@@ -260,10 +206,7 @@ def test_efa_gpu_pod_lands_on_a_gpu_type_with_efa():
     plan = solve(
         [
             builders.pod(
-                "train",
-                uid="",
-                requests={"cpu": "4", "nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"},
-                limits={"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"},
+                "train", uid="", cpu="4", guaranteed={"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"}
             )
         ],
         [make_provisioner()],
@@ -280,13 +223,8 @@ def test_neuroncore_pod_lands_on_inferentia_and_plain_pods_never_do():
     accelerator type only serves pods requesting an accelerator."""
     plan = solve(
         [
-            builders.pod(
-                "infer",
-                uid="",
-                requests={"cpu": "1", "aws.amazon.com/neuroncore": "2"},
-                limits={"aws.amazon.com/neuroncore": "2"},
-            ),
-            builders.pod("plain", uid="", requests={"cpu": "1"}),
+            builders.pod("infer", uid="", cpu="1", guaranteed={"aws.amazon.com/neuroncore": "2"}),
+            builders.pod("plain", uid="", cpu="1"),
         ],
         [make_provisioner()],
         catalog(),
@@ -301,10 +239,8 @@ def test_gaudi_type_only_serves_gaudi_pods():
     types = small_catalog(raw("m5.large"), raw("dl1.24xlarge", copy_of="p4d.24xlarge", GpuInfo=gaudi))
     plan = solve(
         [
-            builders.pod(
-                "hpu", uid="", requests={"cpu": "1", "habana.ai/gaudi": "1"}, limits={"habana.ai/gaudi": "1"}
-            ),
-            builders.pod("plain", uid="", requests={"cpu": "1"}),
+            builders.pod("hpu", uid="", cpu="1", guaranteed={"habana.ai/gaudi": "1"}),
+            builders.pod("plain", uid="", cpu="1"),
         ],
         [make_provisioner()],
         types,
@@ -321,14 +257,7 @@ def test_a_resource_no_type_lists_makes_the_pod_unschedulable_with_its_name(reso
     """kube-scheduler NodeResourcesFit: a resource the node does not list has allocatable 0, so the
     pod fits nowhere (the fixture has no EFA type without a GPU); the reason names the resource."""
     plan = solve(
-        [
-            builders.pod(
-                "x",
-                uid="",
-                requests={"cpu": "100m", "memory": "1Gi", resource: amount},
-                limits={"memory": "1Gi", resource: amount},
-            )
-        ],
+        [builders.pod("x", uid="", cpu="100m", guaranteed={"memory": "1Gi", resource: amount})],
         [make_provisioner()],
         catalog(),
     )

@@ -10,8 +10,9 @@ import pytest
 from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling import lowerbound, rounding
-from extender.scheduling.solver import ExistingNode, solve
+from extender.scheduling.solver import solve
 from tests import builders
+from tests.model_builders import existing_node
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
 SPREAD = [
@@ -83,12 +84,10 @@ def test_the_rounded_lp_plan_reaches_the_bound_where_the_greedy_does_not() -> No
 
 
 def test_existing_nodes_are_filled_first_and_the_lp_plans_the_rest(modelled: list[int]) -> None:
-    node = ExistingNode(
-        name="n1",
-        provisioner="default",
-        instance_type="m5.xlarge",
+    node = existing_node(
+        zone=None,
+        hostname=False,
         labels={wk.ARCH: "amd64"},
-        taints=(),
         allocatable=Resources.of(cpu=3.8, memory=14e9, pods=58),
         requested=Resources.of(cpu=1),
         pod_count=1,

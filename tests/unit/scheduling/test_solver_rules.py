@@ -8,6 +8,7 @@ from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling.solver import ExistingNode, solve
 from tests import builders
+from tests.model_builders import existing_node
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
 
@@ -415,17 +416,7 @@ def test_required_hostname_affinity_with_several_terms_needs_one_pod_matching_th
         running = tuple(
             builders.pod(f"run-{i}", cpu="100m", labels=labels) for i, labels in enumerate(labelled)
         )
-        return ExistingNode(
-            name="n1",
-            provisioner="default",
-            instance_type="m5.xlarge",
-            labels={wk.HOSTNAME: "n1", wk.ZONE: "us-west-2a"},
-            taints=(),
-            allocatable=Resources.parse({"cpu": "4", "memory": "16Gi", "pods": 110}),
-            requested=Resources.parse({"cpu": "200m"}),
-            pod_count=len(running),
-            pods=running,
-        )
+        return existing_node("n1", pods=running, requested=Resources.parse({"cpu": "200m"}))
 
     follower = builders.pod("follower", cpu="100m", affinity=affinity)
     split = solve(

@@ -18,7 +18,7 @@ from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
 from extender.scheduling.solver import solve
 from tests import builders
-from tests.unit.scheduling.test_topology_fidelity import existing
+from tests.unit.scheduling.test_topology_fidelity import running_node
 
 TYPES = fake_types()
 PROVISIONER = Provisioner(name="default", limits=Resources.of(cpu=10_000_000, memory=10_000_000 * GIB))
@@ -58,8 +58,11 @@ def test_five_of_karpenters_diverse_pods_plan_one_node_at_the_lower_bound():
 def test_the_rule_still_keeps_a_spread_pod_out_of_a_domain_over_its_skew():
     """Two matching pods running in zone 1 and none elsewhere: 2 + 0 - 0 > 1 there, so the spread pod
     goes to another zone even though it does not match its own selector."""
-    running = existing(
-        "n1", ZONE_1, [builders.pod(f"r{i}", **SHAPE, labels={"my-label": "c"}) for i in (1, 2)]
+    running = running_node(
+        "n1",
+        zone=ZONE_1,
+        pods=[builders.pod(f"r{i}", **SHAPE, labels={"my-label": "c"}) for i in (1, 2)],
+        requested=Resources.of(cpu=0.2),  # their CPU only
     )
     spreader = builders.pod("spread", **SHAPE, labels={"my-label": "f"}, spreads=OVER_C)
     plan = solve([spreader], [PROVISIONER], TYPES, existing_nodes=[running])

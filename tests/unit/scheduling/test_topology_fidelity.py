@@ -3,31 +3,25 @@ PodTopologySpread / InterPodAffinity / NodePorts plugins are the reference)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from extender.api import labels as wk
 from extender.api.resources import Resources
-from extender.scheduling.plan import ExistingNode
 from extender.scheduling.solver import solve
 from tests import builders
+from tests.model_builders import existing_node
 from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner
 
 APP = {"app": "web"}
 
 
-def existing(name, zone, pods=(), *, schedulable=True, cpu=8.0, provisioner="default", **labels):
-    node_labels = {wk.ZONE: zone, wk.HOSTNAME: name, wk.PROVISIONER_NAME: provisioner, **labels}
-    requested = Resources.of(cpu=sum(p.requests.cpu for p in pods))
-    return ExistingNode(
-        name=name,
-        provisioner=provisioner,
-        instance_type="m5.2xlarge",
-        labels=node_labels,
-        taints=(),
-        allocatable=Resources.of(cpu=cpu, memory=32 * 2**30, pods=58),
-        requested=requested,
-        pod_count=len(pods),
-        pods=tuple(pods),
-        schedulable=schedulable,
-    )
+#: A Provisioner's m5.2xlarge (8 CPU, 32Gi, 58 pods); keywords as tests.model_builders.existing_node.
+running_node = partial(
+    existing_node,
+    instance_type="m5.2xlarge",
+    labels={wk.PROVISIONER_NAME: "default"},
+    allocatable=Resources.of(cpu=8.0, memory=32 * 2**30, pods=58),
+)
 
 
 def anti(key, labels=APP):
@@ -54,7 +48,7 @@ def zones_of(plan):
 def test_zone_anti_affinity_avoids_zones_of_running_pods():
     """InterPodAffinity: required anti-affinity counts pods already running (was: batch only)."""
     running = [
-        existing(f"n{i}", z, [builders.pod(f"r{i}", cpu="1", labels=APP)], schedulable=False)
+        running_node(f"n{i}", zone=z, pods=[builders.pod(f"r{i}", cpu="1", labels=APP)], schedulable=False)
         for i, z in enumerate(ZONES[:2])
     ]
     pod = builders.pod("new", cpu="1", labels=APP, affinity=anti(wk.ZONE))
@@ -65,7 +59,7 @@ def test_zone_anti_affinity_avoids_zones_of_running_pods():
 def test_running_pods_anti_affinity_repels_incoming_pod_symmetry():
     """InterPodAffinity symmetry: a running pod's anti-affinity excludes its domain for pods it selects."""
     carrier = builders.pod("r", cpu="1", labels={"app": "db"}, affinity=anti(wk.ZONE, labels=APP))
-    running = [existing("n0", ZONES[0], [carrier], schedulable=False)]
+    running = [running_node("n0", zone=ZONES[0], pods=[carrier], schedulable=False)]
     pods = [builders.pod(f"p{i}", cpu="1", labels=APP) for i in range(3)]
     plan = solve(pods, [make_provisioner()], catalog(), existing_nodes=running)
     assert sum(len(n.pods) for n in plan.nodes) == 3
@@ -74,7 +68,7 @@ def test_running_pods_anti_affinity_repels_incoming_pod_symmetry():
 
 def test_hostname_anti_affinity_against_running_pod_on_karpy_node_with_room():
     """InterPodAffinity: a karpy node with room but a matching pod is not used."""
-    node = existing("n0", ZONES[0], [builders.pod("r", cpu="1", labels=APP)])
+    node = running_node("n0", zone=ZONES[0], pods=[builders.pod("r", cpu="1", labels=APP)])
     pod = builders.pod("new", cpu="1", labels=APP, affinity=anti(wk.HOSTNAME))
     plan = solve([pod], [make_provisioner()], catalog(), existing_nodes=[node])
     assert not plan.existing and len(plan.nodes) == 1
@@ -87,7 +81,9 @@ def test_running_pods_hostname_anti_affinity_keeps_rule_free_pods_off_its_node()
     the packer counts running pods for hostname terms only when a term is in play, and this term
     comes from the running pod alone."""
     carrier = builders.pod("r", cpu="1", labels={"app": "db"}, affinity=anti(wk.HOSTNAME, labels=APP))
-    node = existing("n0", ZONES[0], [carrier, builders.pod("other", cpu="1", labels={"app": "cache"})])
+    node = running_node(
+        "n0", zone=ZONES[0], pods=[carrier, builders.pod("other", cpu="1", labels={"app": "cache"})]
+    )
     plan = solve(
         [builders.pod("new", cpu="1", labels=APP)], [make_provisioner()], catalog(), existing_nodes=[node]
     )
@@ -99,8 +95,11 @@ def test_running_pods_hostname_anti_affinity_keeps_rule_free_pods_off_its_node()
 def test_zone_spread_counts_running_pods():
     """PodTopologySpread: 3 matching pods already in zone a -> new pods go to b and c first."""
     running = [
-        existing(
-            "n0", ZONES[0], [builders.pod(f"r{i}", cpu="1", labels=APP) for i in range(3)], schedulable=False
+        running_node(
+            "n0",
+            zone=ZONES[0],
+            pods=[builders.pod(f"r{i}", cpu="1", labels=APP) for i in range(3)],
+            schedulable=False,
         )
     ]
     pods = [
@@ -185,7 +184,7 @@ def test_host_ports_conflict_on_a_node():
     pods = [builders.pod(f"p{i}", cpu="1", containers=ports) for i in range(3)]
     plan = solve(pods, [make_provisioner()], catalog())
     assert len(plan.nodes) == 3
-    node = existing("n0", ZONES[0], [builders.pod("r", cpu="1", containers=ports)])
+    node = running_node("n0", zone=ZONES[0], pods=[builders.pod("r", cpu="1", containers=ports)])
     plan = solve(pods[:1], [make_provisioner()], catalog(), existing_nodes=[node])
     assert not plan.existing and len(plan.nodes) == 1
 
@@ -258,7 +257,12 @@ def test_first_pod_of_a_zone_affinity_group_may_start_it_beside_unrelated_nodes(
         }
     }
     unrelated = [
-        existing("n0", ZONES[1], [builders.pod("other", cpu="1", labels={"app": "db"})], schedulable=False)
+        running_node(
+            "n0",
+            zone=ZONES[1],
+            pods=[builders.pod("other", cpu="1", labels={"app": "db"})],
+            schedulable=False,
+        )
     ]
     pods = [builders.pod(f"p{i}", cpu="1", labels=APP, affinity=affinity) for i in range(3)]
     plan = solve(pods, [make_provisioner()], catalog(), existing_nodes=unrelated)
