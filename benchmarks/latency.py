@@ -7,7 +7,13 @@ Two ways of asking:
 - "new": a different batch each solve (the diverse pods drawn with seed i), as batches come in a
   live cluster; what is derived from the catalog carries over, a batch's own pods do not.
 "first" is the first solve of the process (imports done, nothing derived from the catalog yet);
-"cpu" the median of the solving thread's CPU time, which other processes' load disturbs less.
+"cpu" the median of the solving thread's CPU time, which other processes' load disturbs less;
+"gc2" the full (generation 2) garbage collections during the way's solves: each pauses one solve
+for tens of milliseconds (it walks every object the process holds, the catalog's included), so a
+tail figure is mostly whether one fell in the window.
+p99 is the nearest-rank 99th percentile, from at least 100 solves: 100 pods run 100 solves each
+way (was 40, whose "p99" was their maximum, so one full collection more or less in the window
+decided it). With fewer solves the column shows the maximum, marked `*`.
 5,000 pods: three solves each way (the issue's 9x-Karpenter figure is at this size).
 Karpenter's figures on the same inputs (issue 26): 1 pod 0.6 ms, 5 pods 2.8 ms.
 
@@ -23,6 +29,7 @@ size so machine load hits both alike. Prints the load average beside the figures
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -37,9 +44,17 @@ KARPENTER_MS = {1: 0.6, 5: 2.8}
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: Fewer solves than this give no 99th percentile (the nearest rank would be the maximum).
+P99_SAMPLES = 100
+
+
 def _percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _full_collections() -> int:
+    return gc.get_stats()[2]["collections"]
 
 
 def measure(size: int, runs: int, limited: bool = True) -> dict[str, float]:
@@ -61,12 +76,14 @@ def measure(size: int, runs: int, limited: bool = True) -> dict[str, float]:
     result["nodes"], result["price"] = len(plan.nodes), plan.total_price
     for way, pods_of in (("same", lambda i: same), ("new", lambda i: batches[i])):
         times, cpu = [], []
+        full = _full_collections()
         for i in range(runs):
             pods = pods_of(i)
             started, started_cpu = time.perf_counter(), time.thread_time()
             solve(pods, [provisioner], types, with_bound=False)
             times.append((time.perf_counter() - started) * 1e3)
             cpu.append((time.thread_time() - started_cpu) * 1e3)
+        result[f"{way} gc2"] = _full_collections() - full
         result[f"{way} p50"], result[f"{way} p99"] = statistics.median(times), _percentile(times, 0.99)
         result[f"{way} cpu"] = statistics.median(cpu)
     return result
@@ -91,29 +108,41 @@ def run_tree(tree: Path, size: int, runs: int, limited: bool) -> dict[str, float
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _cell(column: str, value: float, runs: int) -> str:
+    if column.endswith("gc2"):
+        return f"{int(value):>9}"
+    if column.endswith("p99") and runs < P99_SAMPLES:
+        return f"{value:>8.2f}*"
+    return f"{value:>9.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", type=Path, help="another tree (e.g. a worktree of main) to compare with")
-    parser.add_argument("--runs", type=int, default=200, help="solves per size and way (100 pods: a fifth)")
+    parser.add_argument(
+        "--runs", type=int, default=200, help="solves per size and way (100 pods: half, at least 100)"
+    )
     parser.add_argument("--no-limits", action="store_true", help="a Provisioner without limits")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="batch sizes to measure")
     args = parser.parse_args()
     trees = {"this": ROOT, **({"base": args.base.resolve()} if args.base else {})}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    cols = ("first", "same p50", "same p99", "same cpu", "new p50", "new p99", "new cpu")
-    header = f"{'pods':>5} {'tree':>5} " + " ".join(f"{c:>9}" for c in cols)
+    ways = ("same", "new")
+    cols = ("first", *(f"{w} {c}" for w in ways for c in ("p50", "p99", "cpu", "gc2")))
+    header = f"{'pods':>5} {'tree':>5} {'runs':>5} " + " ".join(f"{c:>9}" for c in cols)
     print(header + f" {'nodes':>6} {'$/h':>8} karpenter")
     for size in args.sizes:
-        runs = args.runs if size < 100 else max(20, args.runs // 5) if size < 1000 else 3
+        runs = args.runs if size < 100 else max(P99_SAMPLES, args.runs // 2) if size < 1000 else 3
         for name in sorted(trees, reverse=True):
             r = run_tree(trees[name], size, runs, not args.no_limits)
             karpenter = f"{KARPENTER_MS[size]:.1f} ms" if size in KARPENTER_MS else "-"
             print(
-                f"{size:>5} {name:>5} "
-                + " ".join(f"{r[c]:>9.2f}" for c in cols)
+                f"{size:>5} {name:>5} {runs:>5} "
+                + " ".join(_cell(c, r[c], runs) for c in cols)
                 + f" {int(r['nodes']):>6} {r['price']:>8.2f} {karpenter}"
             )
-    print("milliseconds per solve()")
+    print("milliseconds per solve(); gc2: full collections in the way's solves")
+    print("* the maximum: too few solves for a 99th percentile")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

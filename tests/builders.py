@@ -114,11 +114,14 @@ def pod_manifest(
     annotations: Mapping[str, str] | None = None,
     owner_kind: str | None = None,
     owner_name: str = "owner",
+    owners: Sequence[Mapping[str, Any]] | None = None,
     deleted_at: datetime | None = None,
     cpu: str | None = None,
     memory: str | None = None,
     requests: Mapping[str, Any] | None = None,
     limits: Mapping[str, Any] | None = None,
+    guaranteed: Mapping[str, Any] | None = None,
+    gpu: int = 0,
     container: str = "c",
     image: str | None = "pause",
     node_name: str | None = None,
@@ -141,31 +144,39 @@ def pod_manifest(
     claims: Sequence[str] | None = None,
     ephemeral: Sequence[tuple[str, str | None]] | None = None,
     phase: str | None = None,
+    conditions: Sequence[Mapping[str, Any]] | None = None,
     status: Mapping[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
     """A v1 Pod as API JSON, shaped like Karpenter's test.PodOptions; `**spec` are spec fields as
     written (`affinity`, `topologySpreadConstraints`, `containers`...), set last.
 
-    namespace None: none (the API request names it). uid: None -> "uid-<name>", "" -> none. container:
-    the one container's name. host_ports: ports 80 on those host ports; ports: the
-    container's ports as written. owner_kind: one controller owner reference of that kind
-    named `owner_name`. node_requirements -> one required nodeSelectorTerm; node_preferences -> one
-    preferred term of weight 1 (as Karpenter's builder); `required_terms` / `preferred_terms` give
-    several terms. claims -> persistentVolumeClaim volumes; ephemeral -> (volume, storage class)
-    generic ephemeral volumes. phase -> status.phase (`status` gives the whole status).
+    namespace None: none (the API request names it). uid: None -> "uid-<name>", "" -> none. cpu /
+    memory "" or None: no request. gpu: that many NVIDIA GPUs as a limit (extended resources are
+    requested through limits). guaranteed: resources asked as requests and limits alike (extended
+    resources and hugepages must be). container: the one container's name. host_ports: ports 80 on those
+    host ports; ports: the container's ports as written. owner_kind: one controller owner reference
+    of that kind named `owner_name`; owners: the ownerReferences as written. node_requirements -> one
+    required nodeSelectorTerm; node_preferences -> one preferred term of weight 1 (as Karpenter's
+    builder); `required_terms` / `preferred_terms` give several terms. claims ->
+    persistentVolumeClaim volumes; ephemeral -> (volume, storage class) generic ephemeral volumes.
+    phase -> status.phase, conditions -> status.conditions (`status` gives the rest of the status).
     """
     name = name or f"pod-{next(_names)}"
     container_requests = dict(requests or {})
-    if cpu is not None:
+    if cpu:
         container_requests["cpu"] = cpu
-    if memory is not None:
+    if memory:
         container_requests["memory"] = memory
+    container_requests.update(guaranteed or {})
+    container_limits = {**(limits or {}), **(guaranteed or {})}
+    if gpu:
+        container_limits["nvidia.com/gpu"] = gpu
     resources: dict[str, Any] = {}
     if container_requests:
         resources["requests"] = container_requests
-    if limits:
-        resources["limits"] = dict(limits)
+    if container_limits:
+        resources["limits"] = container_limits
     main: dict[str, Any] = {"name": container, "resources": resources}
     if image is not None:
         main["image"] = image
@@ -225,11 +236,17 @@ def pod_manifest(
                 "controller": True,
             }
         ]
+    if owners is not None:
+        metadata["ownerReferences"] = [dict(o) for o in owners]
     if deleted_at is not None:
         metadata["deletionTimestamp"] = stamp(deleted_at)
     manifest: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body}
-    if status is not None or phase is not None:
-        manifest["status"] = {**(status or {}), **({"phase": phase} if phase is not None else {})}
+    if status is not None or phase is not None or conditions is not None:
+        manifest["status"] = {
+            **(status or {}),
+            **({"phase": phase} if phase is not None else {}),
+            **({"conditions": [dict(c) for c in conditions]} if conditions is not None else {}),
+        }
     return manifest
 
 
@@ -307,9 +324,10 @@ def pod(
     return dataclasses.replace(parsed, csi_claims=cluster_volumes.csi_claims(manifest))
 
 
-def pods(count: int, **options: Any) -> list[Pod]:
-    """Karpenter's test.UnschedulablePods(options, count): identical pods with distinct names."""
-    return [pod(**options) for _ in range(count)]
+def pods(count: int, *, prefix: str | None = None, **options: Any) -> list[Pod]:
+    """Karpenter's test.UnschedulablePods(options, count): identical pods with distinct names
+    (`<prefix><i>` for i from 0 when a prefix is given)."""
+    return [pod(None if prefix is None else f"{prefix}{i}", **options) for i in range(count)]
 
 
 # --- nodes ---------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import NamedTuple
 
 from extender.api import labels as wk
@@ -314,6 +315,11 @@ class InstanceType:
 
     def with_offerings(self, offerings: Iterable[Offering]) -> InstanceType:
         return replace(self, offerings=tuple(offerings))
+
+    @cached_property
+    def reserved(self) -> tuple[Offering, ...]:
+        """The offerings into capacity reservations (reservations.assign reads them per planned node)."""
+        return tuple(o for o in self.offerings if o.reservation_id)
 
     @property
     def has_gpu(self) -> bool:

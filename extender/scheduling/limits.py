@@ -48,7 +48,11 @@ class Room:
 
     def allows(self, instance_type: InstanceType) -> bool:
         """Whether a node of the type fits what the limits leave."""
-        return all(amount(instance_type, n) <= self.left.get(n) + EPS for n in self.names)
+        # The packer asks this for every type it ranks: the maps read directly.
+        left, capacity = self.left.amounts, instance_type.capacity.amounts
+        return all(
+            (1.0 if n == NODES else capacity.get(n, 0.0)) <= left.get(n, 0.0) + EPS for n in self.names
+        )
 
     def charge(self, instance_type: InstanceType) -> Resources:
         """What a node of the type takes from the room."""
@@ -105,8 +109,10 @@ def apply(
             continue
         base = used[node.provisioner]
         # Read once per node: an option's check is then its own capacity only.
-        bounds = [(n, base.get(n), limit.get(n) + EPS) for n in limited]
-        room = [t for t in node.options if all(b + amount(t, n) <= top for n, b, top in bounds)]
+        bounds = [(n, base.get(n), limit.get(n) + EPS) for n in limited if n != NODES]
+        # A node counts 1 towards `nodes` whatever its type: that bound holds for all options or none.
+        nodes_left = NODES not in limited or base.get(NODES) + 1.0 <= limit.get(NODES) + EPS
+        room = _within(node.options, bounds) if nodes_left else []
         if not room:
             reason = f"provisioner {node.provisioner} {EXCEEDED}: " + ", ".join(
                 f"{n} usage {base.get(n):g} + node {amount(node.options[0], n):g} > limit {limit.get(n):g}"
@@ -142,6 +148,22 @@ def apply(
         used[node.provisioner] = base + Resources({n: amount(node.options[0], n) for n in limited})
         kept.append(node)
     return kept, dropped
+
+
+def _within(
+    options: Sequence[InstanceType], bounds: Sequence[tuple[str, float, float]]
+) -> list[InstanceType]:
+    """The options whose capacity keeps every (name, used, limit) bound: a plain loop over the
+    capacity maps, as this runs for every option of every limited node of every solve."""
+    result = []
+    for option in options:
+        amounts = option.capacity.amounts
+        for name, used, top in bounds:
+            if not used + amounts.get(name, 0.0) <= top:
+                break
+        else:
+            result.append(option)
+    return result
 
 
 def _offered(node: PlannedNode) -> Requirements:

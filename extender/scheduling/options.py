@@ -14,7 +14,7 @@ from extender.scheduling.candidates import Candidate, CandidateCache, CandidateS
 from extender.scheduling.fill import Node
 from extender.scheduling.memo import Memo
 from extender.scheduling.plan import PlannedNode
-from extender.scheduling.reservations import offering_allows, restricted
+from extender.scheduling.reservations import offering_allows, restricted, selects
 
 _SERIAL = operator.attrgetter("serial")
 
@@ -89,11 +89,14 @@ def materialize(
         provisioner = node.view.provisioner
         owner = {provisioner.owner_label: provisioner.name}
         labels = {**provisioner.labels, **owner, **node.reqs.single_values()}
+        types = [c.entry.type for c in options]
+        if selects(node.reqs):
+            # A pod selecting a reservation launches into it only (reservations.assign).
+            types = [restricted(t, node.reqs) for t in types]
         result.append(
             PlannedNode(
                 provisioner=provisioner.name,
-                # A pod selecting a reservation launches into it only (reservations.assign).
-                options=tuple(restricted(c.entry.type, node.reqs) for c in options),
+                options=tuple(types),
                 zones=tuple(zones),
                 capacity_types=tuple(capacity_types),
                 zone=cheapest.offering.zone,

@@ -116,9 +116,14 @@ def used_up(instance_types: Iterable[InstanceType], reqs: Requirements) -> bool:
     return bool(selected) and not any(o.available and o.reservation_capacity > 0 for o in selected)
 
 
+def selects(reqs: Requirements) -> bool:
+    """Whether `reqs` say anything on the capacity-reservation labels (else every offering passes)."""
+    return any(key in wk.RESERVATION_LABELS for key, _ in reqs.items)
+
+
 def restricted(instance_type: InstanceType, reqs: Requirements) -> InstanceType:
     """The type with only the offerings `reqs` allow on the capacity-reservation labels."""
-    if not any(key in wk.RESERVATION_LABELS for key, _ in reqs):
+    if not selects(reqs):
         return instance_type
     return instance_type.with_offerings(o for o in instance_type.offerings if offering_allows(o, reqs))
 
@@ -173,12 +178,11 @@ def assign(
     left: dict[str, int] = {}
     for node in nodes:
         for option in node.options:
-            for o in option.offerings:
+            for o in option.reserved:
                 # Two pools' catalogs may disagree on one reservation's count: the smaller holds.
-                if o.reservation_id:
-                    left[o.reservation_id] = min(
-                        left.get(o.reservation_id, o.reservation_capacity), o.reservation_capacity
-                    )
+                left[o.reservation_id] = min(
+                    left.get(o.reservation_id, o.reservation_capacity), o.reservation_capacity
+                )
     if not left:
         return list(nodes), []
     planned: list[PlannedNode] = []

@@ -18,6 +18,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -348,15 +349,16 @@ def test_invalid_provisioner_is_rejected_naming_the_field(
     assert expected in message
 
 
-def _pod(name: str) -> dict[str, Any]:
-    return builders.pod_manifest(
-        name,
-        namespace=None,
-        uid="",
-        image="registry.k8s.io/pause:3.9",
-        cpu="100m",
-        nodeSelector={"team": f"t{RUN}"},
-    )
+#: A pause pod for create_namespaced_pod (no namespace of its own) selecting this run's team; give
+#: it a name; keywords as tests.builders.pod_manifest.
+team_pod = partial(
+    builders.pod_manifest,
+    namespace=None,
+    uid="",
+    image="registry.k8s.io/pause:3.9",
+    cpu="100m",
+    nodeSelector={"team": f"t{RUN}"},
+)
 
 
 @pytest.fixture
@@ -382,7 +384,7 @@ def team_provisioner(webhook: WebhookProcess, objects: Any) -> str:
 def test_pod_in_opted_in_namespace_gets_the_fitting_provisioner(
     opted_in: str, team_provisioner: str, core_v1: Any
 ) -> None:
-    created = core_v1.create_namespaced_pod(opted_in, _pod("web"))
+    created = core_v1.create_namespaced_pod(opted_in, team_pod("web"))
     assert created.spec.node_selector == {
         "team": f"t{RUN}",
         "karpenter.sh/provisioner-name": team_provisioner,
@@ -390,7 +392,7 @@ def test_pod_in_opted_in_namespace_gets_the_fitting_provisioner(
 
 
 def test_pod_in_other_namespace_is_untouched(namespace: str, team_provisioner: str, core_v1: Any) -> None:
-    created = core_v1.create_namespaced_pod(namespace, _pod("web"))
+    created = core_v1.create_namespaced_pod(namespace, team_pod("web"))
     assert created.spec.node_selector == {"team": f"t{RUN}"}
 
 
@@ -400,7 +402,7 @@ def test_pods_are_still_created_with_the_webhook_stopped(
     webhook.stop()
     try:
         started = time.monotonic()
-        created = core_v1.create_namespaced_pod(opted_in, _pod("while-down"))
+        created = core_v1.create_namespaced_pod(opted_in, team_pod("while-down"))
         elapsed = time.monotonic() - started
         assert created.metadata.name == "while-down"
         assert "karpenter.sh/provisioner-name" not in (created.spec.node_selector or {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import partial
 
 import pytest
 
@@ -23,8 +24,8 @@ def pools(*objs: dict) -> list[status.Pool]:
     return status.load_pools(objs, lambda obj: load_configured(obj, SETTINGS))
 
 
-def stamp(seconds_ago: float) -> str:
-    return datetime.fromtimestamp(NOW - seconds_ago, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def ago(seconds: float) -> datetime:
+    return datetime.fromtimestamp(NOW - seconds, UTC)
 
 
 def provisioner(
@@ -54,7 +55,7 @@ def node(
 ) -> dict:
     return builders.node_manifest(
         name,
-        created=datetime.fromtimestamp(NOW - age, UTC),
+        created=ago(age),
         instance=None,
         labels={
             "node.kubernetes.io/instance-type": instance_type,
@@ -68,17 +69,16 @@ def node(
     )
 
 
-def pod(name: str, *, node_name: str = "", age: float = 10, reason: str = "Unschedulable") -> dict:
-    return builders.pod_manifest(
-        name,
-        uid="",
-        created=datetime.fromtimestamp(NOW - age, UTC),
-        image=None,
-        cpu="1",
-        memory="512Mi",
-        node_name=node_name or None,
-        status={"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason}]},
-    )
+#: A pod asking 1 CPU and 512Mi, Unschedulable since 10 s ago; keywords as tests.builders.pod_manifest.
+waiting_pod = partial(
+    builders.pod_manifest,
+    uid="",
+    created=ago(10),
+    image=None,
+    cpu="1",
+    memory="512Mi",
+    conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+)
 
 
 PRICES = PriceBook(
@@ -91,13 +91,13 @@ def test_summarize_counts_prices_and_orders_rows() -> None:
         node("n-old", "c5.xlarge", age=7200),
         node("n-new", "m5.large", capacity_type="on-demand", age=30, zone="us-west-2b", ready=False),
     ]
-    assigned = [pod(f"inflate-{i}", node_name="n-old") for i in range(3)] + [
-        pod("other", node_name="elsewhere")
+    assigned = [waiting_pod(f"inflate-{i}", node_name="n-old") for i in range(3)] + [
+        waiting_pod("other", node_name="elsewhere")
     ]
     result = status.summarize(
         pools(provisioner("spot-only", weight=10), provisioner("default")),
         nodes,
-        [pod("waiting", age=42)],
+        [waiting_pod("waiting", created=ago(42))],
         assigned,
         prices=PRICES,
         now=NOW,
@@ -151,7 +151,7 @@ def test_render_shows_every_section_and_the_hourly_total() -> None:
     result = status.summarize(
         pools(provisioner("default", ttl=None)),
         [node("ip-10-0-1-4", "c5.xlarge", cordoned=True)],
-        [pod("p", age=90)],
+        [waiting_pod("p", created=ago(90))],
         [],
         prices=PRICES,
         now=NOW,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
@@ -91,7 +92,8 @@ def node(name: str, provisioner: str, cpu: str) -> dict:
     )
 
 
-def pod(name: str, node_name: str, scheduled: float | None, ready: float | None) -> dict:
+def started(scheduled: float | None, ready: float | None) -> list[dict]:
+    """A pod's PodScheduled (when `scheduled`) and Ready conditions, `ready` None = not Ready."""
     conditions = []
     if scheduled is not None:
         conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": at(scheduled)})
@@ -102,15 +104,11 @@ def pod(name: str, node_name: str, scheduled: float | None, ready: float | None)
             "lastTransitionTime": at(ready or 0),
         }
     )
-    return builders.pod_manifest(
-        name,
-        namespace=None,
-        uid="",
-        image=None,
-        created=T0,
-        node_name=node_name,
-        status={"conditions": conditions},
-    )
+    return conditions
+
+
+#: A pod created at T0; keywords as tests.builders.pod_manifest.
+bound_pod = partial(builders.pod_manifest, namespace=None, uid="", image=None, created=T0)
 
 
 def test_figures_from_the_api_read_the_pods_on_karpys_nodes_now() -> None:
@@ -132,10 +130,10 @@ def test_figures_from_the_api_read_the_pods_on_karpys_nodes_now() -> None:
     provisioners = [load_configured(obj, plan_settings()) for obj in (v1alpha5, nodepool)]
     nodes = [node("n1", "a", "4"), node("n2", "a", "8")]
     assigned = [
-        pod("p1", "n1", 4, 6),
-        pod("p2", "n1", 10, None),  # not Ready yet
-        pod("p3", "n2", 20, 25),
-        pod("elsewhere", "managed-1", 1, 1),
+        bound_pod("p1", node_name="n1", conditions=started(4, 6)),
+        bound_pod("p2", node_name="n1", conditions=started(10, None)),  # not Ready yet
+        bound_pod("p3", node_name="n2", conditions=started(20, 25)),
+        bound_pod("elsewhere", node_name="managed-1", conditions=started(1, 1)),
     ]
     result = figures.from_api(provisioners, nodes, assigned, price_per_hour=0.5)
     bound, ready = result.startup

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -16,27 +17,17 @@ from extender.cluster.boundpods import BoundPods
 from extender.cluster.watch import Gone, stream_objects
 from tests import builders
 
-
-def pod(
-    name: str,
-    on: str = "n1",
-    cpu: str = "1",
-    phase: str = "Running",
-    version: str = "1",
-    annotations: dict[str, str] | None = None,
-    **labels: str,
-) -> dict[str, Any]:
-    return builders.pod_manifest(
-        name,
-        namespace="ns",
-        resource_version=version,
-        labels=labels or {"app": "web"},
-        annotations=annotations,
-        image=None,
-        node_name=on,
-        cpu=cpu,
-        phase=phase,
-    )
+#: A Running pod of app=web asking 1 CPU, bound to n1; keywords as tests.builders.pod_manifest.
+bound_pod = partial(
+    builders.pod_manifest,
+    namespace="ns",
+    resource_version="1",
+    labels={"app": "web"},
+    image=None,
+    node_name="n1",
+    cpu="1",
+    phase="Running",
+)
 
 
 def synced(*pods: dict[str, Any]) -> BoundPods:
@@ -46,10 +37,10 @@ def synced(*pods: dict[str, Any]) -> BoundPods:
 
 
 def test_watch_events_add_modify_and_delete_pods_per_node() -> None:
-    index = synced(pod("a"), pod("b", cpu="500m"))
-    index.apply("ADDED", pod("c", on="n2", version="11"))
-    index.apply("MODIFIED", pod("a", cpu="2", version="12"))
-    index.apply("DELETED", pod("b", cpu="500m", version="13"))
+    index = synced(bound_pod("a"), bound_pod("b", cpu="500m"))
+    index.apply("ADDED", bound_pod("c", node_name="n2", resource_version="11"))
+    index.apply("MODIFIED", bound_pod("a", cpu="2", resource_version="12"))
+    index.apply("DELETED", bound_pod("b", cpu="500m", resource_version="13"))
     bound = index.snapshot()
     assert bound.keys == {"ns/a", "ns/c"}
     assert [p.key for p in bound.on("n1").pods] == ["ns/a"] and bound.on("n1").requested.cpu == 2
@@ -59,27 +50,27 @@ def test_watch_events_add_modify_and_delete_pods_per_node() -> None:
 
 
 def test_a_pod_that_finishes_leaves_the_index() -> None:
-    index = synced(pod("job"), pod("web"))
-    index.apply("MODIFIED", pod("job", phase="Succeeded", version="11"))
-    index.apply("MODIFIED", pod("web", phase="Failed", version="12"))
+    index = synced(bound_pod("job"), bound_pod("web"))
+    index.apply("MODIFIED", bound_pod("job", phase="Succeeded", resource_version="11"))
+    index.apply("MODIFIED", bound_pod("web", phase="Failed", resource_version="12"))
     assert index.snapshot().keys == frozenset() and index.snapshot().by_node == {}
 
 
 def test_a_pod_karpy_cannot_parse_takes_a_slot_but_brings_no_requests() -> None:
-    index = synced(pod("ok"), pod("bad", cpu="1x"))
+    index = synced(bound_pod("ok"), bound_pod("bad", cpu="1x"))
     node = index.snapshot().on("n1")
     assert node.count == 2 and [p.key for p in node.pods] == ["ns/ok"] and node.requested.cpu == 1
 
 
 def test_bookmarks_only_move_the_resource_version() -> None:
-    index = synced(pod("a"))
+    index = synced(bound_pod("a"))
     index.apply("BOOKMARK", {"metadata": {"resourceVersion": "99"}})
     assert index.resource_version == "99" and index.snapshot().keys == {"ns/a"}
 
 
 def test_replicas_share_labels_requests_and_rules_and_keep_only_read_annotations() -> None:
-    a = pod("a", annotations={wk.DO_NOT_EVICT_ANNOTATION: "true", "checksum/config": "x" * 100})
-    b = pod("b", annotations={"checksum/config": "y" * 100})
+    a = bound_pod("a", annotations={wk.DO_NOT_EVICT_ANNOTATION: "true", "checksum/config": "x" * 100})
+    b = bound_pod("b", annotations={"checksum/config": "y" * 100})
     first, second = synced(a, b).snapshot().on("n1").pods
     assert first.labels is second.labels and first.requests is second.requests
     assert first.tolerations is second.tolerations
@@ -92,20 +83,22 @@ def test_interned_values_no_live_pod_holds_are_forgotten(monkeypatch: pytest.Mon
     index = synced()
     # Job pods with labels of their own, each deleted again: their labels must not pile up.
     for i in range(200):
-        index.apply("ADDED", pod(f"job-{i}", job=f"j{i}"))
-        index.apply("DELETED", pod(f"job-{i}", job=f"j{i}"))
-    index.apply("ADDED", pod("web", app="web"))
+        index.apply("ADDED", bound_pod(f"job-{i}", labels={"job": f"j{i}"}))
+        index.apply("DELETED", bound_pod(f"job-{i}", labels={"job": f"j{i}"}))
+    index.apply("ADDED", bound_pod("web", labels={"app": "web"}))
     assert len(index._state.interner) < 4 * 1 + 10 + 20
     (web,) = index.snapshot().on("n1").pods
     assert web.labels == {"app": "web"}
 
 
 def test_an_assumed_bind_counts_until_its_event_replaces_it() -> None:
-    index = synced(pod("a"))
-    pending = Pod.from_manifest({**pod("new"), "spec": {"containers": pod("new")["spec"]["containers"]}})
+    index = synced(bound_pod("a"))
+    pending = Pod.from_manifest(
+        {**bound_pod("new"), "spec": {"containers": bound_pod("new")["spec"]["containers"]}}
+    )
     index.assume(pending, "n1")
     assert index.snapshot().on("n1").count == 2 and "ns/new" in index.snapshot().keys
-    index.apply("ADDED", pod("new", version="11"))
+    index.apply("ADDED", bound_pod("new", resource_version="11"))
     node = index.snapshot().on("n1")
     assert node.count == 2 and node.requested.cpu == 2
 
@@ -114,8 +107,8 @@ def test_listeners_see_listed_pods_and_every_event() -> None:
     index = BoundPods()
     seen: list[tuple[str, str]] = []
     index.subscribe(lambda kind, pod: seen.append((kind, pod.name)))
-    index.replace(iter([pod("a")]), "1")
-    index.apply("DELETED", pod("a", version="2"))
+    index.replace(iter([bound_pod("a")]), "1")
+    index.apply("DELETED", bound_pod("a", resource_version="2"))
     assert seen == [("SYNC", "a"), ("DELETED", "a")]
 
 
@@ -126,27 +119,40 @@ def test_a_relist_announces_pods_deleted_while_the_watch_was_down() -> None:
     index = BoundPods()
     seen: list[tuple[str, str, str]] = []
     index.subscribe(lambda kind, pod: seen.append((kind, pod.name, pod.node_name)))
-    index.replace(iter([pod("a"), pod("b", on="n2")]), "1")
+    index.replace(iter([bound_pod("a"), bound_pod("b", node_name="n2")]), "1")
     seen.clear()
-    index.replace(iter([pod("a", version="3")]), "5")
+    index.replace(iter([bound_pod("a", resource_version="3")]), "5")
     assert seen == [("SYNC", "a", "n1"), ("DELETED", "b", "n2")]
 
 
 def test_without_a_watch_every_read_lists_afresh() -> None:
     index = BoundPods()
-    listings = iter([[pod("a")], [pod("b")]])
+    listings = iter([[bound_pod("a")], [bound_pod("b")]])
     assert index.current(lambda: next(listings)).keys == {"ns/a"}
     assert index.current(lambda: next(listings)).keys == {"ns/b"}
 
 
 def test_group_indexes_manifests_once() -> None:
-    bound = boundpods.group([pod("a"), pod("b", on="n2"), pod("done", phase="Succeeded"), pod("x", on="")])
+    bound = boundpods.group(
+        [
+            bound_pod("a"),
+            bound_pod("b", node_name="n2"),
+            bound_pod("done", phase="Succeeded"),
+            bound_pod("x", node_name=""),
+        ]
+    )
     assert bound.keys == {"ns/a", "ns/b"} and set(bound.by_node) == {"n1", "n2"}
 
 
 def test_the_watch_relists_after_410_gone_and_drops_what_disappeared(monkeypatch: pytest.MonkeyPatch) -> None:
     """One list, events from its resourceVersion, 410 Gone, a fresh list that replaces everything."""
-    listings = iter([([pod("a"), pod("b")], "10"), ([pod("b"), pod("c")], "20"), ([pod("c")], "30")])
+    listings = iter(
+        [
+            ([bound_pod("a"), bound_pod("b")], "10"),
+            ([bound_pod("b"), bound_pod("c")], "20"),
+            ([bound_pod("c")], "30"),
+        ]
+    )
     watched_from: list[str] = []
     stop = threading.Event()
 
@@ -157,7 +163,7 @@ def test_the_watch_relists_after_410_gone_and_drops_what_disappeared(monkeypatch
     def fake_watch(_fn: Any, version: str, **_kw: Any) -> Iterator[tuple[str, dict[str, Any]]]:
         watched_from.append(version)
         if version == "10":
-            yield "ADDED", pod("d", version="11")
+            yield "ADDED", bound_pod("d", resource_version="11")
             raise Gone("too old resource version: 10")
         stop.set()
         return
@@ -173,8 +179,8 @@ def test_the_watch_relists_after_410_gone_and_drops_what_disappeared(monkeypatch
 
 def test_a_listing_is_read_page_by_page_as_it_is_consumed() -> None:
     pages = {
-        None: {"items": [pod("a")], "metadata": {"continue": "p2", "resourceVersion": "7"}},
-        "p2": {"items": [pod("b")], "metadata": {"resourceVersion": "7"}},
+        None: {"items": [bound_pod("a")], "metadata": {"continue": "p2", "resourceVersion": "7"}},
+        "p2": {"items": [bound_pod("b")], "metadata": {"resourceVersion": "7"}},
     }
     asked: list[str | None] = []
 

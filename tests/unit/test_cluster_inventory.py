@@ -3,26 +3,26 @@ limits usage and the guard's cache stay karpy's."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from extender.api import labels as wk
 from extender.api.node import Node
 from extender.cluster import inventory
 from extender.cluster.boundpods import group
 from tests import builders
 
-
-def node(name: str, prov: str | None = "default", **extra: object) -> dict:
-    manifest = builders.node_manifest(
-        name,
-        provisioner=prov,
-        instance=None,
-        ready=None,
-        labels={wk.INSTANCE_TYPE: "c5.xlarge", wk.ZONE: "us-west-2a"},
-        taints=[{"key": wk.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}],
-        capacity={"cpu": "4", "memory": "8Gi", "pods": "58"},
-        allocatable={"cpu": "3900m", "memory": "7Gi", "pods": "58"},
-    )
-    manifest["spec"].update(extra)
-    return manifest
+#: A c5.xlarge karpy launched, still starting (not-ready taint, no Ready condition); keywords as
+#: tests.builders.node_manifest.
+karpy_node = partial(
+    builders.node_manifest,
+    provisioner="default",
+    instance=None,
+    ready=None,
+    labels={wk.INSTANCE_TYPE: "c5.xlarge", wk.ZONE: "us-west-2a"},
+    taints=[{"key": wk.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}],
+    capacity={"cpu": "4", "memory": "8Gi", "pods": "58"},
+    allocatable={"cpu": "3900m", "memory": "7Gi", "pods": "58"},
+)
 
 
 def models(*manifests: dict) -> list[Node]:
@@ -30,19 +30,21 @@ def models(*manifests: dict) -> list[Node]:
     return [Node.from_manifest(m) for m in manifests]
 
 
-def pod(cpu: str, on: str = "n1", name: str = "p", phase: str = "Running", **labels: str) -> dict:
-    return builders.pod_manifest(
-        name, namespace="ns", uid="", labels=labels, image=None, node_name=on, cpu=cpu, phase=phase
-    )
+#: A Running pod named p bound to n1; keywords as tests.builders.pod_manifest.
+bound_pod = partial(
+    builders.pod_manifest, name="p", namespace="ns", uid="", image=None, node_name="n1", phase="Running"
+)
 
 
 def test_in_flight_node_offers_its_room_without_its_start_up_taints() -> None:
-    starting = node("n1")
+    starting = karpy_node("n1")
     starting["spec"]["taints"] += [
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
         {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"},
     ]
-    inv = inventory.build(models(starting), group([pod("1", name="a"), pod("500m", name="b")]), marked={})
+    inv = inventory.build(
+        models(starting), group([bound_pod(name="a", cpu="1"), bound_pod(name="b", cpu="500m")]), marked={}
+    )
     (existing,) = inv.existing
     assert existing.taints == () and existing.pod_count == 2 and existing.schedulable
     assert existing.requested.cpu == 1.5 and existing.allocatable.cpu == 3.9
@@ -51,11 +53,11 @@ def test_in_flight_node_offers_its_room_without_its_start_up_taints() -> None:
 
 
 def test_marked_cordoned_and_deleting_nodes_count_for_limits_and_topology_but_take_no_pods() -> None:
-    deleting = node("n3")
+    deleting = karpy_node("n3")
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     inv = inventory.build(
-        models(node("n1"), node("n2", unschedulable=True), deleting),
-        group([pod("1", on="n2", app="web")]),
+        models(karpy_node("n1"), karpy_node("n2", unschedulable=True), deleting),
+        group([bound_pod(cpu="1", node_name="n2", labels={"app": "web"})]),
         marked={"n1": "empty"},
     )
     assert [(n.name, n.schedulable) for n in inv.existing] == [("n1", False), ("n2", False), ("n3", False)]
@@ -65,12 +67,16 @@ def test_marked_cordoned_and_deleting_nodes_count_for_limits_and_topology_but_ta
 
 
 def test_other_nodes_bring_pods_and_taints_but_no_usage_and_no_cache_entry() -> None:
-    theirs = node("ng-1", prov=None)
+    theirs = karpy_node("ng-1", provisioner=None)
     theirs["spec"]["taints"] += [
         {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
     ]
-    inv = inventory.build(models(theirs, node("n1")), group([pod("2", on="ng-1", app="db")]), marked={})
+    inv = inventory.build(
+        models(theirs, karpy_node("n1")),
+        group([bound_pod(cpu="2", node_name="ng-1", labels={"app": "db"})]),
+        marked={},
+    )
     other = next(n for n in inv.existing if n.name == "ng-1")
     assert not other.schedulable and other.provisioner == ""
     # Start-up taints are dropped only from karpy's nodes.
@@ -85,9 +91,11 @@ def test_other_nodes_bring_pods_and_taints_but_no_usage_and_no_cache_entry() -> 
 
 
 def test_terminal_and_unparseable_bound_pods() -> None:
-    bad = pod("1x", name="bad")
-    done = pod("1", name="done", phase="Succeeded")
-    inv = inventory.build(models(node("n1")), group([pod("1", name="ok"), bad, done]), marked={})
+    bad = bound_pod(name="bad", cpu="1x")
+    done = bound_pod(name="done", cpu="1", phase="Succeeded")
+    inv = inventory.build(
+        models(karpy_node("n1")), group([bound_pod(name="ok", cpu="1"), bad, done]), marked={}
+    )
     (existing,) = inv.existing
     # A pod karpy cannot read still takes a pod slot; a finished one takes nothing.
     assert [p.key for p in existing.pods] == ["ns/ok"] and existing.pod_count == 2
@@ -96,8 +104,14 @@ def test_terminal_and_unparseable_bound_pods() -> None:
 
 def test_inventory_names_the_pods_bound_to_any_node_and_keeps_namespaces() -> None:
     inv = inventory.build(
-        models(node("n1"), node("x", prov=None)),
-        group([pod("1", on="n1", name="bound"), pod("1", on="x", name="p"), pod("1", on="gone", name="q")]),
+        models(karpy_node("n1"), karpy_node("x", provisioner=None)),
+        group(
+            [
+                bound_pod(name="bound", cpu="1", node_name="n1"),
+                bound_pod(name="p", cpu="1", node_name="x"),
+                bound_pod(name="q", cpu="1", node_name="gone"),
+            ]
+        ),
         marked={},
         namespaces={"ns": {"team": "a"}},
     )
@@ -106,9 +120,11 @@ def test_inventory_names_the_pods_bound_to_any_node_and_keeps_namespaces() -> No
 
 
 def test_usage_counts_karpy_nodes_only() -> None:
-    assert inventory.usage(models(node("n1"), node("n2", prov="other"), node("x", prov=None))) == {
-        "default": inventory.usage(models(node("n1")))["default"],
-        "other": inventory.usage(models(node("n1")))["default"],
+    assert inventory.usage(
+        models(karpy_node("n1"), karpy_node("n2", provisioner="other"), karpy_node("x", provisioner=None))
+    ) == {
+        "default": inventory.usage(models(karpy_node("n1")))["default"],
+        "other": inventory.usage(models(karpy_node("n1")))["default"],
     }
 
 
@@ -145,13 +161,17 @@ def test_existing_nodes_carry_their_csinode_limits_and_the_volumes_their_pods_ho
     )
     bound = group(
         [
-            with_claims(pod("1", name="p1"), "a", "shared"),
-            with_claims(pod("1", name="p2"), "b", "shared"),
-            with_claims(pod("1", on="n2", name="p3"), "a"),
+            with_claims(bound_pod(name="p1", cpu="1"), "a", "shared"),
+            with_claims(bound_pod(name="p2", cpu="1"), "b", "shared"),
+            with_claims(bound_pod(name="p3", cpu="1", node_name="n2"), "a"),
         ]
     )
     inv = inventory.build(
-        models(node("n1"), node("n2")), bound, marked={}, attach_limits=limits, count_volumes=volumes.in_use
+        models(karpy_node("n1"), karpy_node("n2")),
+        bound,
+        marked={},
+        attach_limits=limits,
+        count_volumes=volumes.in_use,
     )
     n1, n2 = inv.existing
     assert n1.volume_limits == (("ebs.csi.aws.com", 8),) and n1.volumes_in_use == (("ebs.csi.aws.com", 3),)
@@ -163,8 +183,8 @@ def test_existing_nodes_carry_their_csinode_limits_and_the_volumes_their_pods_ho
 def test_a_node_with_the_disrupted_taint_takes_no_pods_even_from_pods_tolerating_everything() -> None:
     """The taint is a removal mark (another replica's, or this process's before a restart), not a
     taint to tolerate: a pod with `operator: Exists` would otherwise be planned onto a node leaving."""
-    leaving = node("n1")
+    leaving = karpy_node("n1")
     leaving["spec"]["taints"].append({"key": wk.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"})
-    inv = inventory.build(models(leaving, node("n2")), group([]), marked={})
+    inv = inventory.build(models(leaving, karpy_node("n2")), group([]), marked={})
     assert [(n.name, n.schedulable) for n in inv.existing] == [("n1", False), ("n2", True)]
     assert inv.usage["default"].cpu == 8

@@ -3,6 +3,8 @@ claims pin it to the nodes their volumes allow; a claim karpy cannot resolve lea
 
 from __future__ import annotations
 
+from functools import partial
+
 from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.provisioner import Requirement
@@ -11,9 +13,8 @@ from extender.scheduling.solver import solve
 from tests import builders
 from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner
 
-
-def pod(*volumes):
-    return builders.pod_manifest("db-0", namespace="data", uid="", image=None, cpu="1", volumes=list(volumes))
+#: The pod db-0 in namespace data; give it `volumes=[...]`; keywords as tests.builders.pod_manifest.
+db_pod = partial(builders.pod_manifest, "db-0", namespace="data", uid="", image=None, cpu="1")
 
 
 def claim(name, **spec):
@@ -61,11 +62,15 @@ def zone_of(manifest):
 
 
 def test_bound_claim_pins_the_pod_to_its_volumes_zone_csi_key_understood():
-    assert zone_of(pod({"name": "d", "persistentVolumeClaim": {"claimName": "bound"}})) == (ZONES[1],)
+    assert zone_of(db_pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "bound"}}])) == (
+        ZONES[1],
+    )
 
 
 def test_wait_for_first_consumer_claim_follows_the_default_class_allowed_topologies():
-    assert zone_of(pod({"name": "d", "persistentVolumeClaim": {"claimName": "waiting"}})) == (ZONES[2],)
+    assert zone_of(db_pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "waiting"}}])) == (
+        ZONES[2],
+    )
 
 
 def test_generic_ephemeral_volume_uses_its_template_class_before_the_claim_exists():
@@ -73,18 +78,20 @@ def test_generic_ephemeral_volume_uses_its_template_class_before_the_claim_exist
         "name": "scratch",
         "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "gp3"}}},
     }
-    assert zone_of(pod(ephemeral)) == (ZONES[2],)
+    assert zone_of(db_pod(volumes=[ephemeral])) == (ZONES[2],)
 
 
 def test_unresolvable_claims_leave_the_pod_unmodelled():
-    result = zone_of(pod({"name": "d", "persistentVolumeClaim": {"claimName": "missing"}}))
+    result = zone_of(db_pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "missing"}}]))
     assert result.unmodelled and "claim missing" in result.reason
 
 
 def test_an_immediate_claim_not_yet_bound_follows_its_class_and_is_left_to_kube_scheduler():
     immediate = {**IMMEDIATE, "allowedTopologies": WAIT["allowedTopologies"]}
     volumes = Volumes(claims=VOLUMES.claims, classes={"io2": immediate})
-    resolved = volumes.resolve(pod({"name": "d", "persistentVolumeClaim": {"claimName": "immediate"}}))
+    resolved = volumes.resolve(
+        db_pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "immediate"}}])
+    )
     assert resolved.topology["immediate"] == ((Requirement(wk.ZONE, "In", (ZONES[2],)),),)
     assert resolved.deferred == (
         "spec.volumes[0]: claim immediate waits for the PV controller to bind it (Immediate); "
@@ -93,9 +100,11 @@ def test_an_immediate_claim_not_yet_bound_follows_its_class_and_is_left_to_kube_
 
 
 def test_two_volumes_in_different_zones_cannot_be_met():
-    both = pod(
-        {"name": "a", "persistentVolumeClaim": {"claimName": "bound"}},
-        {"name": "b", "persistentVolumeClaim": {"claimName": "waiting"}},
+    both = db_pod(
+        volumes=[
+            {"name": "a", "persistentVolumeClaim": {"claimName": "bound"}},
+            {"name": "b", "persistentVolumeClaim": {"claimName": "waiting"}},
+        ]
     )
     result = zone_of(both)
     assert not result.unmodelled and "zone" in result.reason
@@ -109,11 +118,13 @@ def test_claims_a_wait_for_first_consumer_class_has_yet_to_provision_are_left_to
         "name": "scratch",
         "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "gp3"}}},
     }
-    manifest = pod(
-        {"name": "a", "persistentVolumeClaim": {"claimName": "bound"}},
-        {"name": "b", "persistentVolumeClaim": {"claimName": "waiting"}},
-        {"name": "c", "emptyDir": {}},
-        ephemeral,
+    manifest = db_pod(
+        volumes=[
+            {"name": "a", "persistentVolumeClaim": {"claimName": "bound"}},
+            {"name": "b", "persistentVolumeClaim": {"claimName": "waiting"}},
+            {"name": "c", "emptyDir": {}},
+            ephemeral,
+        ]
     )
     why = "waits for a volume bound on the chosen node (WaitForFirstConsumer)"
     resolved = VOLUMES.resolve(manifest)
@@ -122,7 +133,9 @@ def test_claims_a_wait_for_first_consumer_class_has_yet_to_provision_are_left_to
         f"spec.volumes[3]: claim db-0-scratch {why}",
     )
     assert not resolved.unresolved
-    assert not VOLUMES.resolve(pod({"name": "a", "persistentVolumeClaim": {"claimName": "bound"}})).deferred
+    assert not VOLUMES.resolve(
+        db_pod(volumes=[{"name": "a", "persistentVolumeClaim": {"claimName": "bound"}}])
+    ).deferred
 
 
 # --- statically provisioned volumes (kubernetes.io/no-provisioner): VolumeBinding's findMatchingVolumes
@@ -163,7 +176,7 @@ def static(*pvs, claim_=STATIC_CLAIM):
         volumes={pv["metadata"]["name"]: pv for pv in pvs},
         classes={"local": LOCAL},
     )
-    return volumes.resolve(pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}}))
+    return volumes.resolve(db_pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]))
 
 
 def zones_of(resolved):
@@ -240,11 +253,13 @@ def test_unresolved_claims_say_why():
         volumes={"pv-1": PV},
         classes={"gp3": WAIT},
     )
-    manifest = pod(
-        *(
-            {"name": n, "persistentVolumeClaim": {"claimName": n}}
-            for n in ("lost", "half", "nameless", "gone")
-        )
+    manifest = db_pod(
+        volumes=[
+            *(
+                {"name": n, "persistentVolumeClaim": {"claimName": n}}
+                for n in ("lost", "half", "nameless", "gone")
+            )
+        ]
     )
     assert volumes.resolve(manifest).unresolved == (
         "spec.volumes[0]: claim lost is Lost",

@@ -23,8 +23,9 @@ from extender.api.provisioner_hash import provisioner_hash
 from extender.cloud.aws.amifamily import ssm_path
 from extender.cluster.pool_resources import without_clashes
 from extender.scheduling.solver import solve
+from tests import builders
 from tests.builders import nodepool_manifest
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "karpenter-examples" / "v1"
 
@@ -277,22 +278,24 @@ def test_durations() -> None:
 def test_solver_plans_a_nodepool_and_labels_its_nodes_with_the_nodepool_key() -> None:
     np_prov = load_nodepool(nodepool_manifest(name="v1pool", weight=10))
     old = make_provisioner("old")
-    selected = solve([make_pod("a", nodeSelector={wk.NODEPOOL: "v1pool"})], [old, np_prov], catalog())
+    selected = solve(
+        [builders.pod("a", cpu="1", nodeSelector={wk.NODEPOOL: "v1pool"})], [old, np_prov], catalog()
+    )
     (node,) = selected.nodes
     assert node.provisioner == "v1pool"
     assert node.labels[wk.NODEPOOL] == "v1pool" and wk.PROVISIONER_NAME not in node.labels
     # Selecting a Provisioner by the NodePool key (or the reverse) matches nothing.
     wrong = solve(
         [
-            make_pod("b", nodeSelector={wk.NODEPOOL: "old"}),
-            make_pod("c", nodeSelector={wk.PROVISIONER_NAME: "v1pool"}),
+            builders.pod("b", cpu="1", nodeSelector={wk.NODEPOOL: "old"}),
+            builders.pod("c", cpu="1", nodeSelector={wk.PROVISIONER_NAME: "v1pool"}),
         ],
         [old, np_prov],
         catalog(),
     )
     assert not wrong.nodes and len(wrong.unschedulable) == 2
     # The higher weight picks the NodePool for a pod that names neither.
-    (free,) = solve([make_pod("d")], [old, np_prov], catalog()).nodes
+    (free,) = solve([builders.pod("d", cpu="1")], [old, np_prov], catalog()).nodes
     assert free.provisioner == "v1pool"
 
 

@@ -25,7 +25,7 @@ from extender.cluster import inventory
 from extender.provisioning import launcher
 from extender.scheduling.solver import solve
 from tests import builders
-from tests.unit.scheduling.builders import catalog, make_pod
+from tests.unit.scheduling.builders import catalog
 
 CILIUM = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}
 EBS = {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoSchedule"}
@@ -74,7 +74,11 @@ def test_the_solver_plans_a_pod_that_does_not_tolerate_a_startup_taint() -> None
     of the same NodePool still has to be tolerated."""
     prov = load_nodepool(pool([CILIUM]))
     tolerates_dedicated = [{"key": "dedicated", "operator": "Exists"}]
-    plan = solve([make_pod("a", tolerations=tolerates_dedicated), make_pod("b")], [prov], catalog())
+    plan = solve(
+        [builders.pod("a", cpu="1", tolerations=tolerates_dedicated), builders.pod("b", cpu="1")],
+        [prov],
+        catalog(),
+    )
     (node,) = plan.nodes
     assert [p.name for p in node.pods] == ["a"] and node.taints == prov.taints
     (refused,) = plan.unschedulable
@@ -96,7 +100,7 @@ def instance() -> Instance:
 
 def node_manifest(prov: Any) -> dict[str, Any]:
     tolerates = [{"key": "dedicated", "operator": "Exists"}]
-    (planned,) = solve([make_pod("a", tolerations=tolerates)], [prov], catalog()).nodes
+    (planned,) = solve([builders.pod("a", cpu="1", tolerations=tolerates)], [prov], catalog()).nodes
     return launcher.node_for(instance(), planned, prov)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import pytest
@@ -136,18 +137,11 @@ def _node(pod: Mapping[str, Any]) -> str:
     return (pod.get("spec") or {}).get("nodeName") or ""
 
 
-def pod(name: str, *, labels: dict[str, str] | None = None, node: str = "", **spec: Any) -> dict[str, Any]:
-    return builders.pod_manifest(
-        name,
-        namespace="ns",
-        labels=labels,
-        cpu="1",
-        memory="1Gi",
-        image=None,
-        node_name=node,
-        phase="Running" if node else "Pending",
-        **spec,
-    )
+#: A pod waiting for a node, asking 1 CPU and 1Gi (phase Running and a node_name for one bound);
+#: keywords as tests.builders.pod_manifest.
+pending_pod = partial(
+    builders.pod_manifest, namespace="ns", cpu="1", memory="1Gi", image=None, node_name="", phase="Pending"
+)
 
 
 def zone_anti_affinity(app: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from extender.cluster.errors import Unavailable
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, Clock, FakeCluster, pod
+from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, Clock, FakeCluster, pending_pod
 from tests.unit.scheduling.builders import catalog
 
 
@@ -62,11 +62,11 @@ def big(name: str, **spec: Any) -> dict[str, Any]:
             ]
         }
     }
-    return pod(name, labels={"app": "solo"}, affinity=anti, **spec)
+    return pending_pod(name, labels={"app": "solo"}, affinity=anti, **spec)
 
 
 def for_provisioner(name: str, provisioner: str) -> dict[str, Any]:
-    return pod(name, nodeSelector={wk.PROVISIONER_NAME: provisioner})
+    return pending_pod(name, nodeSelector={wk.PROVISIONER_NAME: provisioner})
 
 
 def run(controller: ProvisioningController, keys: list[str]) -> Any:
@@ -76,7 +76,7 @@ def run(controller: ProvisioningController, keys: list[str]) -> Any:
 
 
 def test_launch_creates_one_fleet_one_node_and_binds_the_batch(cluster, cloud) -> None:
-    keys = [cluster.add_pod(pod(f"web-{i}")) for i in range(3)]
+    keys = [cluster.add_pod(pending_pod(f"web-{i}")) for i in range(3)]
     controller = controller_for(cloud)
     report = run(controller, keys)
     assert cloud.verbs().count("create") == 1
@@ -115,8 +115,8 @@ def zone_spread_pair() -> tuple[dict[str, Any], dict[str, Any]]:
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app": "web"}},
     }
-    spreader = pod("spreader", labels={"app": "web"}, topologySpreadConstraints=[constraint])
-    joiner = pod("joiner", labels={"app": "web"}, nodeSelector={wk.ZONE: ZONE_A})
+    spreader = pending_pod("spreader", labels={"app": "web"}, topologySpreadConstraints=[constraint])
+    joiner = pending_pod("joiner", labels={"app": "web"}, nodeSelector={wk.ZONE: ZONE_A})
     return spreader, joiner
 
 
@@ -150,7 +150,7 @@ def refuse_cheapest(request: LaunchRequest) -> InsufficientCapacityError:
 
 
 def test_a_capacity_error_replans_without_the_refused_offerings(cluster, cloud) -> None:
-    key = cluster.add_pod(pod("web"))
+    key = cluster.add_pod(pending_pod("web"))
     cloud.fail_next("create", refuse_cheapest)
     controller = controller_for(cloud)
     run(controller, [key])
@@ -162,7 +162,7 @@ def test_a_capacity_error_replans_without_the_refused_offerings(cluster, cloud) 
 
 
 def test_a_bind_conflict_counts_as_bound_and_a_failed_bind_comes_back(cluster, cloud, monkeypatch) -> None:
-    taken, flaky = cluster.add_pod(pod("taken")), cluster.add_pod(pod("flaky"))
+    taken, flaky = cluster.add_pod(pending_pod("taken")), cluster.add_pod(pending_pod("flaky"))
     real = cluster.bind
 
     def bind(kube: Any, *, namespace: str, name: str, uid: str, node: str) -> None:
@@ -183,7 +183,7 @@ def test_a_bind_conflict_counts_as_bound_and_a_failed_bind_comes_back(cluster, c
 
 def test_pods_no_provisioner_takes_are_parked_and_return_after_the_backoff(cluster, cloud) -> None:
     cluster.provisioners = []
-    key = cluster.add_pod(pod("web"))
+    key = cluster.add_pod(pending_pod("web"))
     clock = Clock()
     controller = controller_for(cloud, clock=clock)
     run(controller, [key])
@@ -206,7 +206,7 @@ def test_parked_again_waits_longer(cloud) -> None:
 
 
 def test_a_launch_the_cloud_rejects_parks_its_pods_and_tells_the_provisioner(cluster, cloud) -> None:
-    key = cluster.add_pod(pod("web"))
+    key = cluster.add_pod(pending_pod("web"))
     cloud.fail_next(
         "create", CloudError("launch template not found", code="InvalidLaunchTemplateName.NotFound")
     )
@@ -217,7 +217,7 @@ def test_a_launch_the_cloud_rejects_parks_its_pods_and_tells_the_provisioner(clu
 
 
 def test_a_replica_that_stopped_leading_does_not_launch(cluster, cloud) -> None:
-    key = cluster.add_pod(pod("web"))
+    key = cluster.add_pod(pending_pod("web"))
     controller = controller_for(cloud, leader=False)
     run(controller, [key])
     assert "create" not in cloud.verbs() and key in controller.parked
@@ -227,7 +227,7 @@ def test_leadership_gained_during_a_batch_wait_adopts_before_it_provisions(clust
     """A batch that closes just after this replica became leader is not planned before the
     interrupted launches are adopted (integration: test_instance_launched_before_a_crash_is_adopted,
     where such a batch launched a second node beside the adopted one)."""
-    key = cluster.add_pod(pod("web"))
+    key = cluster.add_pod(pending_pod("web"))
     leader = [False]
     controller = ProvisioningController(
         settings=Settings(),
@@ -262,7 +262,7 @@ def test_an_error_outside_a_batch_does_not_end_the_provisioning_loop(cluster, cl
     """Only the batch was inside the loop's try: an error at leadership start (here from the parked
     pods) ended the provisioning thread for good. Now the pass fails, the start runs again in full,
     and the batch is provisioned."""
-    key = cluster.add_pod(pod("web"))
+    key = cluster.add_pod(pending_pod("web"))
     controller = controller_for(cloud)
     stop = threading.Event()
     real_take, failed = controller.parked.take, []
@@ -311,7 +311,7 @@ def test_the_lower_bound_is_computed_after_the_binds_off_the_batch(cluster, clou
     for it only once the batch's pods are bound, on the event pool, and logs and reports it."""
     from extender.scheduling import solver
 
-    keys = [cluster.add_pod(pod(f"web-{i}")) for i in range(3)]
+    keys = [cluster.add_pod(pending_pod(f"web-{i}")) for i in range(3)]
     seen: list[tuple[str, int]] = []
     real = solver.plan_bound
 
@@ -333,8 +333,8 @@ def test_pods_not_tolerating_a_startup_taint_are_left_to_kube_scheduler(cluster,
     kube-scheduler, which binds them once it is gone, as it does Karpenter's nominated pods."""
     startup = Taint("node.cilium.io/agent-not-ready", "NoExecute", "true")
     cluster.provisioners = [replace(cluster.provisioners[0], startup_taints=(startup,))]
-    agent = pod("agent", tolerations=[{"key": startup.key, "operator": "Exists"}])
-    keys = [cluster.add_pod(agent), cluster.add_pod(pod("web"))]
+    agent = pending_pod("agent", tolerations=[{"key": startup.key, "operator": "Exists"}])
+    keys = [cluster.add_pod(agent), cluster.add_pod(pending_pod("web"))]
     state = ClusterState()
     controller = controller_for(cloud, state=state)
     report = run(controller, keys)
@@ -362,7 +362,7 @@ def test_an_instance_terminated_while_adoption_waits_is_not_adopted(cluster, clo
     from extender.lifecycle.events import Recorder
 
     controller = controller_for(cloud)
-    run(controller, [cluster.add_pod(pod("web"))])
+    run(controller, [cluster.add_pod(pending_pod("web"))])
     (name,) = cluster.nodes
     (instance,) = cloud.list()
     real_list_nodes, real_list = cluster.list_nodes, cloud.list

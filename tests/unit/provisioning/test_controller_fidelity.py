@@ -16,7 +16,7 @@ from extender.provisioning import batch_plan as plan_module
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
-from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, FakeCluster, pod, zone_anti_affinity
+from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, FakeCluster, pending_pod, zone_anti_affinity
 from tests.unit.scheduling.builders import catalog
 
 
@@ -54,9 +54,12 @@ def test_every_node_and_the_namespaces_reach_the_solver(world, monkeypatch) -> N
     monkeypatch.setattr(plan_module, "solve", spy)
     cluster.add_node("theirs", ZONE_A, karpy=False)
     cluster.add_node("ours", ZONE_A, karpy=True, cpu="1")
-    cluster.add_pod(pod("db", labels={"app": "db"}, node="theirs"))
-    cluster.add_pod(pod("done", labels={"app": "db"}, node="ours") | {"status": {"phase": "Succeeded"}})
-    key = cluster.add_pod(pod("web", labels={"app": "web"}, affinity=zone_anti_affinity("db")))
+    cluster.add_pod(pending_pod("db", labels={"app": "db"}, node_name="theirs", phase="Running"))
+    cluster.add_pod(
+        pending_pod("done", labels={"app": "db"}, node_name="ours", phase="Running")
+        | {"status": {"phase": "Succeeded"}}
+    )
+    key = cluster.add_pod(pending_pod("web", labels={"app": "web"}, affinity=zone_anti_affinity("db")))
     run_batch(cluster, controller, [key])
     existing = {n.name: n for n in seen["existing_nodes"]}
     assert not existing["theirs"].schedulable and [p.key for p in existing["theirs"].pods] == ["ns/db"]
@@ -74,8 +77,8 @@ def test_every_node_and_the_namespaces_reach_the_solver(world, monkeypatch) -> N
 def test_unmodelled_pod_gets_an_event_and_is_neither_bound_nor_parked(world) -> None:
     cluster, _cloud, controller = world
     volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
-    odd = cluster.add_pod(pod("odd", volumes=volume))
-    fine = cluster.add_pod(pod("fine"))
+    odd = cluster.add_pod(pending_pod("odd", volumes=volume))
+    fine = cluster.add_pod(pending_pod("fine"))
     run_batch(cluster, controller, [odd, fine])
     assert fine in cluster.bound and odd not in cluster.bound
     assert reasons(cluster, "odd") == ["UnmodelledRule"]
@@ -116,10 +119,10 @@ def test_claims_reach_the_solver_and_a_claim_awaiting_provisioning_is_left_to_ku
         "volumeBindingMode": "WaitForFirstConsumer",
     }
     zonal = cluster.add_pod(
-        pod("zonal", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "zonal"}}])
+        pending_pod("zonal", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "zonal"}}])
     )
     later = cluster.add_pod(
-        pod("later", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "later"}}])
+        pending_pod("later", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "later"}}])
     )
     run_batch(cluster, controller, [zonal, later])
     assert later not in cluster.bound and reasons(cluster, "later") == ["Nominated"]
@@ -131,10 +134,10 @@ def test_claims_reach_the_solver_and_a_claim_awaiting_provisioning_is_left_to_ku
 
 def test_a_pod_karpy_cannot_parse_gets_an_event_and_the_batch_goes_on(world) -> None:
     cluster, _cloud, controller = world
-    bad = pod("bad")
+    bad = pending_pod("bad")
     bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1x"
     bad_key = cluster.add_pod(bad)
-    fine = cluster.add_pod(pod("fine"))
+    fine = cluster.add_pod(pending_pod("fine"))
     run_batch(cluster, controller, [bad_key, fine])
     assert list(cluster.bound) == [fine]
     assert reasons(cluster, "bad") == ["InvalidPod"]
@@ -146,11 +149,11 @@ def test_a_pod_the_live_node_no_longer_admits_is_not_bound_and_comes_back(world)
     cluster, cloud, controller = world
     cluster.add_node("ours", ZONE_A, karpy=True)
     port = [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
-    web = pod("web")
+    web = pending_pod("web")
     web["spec"]["containers"][0]["ports"] = port[0]["ports"]
     key = cluster.add_pod(web)
     # kube-scheduler binds a pod holding the same host port to the node after karpy planned.
-    squatter = pod("squatter", node="ours")
+    squatter = pending_pod("squatter", node_name="ours", phase="Running")
     squatter["spec"]["containers"][0]["ports"] = port[0]["ports"]
     cluster.arrive["ours"] = [squatter]
     run_batch(cluster, controller, [key])
@@ -169,7 +172,7 @@ def test_a_pod_the_live_node_no_longer_admits_is_not_bound_and_comes_back(world)
 def test_a_node_cordoned_since_planning_takes_no_pods(world, monkeypatch) -> None:
     cluster, _cloud, controller = world
     cluster.add_node("ours", ZONE_A, karpy=True)
-    key = cluster.add_pod(pod("web"))
+    key = cluster.add_pod(pending_pod("web"))
     real_read = kube_nodes.read_node
 
     def cordoned(kube: Any, name: str) -> Any:

@@ -9,7 +9,8 @@ from extender.provisioning import pending
 from extender.provisioning.report import words
 from extender.scheduling import explain as rules
 from extender.scheduling.explain import World, explain, summary
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests import builders
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 
 def many_pools(count: int):
@@ -31,7 +32,7 @@ def many_pools(count: int):
 
 def test_long_pool_list_loses_no_pool_name():
     pools = many_pools(20)
-    found = explain(make_pod("p", cpu="8"), World(pools, catalog()))
+    found = explain(builders.pod("p", cpu="8"), World(pools, catalog()))
     text = summary(found)
     full = "; ".join(v.line() for v in found.verdicts)
     assert len(full) > 1024 and len(text) <= 1024
@@ -45,7 +46,7 @@ def test_long_pool_list_loses_no_pool_name():
 
 
 def test_past_what_names_fit_it_counts_whole_names():
-    found = explain(make_pod("p", cpu="8"), World(many_pools(60), catalog()))
+    found = explain(builders.pod("p", cpu="8"), World(many_pools(60), catalog()))
     text = summary(found)
     assert len(text) <= 1024 and text.endswith(" more")
     named = [v.pool.name for v in found.verdicts if v.pool.name in text]

@@ -23,7 +23,7 @@ from extender.cluster import v1status
 from extender.cluster.errors import Invalid, Unavailable
 from extender.provisioning import backoff, register
 from extender.provisioning.backoff import LaunchBackoff, permanent_cloud_error, permanent_cluster_error
-from tests.unit.provisioning.fakes import Clock, FakeCluster, pod
+from tests.unit.provisioning.fakes import Clock, FakeCluster, pending_pod
 from tests.unit.provisioning.test_controller import controller_for, run
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
@@ -70,7 +70,7 @@ def cloud() -> FakeCloudProvider:
 
 
 def for_pool(name: str, pool: str) -> dict[str, Any]:
-    return pod(name, nodeSelector={wk.NODEPOOL: pool})
+    return pending_pod(name, nodeSelector={wk.NODEPOOL: pool})
 
 
 def test_a_node_the_apiserver_refuses_terminates_its_instance_and_backs_the_pool_off(cluster, cloud) -> None:

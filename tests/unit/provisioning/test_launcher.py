@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from extender.api import labels as wk
@@ -32,8 +33,8 @@ def team_provisioner(name: str) -> Any:
 PROV = team_provisioner("team-a")
 
 
-def pod(uid: str, cpu: str = "1", node: str = "") -> Pod:
-    return builders.pod(f"p-{uid}", namespace="ns", uid=uid, cpu=cpu, node_name=node)
+#: A pending pod asking 1 CPU in namespace ns; keywords as tests.builders.pod.
+ns_pod = partial(builders.pod, namespace="ns", cpu="1", node_name="")
 
 
 def launch_ids(pods: list[Pod], attempt: int = 0, prov: Any = PROV) -> list[str]:
@@ -42,20 +43,23 @@ def launch_ids(pods: list[Pod], attempt: int = 0, prov: Any = PROV) -> list[str]
 
 
 def test_replanning_the_same_pods_gives_the_same_launch_id_whatever_their_order() -> None:
-    pods = [pod("u1"), pod("u2"), pod("u3")]
+    pods = [ns_pod("p-u1", uid="u1"), ns_pod("p-u2", uid="u2"), ns_pod("p-u3", uid="u3")]
     first = launch_ids(pods)
     assert len(first) == 1 and len(first[0]) <= 64  # an EC2 ClientToken
     assert launch_ids(list(reversed(pods))) == first
 
 
 def test_other_pods_attempts_or_provisioners_give_other_launch_ids() -> None:
-    pods = [pod("u1"), pod("u2")]
+    pods = [ns_pod("p-u1", uid="u1"), ns_pod("p-u2", uid="u2")]
     base = launch_ids(pods)
-    assert launch_ids([pod("u1"), pod("u9")]) != base
+    assert launch_ids([ns_pod("p-u1", uid="u1"), ns_pod("p-u9", uid="u9")]) != base
     assert launch_ids(pods, attempt=1) != base
     assert launch_ids(pods, prov=team_provisioner("team-b")) != base
     # Replacement capacity for the same pods once bound (expiry, interruption) is a new launch.
-    assert launch_ids([pod("u1", node="n1"), pod("u2", node="n1")]) != base
+    assert (
+        launch_ids([ns_pod("p-u1", uid="u1", node_name="n1"), ns_pod("p-u2", uid="u2", node_name="n1")])
+        != base
+    )
 
 
 def instance(iid: str, tags: dict[str, str] | None = None, itype: str = "c5.xlarge") -> Instance:
@@ -94,7 +98,7 @@ def test_adopted_node_carries_the_provisioners_labels_type_and_not_ready_taint()
 
 
 def test_nodes_carry_the_deprecated_label_aliases_kubelet_sets() -> None:
-    pods = [pod("u1"), pod("u2")]
+    pods = [ns_pod("p-u1", uid="u1"), ns_pod("p-u2", uid="u2")]
     plan = solve(pods, [PROV], list(catalog()))
     planned = plan.nodes[0]
     launched = instance("i-8", itype=planned.instance_type.name)
@@ -117,7 +121,7 @@ def test_nodes_carry_the_deprecated_label_aliases_kubelet_sets() -> None:
 def test_a_pod_refused_before_binding_gets_a_new_launch_id_the_others_keep_theirs() -> None:
     """An instance found by its launch id may have become a node other pods filled since: the
     refused pod's next node must be a new launch; a crash-restart re-plan must not."""
-    pods = [pod("u1"), pod("u2")]
+    pods = [ns_pod("p-u1", uid="u1"), ns_pod("p-u2", uid="u2")]
     plan = solve(pods, [PROV], list(catalog()))
 
     def ids(retries: dict[str, int] | None) -> list[str]:
@@ -129,7 +133,7 @@ def test_a_pod_refused_before_binding_gets_a_new_launch_id_the_others_keep_their
 
 
 def test_nodes_carry_the_type_labels_the_ami_and_the_provisioner_hash() -> None:
-    plan = solve([pod("u1")], [PROV], list(catalog()))
+    plan = solve([ns_pod("p-u1", uid="u1")], [PROV], list(catalog()))
     planned = plan.nodes[0]
     launched = replace(instance("i-5", itype=planned.instance_type.name), image_id="ami-0abc")
     node = launcher.node_for(launched, planned, PROV)
@@ -152,7 +156,7 @@ def test_nodes_record_their_ami_and_the_allocatable_of_their_kubelet_settings() 
     from extender.api.nodeclass import AMI_ID_ANNOTATION
 
     prov = replace(PROV, kubelet=KubeletConfiguration(max_pods=12, kube_reserved={"cpu": "500m"}))
-    plan = solve([pod("u1"), pod("u2")], [prov], list(catalog()))
+    plan = solve([ns_pod("p-u1", uid="u1"), ns_pod("p-u2", uid="u2")], [prov], list(catalog()))
     planned = plan.nodes[0]
     launched = replace(instance("i-5", itype=planned.instance_type.name), image_id="ami-0abc")
     node = launcher.node_for(launched, planned, prov)
@@ -182,12 +186,8 @@ EFA_TYPES = make_provisioner(
 def efa_pod(uid: str, efa: int) -> Pod:
     # Every EFA type of the fixture catalog is a GPU type, which only GPU pods may use.
     extended = {"nvidia.com/gpu": "1", **({EFA: str(efa)} if efa else {})}
-    resources = {"requests": {"cpu": "1", **extended}, "limits": extended}
-    return Pod.from_manifest(
-        {
-            "metadata": {"name": f"p-{uid}", "namespace": "ns", "uid": uid},
-            "spec": {"containers": [{"name": "c", "resources": resources}]},
-        }
+    return builders.pod(
+        f"p-{uid}", namespace="ns", uid=uid, image=None, requests={"cpu": "1", **extended}, limits=extended
     )
 
 

@@ -18,7 +18,7 @@ from extender.http.guard import filter_nodes, prioritize
 from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings, from_env
 from extender.state import ClusterState, NodeInfo
-from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, Clock, FakeCluster, pod
+from tests.unit.provisioning.fakes import ZONE_A, ZONE_B, Clock, FakeCluster, pending_pod
 from tests.unit.scheduling.builders import catalog
 
 DRA = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}
@@ -51,8 +51,8 @@ def events(cluster: FakeCluster, name: str) -> list[tuple[str, str]]:
 
 def test_a_deferred_pod_gets_a_node_its_room_held_there_and_no_bind(world) -> None:
     cluster, controller, clock = world
-    key = cluster.add_pod(pod("dra", **DRA))
-    plain = cluster.add_pod(pod("plain"))
+    key = cluster.add_pod(pending_pod("dra", **DRA))
+    plain = cluster.add_pod(pending_pod("plain"))
     run_batch(cluster, controller, [key, plain])
     hold = controller.state.held(key)
     assert hold is not None and hold.node in cluster.nodes and hold.until == clock.now + 60.0
@@ -76,7 +76,7 @@ def test_the_deadline_is_a_setting() -> None:
 
 def test_a_held_pod_is_not_launched_for_again_and_the_next_batch_plans_around_its_room(world) -> None:
     cluster, controller, _ = world
-    key = cluster.add_pod(pod("dra", **DRA))
+    key = cluster.add_pod(pending_pod("dra", **DRA))
     run_batch(cluster, controller, [key])
     nodes = set(cluster.nodes)
     run_batch(cluster, controller, [key])
@@ -89,7 +89,7 @@ def test_a_held_pod_is_not_launched_for_again_and_the_next_batch_plans_around_it
 
 def test_a_hold_on_a_node_that_is_gone_ends_and_the_pod_is_planned_again(world) -> None:
     cluster, controller, _ = world
-    key = cluster.add_pod(pod("dra", **DRA))
+    key = cluster.add_pod(pending_pod("dra", **DRA))
     run_batch(cluster, controller, [key])
     first = controller.state.held(key).node
     del cluster.nodes[first]
@@ -101,7 +101,7 @@ def test_a_hold_on_a_node_that_is_gone_ends_and_the_pod_is_planned_again(world) 
 
 def test_the_pod_bound_or_deleted_ends_its_hold(world) -> None:
     cluster, controller, _ = world
-    keys = [cluster.add_pod(pod(name, **DRA)) for name in ("a", "b")]
+    keys = [cluster.add_pod(pending_pod(name, **DRA)) for name in ("a", "b")]
     run_batch(cluster, controller, keys)
     node = controller.state.held(keys[0]).node
     bound = {**cluster.pods[keys[0]], "spec": {**cluster.pods[keys[0]]["spec"], "nodeName": node}}
@@ -113,7 +113,7 @@ def test_the_pod_bound_or_deleted_ends_its_hold(world) -> None:
 
 def test_the_deadline_ends_the_hold_with_an_event(world) -> None:
     cluster, controller, clock = world
-    key = cluster.add_pod(pod("dra", **DRA))
+    key = cluster.add_pod(pending_pod("dra", **DRA))
     run_batch(cluster, controller, [key])
     node = controller.state.held(key).node
     assert controller.nominations.next_in() == 60.0
@@ -133,7 +133,7 @@ def test_the_deadline_ends_the_hold_with_an_event(world) -> None:
 def test_a_deferred_pod_planned_onto_an_existing_node_is_held_there(world) -> None:
     cluster, controller, _ = world
     cluster.add_node("ours", ZONE_A, karpy=True)
-    key = cluster.add_pod(pod("dra", **DRA))
+    key = cluster.add_pod(pending_pod("dra", **DRA))
     run_batch(cluster, controller, [key])
     assert controller.state.held(key).node == "ours" and set(cluster.nodes) == {"ours"}
     assert events(cluster, "dra")[0][1].startswith("Pod should schedule on node ours; kube-scheduler")
@@ -145,7 +145,7 @@ def test_karpy_binds_nothing_into_room_held_on_a_node(world) -> None:
     cluster.add_node("small", ZONE_B, karpy=True, cpu="2")
     state = controller.state
     state.hold("small", [Pod(namespace="ns", name="held", requests=Resources.of(cpu=1))], until=10_000)
-    keys = [cluster.add_pod(pod(name)) for name in ("x", "y")]
+    keys = [cluster.add_pod(pending_pod(name)) for name in ("x", "y")]
     run_batch(cluster, controller, keys)
     on_small = [k for k, node in cluster.bound.items() if node == "small"]
     assert len(on_small) <= 1 and len(cluster.bound) == 2
@@ -227,7 +227,7 @@ def test_a_held_pod_is_nominated_to_its_node_again_when_kube_scheduler_clears_it
     candidate (schedule_one.go, preemption.go `NewPostFilterResultWithNominatedNode("")`), so the
     pending watch sets it again while the hold lasts; the deadline clears it."""
     cluster, controller, clock = world
-    key = cluster.add_pod(pod("dra", **DRA))
+    key = cluster.add_pod(pending_pod("dra", **DRA))
     run_batch(cluster, controller, [key])
     node = controller.state.held(key).node
     assert cluster.nominated == {key: node}

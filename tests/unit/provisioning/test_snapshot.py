@@ -4,26 +4,21 @@ on the live node since planning refuses the pods it affects."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.provisioning.snapshot import BindSnapshot, with_pods, without_pod
-from extender.scheduling.plan import ExistingNode
+from tests.model_builders import existing_node
 
-
-def node(name: str, zone: str, pods: tuple[Pod, ...] = (), cpu: float = 8) -> ExistingNode:
-    empty = ExistingNode(
-        name=name,
-        provisioner="default",
-        instance_type="c5.2xlarge",
-        labels={wk.ZONE: zone, wk.HOSTNAME: name},
-        taints=(),
-        allocatable=Resources({"cpu": cpu, "memory": 16 * 2**30, "pods": 58}),
-        requested=Resources(),
-        pod_count=0,
-    )
-    return with_pods(empty, pods)
+#: An empty c5.2xlarge (8 CPU, 16Gi, 58 pods); keywords as tests.model_builders.existing_node.
+c5_node = partial(
+    existing_node,
+    instance_type="c5.2xlarge",
+    allocatable=Resources({"cpu": 8, "memory": 16 * 2**30, "pods": 58}),
+    requested=Resources(),
+)
 
 
 def spread_pod(name: str, **spec: object) -> Pod:
@@ -71,10 +66,10 @@ def test_zone_spread_plan_passes_in_any_bind_order() -> None:
     b_pods = [spread_pod(f"b{i}") for i in range(3)]
     c_pods = [spread_pod(f"c{i}") for i in range(3)]
     for first, second in (("b", "c"), ("c", "b")):
-        snapshot = BindSnapshot([node("a", "us-west-2a", running)], namespaces={})
+        snapshot = BindSnapshot([with_pods(c5_node("a", zone="us-west-2a"), running)], namespaces={})
         groups = {"b": b_pods, "c": c_pods}
         for name in (first, second):
-            admitted, refused = snapshot.admit(node(name, f"us-west-2{name}"), groups[name])
+            admitted, refused = snapshot.admit(c5_node(name, zone=f"us-west-2{name}"), groups[name])
             assert refused == [] and admitted == groups[name]
 
 
@@ -82,9 +77,11 @@ def test_pods_planned_onto_an_existing_empty_node_count_before_its_binds() -> No
     running = tuple(spread_pod(f"old{i}") for i in range(3))
     b_pods = [spread_pod(f"b{i}") for i in range(3)]
     c_pods = [spread_pod(f"c{i}") for i in range(3)]
-    empty_c = node("c", "us-west-2c")
-    snapshot = BindSnapshot([node("a", "us-west-2a", running), empty_c], namespaces={}, planned={"c": c_pods})
-    assert snapshot.admit(node("b", "us-west-2b"), b_pods) == (b_pods, [])
+    empty_c = c5_node("c", zone="us-west-2c")
+    snapshot = BindSnapshot(
+        [with_pods(c5_node("a", zone="us-west-2a"), running), empty_c], namespaces={}, planned={"c": c_pods}
+    )
+    assert snapshot.admit(c5_node("b", zone="us-west-2b"), b_pods) == (b_pods, [])
     assert snapshot.admit(empty_c, c_pods) == (c_pods, [])
 
 
@@ -93,7 +90,7 @@ def test_a_pod_kube_scheduler_placed_meanwhile_refuses_the_conflicting_pod() -> 
     other = Pod.from_manifest(
         {"metadata": {"name": "db", "namespace": "ns", "labels": {"app": "db"}}, "spec": {"containers": []}}
     )
-    existing = node("n1", "us-west-2a")
+    existing = c5_node("n1", zone="us-west-2a")
     snapshot = BindSnapshot([existing], namespaces={}, planned={"n1": [planned]})
     live = with_pods(existing, [other])  # bound by kube-scheduler after the plan was made
     admitted, refused = snapshot.admit(live, [planned])
@@ -106,7 +103,9 @@ def test_a_pod_kube_scheduler_placed_meanwhile_refuses_the_conflicting_pod() -> 
 
 def test_room_taken_meanwhile_refuses_what_no_longer_fits() -> None:
     first, second = spread_pod("p1"), spread_pod("p2")
-    small = node("n1", "us-west-2a", cpu=2)
+    small = c5_node(
+        "n1", zone="us-west-2a", allocatable=Resources({"cpu": 2, "memory": 16 * 2**30, "pods": 58})
+    )
     filler = Pod.from_manifest(
         {
             "metadata": {"name": "filler", "namespace": "other"},
@@ -125,25 +124,25 @@ def test_batch_pods_count_for_each_other_first_come_first_bound() -> None:
     one, two = anti_pod("one", {"app": "a"}, {"app": "a"}), anti_pod("two", {"app": "a"}, {"app": "a"})
     three = anti_pod("three", {"app": "a"}, {"app": "a"})
     snapshot = BindSnapshot(
-        [node("n1", "us-west-2a"), node("n2", "us-west-2b")],
+        [c5_node("n1", zone="us-west-2a"), c5_node("n2", zone="us-west-2b")],
         namespaces={},
         planned={"n1": [one], "n2": [two]},
     )
-    assert snapshot.admit(node("n2", "us-west-2b"), [two])[1] == []
-    admitted, refused = snapshot.admit(node("n1", "us-west-2a"), [one, three])
+    assert snapshot.admit(c5_node("n2", zone="us-west-2b"), [two])[1] == []
+    admitted, refused = snapshot.admit(c5_node("n1", zone="us-west-2a"), [one, three])
     assert admitted == [one] and [p.key for p, _ in refused] == ["ns/three"]
 
 
 def test_forget_takes_failed_binds_out_of_the_picture() -> None:
     pod = spread_pod("p")
-    snapshot = BindSnapshot([node("n1", "us-west-2a")], namespaces={}, planned={"n1": [pod]})
+    snapshot = BindSnapshot([c5_node("n1", zone="us-west-2a")], namespaces={}, planned={"n1": [pod]})
     assert [p.key for p in snapshot.node("n1").pods] == ["ns/p"]
     snapshot.forget("n1", [pod])
     assert snapshot.node("n1").pods == () and snapshot.node("n1").pod_count == 0
 
 
 def test_with_and_without_keep_requests_and_counts() -> None:
-    base = node("n1", "us-west-2a")
+    base = c5_node("n1", zone="us-west-2a")
     pods = [spread_pod("p1"), spread_pod("p2")]
     full = with_pods(base, pods)
     assert full.pod_count == 2 and full.requested.cpu == 2
@@ -174,11 +173,11 @@ def test_a_plain_pod_is_still_refused_by_the_anti_affinity_of_a_pod_elsewhere() 
     plain = Pod.from_manifest(
         {"metadata": {"name": "web", "namespace": "ns", "labels": {"app": "web"}}, "spec": {"containers": []}}
     )
-    others = [node(f"filler-{i}", "us-west-2c") for i in range(3)]
-    snapshot = BindSnapshot([node("k", "us-west-2a", (keeper,)), *others], namespaces={})
-    admitted, refused = snapshot.admit(node("same-zone", "us-west-2a"), [plain])
+    others = [c5_node(f"filler-{i}", zone="us-west-2c") for i in range(3)]
+    snapshot = BindSnapshot([with_pods(c5_node("k", zone="us-west-2a"), (keeper,)), *others], namespaces={})
+    admitted, refused = snapshot.admit(c5_node("same-zone", zone="us-west-2a"), [plain])
     assert admitted == [] and "keeper" in refused[0][1]
-    assert snapshot.admit(node("other-zone", "us-west-2b"), [plain]) == ([plain], [])
+    assert snapshot.admit(c5_node("other-zone", zone="us-west-2b"), [plain]) == ([plain], [])
 
 
 EBS = "ebs.csi.aws.com"
@@ -205,11 +204,13 @@ def test_the_recheck_counts_csi_attach_limits_of_the_nodes_csinode() -> None:
     A claim a pod there already holds takes no more room."""
     bound = volume_pod("bound", "c0")
     limited = dataclasses.replace(
-        node("n1", "us-west-2a", (bound,)), volume_limits=((EBS, 3),), volumes_in_use=((EBS, 1),)
+        with_pods(c5_node("n1", zone="us-west-2a"), (bound,)),
+        volume_limits=((EBS, 3),),
+        volumes_in_use=((EBS, 1),),
     )
     group = [volume_pod("p1", "c1"), volume_pod("p2", "c2"), volume_pod("p3", "c0"), volume_pod("p4", "c4")]
     snapshot = BindSnapshot([limited], namespaces={}, planned={"n1": group})
-    live = node("n1", "us-west-2a", (Pod.from_manifest(_manifest_of(bound)),))
+    live = with_pods(c5_node("n1", zone="us-west-2a"), (Pod.from_manifest(_manifest_of(bound)),))
     admitted, refused = snapshot.admit(live, group)
     assert [p.name for p in admitted] == ["p1", "p2", "p3"]
     assert [p.name for p, _ in refused] == ["p4"] and "exceed max volume count" in refused[0][1]

@@ -13,7 +13,6 @@ from typing import Any
 
 from extender.api.node import Node
 from extender.api.nodepool import load_nodepool
-from extender.api.pod import Pod
 from extender.provisioning.static import Decision, Member, decide, launch_id, member
 from tests import builders
 from tests.builders import nodepool_manifest
@@ -59,18 +58,20 @@ def test_do_not_disrupt_nodes_go_last_and_priority_before_pod_count() -> None:
     assert decide(static(0), nodes, 3).remove[-1] == "protected"
 
 
-def _pod(name: str, *, owner: str = "ReplicaSet", annotations: dict[str, str] | None = None) -> Pod:
-    return builders.pod(name, uid="", owner_kind=owner, owner_name="o", annotations=annotations)
-
-
 def test_a_member_counts_workload_pods_and_reads_protection_and_priority() -> None:
     node = Node.from_manifest(
         {"metadata": {"name": "n", "annotations": {"karpenter.sh/deprovisioning-priority": "7"}}}
     )
-    daemon = _pod("ds", owner="DaemonSet")
+    daemon = builders.pod("ds", uid="", owner_kind="DaemonSet", owner_name="o")
     assert member(node, [daemon]) == Member("n", pods=0, priority=7)
     assert member(node, [daemon]).empty
-    guarded = _pod("w", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    guarded = builders.pod(
+        "w",
+        uid="",
+        owner_kind="ReplicaSet",
+        owner_name="o",
+        annotations={"karpenter.sh/do-not-disrupt": "true"},
+    )
     found = member(node, [daemon, guarded])
     assert found.pods == 1 and found.do_not_disrupt and not found.empty
     odd = Node.from_manifest(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,33 +15,34 @@ from tests import builders
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/0 nodes"}
 
 
-def pod(name: str = "p", **changes: Any) -> dict[str, Any]:
-    manifest = builders.pod_manifest(
-        name, namespace="ns", uid="", status={"phase": "Pending", "conditions": [dict(UNSCHEDULABLE)]}
-    )
-    manifest["metadata"]["resourceVersion"] = "7"
-    for path, value in changes.items():
-        section, key = path.split("__")
-        manifest[section][key] = value
-    return manifest
+#: A pod kube-scheduler left Pending as Unschedulable; keywords as tests.builders.pod_manifest.
+pending = partial(
+    builders.pod_manifest,
+    name="p",
+    namespace="ns",
+    uid="",
+    resource_version="7",
+    phase="Pending",
+    conditions=[UNSCHEDULABLE],
+)
 
 
 def test_unschedulable_pending_pod_is_provisionable() -> None:
-    assert is_provisionable(pod())
+    assert is_provisionable(pending())
 
 
 @pytest.mark.parametrize(
     "manifest",
     [
-        pod(spec__nodeName="n1"),
-        pod(status__nominatedNodeName="n1"),
-        pod(metadata__deletionTimestamp="2026-01-01T00:00:00Z"),
-        pod(metadata__ownerReferences=[{"kind": "DaemonSet", "name": "ds"}]),
-        pod(metadata__ownerReferences=[{"kind": "Node", "name": "n1"}]),
-        pod(status__phase="Succeeded"),
-        pod(status__conditions=[{**UNSCHEDULABLE, "reason": "SchedulingGated"}]),
-        pod(status__conditions=[{**UNSCHEDULABLE, "reason": "SchedulerError"}]),
-        pod(status__conditions=[]),
+        pending(node_name="n1"),
+        pending(status={"nominatedNodeName": "n1"}),
+        pending(deleted_at=datetime(2026, 1, 1, tzinfo=UTC)),
+        pending(owners=[{"kind": "DaemonSet", "name": "ds"}]),
+        pending(owners=[{"kind": "Node", "name": "n1"}]),
+        pending(phase="Succeeded"),
+        pending(conditions=[{**UNSCHEDULABLE, "reason": "SchedulingGated"}]),
+        pending(conditions=[{**UNSCHEDULABLE, "reason": "SchedulerError"}]),
+        pending(conditions=[]),
     ],
     ids=["bound", "nominated", "terminating", "daemonset", "static", "done", "gated", "error", "new"],
 )
@@ -48,21 +51,21 @@ def test_not_provisionable(manifest: dict[str, Any]) -> None:
 
 
 def test_owned_by_replicaset_is_provisionable() -> None:
-    assert is_provisionable(pod(metadata__ownerReferences=[{"kind": "ReplicaSet", "name": "rs"}]))
+    assert is_provisionable(pending(owners=[{"kind": "ReplicaSet", "name": "rs"}]))
 
 
 def test_events_track_pending_set_and_resource_version() -> None:
     seen: list[dict[str, Any]] = []
     watcher = PodWatcher(kube=None, on_pods=seen.append)  # type: ignore[arg-type]
-    watcher.handle("ADDED", pod("a"))
-    assert list(watcher.pending()) == ["ns/a"] and seen == [{"ns/a": pod("a")}]
-    bound = copy.deepcopy(pod("a"))
+    watcher.handle("ADDED", pending(name="a"))
+    assert list(watcher.pending()) == ["ns/a"] and seen == [{"ns/a": pending(name="a")}]
+    bound = copy.deepcopy(pending(name="a"))
     bound["spec"]["nodeName"] = "n1"
     bound["metadata"]["resourceVersion"] = "9"
     watcher.handle("MODIFIED", bound)
     assert watcher.pending() == {} and watcher.resource_version == "9"
     watcher.handle("BOOKMARK", {"metadata": {"resourceVersion": "12"}})
     assert watcher.resource_version == "12" and len(seen) == 1
-    watcher.handle("ADDED", pod("b"))
-    watcher.handle("DELETED", pod("b"))
+    watcher.handle("ADDED", pending(name="b"))
+    watcher.handle("DELETED", pending(name="b"))
     assert watcher.pending() == {}

@@ -1,4 +1,4 @@
-"""The scheduling tests' fixture catalog, and shorthands for tests/builders.py's pods and Provisioners."""
+"""The scheduling tests' fixture catalog, and a shorthand for tests/builders.py's Provisioners."""
 
 from __future__ import annotations
 
@@ -7,13 +7,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.provisioner_schema import load_provisioner
 from extender.scheduling.catalog import build_catalog
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.pricing import PriceBook, built_in
-from tests.builders import pod, provisioner_manifest
+from tests.builders import provisioner_manifest
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
@@ -36,13 +35,6 @@ def spot_discounted_catalog() -> tuple[InstanceType, ...]:
     market cheaper than on-demand, and the built-in table carries no spot history."""
     spot = {name: price * 0.35 for name, price in built_in().on_demand.items()}
     return tuple(build_catalog(raw_types(), offerings=None, zones=ZONES, prices=PriceBook(spot=spot)))
-
-
-def make_pod(name: str = "p", *, cpu: str = "1", memory: str = "", gpu: int = 0, **options: Any) -> Pod:
-    """`tests.builders.pod` asking `cpu` (1 by default), `memory` ("" = none) and `gpu` NVIDIA GPUs
-    (as limits)."""
-    limits = {"nvidia.com/gpu": gpu} if gpu else None
-    return pod(name, cpu=cpu, memory=memory or None, limits=limits, **options)
 
 
 def make_provisioner(name: str = "default", **spec: Any) -> Provisioner:

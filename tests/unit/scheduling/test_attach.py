@@ -11,8 +11,8 @@ from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.scheduling import attach
 from extender.scheduling.admission import check
-from extender.scheduling.plan import ExistingNode
 from tests import builders
+from tests.model_builders import existing_node
 
 
 @pytest.mark.parametrize(
@@ -50,15 +50,11 @@ def test_binding_respects_the_csinode_limit():
         claims = tuple((driver, f"claim-{i}") for driver, count in volumes for i in range(count))
         return dataclasses.replace(parsed, csi_claims=claims, claims=tuple(name for _, name in claims))
 
-    node = ExistingNode(
-        name="n1",
-        provisioner="default",
+    node = existing_node(
+        zone=None,
+        hostname=False,
         instance_type="m5.large",
-        labels={},
-        taints=(),
         allocatable=Resources.parse({"cpu": "2", "memory": "8Gi", "pods": 29}),
-        requested=Resources(),
-        pod_count=0,
         volume_limits=(("ebs.csi.aws.com", 8),),
         volumes_in_use=(("ebs.csi.aws.com", 7),),
     )

@@ -16,7 +16,7 @@ from extender.api.affinity import TopologySpread
 from extender.api.pod import Pod
 from extender.scheduling.domains import DomainPlanner, Outcome
 from extender.scheduling.requirements import Requirements
-from tests.unit.scheduling.builders import make_pod
+from tests import builders
 
 ZONES = frozenset({"zone-a", "zone-b", "zone-c"})
 
@@ -41,7 +41,7 @@ def follower(name: str, app: str, follows: str) -> Pod:
     """A pod labelled app=`app` with a required zone affinity to pods labelled app=`follows`."""
     term = {"labelSelector": {"matchLabels": {"app": follows}}, "topologyKey": wk.ZONE}
     affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-    return make_pod(name, labels={"app": app}, affinity=affinity)
+    return builders.pod(name, cpu="1", labels={"app": app}, affinity=affinity)
 
 
 def plan(pods: list[Pod]) -> Outcome:
@@ -57,7 +57,7 @@ def zone_of(outcome: Outcome, pod: Pod) -> frozenset[str]:
 def test_a_chain_of_followers_waits_for_the_pods_it_follows_and_joins_their_zone():
     """first follows second, second follows the leader: first's turn comes before second has a
     zone, so it waits a pass (were it refused then, it would fail for want of a domain)."""
-    leader = make_pod("leader", labels={"app": "leader"})
+    leader = builders.pod("leader", cpu="1", labels={"app": "leader"})
     second = follower("second", "second", follows="leader")
     first = follower("first", "first", follows="second")
     outcome = plan([first, second, leader])
@@ -70,7 +70,7 @@ def test_a_chain_of_followers_waits_for_the_pods_it_follows_and_joins_their_zone
 def test_a_follower_of_no_pod_fails_once_nothing_else_can_come():
     """No pod matches app=nobody and the pod does not match it itself: no domain, named in the reason."""
     lonely = follower("lonely", "lonely", follows="nobody")
-    leader = make_pod("leader", labels={"app": "leader"})
+    leader = builders.pod("leader", cpu="1", labels={"app": "leader"})
     second = follower("second", "second", follows="leader")
     outcome = plan([lonely, second, leader])
     assert outcome.failed == {lonely.key: f"pod affinity on {wk.ZONE} leaves no domain"}

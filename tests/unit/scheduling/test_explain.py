@@ -4,18 +4,32 @@ with one edit. Each test names the rule's source (kube-scheduler plugin or Karpe
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from extender.api.nodepool import load_nodepool
 from extender.api.resources import Resources
 from extender.scheduling import explain as rules
 from extender.scheduling.explain import World, explain
-from extender.scheduling.plan import ExistingNode
 from extender.scheduling.remedy import candidates, smallest_change
+from tests import builders
 from tests.builders import nodepool_manifest
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests.model_builders import existing_node
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 ARCH = "kubernetes.io/arch"
 ZONE = "topology.kubernetes.io/zone"
+
+
+#: A cordoned m5.large karpy does not own (2 CPU, 8Gi, 29 pods, 1 CPU in use); keywords as
+#: tests.model_builders.existing_node.
+unmanaged_node = partial(
+    existing_node,
+    provisioner="",
+    instance_type="m5.large",
+    allocatable=Resources({"cpu": 2, "memory": 8 * 2**30, "pods": 29}),
+    requested=Resources({"cpu": 1}),
+    schedulable=False,
+)
 
 
 def arm():
@@ -29,7 +43,7 @@ def verdict(explanation, name):
 def test_arch_requirement_names_the_value_and_what_the_pool_allows():
     """kube-scheduler NodeAffinity / Karpenter requirement compatibility."""
     world = World([arm()], catalog())
-    pod = make_pod("a", nodeSelector={ARCH: "amd64"})
+    pod = builders.pod("a", cpu="1", nodeSelector={ARCH: "amd64"})
     found = explain(pod, world)
     v = verdict(found, "arm")
     assert v.rule == rules.REQUIREMENT
@@ -45,8 +59,9 @@ def test_zone_requirement_widening_the_pool_is_re_solved():
     """kube-scheduler NodeAffinity on topology.kubernetes.io/zone; the pool edit is solved, not guessed."""
     zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
     world = World([zonal], catalog())
-    pod = make_pod(
+    pod = builders.pod(
         "b",
+        cpu="1",
         affinity={
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -74,7 +89,7 @@ def test_untolerated_taint_and_the_toleration_that_admits():
     """kube-scheduler TaintToleration."""
     tainted = make_provisioner("gpu", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
     world = World([tainted], catalog())
-    found = explain(make_pod("c"), world)
+    found = explain(builders.pod("c", cpu="1"), world)
     v = verdict(found, "gpu")
     assert (v.rule, v.message) == (
         rules.TAINT,
@@ -97,7 +112,7 @@ def test_too_big_names_the_resource_and_the_largest_type():
         ],
     )
     world = World([small], catalog())
-    found = explain(make_pod("d", cpu="70"), world)
+    found = explain(builders.pod("d", cpu="70"), world)
     v = verdict(found, "web")
     assert v.rule == rules.TOO_BIG
     assert v.message.startswith("requests 70 CPU; the largest type Provisioner web allows has 3.")
@@ -110,7 +125,7 @@ def test_too_big_names_the_resource_and_the_largest_type():
 def test_unknown_extended_resource():
     """kube-scheduler NodeResourcesFit: a resource no node lists has allocatable 0."""
     world = World([make_provisioner("default")], catalog())
-    pod = make_pod("e")
+    pod = builders.pod("e", cpu="1")
     pod = replace(pod, requests=pod.requests + Resources({"example.com/foo": 1}))
     found = explain(pod, world)
     v = verdict(found, "default")
@@ -130,7 +145,7 @@ def test_limit_names_used_of_limit_and_what_the_pod_needs():
     """Karpenter counts each node's capacity against the pool's limits (live and in-flight in karpy)."""
     batch = make_provisioner("batch", limits={"resources": {"cpu": "1000"}})
     world = World([batch], catalog(), usage={"batch": Resources({"cpu": 998})})
-    found = explain(make_pod("f", cpu="3"), world)
+    found = explain(builders.pod("f", cpu="3"), world)
     v = verdict(found, "batch")
     assert v.rule == rules.LIMIT
     assert v.message.startswith("Provisioner batch is at its cpu limit: 998 of 1000 used, the pod needs 4 (")
@@ -153,7 +168,7 @@ def test_min_values_counts_what_the_types_give():
     }
     mv = load_nodepool(nodepool_manifest(name="mv", template_spec=spec))
     world = World([mv], catalog())
-    found = explain(make_pod("g"), world)
+    found = explain(builders.pod("g", cpu="1"), world)
     v = verdict(found, "mv")
     assert v.rule == rules.MIN_VALUES
     assert v.message == (
@@ -167,19 +182,8 @@ def test_min_values_counts_what_the_types_give():
 def test_zone_anti_affinity_against_a_running_pod():
     """kube-scheduler InterPodAffinity: required anti-affinity on the zone of a matching running pod."""
     zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
-    running = replace(make_pod("db", labels={"app": "db"}), node_name="n1")
-    node = ExistingNode(
-        name="n1",
-        provisioner="",
-        instance_type="m5.large",
-        labels={ZONE: "us-west-2a", "kubernetes.io/hostname": "n1"},
-        taints=(),
-        allocatable=Resources({"cpu": 2, "memory": 8 * 2**30, "pods": 29}),
-        requested=Resources({"cpu": 1}),
-        pod_count=1,
-        pods=(running,),
-        schedulable=False,
-    )
+    running = replace(builders.pod("db", cpu="1", labels={"app": "db"}), node_name="n1")
+    node = unmanaged_node("n1", zone="us-west-2a", pods=[running])
     world = World([zonal], catalog(), existing_nodes=[node])
     anti = {
         "podAntiAffinity": {
@@ -188,7 +192,7 @@ def test_zone_anti_affinity_against_a_running_pod():
             ]
         }
     }
-    found = explain(make_pod("h", labels={"app": "db"}, affinity=anti), world)
+    found = explain(builders.pod("h", cpu="1", labels={"app": "db"}, affinity=anti), world)
     v = verdict(found, "z")
     assert v.rule == rules.ANTI_AFFINITY, v.message
     remedy, _ = smallest_change(found, world)
@@ -201,7 +205,7 @@ def test_launching_pool_and_ranking():
         "gpu", weight=10, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
     )
     world = World([arm(), tainted], catalog())
-    found = explain(make_pod("i"), world)
+    found = explain(builders.pod("i", cpu="1"), world)
     assert [v.pool.name for v in found.verdicts] == ["gpu", "arm"]
     assert found.ranked()[0].pool.name == "arm" and found.ranked()[0].rule == rules.LAUNCH
     assert found.admitted and found.placement is not None and found.placement.provisioner == "arm"
@@ -215,24 +219,9 @@ def test_candidates_are_capped():
         for i in range(5)
     ]
     world = World(pools, catalog())
-    found = explain(make_pod("j", cpu="500"), world)
+    found = explain(builders.pod("j", cpu="500"), world)
     remedy, tried = smallest_change(found, world, limit=3)
     assert remedy is None and tried == 3
-
-
-def _node(name: str, zone: str, pods=()) -> ExistingNode:
-    return ExistingNode(
-        name=name,
-        provisioner="",
-        instance_type="m5.large",
-        labels={ZONE: zone, "kubernetes.io/hostname": name},
-        taints=(),
-        allocatable=Resources({"cpu": 2, "memory": 8 * 2**30, "pods": 29}),
-        requested=Resources({"cpu": 1}),
-        pod_count=len(pods),
-        pods=tuple(pods),
-        schedulable=False,
-    )
 
 
 def test_volume_zone_names_the_volumes_zone():
@@ -241,7 +230,7 @@ def test_volume_zone_names_the_volumes_zone():
 
     zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
     world = World([zonal], catalog())
-    pod = replace(make_pod("v"), volume_terms=((Requirement(ZONE, "In", ("us-west-2c",)),),))
+    pod = replace(builders.pod("v", cpu="1"), volume_terms=((Requirement(ZONE, "In", ("us-west-2c",)),),))
     found = explain(pod, world)
     v = verdict(found, "z")
     assert (v.rule, v.message) == (
@@ -259,8 +248,12 @@ def test_zone_spread_over_its_skew():
     """kube-scheduler PodTopologySpread (DoNotSchedule): the pool's only zone would exceed maxSkew."""
     zonal = make_provisioner("z", requirements=[{"key": ZONE, "operator": "In", "values": ["us-west-2a"]}])
     web = {"app": "web"}
-    running = [replace(make_pod(f"w{i}", labels=web), node_name="na") for i in range(2)]
-    nodes = [_node("na", "us-west-2a", running), _node("nb", "us-west-2b"), _node("nc", "us-west-2c")]
+    running = [replace(builders.pod(f"w{i}", cpu="1", labels=web), node_name="na") for i in range(2)]
+    nodes = [
+        unmanaged_node("na", zone="us-west-2a", pods=running),
+        unmanaged_node("nb", zone="us-west-2b"),
+        unmanaged_node("nc", zone="us-west-2c"),
+    ]
     world = World([zonal], catalog(), existing_nodes=nodes)
     spread = [
         {
@@ -270,7 +263,7 @@ def test_zone_spread_over_its_skew():
             "labelSelector": {"matchLabels": web},
         }
     ]
-    found = explain(make_pod("s", labels=web, topologySpreadConstraints=spread), world)
+    found = explain(builders.pod("s", cpu="1", labels=web, topologySpreadConstraints=spread), world)
     v = verdict(found, "z")
     assert v.rule == rules.SPREAD, v.message
     remedy, _ = smallest_change(found, world)

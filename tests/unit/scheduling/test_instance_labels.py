@@ -13,7 +13,8 @@ from extender.api import labels as wk
 from extender.api.provisioner_schema import validate_provisioner
 from extender.cli.main import main
 from extender.scheduling.solver import solve
-from tests.unit.scheduling.builders import DATA, catalog, make_pod, make_provisioner, moto_catalog
+from tests import builders
+from tests.unit.scheduling.builders import DATA, catalog, make_provisioner, moto_catalog
 
 
 def labels_of(name: str) -> dict[str, str]:
@@ -65,7 +66,7 @@ def test_category_and_generation_gt_select_only_newer_r_types_on_motos_catalog()
     prov = make_provisioner(
         requirements=[req(wk.INSTANCE_CATEGORY, "In", "r"), req(wk.INSTANCE_GENERATION, "Gt", "5")]
     )
-    plan = solve([make_pod(f"p{i}", cpu="1", memory="8Gi") for i in range(6)], [prov], moto_catalog())
+    plan = solve([builders.pod(f"p{i}", cpu="1", memory="8Gi") for i in range(6)], [prov], moto_catalog())
     assert plan.nodes and not plan.unschedulable
     chosen = options(plan)
     assert chosen and all(name.startswith(("r6", "r7", "r8")) for name in chosen), chosen
@@ -73,13 +74,13 @@ def test_category_and_generation_gt_select_only_newer_r_types_on_motos_catalog()
         labels = node.node_labels()
         assert labels[wk.INSTANCE_CATEGORY] == "r" and int(labels[wk.INSTANCE_GENERATION]) > 5
     # The fixture catalog has r5 only: nothing the Provisioner allows.
-    assert not solve([make_pod("p")], [prov], catalog()).nodes
+    assert not solve([builders.pod("p", cpu="1")], [prov], catalog()).nodes
 
 
 def test_pod_selectors_on_type_labels() -> None:
     prov = make_provisioner()
     # nodeSelector on a numeric label, with a GPU pod: single-GPU types only.
-    gpu = make_pod("g", gpu=1, nodeSelector={wk.INSTANCE_GPU_COUNT: "1"})
+    gpu = builders.pod("g", cpu="1", gpu=1, nodeSelector={wk.INSTANCE_GPU_COUNT: "1"})
     assert options(solve([gpu], [prov], catalog())) <= {"g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge"}
     # Lt / NotIn in node affinity.
     affinity = {
@@ -96,7 +97,7 @@ def test_pod_selectors_on_type_labels() -> None:
             }
         }
     }
-    chosen = options(solve([make_pod("a", cpu="500m", affinity=affinity)], [prov], catalog()))
+    chosen = options(solve([builders.pod("a", cpu="500m", affinity=affinity)], [prov], catalog()))
     assert chosen and all(int(labels_of(n)[wk.INSTANCE_CPU]) < 5 for n in chosen)
     assert all(labels_of(n)[wk.INSTANCE_CPU_MANUFACTURER] != "intel" for n in chosen)
 
@@ -111,17 +112,19 @@ def test_a_label_a_type_lacks_is_doesnotexist_for_it() -> None:
             }
         }
     }
-    plan = solve([make_pod("a", affinity=exists)], [prov], catalog())
+    plan = solve([builders.pod("a", cpu="1", affinity=exists)], [prov], catalog())
     assert not plan.nodes and plan.unschedulable
     # A value no type has: nothing.
-    assert not solve([make_pod("b", nodeSelector={wk.INSTANCE_HYPERVISOR: "xen"})], [prov], catalog()).nodes
+    assert not solve(
+        [builders.pod("b", cpu="1", nodeSelector={wk.INSTANCE_HYPERVISOR: "xen"})], [prov], catalog()
+    ).nodes
     # DoesNotExist on NVMe in the Provisioner: every option lacks instance storage.
     no_nvme = make_provisioner(requirements=[req(wk.INSTANCE_LOCAL_NVME, "DoesNotExist")])
-    chosen = options(solve([make_pod("c", cpu="3")], [no_nvme], moto_catalog()))
+    chosen = options(solve([builders.pod("c", cpu="3")], [no_nvme], moto_catalog()))
     assert chosen and all(wk.INSTANCE_LOCAL_NVME not in labels_of_moto(n) for n in chosen)
     # Gt on NVMe: every option has more than 100 GB of it.
     nvme = make_provisioner(requirements=[req(wk.INSTANCE_LOCAL_NVME, "Gt", "100")])
-    chosen = options(solve([make_pod("d", cpu="3")], [nvme], moto_catalog()))
+    chosen = options(solve([builders.pod("d", cpu="3")], [nvme], moto_catalog()))
     assert chosen and all(int(labels_of_moto(n)[wk.INSTANCE_LOCAL_NVME]) > 100 for n in chosen)
 
 
@@ -186,7 +189,10 @@ def test_topology_spread_on_a_type_label_puts_pods_on_different_categories() -> 
             "labelSelector": {"matchLabels": {"app": "s"}},
         }
     ]
-    pods = [make_pod(f"s{i}", labels={"app": "s"}, topologySpreadConstraints=spread) for i in range(3)]
+    pods = [
+        builders.pod(f"s{i}", cpu="1", labels={"app": "s"}, topologySpreadConstraints=spread)
+        for i in range(3)
+    ]
     # Domains come from the types' labels, with or without a Provisioner requirement on the key.
     for prov in (
         make_provisioner(),

@@ -9,32 +9,33 @@ podtopologyspread/filtering.go, interpodaffinity/filtering.go); issue 24's rule 
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 from extender.api import labels as wk
 from extender.api.resources import Resources
-from extender.scheduling.solver import ExistingNode, solve
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from extender.scheduling.solver import solve
+from tests import builders
+from tests.model_builders import existing_node
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 WEB = {"app": "web"}
 
 
-def _node(name: str, zone: str) -> ExistingNode:
-    return ExistingNode(
-        name=name,
-        provisioner="default",
-        instance_type="m5.xlarge",
-        labels={wk.ZONE: zone, wk.ARCH: "amd64", wk.HOSTNAME: name, wk.CAPACITY_TYPE: "on-demand"},
-        taints=(),
-        allocatable=Resources.of(cpu=3.8, memory=14e9, pods=58),
-        requested=Resources(),
-        pod_count=0,
-    )
+#: An empty on-demand amd64 m5.xlarge (3.8 CPU, 14 GB, 58 pods); keywords as
+#: tests.model_builders.existing_node.
+ready_node = partial(
+    existing_node,
+    labels={wk.ARCH: "amd64", wk.CAPACITY_TYPE: "on-demand"},
+    allocatable=Resources.of(cpu=3.8, memory=14e9, pods=58),
+    requested=Resources(),
+)
 
 
 def _web(name: str):
     anti = {"topologyKey": wk.ZONE, "labelSelector": {"matchLabels": WEB}}
-    return make_pod(
+    return builders.pod(
         name,
+        cpu="1",
         labels=WEB,
         affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti]}},
     )
@@ -46,7 +47,7 @@ def test_pods_whose_zone_needs_a_node_limits_forbid_bind_last_to_existing_nodes_
     # while an existing node in each of two other zones has room. kube-scheduler binds one pod to
     # each. Before the last binds both were left unschedulable for limits.
     prov = make_provisioner(limits={"resources": {"cpu": "4"}})
-    nodes = [_node("n-2b", "us-west-2b"), _node("n-2c", "us-west-2c")]
+    nodes = [ready_node("n-2b", zone="us-west-2b"), ready_node("n-2c", zone="us-west-2c")]
     plan = solve(
         [_web("w0"), _web("w1")],
         [prov],
@@ -68,7 +69,7 @@ def test_a_pod_no_node_can_take_keeps_its_limits_reason():
         [_web("w0"), _web("w1")],
         [prov],
         catalog(),
-        existing_nodes=[_node("n-2b", "us-west-2b")],
+        existing_nodes=[ready_node("n-2b", zone="us-west-2b")],
         usage={"default": Resources.of(cpu=4)},
         namespaces={"default": {}},
     )
@@ -88,10 +89,10 @@ def test_pods_whose_zone_has_no_node_for_their_hostname_affinity_bind_last_where
     # new nodes could serve; only the node in us-west-2a holds a system pod karpy may pack beside
     # (the one in us-west-2c is cordoned), and a new node holds none. kube-scheduler binds all
     # three to the us-west-2a node (3 - 0 <= 3); before the last binds two were left out.
-    system = make_pod("sys", labels={"app": "system"})
-    ready = _node("n-2a", "us-west-2a")
+    system = builders.pod("sys", cpu="1", labels={"app": "system"})
+    ready = ready_node("n-2a", zone="us-west-2a")
     ready = dataclasses.replace(ready, pods=(system,), pod_count=1, requested=system.requests)
-    cordoned = dataclasses.replace(_node("n-2c", "us-west-2c"), pods=(system,), schedulable=False)
+    cordoned = dataclasses.replace(ready_node("n-2c", zone="us-west-2c"), pods=(system,), schedulable=False)
     follow = {"topologyKey": wk.HOSTNAME, "labelSelector": {"matchLabels": {"app": "system"}}}
     spread = {
         "maxSkew": 3,
@@ -100,7 +101,7 @@ def test_pods_whose_zone_has_no_node_for_their_hostname_affinity_bind_last_where
         "labelSelector": {"matchLabels": WEB},
     }
     pods = [
-        make_pod(
+        builders.pod(
             f"w{i}",
             cpu="500m",
             labels=WEB,

@@ -69,9 +69,10 @@ def test_shape_cover_bound_without_a_holding_type_is_infinite() -> None:
 
 def test_a_one_shape_batch_is_bounded_by_its_whole_node_optimum() -> None:
     from extender.scheduling.solver import solve
-    from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+    from tests import builders
+    from tests.unit.scheduling.builders import catalog, make_provisioner
 
-    pods = [make_pod(f"p{i}", cpu="1", memory="2Gi") for i in range(30)]
+    pods = [builders.pod(f"p{i}", cpu="1", memory="2Gi") for i in range(30)]
     plan = solve(pods, [make_provisioner()], list(catalog()))
     # The whole-node cover of one shape is reachable, and karpy's greedy finds it here.
     assert plan.lower_bound == pytest.approx(plan.total_price)

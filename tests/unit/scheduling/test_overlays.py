@@ -13,7 +13,7 @@ from extender.scheduling.instancetypes import InstanceType, NodeSettings
 from extender.scheduling.overlays import MIN_PRICE, adjusted_price, overlaid, precedence, resolve
 from extender.scheduling.solver import solve
 from tests import builders
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 TYPE = "node.kubernetes.io/instance-type"
 
@@ -222,7 +222,7 @@ def test_gpu_time_slicing_replaces_the_accelerator_count() -> None:
 def test_a_price_cut_changes_the_type_the_solver_launches() -> None:
     """End to end through solve(): the cheapest type for a pod loses to one an overlay makes cheaper."""
     pool = make_provisioner()
-    pod = make_pod(cpu="1", memory="1Gi")
+    pod = builders.pod("p", cpu="1", memory="1Gi")
     before = solve([pod], [pool], catalog(), with_bound=False).nodes[0]
     rival = next(t for t in ("m5.large", "c5.large", "m6g.large") if t != before.instance_type.name)
     cut = overlay("cut", types(rival), priceAdjustment="-99%")
@@ -236,7 +236,8 @@ def test_a_capacity_overlay_makes_a_pod_requesting_it_schedulable() -> None:
     """kube-scheduler NodeResourcesFit counts an unlisted resource as 0: without the overlay the pod
     fits no type; with it, it gets a node of a type the overlay selects, carrying the resource."""
     pool = make_provisioner()
-    pod = make_pod(
+    pod = builders.pod(
+        "p",
         cpu="1",
         containers=[
             {

@@ -24,7 +24,8 @@ from extender.api.provisioner import Provisioner
 from extender.scheduling import reservations
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.solver import solve
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests import builders
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 LARGE = {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}
@@ -53,7 +54,7 @@ def reservation(rid: str = "cr-0abc", available: int = 2, **fields: Any) -> Capa
 
 def one_each(n: int) -> list:
     # 1.5 CPU: one pod per m5.large.
-    return [make_pod(f"p{i}", cpu="1.5") for i in range(n)]
+    return [builders.pod(f"p{i}", cpu="1.5") for i in range(n)]
 
 
 def test_a_reserved_offering_is_priced_at_on_demand_over_ten_million() -> None:
@@ -98,7 +99,7 @@ def test_reserved_is_chosen_over_cheaper_spot() -> None:
 
 def test_pods_share_a_reserved_node() -> None:
     types, pools = reservations.attach(list(catalog()), [pool()], {"default": [reservation(available=1)]})
-    plan = solve([make_pod(f"p{i}", cpu="100m") for i in range(4)], pools, types)
+    plan = solve([builders.pod(f"p{i}", cpu="100m") for i in range(4)], pools, types)
     assert [(n.capacity_type, len(n.pods)) for n in plan.nodes] == [("reserved", 4)]
 
 
@@ -115,8 +116,8 @@ def test_a_reservation_two_pools_share_is_counted_once() -> None:
     a = pool("a", ("reserved", "on-demand"), LARGE)
     b = pool("b", ("reserved", "on-demand"), LARGE)
     pods = [
-        make_pod("x", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "a"}),
-        make_pod("y", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "b"}),
+        builders.pod("x", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "a"}),
+        builders.pod("y", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "b"}),
     ]
     types, pools = reservations.attach(
         list(catalog()), [a, b], {"a": [reservation(available=1)], "b": [reservation(available=1)]}
@@ -130,7 +131,7 @@ def test_a_pool_sees_only_the_reservations_its_node_class_selects() -> None:
         list(catalog()), [pool("mine"), pool("other")], {"mine": [reservation()]}
     )
     other = next(p for p in pools if p.name == "other")
-    plan = solve([make_pod("p", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "other"})], pools, types)
+    plan = solve([builders.pod("p", cpu="1.5", nodeSelector={wk.PROVISIONER_NAME: "other"})], pools, types)
     assert [n.capacity_type for n in plan.nodes] == ["on-demand"] and not other.capacity_reservations
 
 
@@ -177,7 +178,7 @@ def two_reservations() -> tuple[list, list[Provisioner]]:
 
 def test_a_pod_selecting_a_reservation_is_planned_only_into_it() -> None:
     types, pools = two_reservations()
-    pods = [make_pod(f"p{i}", cpu="1.5", nodeSelector={RID: "cr-0def"}) for i in range(2)]
+    pods = [builders.pod(f"p{i}", cpu="1.5", nodeSelector={RID: "cr-0def"}) for i in range(2)]
     plan = solve(pods, pools, types)
     # cr-0def holds one: the second pod stays pending, never on cr-0abc nor on-demand.
     assert [(n.capacity_type, n.reservation_id) for n in plan.nodes] == [("reserved", "cr-0def")]
@@ -186,7 +187,7 @@ def test_a_pod_selecting_a_reservation_is_planned_only_into_it() -> None:
 
 def test_a_pod_selecting_a_reservation_the_pool_does_not_select_stays_pending() -> None:
     types, pools = two_reservations()
-    plan = solve([make_pod("p", cpu="1.5", nodeSelector={RID: "cr-0zzz"})], pools, types)
+    plan = solve([builders.pod("p", cpu="1.5", nodeSelector={RID: "cr-0zzz"})], pools, types)
     assert not plan.nodes
     (why,) = plan.unschedulable
     assert RID in why.reason and "cr-0zzz" in why.reason
@@ -199,14 +200,14 @@ def test_a_pod_requiring_a_reservation_label_never_gets_an_on_demand_node() -> N
         {"default": [reservation(available=0)]},
     )
     for selector in ({RID: "cr-0abc"}, {wk.CAPACITY_RESERVATION_TYPE: "default"}):
-        plan = solve([make_pod("p", cpu="1.5", nodeSelector=selector)], pools, types)
+        plan = solve([builders.pod("p", cpu="1.5", nodeSelector=selector)], pools, types)
         assert not plan.nodes and len(plan.unschedulable) == 1, selector
 
 
 def test_a_pod_may_keep_off_reservations() -> None:
     types, pools = two_reservations()
     away = {"key": RID, "operator": "DoesNotExist"}
-    pod = make_pod("p", cpu="1.5", affinity=_required(away))
+    pod = builders.pod("p", cpu="1.5", affinity=_required(away))
     plan = solve([pod], pools, types)
     assert [(n.capacity_type, n.reservation_id) for n in plan.nodes] == [("on-demand", "")]
 
@@ -223,11 +224,13 @@ def test_type_and_interruptible_select_reservations_too() -> None:
         },
     )
     plan = solve(
-        [make_pod("p", cpu="1.5", nodeSelector={wk.CAPACITY_RESERVATION_TYPE: CAPACITY_BLOCK})], pools, types
+        [builders.pod("p", cpu="1.5", nodeSelector={wk.CAPACITY_RESERVATION_TYPE: CAPACITY_BLOCK})],
+        pools,
+        types,
     )
     assert [n.reservation_id for n in plan.nodes] == ["cr-0blk"]
     plan = solve(
-        [make_pod("p", cpu="1.5", nodeSelector={wk.CAPACITY_RESERVATION_INTERRUPTIBLE: "false"})],
+        [builders.pod("p", cpu="1.5", nodeSelector={wk.CAPACITY_RESERVATION_INTERRUPTIBLE: "false"})],
         pools,
         types,
     )

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from extender.api.pod import Pod
 from extender.api.resources import (
     EFA,
     EPHEMERAL_STORAGE,
@@ -30,13 +29,6 @@ from extender.scheduling.pricing import PriceBook
 from extender.scheduling.solver import Plan, solve
 from tests import builders
 from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner, raw_types
-
-
-def pod(name: str, *, cpu: str = "100m", **requests: str) -> Pod:
-    """A pod requesting `requests` (`_` in a keyword stands for `-`); limits = requests, as extended
-    resources and hugepages require."""
-    named = {k.replace("_", "-"): v for k, v in requests.items()}
-    return builders.pod(name, uid="", requests={"cpu": cpu, **named}, limits=named)
 
 
 def by_name(types: list[InstanceType] | tuple[InstanceType, ...]) -> dict[str, InstanceType]:
@@ -122,7 +114,11 @@ def test_kubelet_max_pods_override_keeps_storage_and_extended_resources():
 
 def test_ephemeral_storage_pod_lands_on_a_type_with_enough_allocatable():
     """kube-scheduler NodeResourcesFit compares ephemeral-storage like cpu: request <= allocatable."""
-    plan = solve([pod("a", ephemeral_storage="10Gi")], [make_provisioner()], catalog())
+    plan = solve(
+        [builders.pod("a", uid="", cpu="100m", guaranteed={"ephemeral-storage": "10Gi"})],
+        [make_provisioner()],
+        catalog(),
+    )
     assert not plan.unschedulable
     options = placed_on(plan, "default/a")
     assert all(o.allocatable.get(EPHEMERAL_STORAGE) >= 10 * GIB for o in options)
@@ -131,7 +127,10 @@ def test_ephemeral_storage_pod_lands_on_a_type_with_enough_allocatable():
 def test_allocatable_ephemeral_storage_is_the_limit_exactly():
     """17Gi = 20Gi root - 1Gi kube-reserved - 2Gi nodefs.available eviction: fits; one MiB more does not."""
     plan = solve(
-        [pod("fits", ephemeral_storage="17Gi"), pod("over", ephemeral_storage=f"{17 * 1024 + 1}Mi")],
+        [
+            builders.pod("fits", uid="", cpu="100m", guaranteed={"ephemeral-storage": "17Gi"}),
+            builders.pod("over", uid="", cpu="100m", guaranteed={"ephemeral-storage": f"{17 * 1024 + 1}Mi"}),
+        ],
         [make_provisioner()],
         catalog(),
     )
@@ -141,14 +140,20 @@ def test_allocatable_ephemeral_storage_is_the_limit_exactly():
 
 def test_30gi_ephemeral_pod_is_unschedulable_with_the_20gi_default_root_volume():
     """Karpenter: DefaultEBS 20Gi root volume; kube-scheduler: 30Gi > 17Gi allocatable on every type."""
-    plan = solve([pod("big", ephemeral_storage="30Gi")], [make_provisioner()], catalog())
+    plan = solve(
+        [builders.pod("big", uid="", cpu="100m", guaranteed={"ephemeral-storage": "30Gi"})],
+        [make_provisioner()],
+        catalog(),
+    )
     assert not plan.nodes
     assert EPHEMERAL_STORAGE in reason_of(plan, "default/big")
 
 
 def test_ephemeral_storage_limits_how_many_pods_share_a_node():
     """Three 5Gi pods fit in 17Gi, a fourth does not, however much cpu/memory the node has left."""
-    pods = [pod(f"p{i}", ephemeral_storage="5Gi") for i in range(7)]
+    pods = [
+        builders.pod(f"p{i}", uid="", cpu="100m", guaranteed={"ephemeral-storage": "5Gi"}) for i in range(7)
+    ]
     plan = solve(pods, [make_provisioner()], catalog())
     assert not plan.unschedulable
     assert sum(len(n.pods) for n in plan.nodes) == 7
@@ -157,11 +162,19 @@ def test_ephemeral_storage_limits_how_many_pods_share_a_node():
 
 def test_daemonset_ephemeral_storage_is_reserved_on_every_node():
     """kube-scheduler counts the DaemonSet pod's request on the node: 17Gi - 1Gi leaves 16Gi."""
-    daemon = pod("ds", ephemeral_storage="1Gi")
-    ok = solve([pod("a", ephemeral_storage="16Gi")], [make_provisioner()], catalog(), daemonsets=[daemon])
+    daemon = builders.pod("ds", uid="", cpu="100m", guaranteed={"ephemeral-storage": "1Gi"})
+    ok = solve(
+        [builders.pod("a", uid="", cpu="100m", guaranteed={"ephemeral-storage": "16Gi"})],
+        [make_provisioner()],
+        catalog(),
+        daemonsets=[daemon],
+    )
     assert not ok.unschedulable and ok.nodes
     over = solve(
-        [pod("b", ephemeral_storage="16500Mi")], [make_provisioner()], catalog(), daemonsets=[daemon]
+        [builders.pod("b", uid="", cpu="100m", guaranteed={"ephemeral-storage": "16500Mi"})],
+        [make_provisioner()],
+        catalog(),
+        daemonsets=[daemon],
     )
     assert not over.nodes and EPHEMERAL_STORAGE in reason_of(over, "default/b")
 
@@ -176,7 +189,10 @@ def test_efa_pod_lands_on_an_efa_type_and_efa_does_not_reserve_the_type():
         raw("m5.large"), raw("c5n.large", copy_of="c5.large"), raw("c5n.18xlarge", **C5N_18XL)
     )
     plan = solve(
-        [pod("efa", cpu="1", **{"vpc.amazonaws.com/efa": "1"}), pod("big", cpu="60")],
+        [
+            builders.pod("efa", uid="", cpu="1", guaranteed={"vpc.amazonaws.com/efa": "1"}),
+            builders.pod("big", uid="", cpu="60"),
+        ],
         [make_provisioner()],
         types,
     )
@@ -188,7 +204,11 @@ def test_efa_pod_lands_on_an_efa_type_and_efa_does_not_reserve_the_type():
 def test_efa_gpu_pod_lands_on_a_gpu_type_with_efa():
     """A pod asking for a GPU and an EFA interface needs both on the node (NodeResourcesFit)."""
     plan = solve(
-        [pod("train", cpu="4", **{"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"})],
+        [
+            builders.pod(
+                "train", uid="", cpu="4", guaranteed={"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "1"}
+            )
+        ],
         [make_provisioner()],
         catalog(),
     )
@@ -202,7 +222,10 @@ def test_neuroncore_pod_lands_on_inferentia_and_plain_pods_never_do():
     """Neuron device plugin registers aws.amazon.com/neuroncore; Karpenter 0.5 packable.go: an
     accelerator type only serves pods requesting an accelerator."""
     plan = solve(
-        [pod("infer", cpu="1", **{"aws.amazon.com/neuroncore": "2"}), pod("plain", cpu="1")],
+        [
+            builders.pod("infer", uid="", cpu="1", guaranteed={"aws.amazon.com/neuroncore": "2"}),
+            builders.pod("plain", uid="", cpu="1"),
+        ],
         [make_provisioner()],
         catalog(),
     )
@@ -215,7 +238,12 @@ def test_gaudi_type_only_serves_gaudi_pods():
     gaudi = {"Gpus": [{"Name": "Gaudi HL-205", "Manufacturer": "Habana", "Count": 8}]}
     types = small_catalog(raw("m5.large"), raw("dl1.24xlarge", copy_of="p4d.24xlarge", GpuInfo=gaudi))
     plan = solve(
-        [pod("hpu", cpu="1", **{"habana.ai/gaudi": "1"}), pod("plain", cpu="1")], [make_provisioner()], types
+        [
+            builders.pod("hpu", uid="", cpu="1", guaranteed={"habana.ai/gaudi": "1"}),
+            builders.pod("plain", uid="", cpu="1"),
+        ],
+        [make_provisioner()],
+        types,
     )
     assert [o.name for o in placed_on(plan, "default/hpu")] == ["dl1.24xlarge"]
     assert [o.name for o in placed_on(plan, "default/plain")] == ["m5.large"]
@@ -228,7 +256,11 @@ def test_gaudi_type_only_serves_gaudi_pods():
 def test_a_resource_no_type_lists_makes_the_pod_unschedulable_with_its_name(resource: str, amount: str):
     """kube-scheduler NodeResourcesFit: a resource the node does not list has allocatable 0, so the
     pod fits nowhere (the fixture has no EFA type without a GPU); the reason names the resource."""
-    plan = solve([pod("x", memory="1Gi", **{resource: amount})], [make_provisioner()], catalog())
+    plan = solve(
+        [builders.pod("x", uid="", cpu="100m", guaranteed={"memory": "1Gi", resource: amount})],
+        [make_provisioner()],
+        catalog(),
+    )
     assert not plan.nodes
     assert resource in reason_of(plan, "default/x")
 

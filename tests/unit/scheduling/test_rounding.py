@@ -10,8 +10,10 @@ import pytest
 from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling import lowerbound, rounding
-from extender.scheduling.solver import ExistingNode, solve
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from extender.scheduling.solver import solve
+from tests import builders
+from tests.model_builders import existing_node
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 SPREAD = [
     {
@@ -42,9 +44,9 @@ def modelled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_pods_with_hostname_rules_are_left_to_the_greedy(modelled: list[int]) -> None:
-    plain = [make_pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
+    plain = [builders.pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
     spread = [
-        make_pod(f"s{i}", cpu="500m", memory="1Gi", labels={"app": "s"}, topologySpreadConstraints=SPREAD)
+        builders.pod(f"s{i}", cpu="500m", memory="1Gi", labels={"app": "s"}, topologySpreadConstraints=SPREAD)
         for i in range(4)
     ]
     plan = solve(plain + spread, [make_provisioner()], list(catalog()), with_bound=False)
@@ -56,13 +58,13 @@ def test_pods_with_hostname_rules_are_left_to_the_greedy(modelled: list[int]) ->
 
 
 def test_no_lp_without_a_search_budget(modelled: list[int]) -> None:
-    pods = [make_pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
+    pods = [builders.pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
     solve(pods, [make_provisioner()], list(catalog()), with_bound=False, search_budget=0)
     assert modelled == []
 
 
 def test_provisioners_with_limits_are_left_to_the_greedy(modelled: list[int]) -> None:
-    pods = [make_pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
+    pods = [builders.pod(f"p{i}", cpu="1", memory="2Gi") for i in range(6)]
     limited = make_provisioner(limits={"resources": {"cpu": "100"}})
     plan = solve(pods, [limited], list(catalog()), with_bound=False)
     assert modelled == [] and sum(len(n.pods) for n in plan.nodes) == 6
@@ -72,8 +74,8 @@ def test_the_rounded_lp_plan_reaches_the_bound_where_the_greedy_does_not() -> No
     # Ten 250m/24Gi pods and two 1-CPU/4Gi ones: the greedy fills a large memory node with the big
     # pods first and buys a second one sized for the rest ($2.52); the LP's patterns put eleven
     # pods on one node and one on a small node, which is the bound ($2.268).
-    pods = [make_pod(f"m{i}", cpu="250m", memory="24Gi") for i in range(10)]
-    pods += [make_pod(f"c{i}", cpu="1", memory="4Gi") for i in range(2)]
+    pods = [builders.pod(f"m{i}", cpu="250m", memory="24Gi") for i in range(10)]
+    pods += [builders.pod(f"c{i}", cpu="1", memory="4Gi") for i in range(2)]
     plan = solve(pods, [make_provisioner()], list(catalog()))
     greedy = solve(pods, [make_provisioner()], list(catalog()), search_budget=0, with_bound=False)
     assert sum(len(n.pods) for n in plan.nodes) == 12
@@ -82,17 +84,15 @@ def test_the_rounded_lp_plan_reaches_the_bound_where_the_greedy_does_not() -> No
 
 
 def test_existing_nodes_are_filled_first_and_the_lp_plans_the_rest(modelled: list[int]) -> None:
-    node = ExistingNode(
-        name="n1",
-        provisioner="default",
-        instance_type="m5.xlarge",
+    node = existing_node(
+        zone=None,
+        hostname=False,
         labels={wk.ARCH: "amd64"},
-        taints=(),
         allocatable=Resources.of(cpu=3.8, memory=14e9, pods=58),
         requested=Resources.of(cpu=1),
         pod_count=1,
     )
-    pods = [make_pod(f"p{i}", cpu="1") for i in range(6)]
+    pods = [builders.pod(f"p{i}", cpu="1") for i in range(6)]
     plan = solve(pods, [make_provisioner()], list(catalog()), existing_nodes=[node], with_bound=False)
     assert len(plan.existing["n1"]) == 2
     assert set(modelled) == {4} and sum(len(n.pods) for n in plan.nodes) == 4

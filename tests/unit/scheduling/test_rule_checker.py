@@ -18,6 +18,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from extender.api import labels as wk
@@ -36,20 +37,8 @@ TYPES = {t.name: t for t in catalog()}
 # -- builders for hand-made plans -----------------------------------------------------------------
 
 
-def pod(
-    name: str, cpu: str = "100m", *, ns: str = "default", labels: dict | None = None, **spec: Any
-) -> dict:
-    requests = {"cpu": cpu, **spec.pop("requests", {})}
-    return builders.pod_manifest(
-        name,
-        namespace=ns,
-        uid="",
-        image=None,
-        labels=labels,
-        requests=requests,
-        ports=spec.pop("ports", None),
-        **spec,
-    )
+#: A pod as API JSON asking 100m CPU, no uid or image; keywords as tests.builders.pod_manifest.
+raw_pod = partial(builders.pod_manifest, cpu="100m", uid="", image=None)
 
 
 @dataclass(frozen=True)
@@ -177,16 +166,20 @@ def test_quantities_and_sidecar_requests_follow_kubernetes():
 
 
 def test_resources_over_any_option_are_caught():
-    pods = [pod(f"p{i}", cpu="1") for i in range(5)]
+    pods = [raw_pod(f"p{i}", cpu="1") for i in range(5)]
     caught(
         Case(pods, [node(pods, options=("m5.2xlarge", "m5.large"))]), "resources: planned-0 option m5.large"
     )
     clean(Case(pods, [node(pods, options=("m5.2xlarge",))]))
-    disk = [pod("d", requests={"ephemeral-storage": "100Ti"})]
+    disk = [
+        builders.pod_manifest("d", uid="", image=None, requests={"cpu": "100m", "ephemeral-storage": "100Ti"})
+    ]
     caught(Case(disk, [node(disk)]), "resources: planned-0 option m5.xlarge: ephemeral-storage")
-    device = [pod("g", requests={"example.com/fpga": "1"})]
+    device = [
+        builders.pod_manifest("g", uid="", image=None, requests={"cpu": "100m", "example.com/fpga": "1"})
+    ]
     caught(Case(device, [node(device)]), "resources: planned-0 option m5.xlarge: example.com/fpga 1 > 0")
-    tiny = [pod(f"t{i}", cpu="10m") for i in range(9)]
+    tiny = [raw_pod(f"t{i}", cpu="10m") for i in range(9)]
     caught(
         Case(tiny, [node(tiny, options=("c6g.medium",))]),
         "resources: planned-0 option c6g.medium: pods 9 > 8",
@@ -194,29 +187,34 @@ def test_resources_over_any_option_are_caught():
 
 
 def test_resources_on_existing_nodes_count_running_pods():
-    running = [pod("run", cpu="3")]
-    new = [pod("n", cpu="2")]
+    running = [raw_pod("run", cpu="3")]
+    new = [raw_pod("n", cpu="2")]
     case = Case(new, cluster=[existing("e1", A, running)], on_existing={"e1": new})
     caught(case, "resources: e1 allocatable: cpu 5 > 4")
-    case.new = case.on_existing["e1"] = [pod("n", cpu="1")]
+    case.new = case.on_existing["e1"] = [raw_pod("n", cpu="1")]
     clean(case)
 
 
 def test_placing_on_an_unschedulable_or_unknown_node_is_caught():
-    new = [pod("n")]
+    new = [raw_pod("n")]
     caught(Case(new, cluster=[existing("e1", A, schedulable=False)], on_existing={"e1": new}), "existing:")
     caught(Case(new, on_existing={"ghost": new}), "existing: plan places pods on unknown node ghost")
 
 
 def test_accounting_catches_lost_and_duplicated_pods():
-    a, b = pod("a"), pod("b")
+    a, b = (
+        raw_pod("a"),
+        raw_pod("b"),
+    )
     caught(Case([a, b], [node([a])]), "accounting: pod default/b neither placed")
     caught(Case([a], [node([a]), node([a])]), "accounting: pod default/a placed on planned-0 and planned-1")
 
 
 def test_host_port_conflicts_are_caught():
     def web(name, ip="", protocol="TCP"):
-        return pod(name, ports=[{"containerPort": 80, "hostPort": 8080, "hostIP": ip, "protocol": protocol}])
+        return raw_pod(
+            name, ports=[{"containerPort": 80, "hostPort": 8080, "hostIP": ip, "protocol": protocol}]
+        )
 
     a, b = web("a"), web("b")
     caught(Case([a, b], [node([a, b])]), "host ports: default/a and default/b both use TCP/8080")
@@ -241,7 +239,7 @@ def test_csi_volumes_over_a_nodes_attach_limit_are_caught():
             {"name": f"v{i}", "persistentVolumeClaim": {"claimName": f"v{i}"}}
             for i in range(first, first + count)
         ]
-        return pod(name, volumes=vols)
+        return raw_pod(name, volumes=vols)
 
     many, few = holder("many", 0, 30), holder("few", 0, 3)
     for case, expected in (
@@ -263,16 +261,16 @@ def test_csi_volumes_over_a_nodes_attach_limit_are_caught():
 
 def test_a_daemonset_host_port_on_a_new_node_is_caught():
     """Issue 24: the DaemonSet pods landing on a new node hold their host ports there."""
-    exporter = pod("exporter", ports=[{"containerPort": 80, "hostPort": 9100}])
+    exporter = raw_pod("exporter", ports=[{"containerPort": 80, "hostPort": 9100}])
     exporter["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds", "controller": True}]
-    clash = pod("clash", ports=[{"containerPort": 80, "hostPort": 9100}])
+    clash = raw_pod("clash", ports=[{"containerPort": 80, "hostPort": 9100}])
     case = Case([clash], [node([clash])])
     args = (case.new, case.cluster, case.plan(), case.provisioners, catalog())
     found = rulecheck.violations(*args, daemonsets=[exporter])
     assert any(
         line.startswith("host ports: default/clash and DaemonSet pod default/exporter") for line in found
     )
-    other = pod("other", ports=[{"containerPort": 80, "hostPort": 8080}])
+    other = raw_pod("other", ports=[{"containerPort": 80, "hostPort": 8080}])
     case = Case([other], [node([other])])
     args = (case.new, case.cluster, case.plan(), case.provisioners, catalog())
     assert rulecheck.violations(*args, daemonsets=[exporter]) == []
@@ -280,9 +278,9 @@ def test_a_daemonset_host_port_on_a_new_node_is_caught():
 
 def test_untolerated_provisioner_and_node_taints_are_caught():
     tainted = make_provisioner(taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
-    plain = pod("p")
+    plain = raw_pod("p")
     caught(Case([plain], [node([plain])], provisioners=[tainted]), "taints: default/p on planned-0")
-    tolerant = pod("t", tolerations=[{"key": "gpu", "operator": "Exists"}])
+    tolerant = raw_pod("t", tolerations=[{"key": "gpu", "operator": "Exists"}])
     clean(Case([tolerant], [node([tolerant])], provisioners=[tainted]))
     soft = make_provisioner(taints=[{"key": "gpu", "value": "yes", "effect": "PreferNoSchedule"}])
     clean(Case([plain], [node([plain])], provisioners=[soft]))
@@ -291,20 +289,20 @@ def test_untolerated_provisioner_and_node_taints_are_caught():
 
 
 def test_node_selector_and_affinity_must_hold_for_every_possible_value():
-    zonal = pod("z", nodeSelector={wk.ZONE: A})
+    zonal = raw_pod("z", nodeSelector={wk.ZONE: A})
     caught(Case([zonal], [node([zonal], zones=(A, B))]), "node affinity: default/z on planned-0")
     clean(Case([zonal], [node([zonal], zones=(A,))]))
-    legacy = pod("l", nodeSelector={"failure-domain.beta.kubernetes.io/zone": B})
+    legacy = raw_pod("l", nodeSelector={"failure-domain.beta.kubernetes.io/zone": B})
     caught(Case([legacy], [node([legacy], zones=(A,))]), "node affinity:")
     clean(Case([legacy], [node([legacy], zones=(B,))]))
-    arm = pod("arm", nodeSelector={wk.ARCH: "arm64"})
+    arm = raw_pod("arm", nodeSelector={wk.ARCH: "arm64"})
     caught(Case([arm], [node([arm], options=("m6g.xlarge", "m5.xlarge"))]), "node affinity:")
     clean(Case([arm], [node([arm], options=("m6g.xlarge", "c6g.xlarge"))]))
     terms = [
         {"matchExpressions": [{"key": wk.ZONE, "operator": "In", "values": [C]}]},
         {"matchExpressions": [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}]},
     ]
-    ored = pod(
+    ored = raw_pod(
         "o",
         affinity={
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
@@ -313,7 +311,7 @@ def test_node_selector_and_affinity_must_hold_for_every_possible_value():
     clean(Case([ored], [node([ored], zones=(C,), capacity_types=("on-demand", "spot"))]))
     clean(Case([ored], [node([ored], zones=(A, B), capacity_types=("spot",))]))
     caught(Case([ored], [node([ored], zones=(B, C), capacity_types=("spot", "on-demand"))]), "node affinity:")
-    team = pod("t", nodeSelector={"team": "a"})
+    team = raw_pod("t", nodeSelector={"team": "a"})
     caught(Case([team], [node([team])]), "node affinity:")
     labelled = make_provisioner(labels={"team": "a"})
     clean(Case([team], [node([team])], provisioners=[labelled]))
@@ -326,7 +324,7 @@ def test_provisioner_requirements_and_labels_must_hold():
             {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]},
         ]
     )
-    p = pod("p")
+    p = raw_pod("p")
     caught(
         Case([p], [node([p], zones=(A, B), capacity_types=("spot",))], provisioners=[prov]), "provisioner:"
     )
@@ -341,7 +339,10 @@ def test_provisioner_requirements_and_labels_must_hold():
 
 def test_limits_are_checked_against_the_cheapest_options():
     prov = make_provisioner(limits={"resources": {"cpu": "6"}})
-    a, b = pod("a"), pod("b")
+    a, b = (
+        raw_pod("a"),
+        raw_pod("b"),
+    )
     caught(
         Case([a, b], [node([a]), node([b])], provisioners=[prov]),
         "limits: provisioner default cpu 8 > limit 6",
@@ -352,18 +353,20 @@ def test_limits_are_checked_against_the_cheapest_options():
 def test_zone_spread_skew_is_caught():
     group = {"app": "w"}
     pods = [
-        pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group)]) for i in range(4)
+        raw_pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group)])
+        for i in range(4)
     ]
     caught(
         Case(pods, [node(pods[:3], zones=(A,)), node(pods[3:], zones=(B,))]), "topology spread: default/w0"
     )
     clean(Case(pods, [node(pods[:2], zones=(A,)), node(pods[2:], zones=(B,))]))
     loose = [
-        pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 2, group)]) for i in range(4)
+        raw_pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 2, group)])
+        for i in range(4)
     ]
     clean(Case(loose, [node(loose[:3], zones=(A,)), node(loose[3:], zones=(B,))]))
     anyway = [
-        pod(
+        raw_pod(
             f"w{i}",
             labels=group,
             topologySpreadConstraints=[{**spread(wk.ZONE, 1, group), "whenUnsatisfiable": "ScheduleAnyway"}],
@@ -376,11 +379,11 @@ def test_zone_spread_skew_is_caught():
 def test_a_nil_label_selector_counts_no_pod_but_the_key_is_still_required():
     group = {"app": "w"}
     pods = [
-        pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, None)]) for i in range(4)
+        raw_pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, None)]) for i in range(4)
     ]
     clean(Case(pods, [node(pods, zones=(A,)), node([], zones=(B,))]))
     racked = [
-        pod(f"r{i}", labels=group, topologySpreadConstraints=[spread("rack", 1, None)]) for i in range(2)
+        raw_pod(f"r{i}", labels=group, topologySpreadConstraints=[spread("rack", 1, None)]) for i in range(2)
     ]
     caught(
         Case(racked, [node(racked)]), "topology spread: default/r0 on planned-0 may lack topology key rack"
@@ -389,15 +392,15 @@ def test_a_nil_label_selector_counts_no_pod_but_the_key_is_still_required():
 
 def test_existing_pods_and_empty_existing_nodes_count_in_spread():
     group = {"app": "w"}
-    running = [pod(f"old{i}", labels=group) for i in range(2)]
-    new = [pod("w", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group)])]
+    running = [raw_pod(f"old{i}", labels=group) for i in range(2)]
+    new = [raw_pod("w", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group)])]
     cluster = [existing("e1", A, running), existing("e2", B)]
     caught(
         Case(new, [node(new, zones=(A,))], cluster=cluster), "topology spread: default/w on planned-0 skew 3"
     )
     clean(Case(new, [node(new, zones=(B,))], cluster=cluster))
     # Pods in other namespaces are not counted.
-    other = [pod(f"old{i}", labels=group, ns="other") for i in range(2)]
+    other = [raw_pod(f"old{i}", labels=group, namespace="other") for i in range(2)]
     clean(Case(new, [node(new, zones=(A,))], cluster=[existing("e1", A, other), existing("e2", B)]))
 
 
@@ -416,7 +419,7 @@ def test_spread_honours_node_affinity_policy_and_min_domains():
     def pods(**extra):
         constraint = spread(wk.ZONE, 1, group, **extra)
         return [
-            pod(f"w{i}", labels=group, affinity=required, topologySpreadConstraints=[constraint])
+            raw_pod(f"w{i}", labels=group, affinity=required, topologySpreadConstraints=[constraint])
             for i in range(4)
         ]
 
@@ -440,7 +443,7 @@ def test_spread_taints_policy_honor_leaves_out_untolerated_nodes():
 
     def pods(**extra):
         return [
-            pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group, **extra)])
+            raw_pod(f"w{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group, **extra)])
             for i in range(4)
         ]
 
@@ -457,7 +460,9 @@ def test_spread_match_label_keys_split_the_count():
     def pods(hash_):
         constraint = spread(wk.HOSTNAME, 1, {"app": "w"}, matchLabelKeys=["pod-template-hash"])
         labels = {"app": "w", "pod-template-hash": hash_}
-        return [pod(f"w{hash_}{i}", labels=labels, topologySpreadConstraints=[constraint]) for i in range(2)]
+        return [
+            raw_pod(f"w{hash_}{i}", labels=labels, topologySpreadConstraints=[constraint]) for i in range(2)
+        ]
 
     old, new = pods("a"), pods("b")
     # Each revision is spread over the two nodes on its own: one of each per node.
@@ -470,7 +475,7 @@ def test_uncertain_zones_count_in_the_worst_case():
 
     def pods(n, prefix="w"):
         return [
-            pod(f"{prefix}{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group)])
+            raw_pod(f"{prefix}{i}", labels=group, topologySpreadConstraints=[spread(wk.ZONE, 1, group)])
             for i in range(n)
         ]
 
@@ -483,15 +488,15 @@ def test_uncertain_zones_count_in_the_worst_case():
     clean(Case(ws, [node(ws[:1], zones=(A,)), node(ws[1:2], zones=(B,)), node(ws[2:], zones=(C,))]))
     # An eligible empty node that may open a third zone makes the minimum 0.
     ws = pods(4)
-    spare = pod("spare")
+    spare = raw_pod("spare")
     base = [node(ws[:2], zones=(A,)), node(ws[2:], zones=(B,))]
     caught(Case([*ws, spare], [*base, node([spare], zones=(A, B, C))]), "topology spread:")
     clean(Case([*ws, spare], [*base, node([spare], zones=(A, B))]))
 
 
 def test_a_breach_only_pods_bound_later_cause_is_classed_order_dependent():
-    watcher = pod("c", labels={"app": "c"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
-    xs = [pod(f"x{i}", labels={"app": "x"}) for i in range(2)]
+    watcher = raw_pod("c", labels={"app": "c"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
+    xs = [raw_pod(f"x{i}", labels={"app": "x"}) for i in range(2)]
     found = caught(
         Case([watcher, *xs], [node([watcher, *xs], zones=(A,)), node([], zones=(B,))]), "topology spread ("
     )
@@ -507,8 +512,8 @@ def test_a_breach_only_pods_bound_later_cause_is_classed_order_dependent():
 def test_each_pod_is_checked_at_its_bind_in_the_plans_bind_order():
     """kube-scheduler checks a pod's own spread when it binds (podtopologyspread/filtering.go), never
     again when others bind: a pod the spread counts may join the zone after the spreading pod."""
-    watcher = pod("c", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
-    joiner = pod("j", labels={"app": "x"})
+    watcher = raw_pod("c", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
+    joiner = raw_pod("j", labels={"app": "x"})
     cluster = [existing(f"e-{z}", z) for z in (B, C)]
     nodes = [node([watcher, joiner], zones=(A,))]
     clean(Case([watcher, joiner], nodes, cluster=cluster, phases={"j": 1}))
@@ -516,14 +521,16 @@ def test_each_pod_is_checked_at_its_bind_in_the_plans_bind_order():
     caught(Case([watcher, joiner], nodes, cluster=cluster), "topology spread (order-dependent): default/c")
     caught(Case([watcher, joiner], nodes, cluster=cluster, phases={"c": 1}), "topology spread")
     # Required affinity finds only pods bound before it.
-    leader = pod("l", labels={"role": "lead"})
-    follower = pod("f", affinity=pod_terms("podAffinity", wk.HOSTNAME, {"role": "lead"}))
+    leader = raw_pod("l", labels={"role": "lead"})
+    follower = raw_pod("f", affinity=pod_terms("podAffinity", wk.HOSTNAME, {"role": "lead"}))
     pair = [node([leader, follower])]
     clean(Case([leader, follower], pair, phases={"f": 1}))
     caught(Case([leader, follower], pair, phases={"l": 1}), "pod affinity: default/f")
     # A pod bound later meets the required anti-affinity of those bound before it (symmetry).
-    loner = pod("lo", labels={"app": "lo"}, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, {"app": "y"}))
-    other = pod("y", labels={"app": "y"})
+    loner = raw_pod(
+        "lo", labels={"app": "lo"}, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, {"app": "y"})
+    )
+    other = raw_pod("y", labels={"app": "y"})
     caught(Case([loner, other], [node([loner, other])], phases={"y": 1}), "pod anti-affinity (symmetry)")
 
 
@@ -537,8 +544,8 @@ def stricter(case: Case) -> list[str]:
 def test_a_pod_left_unschedulable_that_kube_scheduler_would_bind_is_caught():
     """stricter_than_scheduler: bound last to a node of the plan (or a schedulable node of the
     cluster) the pod passes every filter, so karpy was stricter than kube-scheduler."""
-    watcher = pod("c", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
-    joiner = pod("j", labels={"app": "x"})
+    watcher = raw_pod("c", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
+    joiner = raw_pod("j", labels={"app": "x"})
     cluster = [existing(f"e-{z}", z, schedulable=False) for z in (B, C)]
     left = Case([watcher, joiner], [node([watcher])], cluster=cluster, unschedulable=[(joiner, "spread")])
     assert stricter(left) == [("default/j", "planned-0")]
@@ -554,18 +561,20 @@ def test_a_pod_left_unschedulable_that_kube_scheduler_would_bind_is_caught():
         == []
     )
     # Not where its own spread would break, nor without room.
-    spreader = pod("s", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
+    spreader = raw_pod("s", labels={"app": "x"}, topologySpreadConstraints=[spread(wk.ZONE, 1, {"app": "x"})])
     assert (
         stricter(
             Case([watcher, spreader], [node([watcher])], cluster=cluster, unschedulable=[(spreader, "x")])
         )
         == []
     )
-    huge = pod("h", cpu="64")
+    huge = raw_pod("h", cpu="64")
     assert stricter(Case([huge], [node([])], unschedulable=[(huge, "x")])) == []
     # Pods that exclude each other: only one of them would have been bound.
     twins = [
-        pod(f"t{i}", labels={"app": "t"}, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, {"app": "t"}))
+        raw_pod(
+            f"t{i}", labels={"app": "t"}, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, {"app": "t"})
+        )
         for i in range(2)
     ]
     assert stricter(Case(twins, [node([])], unschedulable=[(t, "anti-affinity") for t in twins])) == [
@@ -576,7 +585,7 @@ def test_a_pod_left_unschedulable_that_kube_scheduler_would_bind_is_caught():
 def test_hostname_spread_counts_each_node():
     group = {"app": "h"}
     pods = [
-        pod(f"h{i}", labels=group, topologySpreadConstraints=[spread(wk.HOSTNAME, 1, group)])
+        raw_pod(f"h{i}", labels=group, topologySpreadConstraints=[spread(wk.HOSTNAME, 1, group)])
         for i in range(4)
     ]
     caught(Case(pods, [node(pods[:3]), node(pods[3:])]), "topology spread:")
@@ -587,7 +596,7 @@ def test_hostname_spread_counts_each_node():
 def test_pod_anti_affinity_is_caught_on_shared_or_possibly_shared_domains():
     group = {"app": "db"}
     host = [
-        pod(f"d{i}", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, group))
+        raw_pod(f"d{i}", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, group))
         for i in range(2)
     ]
     caught(
@@ -596,29 +605,31 @@ def test_pod_anti_affinity_is_caught_on_shared_or_possibly_shared_domains():
     )
     clean(Case(host, [node(host[:1]), node(host[1:])]))
     zone = [
-        pod(f"z{i}", labels=group, affinity=pod_terms("podAntiAffinity", wk.ZONE, group)) for i in range(2)
+        raw_pod(f"z{i}", labels=group, affinity=pod_terms("podAntiAffinity", wk.ZONE, group))
+        for i in range(2)
     ]
     caught(Case(zone, [node(zone[:1], zones=(A, B)), node(zone[1:], zones=(B, C))]), "pod anti-affinity:")
     clean(Case(zone, [node(zone[:1], zones=(A,)), node(zone[1:], zones=(B, C))]))
     # A term with a nil selector selects nothing.
     nil = [
-        pod(f"n{i}", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, None)) for i in range(2)
+        raw_pod(f"n{i}", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, None))
+        for i in range(2)
     ]
     clean(Case(nil, [node(nil)]))
 
 
 def test_existing_pods_anti_affinity_is_symmetric():
-    guard = pod(
+    guard = raw_pod(
         "guard", labels={"app": "guard"}, affinity=pod_terms("podAntiAffinity", wk.ZONE, {"app": "web"})
     )
-    web = pod("web", labels={"app": "web"})
+    web = raw_pod("web", labels={"app": "web"})
     cluster = [existing("e1", A, [guard])]
     caught(
         Case([web], [node([web], zones=(A,))], cluster=cluster), "pod anti-affinity (symmetry): default/web"
     )
     clean(Case([web], [node([web], zones=(B,))], cluster=cluster))
     # Between new pods, too.
-    guard2 = pod(
+    guard2 = raw_pod(
         "guard2", labels={"app": "guard"}, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, {"app": "web"})
     )
     caught(Case([guard2, web], [node([guard2, web])]), "pod anti-affinity (symmetry):")
@@ -626,18 +637,18 @@ def test_existing_pods_anti_affinity_is_symmetric():
 
 def test_namespaces_and_namespace_selectors_scope_terms():
     group = {"app": "db"}
-    other = pod("other", ns="team-b", labels=group)
-    own_ns = pod("mine", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, group))
+    other = raw_pod("other", namespace="team-b", labels=group)
+    own_ns = raw_pod("mine", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, group))
     clean(Case([own_ns, other], [node([own_ns, other])]))
-    listed = pod(
+    listed = raw_pod(
         "mine", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, group, namespaces=["team-b"])
     )
     caught(Case([listed, other], [node([listed, other])]), "pod anti-affinity: default/mine")
-    everywhere = pod(
+    everywhere = raw_pod(
         "mine", labels=group, affinity=pod_terms("podAntiAffinity", wk.HOSTNAME, group, namespaceSelector={})
     )
     caught(Case([everywhere, other], [node([everywhere, other])]), "pod anti-affinity: default/mine")
-    prod = pod(
+    prod = raw_pod(
         "mine",
         labels=group,
         affinity=pod_terms(
@@ -651,8 +662,8 @@ def test_namespaces_and_namespace_selectors_scope_terms():
 
 
 def test_pod_affinity_needs_a_matching_pod_in_every_possible_domain():
-    db = pod("db", labels={"app": "db"})
-    web = pod("web", labels={"app": "web"}, affinity=pod_terms("podAffinity", wk.ZONE, {"app": "db"}))
+    db = raw_pod("db", labels={"app": "db"})
+    web = raw_pod("web", labels={"app": "web"}, affinity=pod_terms("podAffinity", wk.ZONE, {"app": "db"}))
     cluster = [existing("e1", A, [db])]
     clean(Case([web], [node([web], zones=(A,))], cluster=cluster))
     caught(Case([web], [node([web], zones=(B,))], cluster=cluster), "pod affinity: default/web on planned-0")
@@ -660,7 +671,7 @@ def test_pod_affinity_needs_a_matching_pod_in_every_possible_domain():
     # Nothing matches anywhere and the pod does not match its own term: it cannot be placed.
     caught(Case([web], [node([web], zones=(A,))]), "pod affinity:")
     # A db pod on a node whose zone is undecided does not pin the web pod's zone.
-    newdb = pod("db2", labels={"app": "db"})
+    newdb = raw_pod("db2", labels={"app": "db"})
     caught(Case([web, newdb], [node([web], zones=(A,)), node([newdb], zones=(A, B))]), "pod affinity:")
     clean(Case([web, newdb], [node([web, newdb], zones=(A, B))]))
 
@@ -668,7 +679,8 @@ def test_pod_affinity_needs_a_matching_pod_in_every_possible_domain():
 def test_self_affinity_lets_the_first_pod_anywhere_but_the_rest_must_join():
     group = {"app": "g"}
     pods = [
-        pod(f"g{i}", labels=group, affinity=pod_terms("podAffinity", wk.HOSTNAME, group)) for i in range(3)
+        raw_pod(f"g{i}", labels=group, affinity=pod_terms("podAffinity", wk.HOSTNAME, group))
+        for i in range(3)
     ]
     clean(Case(pods[:1], [node(pods[:1])]))
     clean(Case(pods, [node(pods)]))
@@ -676,11 +688,11 @@ def test_self_affinity_lets_the_first_pod_anywhere_but_the_rest_must_join():
 
 
 def test_pods_with_unmodelled_rules_must_not_be_placed():
-    claim = pod("pvc", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+    claim = raw_pod("pvc", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
     caught(Case([claim], [node([claim])]), "unmodelled: default/pvc on planned-0")
     clean(Case([claim], unschedulable=[(claim, "karpy does not model volume data")]))
     fields = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]
-    pinned = pod(
+    pinned = raw_pod(
         "pin",
         affinity={
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": fields}}
@@ -691,16 +703,18 @@ def test_pods_with_unmodelled_rules_must_not_be_placed():
 
 
 def test_unjustified_unschedulable_is_caught_and_justified_ones_are_not():
-    small = pod("small")
+    small = raw_pod("small")
     caught(
         Case([small], unschedulable=[(small, "no instance type has room")]), "unschedulable: default/small"
     )
-    huge = pod("huge", cpu="500")
+    huge = raw_pod("huge", cpu="500")
     clean(Case([huge], unschedulable=[(huge, "no instance type has room")]))
     clean(Case([small], unschedulable=[(small, "provisioner default limits exceeded")]))
     tainted = make_provisioner(taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
     clean(Case([small], unschedulable=[(small, "did not tolerate")], provisioners=[tainted]))
-    lonely = pod("lonely", labels={"app": "x"}, affinity=pod_terms("podAffinity", wk.ZONE, {"app": "nobody"}))
+    lonely = raw_pod(
+        "lonely", labels={"app": "x"}, affinity=pod_terms("podAffinity", wk.ZONE, {"app": "nobody"})
+    )
     clean(Case([lonely], unschedulable=[(lonely, "pod affinity: no pod matches")]))
     # A topology reason with nothing topological about the pod is not a justification.
     caught(Case([small], unschedulable=[(small, "topology spread: no eligible zone")]), "unschedulable:")
@@ -716,9 +730,11 @@ def test_unjustified_unschedulable_is_caught_and_justified_ones_are_not():
         ),
         "unschedulable:",
     )
-    disk = pod("disk", requests={"ephemeral-storage": "100Ti"})
+    disk = builders.pod_manifest(
+        "disk", uid="", image=None, requests={"cpu": "100m", "ephemeral-storage": "100Ti"}
+    )
     clean(Case([disk], unschedulable=[(disk, "no instance type has room")]))
-    arm = pod("arm", nodeSelector={wk.ARCH: "arm64"})
+    arm = raw_pod("arm", nodeSelector={wk.ARCH: "arm64"})
     amd_only = make_provisioner(requirements=[{"key": wk.ARCH, "operator": "In", "values": ["amd64"]}])
     clean(Case([arm], unschedulable=[(arm, "no instance type")], provisioners=[amd_only]))
 
@@ -758,7 +774,11 @@ class Features:
 
         def parses(**spec: Any) -> Pod | None:
             try:
-                return Pod.from_manifest(pod("probe", labels={"app": "x"}, **spec))
+                return Pod.from_manifest(
+                    builders.pod_manifest(
+                        "probe", cpu="100m", uid="", image=None, labels={"app": "x"}, **spec
+                    )
+                )
             except PodError:
                 return None
 
@@ -844,12 +864,14 @@ def _running_pod(rng: random.Random, name: str, groups: int) -> dict:
     if rng.random() < 0.2:
         target = rng.choice([app, f"g{rng.randrange(groups)}"])
         spec["affinity"] = pod_terms("podAntiAffinity", rng.choice([wk.HOSTNAME, wk.ZONE]), {"app": target})
-    return pod(
+    cpu = rng.choice(["100m", "250m", "500m"])
+    return builders.pod_manifest(
         name,
-        rng.choice(["100m", "250m", "500m"]),
-        ns=rng.choice(list(NAMESPACES)),
+        uid="",
+        image=None,
+        namespace=rng.choice(list(NAMESPACES)),
         labels={"app": app},
-        requests={"memory": rng.choice(["128Mi", "512Mi", "1Gi"])},
+        requests={"cpu": cpu, "memory": rng.choice(["128Mi", "512Mi", "1Gi"])},
         **spec,
     )
 
@@ -1052,7 +1074,15 @@ def scenario(seed: int, features: Features) -> Scenario:
                 "tier": rng.choice(["fe", "be"]),
                 "pod-template-hash": rng.choice(["h1", "h2"]),
             }
-            raw = pod(f"g{j}-{r}", cpu, ns=ns, labels=labels, requests=dict(requests), **json_copy(spec))
+            raw = builders.pod_manifest(
+                f"g{j}-{r}",
+                uid="",
+                image=None,
+                namespace=ns,
+                labels=labels,
+                requests={"cpu": cpu, **requests},
+                **json_copy(spec),
+            )
             if gpu:
                 raw["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 1}
             new.append(raw)

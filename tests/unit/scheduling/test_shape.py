@@ -19,7 +19,8 @@ from extender.scheduling.resolver import Resolver
 from extender.scheduling.shape import FIELDS, GROUPINGS, Shape, Shapes
 from extender.scheduling.solver import _NewNodes, dimensions
 from extender.scheduling.topology import Terms
-from tests.unit.scheduling.builders import catalog, make_pod
+from tests import builders
+from tests.unit.scheduling.builders import catalog
 
 #: A field a future constraint could add; here it holds a label no selector looks at.
 EXTRA_LABEL = "example.com/extra"
@@ -48,7 +49,7 @@ def _add_field(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _pods() -> list[Pod]:
-    return [make_pod(f"p{i}", cpu="1", labels={"app": "web", EXTRA_LABEL: str(i)}) for i in range(2)]
+    return [builders.pod(f"p{i}", cpu="1", labels={"app": "web", EXTRA_LABEL: str(i)}) for i in range(2)]
 
 
 def test_pods_alike_but_for_an_unselected_label_share_every_grouping():

@@ -8,7 +8,8 @@ from extender.api import labels as wk
 from extender.api.resources import Resources, total
 from extender.scheduling.constraints import pod_terms
 from extender.scheduling.solver import solve
-from tests.unit.scheduling.builders import ZONES, catalog, make_pod, make_provisioner
+from tests import builders
+from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner
 
 SELECTORS = [
     {},
@@ -40,10 +41,10 @@ pod_specs = st.lists(
 )
 def test_plan_respects_capacity_requirements_and_accounts_for_every_pod(specs, daemon_cpu, sort_key):
     pods = [
-        make_pod(f"p{i}", cpu=cpu, memory=mem, gpu=gpu, nodeSelector=SELECTORS[sel])
+        builders.pod(f"p{i}", cpu=cpu, memory=mem, gpu=gpu, nodeSelector=SELECTORS[sel])
         for i, (cpu, mem, sel, gpu) in enumerate(specs)
     ]
-    daemons = [make_pod("ds", cpu=daemon_cpu, memory="100Mi")] if daemon_cpu else []
+    daemons = [builders.pod("ds", cpu=daemon_cpu, memory="100Mi")] if daemon_cpu else []
     plan = solve(pods, [make_provisioner()], catalog(), daemonsets=daemons, sort_key=sort_key)
 
     placed = [p.key for n in plan.nodes for p in n.pods]
@@ -90,7 +91,7 @@ def _exclusive(group: str) -> dict:
 )
 def test_lower_bound_never_exceeds_the_plan(specs):
     pods = [
-        make_pod(
+        builders.pod(
             f"p{i}-{j}",
             cpu=cpu,
             memory=mem,

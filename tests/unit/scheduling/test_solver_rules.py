@@ -7,17 +7,15 @@ import pytest
 from extender.api import labels as wk
 from extender.api.resources import Resources
 from extender.scheduling.solver import ExistingNode, solve
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
-
-
-def pods(n, **kw):
-    return [make_pod(f"p{i}", **kw) for i in range(n)]
+from tests import builders
+from tests.model_builders import existing_node
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 
 def test_five_one_cpu_pods_get_one_node_whose_cheapest_option_has_8_vcpu():
     # The first-fit packing (Karpenter 0.5's sizing). The searched plan splits it where three
     # smaller nodes cost more than improve.SPLIT_SAVING less (test_improve).
-    plan = solve(pods(5), [make_provisioner()], catalog(), search_budget=0)
+    plan = solve(builders.pods(5, cpu="1", prefix="p"), [make_provisioner()], catalog(), search_budget=0)
     assert len(plan.nodes) == 1
     assert plan.nodes[0].instance_type.cpu == 8
     assert all(t.allocatable.cpu >= 5 for t in plan.nodes[0].options)
@@ -26,20 +24,28 @@ def test_five_one_cpu_pods_get_one_node_whose_cheapest_option_has_8_vcpu():
 
 
 def test_instance_type_selector_gives_two_c5_xlarge_nodes_three_and_two():
-    plan = solve(pods(5, nodeSelector={wk.INSTANCE_TYPE: "c5.xlarge"}), [make_provisioner()], catalog())
+    plan = solve(
+        builders.pods(5, cpu="1", prefix="p", nodeSelector={wk.INSTANCE_TYPE: "c5.xlarge"}),
+        [make_provisioner()],
+        catalog(),
+    )
     assert [n.instance_type.name for n in plan.nodes] == ["c5.xlarge", "c5.xlarge"]
     assert sorted(len(n.pods) for n in plan.nodes) == [2, 3]
 
 
 def test_arm64_selector_gives_only_arm64_options():
-    plan = solve(pods(3, nodeSelector={wk.ARCH: "arm64"}), [make_provisioner()], catalog())
+    plan = solve(
+        builders.pods(3, cpu="1", prefix="p", nodeSelector={wk.ARCH: "arm64"}),
+        [make_provisioner()],
+        catalog(),
+    )
     assert plan.nodes and all(t.arch == "arm64" for n in plan.nodes for t in n.options)
 
 
 def test_spot_requirement_uses_spot_offerings_only_and_the_alias_key_works():
     for key in (wk.CAPACITY_TYPE, wk.CAPACITY_TYPE_ALIAS):
         prov = make_provisioner(requirements=[{"key": key, "operator": "In", "values": ["spot"]}])
-        plan = solve(pods(2), [prov], catalog())
+        plan = solve(builders.pods(2, cpu="1", prefix="p"), [prov], catalog())
         assert plan.nodes and all(n.capacity_type == "spot" for n in plan.nodes)
         assert all(n.capacity_types == ("spot",) for n in plan.nodes)
 
@@ -48,23 +54,25 @@ def test_on_demand_requirement_excludes_spot():
     prov = make_provisioner(
         requirements=[{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}]
     )
-    plan = solve(pods(2), [prov], catalog())
+    plan = solve(builders.pods(2, cpu="1", prefix="p"), [prov], catalog())
     assert plan.nodes[0].capacity_type == "on-demand"
 
 
 def test_untolerated_taint_makes_pod_unschedulable_with_reason():
     prov = make_provisioner(taints=[{"key": "team", "value": "a", "effect": "NoSchedule"}])
-    plan = solve(pods(1), [prov], catalog())
+    plan = solve(builders.pods(1, cpu="1", prefix="p"), [prov], catalog())
     assert not plan.nodes
     assert "did not tolerate team=a:NoSchedule" in plan.unschedulable[0].reason
-    tolerant = make_pod(
-        "t", tolerations=[{"key": "team", "operator": "Equal", "value": "a", "effect": "NoSchedule"}]
+    tolerant = builders.pod(
+        "t", cpu="1", tolerations=[{"key": "team", "operator": "Equal", "value": "a", "effect": "NoSchedule"}]
     )
     assert len(solve([tolerant], [prov], catalog()).nodes) == 1
 
 
 def test_gpu_pod_gets_gpu_type_and_cpu_pod_never_does():
-    plan = solve([make_pod("g", gpu=1), make_pod("c")], [make_provisioner()], catalog())
+    plan = solve(
+        [builders.pod("g", cpu="1", gpu=1), builders.pod("c", cpu="1")], [make_provisioner()], catalog()
+    )
     by_pod = {p.key: n for n in plan.nodes for p in n.pods}
     assert all(t.gpus.get("nvidia.com/gpu") >= 1 for t in by_pod["default/g"].options)
     assert not any(t.has_gpu for t in by_pod["default/c"].options)
@@ -72,7 +80,7 @@ def test_gpu_pod_gets_gpu_type_and_cpu_pod_never_does():
 
 def test_limits_leave_pods_unschedulable_with_reason():
     prov = make_provisioner(limits={"resources": {"cpu": "10"}})
-    plan = solve(pods(12, cpu="3"), [prov], catalog())
+    plan = solve(builders.pods(12, prefix="p", cpu="3"), [prov], catalog())
     assert sum(n.instance_type.capacity.cpu for n in plan.nodes) <= 10
     assert plan.unschedulable and all("limits exceeded" in u.reason for u in plan.unschedulable)
     assert len(plan.unschedulable) + sum(len(n.pods) for n in plan.nodes) == 12
@@ -80,7 +88,9 @@ def test_limits_leave_pods_unschedulable_with_reason():
 
 def test_usage_counts_against_limits():
     prov = make_provisioner(limits={"resources": {"cpu": "10"}})
-    plan = solve(pods(1), [prov], catalog(), usage={"default": Resources.of(cpu=9.5)})
+    plan = solve(
+        builders.pods(1, cpu="1", prefix="p"), [prov], catalog(), usage={"default": Resources.of(cpu=9.5)}
+    )
     assert not plan.nodes and "limits exceeded" in plan.unschedulable[0].reason
 
 
@@ -97,7 +107,7 @@ def test_every_limited_resource_is_counted_over_the_nodes_capacity(limit, pod_kw
     now counted over the planned nodes' capacity (Karpenter counts limits over node capacity)."""
     (name,) = limit
     prov = make_provisioner(limits={"resources": limit})
-    plan = solve(pods(count, **pod_kwargs), [prov], catalog())
+    plan = solve(builders.pods(count, prefix="p", **pod_kwargs), [prov], catalog())
     used = sum(n.instance_type.capacity.get(name) for n in plan.nodes)
     assert plan.nodes and used <= Resources.parse(limit).get(name)
     assert plan.unschedulable and all("limits exceeded" in u.reason for u in plan.unschedulable)
@@ -108,13 +118,15 @@ def test_a_limit_reached_exactly_leaves_no_room_in_the_packer():
     """A resource with nothing left stayed unchecked while packing (Resources drops zeros) and the
     pods were only dropped by the last check; the packer now names the limit it hit."""
     prov = make_provisioner(limits={"resources": {"cpu": "10"}})
-    plan = solve(pods(1), [prov], catalog(), usage={"default": Resources.of(cpu=10)})
+    plan = solve(
+        builders.pods(1, cpu="1", prefix="p"), [prov], catalog(), usage={"default": Resources.of(cpu=10)}
+    )
     assert not plan.nodes
     assert "no instance type fits what its limits leave (cpu 0 left)" in plan.unschedulable[0].reason
 
 
 def test_requests_use_largest_init_container_and_overhead():
-    pod = make_pod(
+    pod = builders.pod(
         "i",
         cpu="500m",
         initContainers=[{"name": "init", "resources": {"requests": {"cpu": "3"}}}],
@@ -142,7 +154,7 @@ def test_required_terms_are_ored_in_order():
             }
         }
     }
-    plan = solve([make_pod("a", cpu="500m", affinity=affinity)], [make_provisioner()], catalog())
+    plan = solve([builders.pod("a", cpu="500m", affinity=affinity)], [make_provisioner()], catalog())
     assert plan.nodes[0].instance_type.name == "m5.large"
 
 
@@ -159,7 +171,7 @@ def test_unsatisfiable_preference_is_relaxed_with_a_note():
             ]
         }
     }
-    plan = solve([make_pod("a", affinity=affinity)], [make_provisioner()], catalog())
+    plan = solve([builders.pod("a", cpu="1", affinity=affinity)], [make_provisioner()], catalog())
     assert len(plan.nodes) == 1
     assert any("Relaxed preferred node affinity of pod default/a" in n for n in plan.notes)
 
@@ -177,13 +189,13 @@ def test_satisfiable_preference_is_honoured():
             ]
         }
     }
-    plan = solve([make_pod("a", affinity=affinity)], [make_provisioner()], catalog())
+    plan = solve([builders.pod("a", cpu="1", affinity=affinity)], [make_provisioner()], catalog())
     assert plan.nodes[0].zone == "us-west-2c"
 
 
 def test_daemonsets_count_against_nodes():
-    daemon = make_pod("ds", cpu="1500m")
-    plan = solve(pods(5), [make_provisioner()], catalog(), daemonsets=[daemon])
+    daemon = builders.pod("ds", cpu="1500m")
+    plan = solve(builders.pods(5, cpu="1", prefix="p"), [make_provisioner()], catalog(), daemonsets=[daemon])
     assert all(t.allocatable.cpu >= 6.5 for t in plan.nodes[0].options)
 
 
@@ -192,17 +204,17 @@ def test_daemonset_host_ports_are_kept_free_on_new_nodes():
     DaemonSet pod will run on every new node it lands on; a pod asking for the same port never
     shares a node with it (karpy planned it there, then one of the two stayed pending)."""
     port = [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 9100}]}]
-    daemon = make_pod("exporter", cpu="100m", containers=port)
-    clash = make_pod("web", cpu="100m", containers=port)
+    daemon = builders.pod("exporter", cpu="100m", containers=port)
+    clash = builders.pod("web", cpu="100m", containers=port)
     plan = solve([clash], [make_provisioner()], catalog(), daemonsets=[daemon])
     assert not plan.nodes and plan.unschedulable
-    other = make_pod(
+    other = builders.pod(
         "web", cpu="100m", containers=[{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
     )
     assert solve([other], [make_provisioner()], catalog(), daemonsets=[daemon]).nodes
     # A DaemonSet that does not land on the Provisioner's nodes (an untolerated taint) keeps none.
     tainted = make_provisioner(taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
-    tolerant = make_pod(
+    tolerant = builders.pod(
         "web", cpu="100m", containers=port, tolerations=[{"key": "dedicated", "operator": "Exists"}]
     )
     assert solve([tolerant], [tainted], catalog(), daemonsets=[daemon]).nodes
@@ -210,7 +222,7 @@ def test_daemonset_host_ports_are_kept_free_on_new_nodes():
 
 def test_kubelet_max_pods_override_caps_pods_per_node():
     prov = make_provisioner(kubeletConfiguration={"maxPods": 3})
-    plan = solve(pods(7, cpu="100m"), [prov], catalog())
+    plan = solve(builders.pods(7, prefix="p", cpu="100m"), [prov], catalog())
     assert all(len(n.pods) <= 3 for n in plan.nodes) and len(plan.nodes) == 3
 
 
@@ -222,7 +234,11 @@ def test_hostname_anti_affinity_puts_each_pod_on_its_own_node():
             ]
         }
     }
-    plan = solve(pods(3, labels={"app": "db"}, affinity=anti), [make_provisioner()], catalog())
+    plan = solve(
+        builders.pods(3, cpu="1", prefix="p", labels={"app": "db"}, affinity=anti),
+        [make_provisioner()],
+        catalog(),
+    )
     assert len(plan.nodes) == 3
 
 
@@ -236,7 +252,9 @@ def test_zone_spread_balances_pods_across_zones():
         }
     ]
     plan = solve(
-        pods(6, labels={"app": "w"}, topologySpreadConstraints=spread), [make_provisioner()], catalog()
+        builders.pods(6, cpu="1", prefix="p", labels={"app": "w"}, topologySpreadConstraints=spread),
+        [make_provisioner()],
+        catalog(),
     )
     per_zone = {}
     for node in plan.nodes:
@@ -255,30 +273,35 @@ def test_existing_nodes_are_filled_first():
         requested=Resources.of(cpu=1),
         pod_count=1,
     )
-    plan = solve(pods(3), [make_provisioner()], catalog(), existing_nodes=[node])
+    plan = solve(
+        builders.pods(3, cpu="1", prefix="p"), [make_provisioner()], catalog(), existing_nodes=[node]
+    )
     assert len(plan.existing["n1"]) == 2 and len(plan.nodes) == 1
 
 
 def test_weight_picks_provisioner_and_named_pod_overrides():
     heavy = make_provisioner("heavy", weight=10)
     light = make_provisioner("light")
-    assert solve(pods(1), [light, heavy], catalog()).nodes[0].provisioner == "heavy"
-    named = make_pod("n", nodeSelector={wk.PROVISIONER_NAME: "light"})
+    assert (
+        solve(builders.pods(1, cpu="1", prefix="p"), [light, heavy], catalog()).nodes[0].provisioner
+        == "heavy"
+    )
+    named = builders.pod("n", cpu="1", nodeSelector={wk.PROVISIONER_NAME: "light"})
     assert solve([named], [light, heavy], catalog()).nodes[0].provisioner == "light"
 
 
 def test_plan_describe_uses_karpenter_voice():
-    lines = solve(pods(5, cpu="250m"), [make_provisioner()], catalog()).describe()
+    lines = solve(builders.pods(5, prefix="p", cpu="250m"), [make_provisioner()], catalog()).describe()
     assert lines[0].startswith("Computed packing for 5 pod(s) with instance type option(s) [")
 
 
 def test_lower_bound_is_below_plan_cost():
-    plan = solve(pods(40, cpu="1500m", memory="3Gi"), [make_provisioner()], catalog())
+    plan = solve(builders.pods(40, prefix="p", cpu="1500m", memory="3Gi"), [make_provisioner()], catalog())
     assert 0 < plan.lower_bound <= plan.total_price
 
 
 def test_the_controller_can_skip_the_bound_without_changing_the_plan():
-    args = (pods(40, cpu="1500m", memory="3Gi"), [make_provisioner()], catalog())
+    args = (builders.pods(40, prefix="p", cpu="1500m", memory="3Gi"), [make_provisioner()], catalog())
     with_bound, without = solve(*args), solve(*args, with_bound=False)
     assert without.lower_bound == 0.0 and with_bound.lower_bound > 0
     assert [(n.instance_type.name, [p.key for p in n.pods]) for n in without.nodes] == [
@@ -288,15 +311,15 @@ def test_the_controller_can_skip_the_bound_without_changing_the_plan():
 
 
 def test_burstable_types_are_offered_only_when_named():
-    plan = solve(pods(3, cpu="250m", memory="256Mi"), [make_provisioner()], catalog())
+    plan = solve(builders.pods(3, prefix="p", cpu="250m", memory="256Mi"), [make_provisioner()], catalog())
     assert not any(t.burstable for n in plan.nodes for t in n.options)
-    named_pods = pods(1, cpu="250m", nodeSelector={wk.INSTANCE_TYPE: "t3.medium"})
+    named_pods = builders.pods(1, prefix="p", cpu="250m", nodeSelector={wk.INSTANCE_TYPE: "t3.medium"})
     named = solve(named_pods, [make_provisioner()], catalog())
     assert [n.instance_type.name for n in named.nodes] == ["t3.medium"]
 
 
 def test_nodes_use_the_type_cheapest_per_pod_rather_than_the_largest():
-    plan = solve(pods(60, cpu="1", memory="1Gi"), [make_provisioner()], catalog())
+    plan = solve(builders.pods(60, prefix="p", cpu="1", memory="1Gi"), [make_provisioner()], catalog())
     cheapest = {}
     for t in catalog():
         if t.has_gpu or t.burstable:
@@ -311,7 +334,7 @@ def test_nodes_use_the_type_cheapest_per_pod_rather_than_the_largest():
 
 
 def test_a_partly_filled_last_node_shrinks_to_the_cheapest_type_holding_it():
-    plan = solve(pods(61, cpu="1", memory="1Gi"), [make_provisioner()], catalog())
+    plan = solve(builders.pods(61, prefix="p", cpu="1", memory="1Gi"), [make_provisioner()], catalog())
     smallest = min(plan.nodes, key=lambda n: len(n.pods))
     assert smallest.instance_type is smallest.options[0]
     assert smallest.price == min(o.price for o in smallest.options[0].offerings)
@@ -326,12 +349,21 @@ def test_the_provisioner_whose_limits_dropped_a_pod_is_named_by_the_plan_not_its
         "other",
         requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t3.nano"]}],
     )
-    plan = solve(pods(1, cpu="4"), [small, other], catalog())
+    plan = solve(builders.pods(1, prefix="p", cpu="4"), [small, other], catalog())
     (item,) = plan.unschedulable
     assert item.over_limits == "small" and item.reason.startswith("provisioner small limits exceeded")
-    plan = solve(pods(1, cpu="4"), [make_provisioner(limits={"resources": {"cpu": "2"}})], catalog())
+    plan = solve(
+        builders.pods(1, prefix="p", cpu="4"),
+        [make_provisioner(limits={"resources": {"cpu": "2"}})],
+        catalog(),
+    )
     assert plan.unschedulable[0].over_limits == "default"
-    assert solve(pods(1, cpu="500"), [make_provisioner()], catalog()).unschedulable[0].over_limits is None
+    assert (
+        solve(builders.pods(1, prefix="p", cpu="500"), [make_provisioner()], catalog())
+        .unschedulable[0]
+        .over_limits
+        is None
+    )
 
 
 def test_the_heaviest_preference_chooses_between_provisioners():
@@ -358,11 +390,11 @@ def test_the_heaviest_preference_chooses_between_provisioners():
         },
     ]
     affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
-    plan = solve(pods(3, affinity=affinity), [amd, both], catalog())
+    plan = solve(builders.pods(3, cpu="1", prefix="p", affinity=affinity), [amd, both], catalog())
     assert {n.provisioner for n in plan.nodes} == {"both"}
     assert {t.arch for n in plan.nodes for t in n.options} == {"arm64"}
     # No Provisioner meets it: relaxed, and the heavier Provisioner is used as before.
-    plan = solve(pods(3, affinity=affinity), [amd], catalog())
+    plan = solve(builders.pods(3, cpu="1", prefix="p", affinity=affinity), [amd], catalog())
     assert {n.provisioner for n in plan.nodes} == {"amd"} and not plan.unschedulable
 
 
@@ -381,20 +413,12 @@ def test_required_hostname_affinity_with_several_terms_needs_one_pod_matching_th
     }
 
     def node(*labelled: dict[str, str]) -> ExistingNode:
-        running = tuple(make_pod(f"run-{i}", cpu="100m", labels=labels) for i, labels in enumerate(labelled))
-        return ExistingNode(
-            name="n1",
-            provisioner="default",
-            instance_type="m5.xlarge",
-            labels={wk.HOSTNAME: "n1", wk.ZONE: "us-west-2a"},
-            taints=(),
-            allocatable=Resources.parse({"cpu": "4", "memory": "16Gi", "pods": 110}),
-            requested=Resources.parse({"cpu": "200m"}),
-            pod_count=len(running),
-            pods=running,
+        running = tuple(
+            builders.pod(f"run-{i}", cpu="100m", labels=labels) for i, labels in enumerate(labelled)
         )
+        return existing_node("n1", pods=running, requested=Resources.parse({"cpu": "200m"}))
 
-    follower = make_pod("follower", cpu="100m", affinity=affinity)
+    follower = builders.pod("follower", cpu="100m", affinity=affinity)
     split = solve(
         [follower], [make_provisioner()], catalog(), existing_nodes=[node({"app": "a"}, {"tier": "db"})]
     )

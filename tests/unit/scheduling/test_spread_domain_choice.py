@@ -14,33 +14,30 @@ import random
 
 from benchmarks.packing import GIB, diverse_pods, fake_types
 from extender.api import labels as wk
-from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.api.resources import Resources
 from extender.scheduling.solver import solve
 from tests import builders
-from tests.unit.scheduling.test_topology_fidelity import existing
+from tests.unit.scheduling.test_topology_fidelity import running_node
 
 TYPES = fake_types()
 PROVISIONER = Provisioner(name="default", limits=Resources.of(cpu=10_000_000, memory=10_000_000 * GIB))
 ZONE_1 = "test-zone-1"
 
 
-def pod(name: str, label: str, *, spread_over: str = "", cpu: str = "100m") -> Pod:
-    """A pod labelled my-label=`label`; with `spread_over`, a zone spread (maxSkew 1,
-    DoNotSchedule) over my-label=`spread_over`, as Karpenter's diverse benchmark pods carry."""
-    spreads = (
-        [builders.spread(wk.ZONE, selector={"matchLabels": {"my-label": spread_over}})]
-        if spread_over
-        else None
-    )
-    return builders.pod(name, uid="", labels={"my-label": label}, cpu=cpu, memory="100Mi", spreads=spreads)
+#: Karpenter's diverse benchmark pods' zone spread (maxSkew 1, DoNotSchedule), over my-label=c.
+OVER_C = [builders.spread(wk.ZONE, selector={"matchLabels": {"my-label": "c"}})]
+#: The pods' shape here: 100m CPU, 100Mi, no uid.
+SHAPE: dict = {"uid": "", "cpu": "100m", "memory": "100Mi"}
 
 
 def test_a_spread_pod_outside_its_selector_shares_the_node_of_the_one_matching_pod():
     """count 1 + selfMatchNum 0 - min 0 = 1 <= maxSkew 1 (filtering.go): one node, as Karpenter plans.
     The matching pod is the larger, so it gets its domain first (was: 2 nodes, $0.90 against $0.60)."""
-    pods = [pod("spread", "f", spread_over="c"), pod("matching", "c", cpu="1500m")]
+    pods = [
+        builders.pod("spread", **SHAPE, labels={"my-label": "f"}, spreads=OVER_C),
+        builders.pod("matching", uid="", cpu="1500m", memory="100Mi", labels={"my-label": "c"}),
+    ]
     plan = solve(pods, [PROVISIONER], TYPES)
     assert [sorted(p.name for p in n.pods) for n in plan.nodes] == [["matching", "spread"]]
     assert plan.total_price == plan.lower_bound
@@ -61,14 +58,20 @@ def test_five_of_karpenters_diverse_pods_plan_one_node_at_the_lower_bound():
 def test_the_rule_still_keeps_a_spread_pod_out_of_a_domain_over_its_skew():
     """Two matching pods running in zone 1 and none elsewhere: 2 + 0 - 0 > 1 there, so the spread pod
     goes to another zone even though it does not match its own selector."""
-    running = existing("n1", ZONE_1, [pod("r1", "c"), pod("r2", "c")], schedulable=True)
-    plan = solve([pod("spread", "f", spread_over="c")], [PROVISIONER], TYPES, existing_nodes=[running])
+    running = running_node(
+        "n1",
+        zone=ZONE_1,
+        pods=[builders.pod(f"r{i}", **SHAPE, labels={"my-label": "c"}) for i in (1, 2)],
+        requested=Resources.of(cpu=0.2),  # their CPU only
+    )
+    spreader = builders.pod("spread", **SHAPE, labels={"my-label": "f"}, spreads=OVER_C)
+    plan = solve([spreader], [PROVISIONER], TYPES, existing_nodes=[running])
     assert not plan.existing and len(plan.nodes) == 1
     assert ZONE_1 not in plan.nodes[0].zones
 
 
 def test_a_spread_that_counts_its_own_pod_still_spreads():
     """selfMatchNum 1: replicas selecting themselves go to distinct zones (1 + 1 - 0 > 1)."""
-    pods = [pod(f"r{i}", "c", spread_over="c") for i in range(3)]
+    pods = [builders.pod(f"r{i}", **SHAPE, labels={"my-label": "c"}, spreads=OVER_C) for i in range(3)]
     plan = solve(pods, [PROVISIONER], TYPES)
     assert sorted(z for n in plan.nodes for z in n.zones) == ["test-zone-1", "test-zone-2", "test-zone-3"]

@@ -14,16 +14,16 @@ from extender.api.nodepool import load_nodepool
 from extender.api.resources import NODES, Resources
 from extender.cluster.inventory import usage
 from extender.scheduling import limits
-from extender.scheduling.plan import ExistingNode
 from extender.scheduling.solver import solve
 from extender.scheduling.static import static_node
 from tests import builders
 from tests.builders import nodepool_manifest
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests.model_builders import existing_node
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 
 def pods(n: int, cpu: str = "3") -> list:
-    return [make_pod(f"p{i}", cpu=cpu) for i in range(n)]
+    return [builders.pod(f"p{i}", cpu=cpu) for i in range(n)]
 
 
 def test_limits_nodes_caps_the_new_nodes_of_a_dynamic_pool() -> None:
@@ -86,15 +86,13 @@ def test_pods_fall_through_a_static_pool_to_a_dynamic_one() -> None:
 
 def test_pending_pods_use_a_static_pools_existing_nodes() -> None:
     static = load_nodepool(nodepool_manifest(name="static", replicas=1))
-    node = ExistingNode(
-        name="static-node",
+    node = existing_node(
+        "static-node",
+        zone=None,
+        hostname=False,
         provisioner="static",
-        instance_type="m5.xlarge",
         labels={wk.NODEPOOL: "static", wk.INSTANCE_TYPE: "m5.xlarge"},
-        taints=(),
         allocatable=Resources.parse({"cpu": "4", "memory": "16Gi", "pods": 58}),
-        requested=Resources(),
-        pod_count=0,
     )
     plan = solve(pods(1), [static], catalog(), existing_nodes=[node])
     assert not plan.nodes and [p.name for p in plan.existing["static-node"]] == ["p0"]

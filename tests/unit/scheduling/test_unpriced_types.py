@@ -5,7 +5,8 @@ from dataclasses import replace
 from extender.scheduling.instancetypes import InstanceType, Offering
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.solver import solve
-from tests.unit.scheduling.builders import catalog, make_pod, make_provisioner
+from tests import builders
+from tests.unit.scheduling.builders import catalog, make_provisioner
 
 ON_DEMAND = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
 
@@ -22,8 +23,8 @@ def by_name(name: str) -> InstanceType:
 
 def test_an_estimate_never_undercuts_a_priced_type_that_fits() -> None:
     cheap = unpriced(by_name("m5.24xlarge"), "zz9.24xlarge", 0.01)
-    pods = [make_pod(f"p{i}", cpu="500m", memory="4Gi") for i in range(100)] + [
-        make_pod(f"q{i}", cpu="1", memory="16Gi") for i in range(20)
+    pods = [builders.pod(f"p{i}", cpu="500m", memory="4Gi") for i in range(100)] + [
+        builders.pod(f"q{i}", cpu="1", memory="16Gi") for i in range(20)
     ]
     plan = solve(pods, [make_provisioner(requirements=[ON_DEMAND])], [*catalog(), cheap])
     assert not plan.unschedulable
@@ -46,8 +47,8 @@ def test_an_unpriced_type_is_chosen_when_no_priced_type_fits() -> None:
         max_pods=737,
         offerings=[Offering("us-west-2a", "on-demand", 99.0, True, ESTIMATE)],
     )
-    big_pod = make_pod("big", cpu=str(int(biggest.allocatable.cpu) + 2))
-    small = make_pod("small", cpu="1")
+    big_pod = builders.pod("big", cpu=str(int(biggest.allocatable.cpu) + 2))
+    small = builders.pod("small", cpu="1")
     plan = solve([big_pod, small], [make_provisioner()], [*catalog(), huge])
     assert not plan.unschedulable
     placed = {pod.key: node.options[0].name for node in plan.nodes for pod in node.pods}
@@ -58,7 +59,7 @@ def test_the_demo_walkthrough_plans_a_current_generation_node_priced_from_the_bu
     """hack/demo: five 1-CPU `inflate` pods under a spot Provisioner (webhook defaults: amd64)."""
     spot = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
     amd64 = {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
-    pods = [make_pod(f"inflate-{i}", cpu="1") for i in range(5)]
+    pods = [builders.pod(f"inflate-{i}", cpu="1") for i in range(5)]
     plan = solve(pods, [make_provisioner(requirements=[spot, amd64])], list(catalog()))
     (node,) = plan.nodes
     chosen = node.options[0]
