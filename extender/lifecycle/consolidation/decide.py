@@ -96,10 +96,13 @@ class Action:
         return f"Consolidating {len(self.nodes)} node(s) into {into}, {prices} [{names}]"
 
 
-def decide(view: ClusterView, settings: Settings = DEFAULTS) -> Action | None:
+def decide(
+    view: ClusterView, settings: Settings = DEFAULTS, eligible: Sequence[NodeState] | None = None
+) -> Action | None:
     """The first action found, within the disruption budgets; None if none: empty nodes, then
-    Karpenter's methods, then karpy's re-plans."""
-    pool = candidates(view, settings)
+    Karpenter's methods, then karpy's re-plans. `eligible`: the pass's candidates, when it has
+    them (`eligibility.assess`)."""
+    pool = candidates(view, settings) if eligible is None else eligible
     if not pool:
         return None
     # Karpenter's budgets by reason: deleting empty nodes is "Empty", every other move "Underutilized".
