@@ -181,7 +181,10 @@ def _replans(
     """Re-plan a set of nodes: their pods onto the other nodes plus any number of new nodes (the
     solver with its local search), e.g. one node into two cheaper ones, or two into two. Sets are
     drawn from the least-used candidates, smallest first, within the budget and a simulation cap."""
-    firsts = _within_budget(pool, slots)[: settings.replan_candidates]
+    # Not only the budget-many least-used: with a slot or two, those alone were tried, and the
+    # cluster sat for most of the day where no move of theirs saved anything while a busier
+    # node's would (benchmarks.consolidation, seeds 1-5: +10.0 % over the bound -> +8.2 %).
+    firsts = [n for n in pool if slots.get(n.provisioner, 0) > 0][: settings.replan_candidates]
     found: list[Action] = []
     simulations = 0
     for size in range(1, settings.replan_max_nodes + 1):
