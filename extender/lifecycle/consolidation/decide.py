@@ -302,7 +302,8 @@ def _with_room(existing: Sequence[ExistingNode], pods: Sequence[Pod]) -> list[Ex
     action, 4 of 481 at its 10th), and loading every node was most of each solve."""
     if not pods:
         return list(existing)
-    cpu, memory = min(p.requests.cpu for p in pods), min(p.requests.memory for p in pods)
+    # Less the packer's tolerance (fill.room_for), so a node the solver would fill is never left out.
+    cpu, memory = min(p.requests.cpu for p in pods) - 1e-9, min(p.requests.memory for p in pods) - 1e-9
     return [
         n
         for n in existing
