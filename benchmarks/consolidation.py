@@ -14,7 +14,7 @@ Time runs inside each step as the controller's does (`LifecycleSettings` default
 10 s; a decision is re-made 15 s later and acted on only if unchanged; a replacement is launched
 and the worker waits `--launch-seconds` for it to be Ready before the old nodes are deleted; a
 deleted node is paid for, and holds its budget slot, `DRAIN_SECONDS` until it is gone; a node
-still launching (scale-up or replacement) holds consolidation back, as `provisioner_blocker` does.
+still launching (scale-up or replacement) holds consolidation back, as `provisioner_blockers` does.
 Load changes at step boundaries: ReplicaSets scale down by Kubernetes' own victim ranking
 (`scale_down_victims`), and pending pods are planned with the solver onto existing nodes first.
 

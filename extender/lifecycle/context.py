@@ -7,7 +7,7 @@ process (two replicas in a test) and driven with a fake clock in unit tests.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from extender.api.provisioner import Provisioner
     from extender.cloud.types import CloudProvider, OfferingKey
     from extender.lifecycle.events import Recorder
+    from extender.scheduling.instancetypes import InstanceType
     from extender.settings import Settings
 
 log = logging.getLogger("karpy.lifecycle")
@@ -47,13 +48,27 @@ def go_duration(seconds: float) -> str:
 
 
 class RemovalMarks(Protocol):
-    """The part of ClusterState the lifecycle writes (extender/state.py, provisioning owner)."""
+    """The part of ClusterState the lifecycle writes and reads (extender/state.py, provisioning
+    owner)."""
 
     def mark_for_removal(self, node: str, reason: str) -> bool: ...
 
     def unmark(self, node: str) -> bool: ...
 
     def removal_reason(self, node: str) -> str | None: ...
+
+    def marked(self) -> Mapping[str, str]: ...
+
+    #: Nodes holding capacity promised to pods provisioning is binding now (consolidation waits).
+    def reserved_nodes(self) -> frozenset[str]: ...
+
+
+class Overlaying(Protocol):
+    """Provisioning's NodeOverlays (extender/provisioning/overlays.py)."""
+
+    def apply(
+        self, provisioners: Sequence[Provisioner], catalog: Sequence[InstanceType]
+    ) -> list[Provisioner]: ...
 
 
 class Replacements(Protocol):
@@ -68,6 +83,15 @@ class Replacements(Protocol):
     def registration_failed(self, pool: Provisioner, message: str) -> None: ...
 
     def joined(self, pool: Provisioner) -> None: ...
+
+    # Read by consolidation, so a replacement is planned as provisioning would launch it:
+    @property
+    def unavailable(self) -> Iterable[OfferingKey]:
+        """Offerings EC2 refused lately (the ICE cache)."""
+        ...
+
+    @property
+    def overlays(self) -> Overlaying: ...
 
 
 @dataclass

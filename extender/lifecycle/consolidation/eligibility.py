@@ -12,7 +12,7 @@ them or a launch is in flight. Each blocker carries a reason (a CamelCase word, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender.api import labels as wk
@@ -110,12 +110,6 @@ def node_blockers(node: NodeState, view: ClusterView, settings: Settings) -> Ite
             yield blocker
 
 
-def provisioner_blocker(name: str, view: ClusterView, settings: Settings) -> str | None:
-    """A Provisioner with pods waiting, or capacity still coming up, is not in its final shape."""
-    first = next(provisioner_blockers(name, view, settings), None)
-    return None if first is None else first.message
-
-
 def provisioner_blockers(name: str, view: ClusterView, settings: Settings) -> Iterator[Blocker]:
     """Every reason the Provisioner `name` is held back as a whole, with its numbers."""
     if view.batch_in_flight:
@@ -138,23 +132,53 @@ def provisioner_blockers(name: str, view: ClusterView, settings: Settings) -> It
 
 def blockers(node: NodeState, view: ClusterView, settings: Settings) -> tuple[Blocker, ...]:
     """Every blocker of one node: its own, its Provisioner's, and its disruption budget's."""
-    return every_node_blockers(view, settings, only=node.name)[node.name]
+    held, budget = _node_blockers(view, settings, [node])[node.name]
+    return (*held, *budget)
 
 
-def every_node_blockers(
-    view: ClusterView, settings: Settings, *, only: str | None = None
-) -> dict[str, tuple[Blocker, ...]]:
-    """Node name -> every blocker (its own, its Provisioner's, and its disruption budget's for the
-    reason consolidation would take it: Empty or Underutilized), each Provisioner's and budget's
-    computed once; `only`: that node alone. Empty: a candidate."""
+@dataclass(frozen=True)
+class Assessment:
+    """One pass's eligibility, computed once and shared by the decision, the budget log and the
+    verdicts (each of them used to filter every node and pod again: 20-50 ms at 1,000 nodes)."""
+
+    #: Node name -> every blocker, for the nodes in play: karpy nodes of pools that consolidate,
+    #: not already on their way out (the nodes a verdict is written for).
+    blockers: Mapping[str, tuple[Blocker, ...]]
+    #: The nodes in play that neither they nor their Provisioner hold back (a budget may still):
+    #: most wasteful first (`candidates`).
+    candidates: tuple[NodeState, ...]
+
+
+def assess(view: ClusterView, settings: Settings) -> Assessment:
+    """The blockers of every node in play and the candidates among them. A node out of play has a
+    blocker that needs no counting (NotKarpyNode, ConsolidationDisabled, Disrupting), so its pods
+    are not checked."""
+    in_play = [n for n in view.nodes if _in_play(n, view)]
+    found = _node_blockers(view, settings, in_play)
+    eligible = [n for n in in_play if not found[n.name][0]]
+    return Assessment(
+        blockers={name: (*held, *budget) for name, (held, budget) in found.items()},
+        candidates=tuple(sorted(eligible, key=_waste)),
+    )
+
+
+def _in_play(node: NodeState, view: ClusterView) -> bool:
+    prov = view.provisioner(node.provisioner)
+    return node.karpy and not node.disrupting and prov is not None and prov.consolidation
+
+
+def _node_blockers(
+    view: ClusterView, settings: Settings, nodes: Iterable[NodeState]
+) -> dict[str, tuple[tuple[Blocker, ...], tuple[Blocker, ...]]]:
+    """Node name -> (its own and its Provisioner's blockers, its disruption budget's: none or one),
+    each Provisioner's and budget's computed once."""
     held: dict[str, list[Blocker]] = {}
     slots: dict[str, dict[str, int]] = {}
     closed: dict[tuple[str, str], Blocker] = {}
     result = {}
-    for node in view.nodes:
-        if only is not None and node.name != only:
-            continue
+    for node in nodes:
         found = [*node_blockers(node, view, settings)]
+        budget: tuple[Blocker, ...] = ()
         if node.karpy and view.provisioner(node.provisioner) is not None:
             if node.provisioner not in held:
                 held[node.provisioner] = [*provisioner_blockers(node.provisioner, view, settings)]
@@ -166,8 +190,8 @@ def every_node_blockers(
                 key = (node.provisioner, reason)
                 if key not in closed:
                     closed[key] = _budget_blocker(node.provisioner, reason, view)
-                found.append(closed[key])
-        result[node.name] = tuple(found)
+                budget = (closed[key],)
+        result[node.name] = (tuple(found), budget)
     return result
 
 
@@ -213,9 +237,10 @@ def candidates(view: ClusterView, settings: Settings) -> list[NodeState]:
     multi-node consolidation tries prefixes of this order, and the least-used nodes are the ones
     whose pods merge into a cheaper shape (benchmarks/consolidation.py: 3.7 % cheaper over a day
     at the default budget). Every move is still simulated, so the order only steers the search.
+    A pass computes them once (`assess`); this is for one-off callers.
     """
-    gated = {p.name: provisioner_blocker(p.name, view, settings) for p in view.provisioners}
-    eligible = [
-        n for n in view.nodes if node_blocker(n, view, settings) is None and gated.get(n.provisioner) is None
-    ]
-    return sorted(eligible, key=lambda n: (round(utilisation(n), 2), len(movable(n)), -n.price, n.name))
+    return list(assess(view, settings).candidates)
+
+
+def _waste(node: NodeState) -> tuple[float, int, float, str]:
+    return (round(utilisation(node), 2), len(movable(node)), -node.price, node.name)

@@ -4,7 +4,7 @@ Karpenter v1 keeps a `Consolidatable` condition on each NodeClaim (kubernetes-si
 pkg/controllers/nodeclaim/disruption/consolidation.go; type name from pkg/apis/v1/nodeclaim_status.go):
 `True` once consolidateAfter has elapsed since the last pod event, and removed otherwise, so the
 claim never says why. karpy writes it for every node of a consolidating pool with the blockers
-consolidation filters by (`eligibility.every_node_blockers`): `True` (reason `Consolidatable`)
+consolidation filters by (`eligibility.assess`): `True` (reason `Consolidatable`)
 when nothing blocks the node, else `False` with the blockers' reasons joined by commas (a valid
 metav1 reason: `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`) and their messages with the numbers.
 Karpenter's `Unconsolidatable` Event (pkg/controllers/disruption/events) carries the same words.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from extender.lifecycle.consolidation.eligibility import Blocker, every_node_blockers
+from extender.lifecycle.consolidation.eligibility import Assessment, Blocker, assess
 from extender.lifecycle.consolidation.view import ClusterView, Settings
 
 CONSOLIDATABLE = "Consolidatable"
@@ -48,14 +48,11 @@ def of(blockers: tuple[Blocker, ...]) -> Verdict:
     return Verdict("False", ",".join(reasons), "; ".join(b.message for b in blockers))
 
 
-def verdicts(view: ClusterView, settings: Settings) -> dict[str, Verdict]:
+def verdicts(
+    view: ClusterView, settings: Settings, assessment: Assessment | None = None
+) -> dict[str, Verdict]:
     """Node -> its verdict, for the karpy nodes of pools with consolidation enabled; nodes already
-    on their way out are left out (their verdict would be written just before they go)."""
-    found = every_node_blockers(view, settings)
-    result = {}
-    for node in view.nodes:
-        prov = view.provisioner(node.provisioner)
-        if not node.karpy or node.disrupting or prov is None or not prov.consolidation:
-            continue
-        result[node.name] = of(found[node.name])
-    return result
+    on their way out are left out (their verdict would be written just before they go).
+    `assessment`: the pass's, when it has one (`eligibility.assess`)."""
+    found = (assessment or assess(view, settings)).blockers
+    return {name: of(blockers) for name, blockers in found.items()}

@@ -36,11 +36,11 @@ from extender.cluster.pool_resources import list_configured
 from extender.cluster.watch import list_objects
 from extender.lifecycle import budgets, metrics, nodepatch
 from extender.lifecycle.budgets import DisruptionLedger
-from extender.lifecycle.consolidation import snapshot, verdict
+from extender.lifecycle.consolidation import eligibility, snapshot, verdict
 from extender.lifecycle.consolidation.decide import Action, Method, decide
-from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
+from extender.lifecycle.consolidation.eligibility import free_slots, movable
 from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
-from extender.lifecycle.consolidation.view import ClusterView, Settings
+from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.lifecycle.context import Context
 from extender.lifecycle.podevents import PodEvents
 from extender.loops import run_forever
@@ -134,9 +134,11 @@ class Consolidator:
             return None
         view, nodes = self.observe(provisioners)
         self.report(view)
-        action = decide(view, self.settings)
-        self._log_blocked(view)
-        self.verdicts.write(verdict.verdicts(view, self.settings), nodes, view.provisioner)
+        # The blockers of every node, once per pass: for the decision, the budget log and verdicts.
+        assessment = eligibility.assess(view, self.settings)
+        action = decide(view, self.settings, assessment.candidates)
+        self._log_blocked(view, assessment.candidates)
+        self.verdicts.write(verdict.verdicts(view, self.settings, assessment), nodes, view.provisioner)
         if action is None:
             return None
         delay = self.ctx.settings.lifecycle.consolidation_validation_seconds
@@ -160,19 +162,19 @@ class Consolidator:
         pending, _ = kube_pods.list_pending(kube)
         pdbs, _ = list_objects(client.PolicyV1Api(kube).list_pod_disruption_budget_for_all_namespaces)
         daemonsets = inventory.parse_pods(kube_pods.daemonset_pods(kube))
-        marked = set(getattr(state, "marked", dict)()) | set(self.ledger.held())
+        marked = set(self.ledger.held()) | (set(state.marked()) if state is not None else set())
         # Reservations are capacity provisioning promised to pods it is binding right now.
-        binding = bool(getattr(state, "reserved_nodes", frozenset)())
+        binding = state is not None and bool(state.reserved_nodes())
+        provisioning = self.ctx.provisioning
         # Offerings EC2 refused lately (provisioning's ICE cache): a replacement must avoid them too.
-        refused = frozenset(getattr(self.ctx.provisioning, "unavailable", None) or ())
+        refused = frozenset(provisioning.unavailable) if provisioning is not None else frozenset()
         # With the pools' reservations, as provisioning plans: a replacement may take a free slot.
         catalog, provisioners = reserved_catalog(
             self.ctx.cloud, self.ctx.cloud.get_instance_types(None), list(provisioners)
         )
         # Replacements are priced and sized as provisioning would launch them: with NodeOverlays.
-        overlays = getattr(self.ctx.provisioning, "overlays", None)
         view = snapshot.build(
-            provisioners=overlays.apply(provisioners, catalog) if overlays is not None else provisioners,
+            provisioners=provisioning.overlays.apply(provisioners, catalog) if provisioning else provisioners,
             instance_types=catalog,
             nodes=nodes,
             bound=bound,
@@ -212,10 +214,9 @@ class Consolidator:
             metrics.LOWER_BOUND_COST.labels(provisioner=prov.name).set(bound)
         self._report_every = max(REPORT_INTERVAL_SECONDS, REPORT_SHARE * (time.monotonic() - now))
 
-    def _log_blocked(self, view: ClusterView) -> None:
-        """Say once (until it changes) which Provisioners have candidates that a budget allowing no
-        disruption for the reason holds back (Karpenter's DisruptionBlocked event)."""
-        pool = candidates(view, self.settings)
+    def _log_blocked(self, view: ClusterView, pool: Sequence[NodeState]) -> None:
+        """Say once (until it changes) which Provisioners have candidates (`pool`) that a budget
+        allowing no disruption for the reason holds back (Karpenter's DisruptionBlocked event)."""
         blocked: set[tuple[str, str]] = set()
         for reason in (budgets.EMPTY, budgets.UNDERUTILIZED):
             slots = free_slots(view, reason)

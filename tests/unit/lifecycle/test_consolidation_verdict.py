@@ -13,7 +13,7 @@ import dataclasses
 from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
 from extender.api.node import Node
-from extender.lifecycle.consolidation import verdict
+from extender.lifecycle.consolidation import eligibility, verdict
 from extender.lifecycle.consolidation.decide import DEFAULTS
 from extender.lifecycle.consolidation.eligibility import Blocker
 from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
@@ -92,3 +92,23 @@ def test_the_writer_announces_a_node_once_per_change_of_reasons() -> None:
     # A node gone is forgotten: one by that name later is announced afresh.
     assert writer.write({}, {}, lambda _: pool) == []
     assert write(verdict.of(())) == ["n"] and len(events) == 3
+
+
+def test_one_assessment_gives_the_candidates_and_the_verdicts() -> None:
+    """A pass filters every node once (`assess`): a candidate is a node in play that neither it nor
+    its Provisioner holds back. A closed budget blocks its verdict but keeps it a candidate (the
+    decision applies budgets itself, and the budget log needs the candidates it holds back)."""
+    budgeted = (provisioner(budget="0"),)
+    idle, held = (
+        node("idle", "m5.large", pods("a", 1)),
+        node("held", "m5.large", pods("b", 1), age=1.0),
+    )
+    leaving = node("leaving", "m5.large", pods("c", 1), disrupting=True)
+    found = eligibility.assess(view(idle, held, leaving, provisioners=budgeted), DEFAULTS)
+    assert [n.name for n in found.candidates] == ["idle"]
+    assert sorted(found.blockers) == ["held", "idle"]
+    assert [b.reason for b in found.blockers["idle"]] == ["DisruptionBudget"]
+    assert [b.reason for b in found.blockers["held"]] == ["NodeTooYoung", "DisruptionBudget"]
+    cluster = view(idle, held, leaving, provisioners=budgeted)
+    assert verdict.verdicts(cluster, DEFAULTS, found) == verdict.verdicts(cluster, DEFAULTS)
+    assert [n.name for n in eligibility.candidates(cluster, DEFAULTS)] == ["idle"]
