@@ -23,7 +23,7 @@ from extender.provisioning.controller import ProvisioningController
 from extender.settings import Settings
 from extender.state import ClusterState
 from tests.builders import T0, node, stamp
-from tests.unit.provisioning.fakes import ZONE_A, FakeCluster, pod
+from tests.unit.provisioning.fakes import ZONE_A, FakeCluster, pending_pod
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
 GRACE = Settings().lifecycle.gc_grace_seconds
@@ -157,7 +157,7 @@ def test_an_expired_node_is_replaced_through_provisioning_before_it_is_deleted(m
     owner = [{"kind": "ReplicaSet", "name": "web", "apiVersion": "apps/v1", "uid": "rs"}]
     workload = []
     for name in ("web-1", "web-2"):
-        manifest = pod(name, node="old")
+        manifest = pending_pod(name, node_name="old", phase="Running")
         manifest["metadata"]["ownerReferences"] = owner
         cluster.add_pod(manifest)
         workload.append(Pod.from_live(manifest))
