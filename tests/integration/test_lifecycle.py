@@ -49,6 +49,7 @@ from tests.integration.lifecycle_harness import (
     provisioner,
     ready_untainted,
 )
+from tests.integration.replica_forks import replica_parent
 
 pytestmark = pytest.mark.integration
 
@@ -474,25 +475,6 @@ def test_leader_killed_other_replica_takes_over_and_provisions(
         karpy.leading.set()
 
 
-# The controller's workers and its extender app in one process (what `karpy controller` runs under
-# gunicorn), so kill -9 takes both down at once.
-REPLICA_SCRIPT = """
-import logging, threading
-logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-from werkzeug.serving import make_server
-from extender.http.app import create_app
-from extender.main import start
-from extender.settings import from_env
-settings = from_env()
-controller = start(settings, threading.Event())
-host, port = settings.extender.bind.rsplit(":", 1)
-app = create_app(settings, controller.state, controller.provisioning.enqueue)
-server = make_server(host, int(port), app, threaded=True)
-print("STARTED", flush=True)
-server.serve_forever()
-"""
-
-
 def replica_env(cluster: Any, port: int | None = None) -> dict[str, str]:
     """A `karpy controller` environment (benchmarks.provisioning) plus the lifecycle's short GC;
     its extender on `port` (the one kube-scheduler calls) or on a free one."""
@@ -550,31 +532,24 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
     phases: Counter[str] = Counter()
     # Each replica serves the extender kube-scheduler calls, so its claims keep kube-scheduler off
     # the pods it is placing; between replicas the extender is down and kube-scheduler ignores it.
-    with karpy.extender.handed_over() as port:
-        env = replica_env(cluster, port)
+    with karpy.extender.handed_over() as port, replica_parent(replica_env(cluster, port)) as replicas:
         try:
             for round_ in range(20):
-                for i in range(2):
-                    manifest = pod_manifest(f"r{round_}-{i}", "1", selector=selector)
-                    core_v1.create_namespaced_pod(namespace, manifest)
+                names = [f"r{round_}-{i}" for i in range(2)]
+                for name in names:
+                    core_v1.create_namespaced_pod(namespace, pod_manifest(name, "1", selector=selector))
                 log_path = tmp_path / f"replica-{round_}.log"
-                with open(log_path, "w") as log_file:
-                    replica = subprocess.Popen(
-                        [sys.executable, "-c", REPLICA_SCRIPT],
-                        env=env,
-                        stdout=subprocess.PIPE,
-                        stderr=log_file,
-                        text=True,
-                    )
-                    assert replica.stdout is not None
-                    replica.stdout.readline()  # STARTED: watches up, the first batch window opens
-                    # Kill at a random point shortly after the plan: fleet call, Node create or binds.
-                    deadline = time.monotonic() + 30
-                    while "Computed packing" not in log_path.read_text() and time.monotonic() < deadline:
-                        time.sleep(0.01)
-                    time.sleep(rng.uniform(0.0, 0.3))
-                    replica.kill()
-                    replica.wait(10)
+                replica = replicas.fork(log_path)  # STARTED: watches up, the first batch window opens
+                # Kill at a random point shortly after the plan: fleet call, Node create or binds.
+                # A batch whose pods were all bound meanwhile (to a node adopted from the last kill)
+                # plans nothing: then the kill comes once the round's pods are bound.
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and not (
+                    "Computed packing" in log_path.read_text() or round_bound(core_v1, namespace, names)
+                ):
+                    time.sleep(0.05)
+                time.sleep(rng.uniform(0.0, 0.3))
+                replicas.kill(replica)
                 kills += 1
                 text = log_path.read_text()
                 phases[
@@ -588,54 +563,66 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                         else "batching"
                     )
                 ] += 1
-            with open(tmp_path / "replica-final.log", "w") as final_log:
-                final = subprocess.Popen(
-                    [sys.executable, "-c", REPLICA_SCRIPT],
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=final_log,
+            final = replicas.fork(tmp_path / "replica-final.log", wait_started=False)
+            try:
+                wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
+                # Let GC see every instance left without a Node: one grace and a few of its passes
+                # past the newest instance or node.
+                time.sleep(max(0.0, newest_launch(karpy, core_v1, prov) + GC_GRACE + 6 - time.time()))
+                nodes = [
+                    n
+                    for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+                    if n.metadata.deletion_timestamp is None
+                ]
+                node_instances = {instance_of(n) for n in nodes}
+                instances = provisioner_instances(karpy, prov)
+                live = {i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")}
+                orphans = live - node_instances
+                used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
+                empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
+                collected = len(instances) - len(live)
+                logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
+                adopted = logs.count("Adopted instance ")
+                relaunches_found = logs.count("already running")
+                meanwhile = logs.count("bound meanwhile")
+                print(
+                    f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
+                    f"nodes {len(nodes)}, orphans left {len(orphans)}, "
+                    f"orphans collected by GC {collected}, "
+                    f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
+                    f"instances adopted after a kill {adopted}, "
+                    f"launches found by launch id {relaunches_found}, "
+                    f"batches that dropped pods bound meanwhile {meanwhile}; killed after: {dict(phases)}"
                 )
-                try:
-                    wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
-                    time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
-                    nodes = [
-                        n
-                        for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
-                        if n.metadata.deletion_timestamp is None
-                    ]
-                    node_instances = {instance_of(n) for n in nodes}
-                    reservations = karpy.ec2.describe_instances(
-                        Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}]
-                    )["Reservations"]
-                    instances = [i for r in reservations for i in r["Instances"]]
-                    live = {
-                        i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")
-                    }
-                    orphans = live - node_instances
-                    used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
-                    empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
-                    collected = len(instances) - len(live)
-                    logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
-                    adopted = logs.count("Adopted instance ")
-                    relaunches_found = logs.count("already running")
-                    meanwhile = logs.count("bound meanwhile")
-                    print(
-                        f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
-                        f"nodes {len(nodes)}, orphans left {len(orphans)}, "
-                        f"orphans collected by GC {collected}, "
-                        f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
-                        f"instances adopted after a kill {adopted}, "
-                        f"launches found by launch id {relaunches_found}, "
-                        f"batches that dropped pods bound meanwhile {meanwhile}; killed after: {dict(phases)}"
-                    )
-                    assert not orphans, f"instances without a Node after GC: {orphans}"
-                    assert collected + len(empty_nodes) == 0, (
-                        f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
-                        f"{len(empty_nodes)} empty node(s)\n"
-                        + history(core_v1, namespace, nodes, instances, empty_nodes, tmp_path)
-                    )
-                finally:
-                    final.kill()
-                    final.wait(10)
+                assert not orphans, f"instances without a Node after GC: {orphans}"
+                assert collected + len(empty_nodes) == 0, (
+                    f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
+                    f"{len(empty_nodes)} empty node(s)\n"
+                    + history(core_v1, namespace, nodes, instances, empty_nodes, tmp_path)
+                )
+            finally:
+                replicas.kill(final)
         finally:
             karpy.leading.set()
+
+
+def round_bound(core: Any, namespace: str, names: list[str]) -> bool:
+    return all(core.read_namespaced_pod(name, namespace).spec.node_name for name in names)
+
+
+def provisioner_instances(karpy: Karpy, prov: str) -> list[dict[str, Any]]:
+    reservations = karpy.ec2.describe_instances(
+        Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}]
+    )["Reservations"]
+    return [i for r in reservations for i in r["Instances"]]
+
+
+def newest_launch(karpy: Karpy, core: Any, prov: str) -> float:
+    """When the provisioner's newest instance launched or its newest node was created (epoch s):
+    what GC's grace counts from (extender/lifecycle/gc.py)."""
+    stamps = [i["LaunchTime"] for i in provisioner_instances(karpy, prov)]
+    stamps += [
+        n.metadata.creation_timestamp
+        for n in core.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+    ]
+    return max(stamp.timestamp() for stamp in stamps)
