@@ -27,6 +27,7 @@ from extender.settings import (
 )
 from extender.state import ClusterState
 from tests.integration import lifecycle_harness
+from tests.integration.catalog_replay import REPLAYED, catalog_replay
 from tests.integration.helpers import (
     all_bound,
     controller_env,
@@ -475,15 +476,19 @@ def test_leader_killed_other_replica_takes_over_and_provisions(
         karpy.leading.set()
 
 
-def replica_env(cluster: Any, port: int | None = None) -> dict[str, str]:
+def replica_env(cluster: Any, port: int | None = None, aws_endpoint: str | None = None) -> dict[str, str]:
     """A `karpy controller` environment (benchmarks.provisioning) plus the lifecycle's short GC;
-    its extender on `port` (the one kube-scheduler calls) or on a free one."""
-    return {
+    its extender on `port` (the one kube-scheduler calls) or on a free one; AWS at `aws_endpoint`
+    when not the cluster's moto itself."""
+    env = {
         **controller_env(cluster.state, f"127.0.0.1:{port or free_port()}"),
         "KARPY_AWS_KUBERNETES_VERSION": cluster.aws.k8s_version,
         "KARPY_LIFECYCLE_GC_GRACE_SECONDS": str(GC_GRACE),
         "KARPY_LIFECYCLE_GC_INTERVAL_SECONDS": "2",
     }
+    if aws_endpoint:
+        env["KARPY_AWS_ENDPOINT_URL"] = aws_endpoint
+    return env
 
 
 def history(
@@ -532,7 +537,12 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
     phases: Counter[str] = Counter()
     # Each replica serves the extender kube-scheduler calls, so its claims keep kube-scheduler off
     # the pods it is placing; between replicas the extender is down and kube-scheduler ignores it.
-    with karpy.extender.handed_over() as port, replica_parent(replica_env(cluster, port)) as replicas:
+    # The replicas read EC2's static instance-type catalog as moto first answered it (catalog_replay).
+    with (
+        karpy.extender.handed_over() as port,
+        catalog_replay(cluster.aws.endpoint_url) as catalog,
+        replica_parent(replica_env(cluster, port, catalog.url)) as replicas,
+    ):
         try:
             for round_ in range(20):
                 names = [f"r{round_}-{i}" for i in range(2)]
@@ -592,7 +602,8 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                     f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
                     f"instances adopted after a kill {adopted}, "
                     f"launches found by launch id {relaunches_found}, "
-                    f"batches that dropped pods bound meanwhile {meanwhile}; killed after: {dict(phases)}"
+                    f"batches that dropped pods bound meanwhile {meanwhile}; killed after: {dict(phases)}; "
+                    f"catalog reads replayed {catalog.counts[REPLAYED]}"
                 )
                 assert not orphans, f"instances without a Node after GC: {orphans}"
                 assert collected + len(empty_nodes) == 0, (
