@@ -27,7 +27,6 @@ from extender.settings import (
 )
 from extender.state import ClusterState
 from tests.integration import lifecycle_harness
-from tests.integration.catalog_replay import REPLAYED, catalog_replay
 from tests.integration.helpers import (
     all_bound,
     controller_env,
@@ -50,7 +49,6 @@ from tests.integration.lifecycle_harness import (
     provisioner,
     ready_untainted,
 )
-from tests.integration.replica_forks import replica_parent
 
 pytestmark = pytest.mark.integration
 
@@ -476,19 +474,34 @@ def test_leader_killed_other_replica_takes_over_and_provisions(
         karpy.leading.set()
 
 
-def replica_env(cluster: Any, port: int | None = None, aws_endpoint: str | None = None) -> dict[str, str]:
+# The controller's workers and its extender app in one process (what `karpy controller` runs under
+# gunicorn), so kill -9 takes both down at once.
+REPLICA_SCRIPT = """
+import logging, threading
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+from werkzeug.serving import make_server
+from extender.http.app import create_app
+from extender.main import start
+from extender.settings import from_env
+settings = from_env()
+controller = start(settings, threading.Event())
+host, port = settings.extender.bind.rsplit(":", 1)
+app = create_app(settings, controller.state, controller.provisioning.enqueue)
+server = make_server(host, int(port), app, threaded=True)
+print("STARTED", flush=True)
+server.serve_forever()
+"""
+
+
+def replica_env(cluster: Any, port: int | None = None) -> dict[str, str]:
     """A `karpy controller` environment (benchmarks.provisioning) plus the lifecycle's short GC;
-    its extender on `port` (the one kube-scheduler calls) or on a free one; AWS at `aws_endpoint`
-    when not the cluster's moto itself."""
-    env = {
+    its extender on `port` (the one kube-scheduler calls) or on a free one."""
+    return {
         **controller_env(cluster.state, f"127.0.0.1:{port or free_port()}"),
         "KARPY_AWS_KUBERNETES_VERSION": cluster.aws.k8s_version,
         "KARPY_LIFECYCLE_GC_GRACE_SECONDS": str(GC_GRACE),
         "KARPY_LIFECYCLE_GC_INTERVAL_SECONDS": "2",
     }
-    if aws_endpoint:
-        env["KARPY_AWS_ENDPOINT_URL"] = aws_endpoint
-    return env
 
 
 def history(
@@ -537,29 +550,37 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
     phases: Counter[str] = Counter()
     # Each replica serves the extender kube-scheduler calls, so its claims keep kube-scheduler off
     # the pods it is placing; between replicas the extender is down and kube-scheduler ignores it.
-    # The replicas read EC2's static instance-type catalog as moto first answered it (catalog_replay).
-    with (
-        karpy.extender.handed_over() as port,
-        catalog_replay(cluster.aws.endpoint_url) as catalog,
-        replica_parent(replica_env(cluster, port, catalog.url)) as replicas,
-    ):
+    with karpy.extender.handed_over() as port:
+        env = replica_env(cluster, port)
         try:
             for round_ in range(20):
-                names = [f"r{round_}-{i}" for i in range(2)]
-                for name in names:
+                round_names = [f"r{round_}-{i}" for i in range(2)]
+                for name in round_names:
                     core_v1.create_namespaced_pod(namespace, pod_manifest(name, "1", selector=selector))
                 log_path = tmp_path / f"replica-{round_}.log"
-                replica = replicas.fork(log_path)  # STARTED: watches up, the first batch window opens
-                # Kill at a random point shortly after the plan: fleet call, Node create or binds.
-                # A batch whose pods were all bound meanwhile (to a node adopted from the last kill)
-                # plans nothing: then the kill comes once the round's pods are bound.
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline and not (
-                    "Computed packing" in log_path.read_text() or round_bound(core_v1, namespace, names)
-                ):
-                    time.sleep(0.05)
-                time.sleep(rng.uniform(0.0, 0.3))
-                replicas.kill(replica)
+                with open(log_path, "w") as log_file:
+                    replica = subprocess.Popen(
+                        [sys.executable, "-c", REPLICA_SCRIPT],
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=log_file,
+                        text=True,
+                    )
+                    assert replica.stdout is not None
+                    replica.stdout.readline()  # STARTED: watches up, the first batch window opens
+                    # Kill at a random point shortly after the plan: fleet call, Node create or binds.
+                    # A batch whose pods were all bound meanwhile (to a node adopted from the last
+                    # kill) plans nothing: then the kill comes once the round's pods are bound.
+                    deadline = time.monotonic() + 30
+                    polls = 0
+                    while "Computed packing" not in log_path.read_text() and time.monotonic() < deadline:
+                        polls += 1
+                        if polls % 50 == 0 and round_bound(core_v1, namespace, round_names):  # 0.5 s
+                            break
+                        time.sleep(0.01)
+                    time.sleep(rng.uniform(0.0, 0.3))
+                    replica.kill()
+                    replica.wait(10)
                 kills += 1
                 text = log_path.read_text()
                 phases[
@@ -573,46 +594,54 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                         else "batching"
                     )
                 ] += 1
-            final = replicas.fork(tmp_path / "replica-final.log", wait_started=False)
-            try:
-                wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
-                # Let GC see every instance left without a Node: one grace and a few of its passes
-                # past the newest instance or node.
-                time.sleep(max(0.0, newest_launch(karpy, core_v1, prov) + GC_GRACE + 6 - time.time()))
-                nodes = [
-                    n
-                    for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
-                    if n.metadata.deletion_timestamp is None
-                ]
-                node_instances = {instance_of(n) for n in nodes}
-                instances = provisioner_instances(karpy, prov)
-                live = {i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")}
-                orphans = live - node_instances
-                used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
-                empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
-                collected = len(instances) - len(live)
-                logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
-                adopted = logs.count("Adopted instance ")
-                relaunches_found = logs.count("already running")
-                meanwhile = logs.count("bound meanwhile")
-                print(
-                    f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
-                    f"nodes {len(nodes)}, orphans left {len(orphans)}, "
-                    f"orphans collected by GC {collected}, "
-                    f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
-                    f"instances adopted after a kill {adopted}, "
-                    f"launches found by launch id {relaunches_found}, "
-                    f"batches that dropped pods bound meanwhile {meanwhile}; killed after: {dict(phases)}; "
-                    f"catalog reads replayed {catalog.counts[REPLAYED]}"
+            with open(tmp_path / "replica-final.log", "w") as final_log:
+                final = subprocess.Popen(
+                    [sys.executable, "-c", REPLICA_SCRIPT],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=final_log,
                 )
-                assert not orphans, f"instances without a Node after GC: {orphans}"
-                assert collected + len(empty_nodes) == 0, (
-                    f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
-                    f"{len(empty_nodes)} empty node(s)\n"
-                    + history(core_v1, namespace, nodes, instances, empty_nodes, tmp_path)
-                )
-            finally:
-                replicas.kill(final)
+                try:
+                    wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
+                    # Let GC see every instance left without a Node: one grace and a few of its
+                    # passes past the newest instance or node.
+                    time.sleep(max(0.0, newest_launch(karpy, core_v1, prov) + GC_GRACE + 6 - time.time()))
+                    nodes = [
+                        n
+                        for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+                        if n.metadata.deletion_timestamp is None
+                    ]
+                    node_instances = {instance_of(n) for n in nodes}
+                    instances = provisioner_instances(karpy, prov)
+                    live = {
+                        i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")
+                    }
+                    orphans = live - node_instances
+                    used = {p.spec.node_name for p in core_v1.list_namespaced_pod(namespace).items}
+                    empty_nodes = [n.metadata.name for n in nodes if n.metadata.name not in used]
+                    collected = len(instances) - len(live)
+                    logs = "".join(path.read_text() for path in tmp_path.glob("replica-*.log"))
+                    adopted = logs.count("Adopted instance ")
+                    relaunches_found = logs.count("already running")
+                    meanwhile = logs.count("bound meanwhile")
+                    print(
+                        f"\nkill -9 x{kills}: instances launched {len(instances)}, live {len(live)}, "
+                        f"nodes {len(nodes)}, orphans left {len(orphans)}, "
+                        f"orphans collected by GC {collected}, "
+                        f"nodes without pods (duplicate capacity) {len(empty_nodes)}; "
+                        f"instances adopted after a kill {adopted}, "
+                        f"launches found by launch id {relaunches_found}, "
+                        f"batches that dropped pods bound meanwhile {meanwhile}; killed after: {dict(phases)}"
+                    )
+                    assert not orphans, f"instances without a Node after GC: {orphans}"
+                    assert collected + len(empty_nodes) == 0, (
+                        f"{collected} instance(s) launched twice for the same pods (collected by GC) and "
+                        f"{len(empty_nodes)} empty node(s)\n"
+                        + history(core_v1, namespace, nodes, instances, empty_nodes, tmp_path)
+                    )
+                finally:
+                    final.kill()
+                    final.wait(10)
         finally:
             karpy.leading.set()
 
