@@ -63,6 +63,11 @@ KCM_CONTROLLERS = (
     # Binds PersistentVolumes to claims, as in any cluster: volume topology is proven on real binds.
     "persistentvolume-binder-controller",
 )
+#: kube-controller-manager's --node-monitor-grace-period (default 50 s). kwok renews each managed
+#: node's Lease every quarter of its nodeLeaseDurationSeconds (kwok-stages.yaml: 20 s, so every 5 s,
+#: as a kubelet renews its 40 s Lease every 10 s): 25 s is five renewals, the default's ratio, so a
+#: healthy node goes Unknown only if kwok misses four renewals in a row.
+NODE_MONITOR_GRACE = 25
 TIMEOUTS = {
     "moto": 60.0,
     "etcd": 30.0,
@@ -370,6 +375,9 @@ def _start_all(
             f"--service-account-private-key-file={certs.sa_key}",
             f"--root-ca-file={certs.ca_cert}",
             f"--controllers={','.join(KCM_CONTROLLERS)}",
+            # A node whose Lease stops (kwok no longer plays it) turns Ready=Unknown after this:
+            # the default 50 s was most of each NotReady test; see NODE_MONITOR_GRACE.
+            f"--node-monitor-grace-period={NODE_MONITOR_GRACE}s",
             "--profiling=false",
         ],
         ports["kube-controller-manager"],

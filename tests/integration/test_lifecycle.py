@@ -554,9 +554,9 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
         env = replica_env(cluster, port)
         try:
             for round_ in range(20):
-                for i in range(2):
-                    manifest = pod_manifest(f"r{round_}-{i}", "1", selector=selector)
-                    core_v1.create_namespaced_pod(namespace, manifest)
+                round_names = [f"r{round_}-{i}" for i in range(2)]
+                for name in round_names:
+                    core_v1.create_namespaced_pod(namespace, pod_manifest(name, "1", selector=selector))
                 log_path = tmp_path / f"replica-{round_}.log"
                 with open(log_path, "w") as log_file:
                     replica = subprocess.Popen(
@@ -569,8 +569,14 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                     assert replica.stdout is not None
                     replica.stdout.readline()  # STARTED: watches up, the first batch window opens
                     # Kill at a random point shortly after the plan: fleet call, Node create or binds.
+                    # A batch whose pods were all bound meanwhile (to a node adopted from the last
+                    # kill) plans nothing: then the kill comes once the round's pods are bound.
                     deadline = time.monotonic() + 30
+                    polls = 0
                     while "Computed packing" not in log_path.read_text() and time.monotonic() < deadline:
+                        polls += 1
+                        if polls % 50 == 0 and round_bound(core_v1, namespace, round_names):  # 0.5 s
+                            break
                         time.sleep(0.01)
                     time.sleep(rng.uniform(0.0, 0.3))
                     replica.kill()
@@ -597,17 +603,16 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                 )
                 try:
                     wait_for(all_bound(core_v1, namespace, 40), 120, "all 40 pods bound after the kills")
-                    time.sleep(GC_GRACE + 6)  # let GC see every instance left without a Node
+                    # Let GC see every instance left without a Node: one grace and a few of its
+                    # passes past the newest instance or node.
+                    time.sleep(max(0.0, newest_launch(karpy, core_v1, prov) + GC_GRACE + 6 - time.time()))
                     nodes = [
                         n
                         for n in core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
                         if n.metadata.deletion_timestamp is None
                     ]
                     node_instances = {instance_of(n) for n in nodes}
-                    reservations = karpy.ec2.describe_instances(
-                        Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}]
-                    )["Reservations"]
-                    instances = [i for r in reservations for i in r["Instances"]]
+                    instances = provisioner_instances(karpy, prov)
                     live = {
                         i["InstanceId"] for i in instances if i["State"]["Name"] in ("pending", "running")
                     }
@@ -639,3 +644,25 @@ def test_kill_9_during_launches_leaves_no_duplicates_and_no_orphans(
                     final.wait(10)
         finally:
             karpy.leading.set()
+
+
+def round_bound(core: Any, namespace: str, names: list[str]) -> bool:
+    return all(core.read_namespaced_pod(name, namespace).spec.node_name for name in names)
+
+
+def provisioner_instances(karpy: Karpy, prov: str) -> list[dict[str, Any]]:
+    reservations = karpy.ec2.describe_instances(
+        Filters=[{"Name": f"tag:{wk.PROVISIONER_NAME}", "Values": [prov]}]
+    )["Reservations"]
+    return [i for r in reservations for i in r["Instances"]]
+
+
+def newest_launch(karpy: Karpy, core: Any, prov: str) -> float:
+    """When the provisioner's newest instance launched or its newest node was created (epoch s):
+    what GC's grace counts from (extender/lifecycle/gc.py)."""
+    stamps = [i["LaunchTime"] for i in provisioner_instances(karpy, prov)]
+    stamps += [
+        n.metadata.creation_timestamp
+        for n in core.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
+    ]
+    return max(stamp.timestamp() for stamp in stamps)

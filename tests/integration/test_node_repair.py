@@ -9,9 +9,10 @@ Two ways to make a node unhealthy:
 - a real NotReady: the node's `karpy.sh/managed` label removed, so kwok (the kubelet of labelled
   nodes only, hack/localcluster/kwok-stages.yaml) stops renewing its Lease, and
   kube-controller-manager's node-lifecycle-controller marks it Ready=Unknown after its
-  --node-monitor-grace-period (the local cluster leaves the default, 50 s: a per-test wait, no
-  cluster-wide change). The lifecycle's clock then stands 31 minutes ahead (clock_ahead) instead of
-  waiting out the toleration.
+  --node-monitor-grace-period (the local cluster's 25 s, hack/localcluster/cluster.py
+  NODE_MONITOR_GRACE: five of kwok's 5 s Lease renewals, as the default 50 s is five of a kubelet's
+  10 s). The lifecycle's clock then stands 31 minutes ahead (clock_ahead) instead of waiting out
+  the toleration.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ lifecycle_log = lifecycle_harness.lifecycle_log
 ON_DEMAND = [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}]
 #: Past the 30-minute toleration of Ready=Unknown (Karpenter AWS RepairPolicies).
 PAST_TOLERATION = timedelta(minutes=31)
-#: kube-controller-manager's default --node-monitor-grace-period (50 s) after kwok's last Lease
-#: renewal, plus its 5 s node-monitor-period and slack for a loaded machine: a hang guard.
+#: The local cluster's --node-monitor-grace-period (25 s) after kwok's last Lease renewal, plus
+#: kube-controller-manager's 5 s node-monitor-period and slack for a loaded machine: a hang guard.
 UNKNOWN_WITHIN = 150
 
 
