@@ -194,8 +194,9 @@ class InterruptionHandler:
 def cordon_and_drain(ctx: Context, node: Node, kind: str, *, doing: str, reason: str) -> None:
     """Karpenter's CordonAndDrain for a node the cloud is taking back: mark and cordon it, ask for
     replacements of its workload, delete it (the termination finalizer drains it). `kind` is the
-    removal mark's reason, `doing` what is happening to the node ("interrupted"), `reason` the
-    `karpenter_nodes_terminated` reason."""
+    removal mark's reason, `doing` what is happening to the node for the log ("interrupted",
+    "expiring"), `reason` the `karpenter_nodes_terminated` reason. Every such removal counts as
+    `karpy_disruption_decisions{reason="interrupted"}`: the cloud takes the capacity back."""
     node_name = node.name
     ctx.mark(node_name, kind)
     if cordon(ctx.kube, node_name):
@@ -212,7 +213,7 @@ def cordon_and_drain(ctx: Context, node: Node, kind: str, *, doing: str, reason:
         )
     ctx.log.info("Triggering termination for %s node %s (%s)", doing, node_name, kind)
     metrics.NODES_TERMINATED.labels(reason=reason).inc()
-    with metrics.disrupting(doing):
+    with metrics.disrupting("interrupted"):
         nodepatch.delete_node(ctx.kube, node_name)
 
 

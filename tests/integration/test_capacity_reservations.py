@@ -33,6 +33,7 @@ import pytest
 import yaml
 from botocore.parsers import ResponseParserError
 from kubernetes import client
+from prometheus_client import REGISTRY
 
 from extender.api import labels as wk
 from extender.api.capacity_reservations import ReservationTerm
@@ -295,6 +296,8 @@ def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
     node = bound_node(core_v1, namespace, "app")
     assert core_v1.read_node(node).metadata.labels[wk.CAPACITY_RESERVATION_ID] == item["id"]
 
+    performed = {"reason": "interrupted", "outcome": "performed"}
+    before = REGISTRY.get_sample_value("karpy_disruption_decisions_total", performed) or 0.0
     end = karpy.clock() + timedelta(hours=2)
     declared.write([{**item, "reservationType": "capacity-block", "endDate": end.isoformat()}])
     karpy.cache_clock.offset += 61  # the provider's answers are cached a minute
@@ -317,3 +320,7 @@ def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
     assert replacement[wk.CAPACITY_TYPE] == "on-demand" and wk.CAPACITY_RESERVATION_ID not in replacement
     events = core_v1.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items
     assert any(e.reason == "CapacityReservationExpiring" and item["id"] in e.message for e in events)
+    # Counted as the cloud taking capacity back; it raised ValueError ("'expiring'/'performed' is not one
+    # of the documented labels") after the delete, failing the check pass, before the fix.
+    after = REGISTRY.get_sample_value("karpy_disruption_decisions_total", performed) or 0.0
+    assert after >= before + 1
