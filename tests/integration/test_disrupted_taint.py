@@ -119,5 +119,12 @@ def test_a_disrupted_taint_left_without_a_mark_is_removed(karpy: Karpy, core_v1:
     karpy.state.unmark(node)
     ctx.release_stale_taint(model())
     assert disrupted(core_v1, node) == []
+
     # The other taints (karpy's not-ready taint among them) are left as they were.
-    assert [t.key for t in node_of(core_v1, node).spec.taints or []] == [t["key"] for t in taints]
+    # kube-controller-manager's own taints (`node.kubernetes.io/not-ready` until it sees the node Ready)
+    # come and go on its schedule: compared without them (the CI run of c87e4e3 failed on that race).
+    def others(keys: list[str]) -> list[str]:
+        return [k for k in keys if not k.startswith("node.kubernetes.io/")]
+
+    left = [t.key for t in node_of(core_v1, node).spec.taints or []]
+    assert others(left) == others([t["key"] for t in taints])
