@@ -142,6 +142,12 @@ class Pod:
         return kind == self.owner_kind or kind in self.owner_kinds
 
     @property
+    def counts_pods(self) -> bool:
+        """A required rule of the pod counts other pods: a topology spread, pod affinity or
+        anti-affinity (where it may go depends on more than a node's room)."""
+        return bool(self.topology_spread or self.pod_affinity or self.pod_anti_affinity)
+
+    @property
     def is_daemonset(self) -> bool:
         return self.owned_by("DaemonSet")
 

@@ -281,9 +281,7 @@ def _ruled(pod: Pod) -> bool:
     """The pod has a rule that counts other pods or nodes (spread, inter-pod affinity, host
     ports) or a volume: existing nodes matter to it beyond their room."""
     return bool(
-        pod.topology_spread
-        or pod.pod_affinity
-        or pod.pod_anti_affinity
+        pod.counts_pods
         or pod.preferred_pod_affinity
         or pod.preferred_pod_anti_affinity
         or pod.host_ports

@@ -122,8 +122,4 @@ class ClusterView:
         """No running pod has a rule that reaches beyond its own node's room (a spread, inter-pod
         affinity or anti-affinity): then existing nodes matter to a moving pod without such rules
         only as room (decide.simulate_removal). Cached: a decision simulates many moves on one view."""
-        return not any(
-            p.topology_spread or p.pod_affinity or p.pod_anti_affinity
-            for n in self.nodes
-            for p in n.node.pods
-        )
+        return not any(p.counts_pods for n in self.nodes for p in n.node.pods)
