@@ -17,9 +17,9 @@ Fixtures:
 
 Integration fixtures (``cluster``, ``namespace``) live in tests/integration/conftest.py.
 
-Parallel runs (pytest-xdist, ``-n 2 --dist loadgroup`` from pyproject's addopts): session fixtures
+Parallel runs (pytest-xdist, ``-n 3 --dist loadgroup`` from pyproject's addopts): session fixtures
 are per worker, so a worker that runs a test needing ``cluster`` brings up its own control plane;
-tests/cluster_groups.py keeps the integration files on it in two groups, one worker each.
+tests/cluster_groups.py keeps the integration files on it in one group per worker.
 """
 
 from __future__ import annotations
