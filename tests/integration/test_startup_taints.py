@@ -59,7 +59,9 @@ def test_a_startup_taint_keeps_the_claim_uninitialized_and_the_pod_waits_for_its
     assert STARTUP not in claim["spec"]["taints"]
     assert claim["metadata"]["annotations"] == NOTE
 
-    node = core_v1.read_node(name)
+    # karpy writes the claim (with its nodeName) just before the Node, so a busy machine may show
+    # the claim first.
+    node = wait_for(lambda: node_or_none(core_v1, name), 30, "the claim's Node created")
     assert node.metadata.annotations["example.com/owner"] == "team-startup"
     taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints or ()]
     assert STARTUP in taints
