@@ -307,21 +307,33 @@ def _volumes(claims: Sequence[str] | None, ephemeral: Sequence[tuple[str, str | 
 
 
 def pod(
-    name: str | None = None, *, cluster_volumes: Volumes | None = None, live: bool = False, **options: Any
+    name: str | None = None,
+    *,
+    cluster_volumes: Volumes | None = None,
+    csi_volumes: Mapping[str, int] | None = None,
+    live: bool = False,
+    **options: Any,
 ) -> Pod:
     """`pod_manifest(name, **options)` parsed: Karpenter's test.UnschedulablePod(options).
 
     With `cluster_volumes` (the cluster's claims, volumes and classes) the pod's claims are resolved to
     node terms as the controller does (`Volumes.topology`); without, a pod with a claim is unmodelled.
+    csi_volumes: per CSI driver, that many claims (`claim-<i>`) already resolved to it, set on the
+    parsed pod as the controller's resolution would (no volumes in the manifest).
     `live`: parsed as the lifecycle reads a pod that exists (`Pod.from_live`).
     """
     manifest = pod_manifest(name, **options)
     if live:
         return Pod.from_live(manifest)
     if cluster_volumes is None:
-        return Pod.from_manifest(manifest)
-    parsed = Pod.from_manifest(manifest, cluster_volumes.topology(manifest))
-    return dataclasses.replace(parsed, csi_claims=cluster_volumes.csi_claims(manifest))
+        parsed = Pod.from_manifest(manifest)
+    else:
+        parsed = Pod.from_manifest(manifest, cluster_volumes.topology(manifest))
+        parsed = dataclasses.replace(parsed, csi_claims=cluster_volumes.csi_claims(manifest))
+    if csi_volumes:
+        claims = tuple((driver, f"claim-{i}") for driver, count in csi_volumes.items() for i in range(count))
+        parsed = dataclasses.replace(parsed, csi_claims=claims, claims=tuple(name for _, name in claims))
+    return parsed
 
 
 def pods(count: int, *, prefix: str | None = None, **options: Any) -> list[Pod]:
@@ -351,9 +363,13 @@ def launched_labels(
 def node_manifest(
     name: str = "n1",
     *,
-    created: datetime = T0,
+    created: datetime | None = T0,
     ready: bool | None = True,
     reason: str = "KubeletReady",
+    instance_type: str | None = None,
+    zone: str | None = None,
+    capacity_type: str | None = None,
+    arch: str | None = None,
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, Any]] | None = None,
     annotations: Mapping[str, str] | None = None,
@@ -363,27 +379,37 @@ def node_manifest(
     unschedulable: bool = False,
     allocatable: Mapping[str, str] | None = None,
     capacity: Mapping[str, str] | None = None,
+    room: Mapping[str, str] | None = None,
     resource_version: str | None = None,
 ) -> dict[str, Any]:
     """A v1 Node as API JSON: owned by `provisioner` (its karpenter.sh/provisioner-name label; None =
     not karpy's), with a providerID for `instance` (None = none) and a Ready condition (`ready` None =
-    no condition)."""
-    meta: dict[str, Any] = {
-        "name": name,
-        "creationTimestamp": stamp(created),
-        "annotations": dict(annotations or {}),
-        "labels": dict(labels or {}),
+    no condition). created None: no creationTimestamp. instance_type / zone / capacity_type / arch:
+    that well-known label (None = none), before `labels`. room: allocatable and capacity alike (a node
+    reserving nothing) where those are not given."""
+    well_known = {
+        wk.INSTANCE_TYPE: instance_type,
+        wk.ZONE: zone,
+        wk.CAPACITY_TYPE: capacity_type,
+        wk.ARCH: arch,
     }
+    meta: dict[str, Any] = {"name": name}
+    if created is not None:
+        meta["creationTimestamp"] = stamp(created)
+    meta["annotations"] = dict(annotations or {})
+    meta["labels"] = {**{k: v for k, v in well_known.items() if v is not None}, **(labels or {})}
     if provisioner:
         meta["labels"][wk.PROVISIONER_NAME] = provisioner
     if deleting:
-        meta["deletionTimestamp"] = stamp(created)
+        meta["deletionTimestamp"] = stamp(created or T0)
     if resource_version is not None:
         meta["resourceVersion"] = resource_version
     conditions = (
         [] if ready is None else [{"type": "Ready", "status": "True" if ready else "False", "reason": reason}]
     )
     status: dict[str, Any] = {"conditions": conditions}
+    allocatable = room if allocatable is None else allocatable
+    capacity = room if capacity is None else capacity
     if allocatable is not None:
         status["allocatable"] = dict(allocatable)
     if capacity is not None:
@@ -394,6 +420,20 @@ def node_manifest(
     if unschedulable:
         spec["unschedulable"] = True
     return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
+
+
+def launched_node_manifest(
+    name: str = "n1",
+    instance_type: str = "m5.xlarge",
+    *,
+    zone: str = "us-west-2a",
+    capacity_type: str = "on-demand",
+    labels: Mapping[str, str] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """A node karpy launched: `node_manifest` labelled with `launched_labels`, then `labels`."""
+    launched = launched_labels(name, instance_type, zone=zone, capacity_type=capacity_type)
+    return node_manifest(name, labels={**launched, **(labels or {})}, **options)
 
 
 def node(name: str = "n1", **options: Any) -> Node:
@@ -447,18 +487,42 @@ def running_pod_manifest(
     name: str = "p1",
     *,
     owner: str | None = "ReplicaSet",
+    owner_name: str = "o",
     node_name: str = "n1",
     phase: str = "Running",
     **options: Any,
 ) -> dict[str, Any]:
     """A pod the lifecycle finds on a node: bound to `node_name`, in `phase`, owned by an `owner`
-    (None = a bare pod); other keywords as `pod_manifest`."""
-    return pod_manifest(name, owner_kind=owner, owner_name="o", node_name=node_name, phase=phase, **options)
+    kind named `owner_name` (owner None = a bare pod); other keywords as `pod_manifest`."""
+    return pod_manifest(
+        name, owner_kind=owner, owner_name=owner_name, node_name=node_name, phase=phase, **options
+    )
 
 
 def running_pod(name: str = "p1", **options: Any) -> Pod:
     """`running_pod_manifest` as the lifecycle reads it (`Pod.from_live`)."""
     return Pod.from_live(running_pod_manifest(name, **options))
+
+
+def workload_pod(name: str, cpu: str = "1", *, owner: str = "ReplicaSet", **options: Any) -> Pod:
+    """A pod of a workload as the consolidation tests write it (`cpu` positional): `cpu` and 256Mi
+    requested, owned by the `owner` kind named rs ("" = a bare pod), no uid or image; other keywords
+    as `pod`."""
+    return pod(
+        name,
+        uid="",
+        image=None,
+        cpu=cpu,
+        memory="256Mi",
+        owner_kind=owner or None,
+        owner_name="rs",
+        **options,
+    )
+
+
+def workload_pods(prefix: str, count: int, cpu: str = "1") -> list[Pod]:
+    """`count` workload pods named `<prefix>-<i>`."""
+    return [workload_pod(f"{prefix}-{i}", cpu) for i in range(count)]
 
 
 #: The EC2NodeClass a NodePool built here refers to.
