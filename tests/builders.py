@@ -436,8 +436,11 @@ def launched_node_manifest(
     return node_manifest(name, labels={**launched, **(labels or {})}, **options)
 
 
-def node(name: str = "n1", **options: Any) -> Node:
-    """`node_manifest(name, **options)` as the lifecycle reads it (`Node.from_live`)."""
+def node(name: str = "n1", *, launched: str | None = None, **options: Any) -> Node:
+    """`node_manifest(name, **options)` as the lifecycle reads it (`Node.from_live`); with `launched`
+    (an instance type), `launched_node_manifest(name, launched, **options)`."""
+    if launched is not None:
+        return Node.from_live(launched_node_manifest(name, launched, **options))
     return Node.from_live(node_manifest(name, **options))
 
 
@@ -533,6 +536,9 @@ def nodepool_manifest(
     name: str = "np",
     *,
     template_spec: Mapping[str, Any] | None = None,
+    requirements: Sequence[Mapping[str, Any]] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+    startup_taints: Sequence[Mapping[str, Any]] | None = None,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     uid: str | None = None,
@@ -540,13 +546,21 @@ def nodepool_manifest(
     **spec: Any,
 ) -> dict[str, Any]:
     """A karpenter.sh/v1 NodePool as API JSON: `template_spec` given whole (default: no requirements,
-    the `default` EC2NodeClass); labels / annotations -> template.metadata; `**spec` are spec fields as
-    written (disruption, limits, weight, replicas...)."""
-    template: dict[str, Any] = {
-        "spec": dict(template_spec)
+    the `default` EC2NodeClass), then `requirements`, `taints` and `startup_taints` set in it;
+    labels / annotations -> template.metadata; `**spec` are spec fields as written (disruption,
+    limits, weight, replicas...)."""
+    body = (
+        dict(template_spec)
         if template_spec is not None
         else {"requirements": [], "nodeClassRef": dict(NODE_CLASS_REF)}
-    }
+    )
+    if requirements is not None:
+        body["requirements"] = [dict(r) for r in requirements]
+    if taints is not None:
+        body["taints"] = [dict(t) for t in taints]
+    if startup_taints is not None:
+        body["startupTaints"] = [dict(t) for t in startup_taints]
+    template: dict[str, Any] = {"spec": body}
     if labels is not None or annotations is not None:
         template["metadata"] = {
             **({"labels": dict(labels)} if labels is not None else {}),
