@@ -444,6 +444,34 @@ def node(name: str = "n1", *, launched: str | None = None, **options: Any) -> No
     return Node.from_live(node_manifest(name, **options))
 
 
+def cluster_node(
+    name: str,
+    zone: str,
+    pods: Sequence[Mapping[str, Any]] = (),
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] = (),
+    allocatable: Mapping[str, Any] | None = None,
+    schedulable: bool = True,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A node of the cluster as the rule checker reads it (tests/unit/scheduling/rulecheck.py): plain
+    data labelled with its hostname and `zone`, then `labels`; `pods` (API JSON) bound to it;
+    allocatable 4 CPU, 16Gi and 110 pods unless given; `**fields` are other fields as written
+    (provisioner, instance_type, attach_limits)."""
+    return {
+        "name": name,
+        **fields,
+        "labels": {wk.HOSTNAME: name, wk.ZONE: zone, **(labels or {})},
+        "taints": [dict(t) for t in taints],
+        "allocatable": dict(allocatable)
+        if allocatable is not None
+        else {"cpu": "4", "memory": "16Gi", "pods": 110},
+        "pods": [{**p, "spec": {**p["spec"], "nodeName": name}} for p in pods],
+        "schedulable": schedulable,
+    }
+
+
 # --- pools ---------------------------------------------------------------------------------------
 
 
