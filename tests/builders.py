@@ -16,6 +16,7 @@ import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from extender.api import labels as wk
@@ -248,6 +249,21 @@ def pod_manifest(
             **({"conditions": [dict(c) for c in conditions]} if conditions is not None else {}),
         }
     return manifest
+
+
+#: `pod_manifest` options of Karpenter's `inflate` pod (pause, no grace period, app=inflate, 64Mi) for
+#: `create_namespaced_pod`, which names the namespace: `pod_manifest(name, **INFLATE, cpu=...)`.
+INFLATE: Mapping[str, Any] = MappingProxyType(
+    {
+        "namespace": None,
+        "uid": "",
+        "labels": {"app": "inflate"},
+        "container": "pause",
+        "image": "registry.k8s.io/pause:3.9",
+        "memory": "64Mi",
+        "terminationGracePeriodSeconds": 0,
+    }
+)
 
 
 def _affinity(
