@@ -4,7 +4,12 @@ Plain data, no API calls. `pod_manifest` / `node_manifest` / `provisioner_manife
 (for fakes of the API, files `karpy plan` reads, or the local control plane); `pod` / `node` /
 `provisioner` parse it as karpy does (`Pod.from_manifest` or `from_live`, `Node.from_live`,
 `load_provisioner`). Keyword arguments are snake_case for what the builder shapes (requests,
-owners, affinity terms...) and camelCase for spec fields passed through as written.
+owners, affinity terms...) and camelCase for spec fields passed through as written. A test file keeps
+at most a `functools.partial` of the options its tests share; shapes a test needs go here as keywords.
+
+Named shapes: `running_pod*` (a pod the lifecycle finds on a node), `workload_pod(s)` (consolidation's
+pods), `INFLATE` (Karpenter's inflate pod), `launched_node_manifest` (a node karpy launched),
+`cluster_node` (a node of the cluster as the rule checker reads it), `nodepool_manifest` (v1).
 
 The pod keywords follow Karpenter's test.PodOptions (pkg/test/pods.go): node_requirements /
 node_preferences, pod_requirements / pod_anti_requirements, spreads, tolerations, host_ports...
