@@ -506,10 +506,12 @@ def provisioner_manifest(
     weight: int | None = None,
     max_pods: int | None = None,
     annotations: Mapping[str, str] | None = None,
+    status: Mapping[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
     """A karpenter.sh/v1alpha5 Provisioner as API JSON. limits -> spec.limits.resources; max_pods ->
-    kubeletConfiguration.maxPods; `**spec` are spec fields as written (consolidation, provider...)."""
+    kubeletConfiguration.maxPods; status as written; `**spec` are spec fields as written
+    (consolidation, provider...)."""
     body: dict[str, Any] = {}
     if requirements:
         body["requirements"] = [dict(r) for r in requirements]
@@ -527,7 +529,15 @@ def provisioner_manifest(
     metadata: dict[str, Any] = {"name": name}
     if annotations:
         metadata["annotations"] = dict(annotations)
-    return {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": metadata, "spec": body}
+    manifest = {
+        "apiVersion": "karpenter.sh/v1alpha5",
+        "kind": "Provisioner",
+        "metadata": metadata,
+        "spec": body,
+    }
+    if status is not None:
+        manifest["status"] = dict(status)
+    return manifest
 
 
 def provisioner(name: str = "default", **options: Any) -> Provisioner:

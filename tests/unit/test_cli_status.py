@@ -28,17 +28,12 @@ def ago(seconds: float) -> datetime:
     return datetime.fromtimestamp(NOW - seconds, UTC)
 
 
-def provisioner(
-    name: str, *, weight: int = 0, ttl: int | None = 30, capacity: tuple[str, ...] = ("spot",)
-) -> dict:
-    manifest = builders.provisioner_manifest(
-        name,
-        requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)}],
-        weight=weight or None,
-        **({"ttlSecondsAfterEmpty": ttl} if ttl is not None else {}),
-    )
-    manifest["status"] = {"resources": {"cpu": "8", "memory": "16Gi"}}
-    return manifest
+#: A spot-only Provisioner whose nodes hold 8 CPU and 16Gi; keywords as tests.builders.provisioner_manifest.
+provisioner = partial(
+    builders.provisioner_manifest,
+    requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
+    status={"resources": {"cpu": "8", "memory": "16Gi"}},
+)
 
 
 #: A karpy spot node of 4 CPU and 8Gi in us-west-2a, 5 minutes old, no providerID; keywords as
@@ -87,7 +82,10 @@ def test_summarize_counts_prices_and_orders_rows() -> None:
         waiting_pod("other", node_name="elsewhere")
     ]
     result = status.summarize(
-        pools(provisioner("spot-only", weight=10), provisioner("default")),
+        pools(
+            provisioner("spot-only", weight=10, ttlSecondsAfterEmpty=30),
+            provisioner("default", ttlSecondsAfterEmpty=30),
+        ),
         nodes,
         [waiting_pod("waiting", created=ago(42))],
         assigned,
@@ -154,7 +152,7 @@ def test_unknown_types_fall_back_to_the_documented_estimate() -> None:
 
 def test_render_shows_every_section_and_the_hourly_total() -> None:
     result = status.summarize(
-        pools(provisioner("default", ttl=None)),
+        pools(provisioner("default")),
         [node("ip-10-0-1-4", instance_type="c5.xlarge", unschedulable=True)],
         [waiting_pod("p", created=ago(90))],
         [],
@@ -269,9 +267,11 @@ def test_a_provisioners_memory_reads_in_the_largest_unit(quantity: str, text: st
 def test_an_invalid_provisioner_is_listed_with_why_karpy_leaves_it_out() -> None:
     """Status shows the pools as the controller loads them (extender/api): one that does not load
     has no weight or TTL to show, and says why, rather than rows read from a manifest karpy ignores."""
-    bad = provisioner("broken", ttl=None)
+    bad = provisioner("broken")
     bad["spec"]["limits"] = {"resources": {"memory": "lots"}}
-    result = status.summarize(pools(bad, provisioner("fine")), [], [], [], prices=PRICES, now=NOW)
+    result = status.summarize(
+        pools(bad, provisioner("fine", ttlSecondsAfterEmpty=30)), [], [], [], prices=PRICES, now=NOW
+    )
     broken, fine = result.provisioners
     assert (fine.name, fine.problem) == ("fine", "")
     assert broken.name == "broken" and broken.problem.startswith("spec.limits.resources.memory")
@@ -296,7 +296,12 @@ def test_the_cost_line_prices_the_nodes_just_listed_not_the_controllers_lagging_
     """Seen in `make demo`: NODES (1, $0.3060/h) above `COST $0.0000/h`, the controller's
     karpy_nodes_price gauge not yet counting a node launched 4 s before."""
     listed = status.summarize(
-        pools(provisioner("default")), [node("n1", instance_type="c5.xlarge")], [], [], prices=PRICES, now=NOW
+        pools(provisioner("default", ttlSecondsAfterEmpty=30)),
+        [node("n1", instance_type="c5.xlarge")],
+        [],
+        [],
+        prices=PRICES,
+        now=NOW,
     )
     lagging = "# TYPE karpy_nodes_price_dollars_per_hour gauge\nkarpy_nodes_price_dollars_per_hour 0.0\n"
     figures = status.from_controller(listed, lagging)
