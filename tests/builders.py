@@ -4,7 +4,12 @@ Plain data, no API calls. `pod_manifest` / `node_manifest` / `provisioner_manife
 (for fakes of the API, files `karpy plan` reads, or the local control plane); `pod` / `node` /
 `provisioner` parse it as karpy does (`Pod.from_manifest` or `from_live`, `Node.from_live`,
 `load_provisioner`). Keyword arguments are snake_case for what the builder shapes (requests,
-owners, affinity terms...) and camelCase for spec fields passed through as written.
+owners, affinity terms...) and camelCase for spec fields passed through as written. A test file keeps
+at most a `functools.partial` of the options its tests share; shapes a test needs go here as keywords.
+
+Named shapes: `running_pod*` (a pod the lifecycle finds on a node), `workload_pod(s)` (consolidation's
+pods), `INFLATE` (Karpenter's inflate pod), `launched_node_manifest` (a node karpy launched),
+`cluster_node` (a node of the cluster as the rule checker reads it), `nodepool_manifest` (v1).
 
 The pod keywords follow Karpenter's test.PodOptions (pkg/test/pods.go): node_requirements /
 node_preferences, pod_requirements / pod_anti_requirements, spreads, tolerations, host_ports...
@@ -16,6 +21,7 @@ import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from extender.api import labels as wk
@@ -250,6 +256,21 @@ def pod_manifest(
     return manifest
 
 
+#: `pod_manifest` options of Karpenter's `inflate` pod (pause, no grace period, app=inflate, 64Mi) for
+#: `create_namespaced_pod`, which names the namespace: `pod_manifest(name, **INFLATE, cpu=...)`.
+INFLATE: Mapping[str, Any] = MappingProxyType(
+    {
+        "namespace": None,
+        "uid": "",
+        "labels": {"app": "inflate"},
+        "container": "pause",
+        "image": "registry.k8s.io/pause:3.9",
+        "memory": "64Mi",
+        "terminationGracePeriodSeconds": 0,
+    }
+)
+
+
 def _affinity(
     node_requirements: Sequence[Mapping[str, Any]] | None,
     node_preferences: Sequence[Mapping[str, Any]] | None,
@@ -307,21 +328,33 @@ def _volumes(claims: Sequence[str] | None, ephemeral: Sequence[tuple[str, str | 
 
 
 def pod(
-    name: str | None = None, *, cluster_volumes: Volumes | None = None, live: bool = False, **options: Any
+    name: str | None = None,
+    *,
+    cluster_volumes: Volumes | None = None,
+    csi_volumes: Mapping[str, int] | None = None,
+    live: bool = False,
+    **options: Any,
 ) -> Pod:
     """`pod_manifest(name, **options)` parsed: Karpenter's test.UnschedulablePod(options).
 
     With `cluster_volumes` (the cluster's claims, volumes and classes) the pod's claims are resolved to
     node terms as the controller does (`Volumes.topology`); without, a pod with a claim is unmodelled.
+    csi_volumes: per CSI driver, that many claims (`claim-<i>`) already resolved to it, set on the
+    parsed pod as the controller's resolution would (no volumes in the manifest).
     `live`: parsed as the lifecycle reads a pod that exists (`Pod.from_live`).
     """
     manifest = pod_manifest(name, **options)
     if live:
         return Pod.from_live(manifest)
     if cluster_volumes is None:
-        return Pod.from_manifest(manifest)
-    parsed = Pod.from_manifest(manifest, cluster_volumes.topology(manifest))
-    return dataclasses.replace(parsed, csi_claims=cluster_volumes.csi_claims(manifest))
+        parsed = Pod.from_manifest(manifest)
+    else:
+        parsed = Pod.from_manifest(manifest, cluster_volumes.topology(manifest))
+        parsed = dataclasses.replace(parsed, csi_claims=cluster_volumes.csi_claims(manifest))
+    if csi_volumes:
+        claims = tuple((driver, f"claim-{i}") for driver, count in csi_volumes.items() for i in range(count))
+        parsed = dataclasses.replace(parsed, csi_claims=claims, claims=tuple(name for _, name in claims))
+    return parsed
 
 
 def pods(count: int, *, prefix: str | None = None, **options: Any) -> list[Pod]:
@@ -351,9 +384,13 @@ def launched_labels(
 def node_manifest(
     name: str = "n1",
     *,
-    created: datetime = T0,
+    created: datetime | None = T0,
     ready: bool | None = True,
     reason: str = "KubeletReady",
+    instance_type: str | None = None,
+    zone: str | None = None,
+    capacity_type: str | None = None,
+    arch: str | None = None,
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, Any]] | None = None,
     annotations: Mapping[str, str] | None = None,
@@ -363,27 +400,37 @@ def node_manifest(
     unschedulable: bool = False,
     allocatable: Mapping[str, str] | None = None,
     capacity: Mapping[str, str] | None = None,
+    room: Mapping[str, str] | None = None,
     resource_version: str | None = None,
 ) -> dict[str, Any]:
     """A v1 Node as API JSON: owned by `provisioner` (its karpenter.sh/provisioner-name label; None =
     not karpy's), with a providerID for `instance` (None = none) and a Ready condition (`ready` None =
-    no condition)."""
-    meta: dict[str, Any] = {
-        "name": name,
-        "creationTimestamp": stamp(created),
-        "annotations": dict(annotations or {}),
-        "labels": dict(labels or {}),
+    no condition). created None: no creationTimestamp. instance_type / zone / capacity_type / arch:
+    that well-known label (None = none), before `labels`. room: allocatable and capacity alike (a node
+    reserving nothing) where those are not given."""
+    well_known = {
+        wk.INSTANCE_TYPE: instance_type,
+        wk.ZONE: zone,
+        wk.CAPACITY_TYPE: capacity_type,
+        wk.ARCH: arch,
     }
+    meta: dict[str, Any] = {"name": name}
+    if created is not None:
+        meta["creationTimestamp"] = stamp(created)
+    meta["annotations"] = dict(annotations or {})
+    meta["labels"] = {**{k: v for k, v in well_known.items() if v is not None}, **(labels or {})}
     if provisioner:
         meta["labels"][wk.PROVISIONER_NAME] = provisioner
     if deleting:
-        meta["deletionTimestamp"] = stamp(created)
+        meta["deletionTimestamp"] = stamp(created or T0)
     if resource_version is not None:
         meta["resourceVersion"] = resource_version
     conditions = (
         [] if ready is None else [{"type": "Ready", "status": "True" if ready else "False", "reason": reason}]
     )
     status: dict[str, Any] = {"conditions": conditions}
+    allocatable = room if allocatable is None else allocatable
+    capacity = room if capacity is None else capacity
     if allocatable is not None:
         status["allocatable"] = dict(allocatable)
     if capacity is not None:
@@ -396,9 +443,54 @@ def node_manifest(
     return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
 
 
-def node(name: str = "n1", **options: Any) -> Node:
-    """`node_manifest(name, **options)` as the lifecycle reads it (`Node.from_live`)."""
+def launched_node_manifest(
+    name: str = "n1",
+    instance_type: str = "m5.xlarge",
+    *,
+    zone: str = "us-west-2a",
+    capacity_type: str = "on-demand",
+    labels: Mapping[str, str] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """A node karpy launched: `node_manifest` labelled with `launched_labels`, then `labels`."""
+    launched = launched_labels(name, instance_type, zone=zone, capacity_type=capacity_type)
+    return node_manifest(name, labels={**launched, **(labels or {})}, **options)
+
+
+def node(name: str = "n1", *, launched: str | None = None, **options: Any) -> Node:
+    """`node_manifest(name, **options)` as the lifecycle reads it (`Node.from_live`); with `launched`
+    (an instance type), `launched_node_manifest(name, launched, **options)`."""
+    if launched is not None:
+        return Node.from_live(launched_node_manifest(name, launched, **options))
     return Node.from_live(node_manifest(name, **options))
+
+
+def cluster_node(
+    name: str,
+    zone: str,
+    pods: Sequence[Mapping[str, Any]] = (),
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] = (),
+    allocatable: Mapping[str, Any] | None = None,
+    schedulable: bool = True,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A node of the cluster as the rule checker reads it (tests/unit/scheduling/rulecheck.py): plain
+    data labelled with its hostname and `zone`, then `labels`; `pods` (API JSON) bound to it;
+    allocatable 4 CPU, 16Gi and 110 pods unless given; `**fields` are other fields as written
+    (provisioner, instance_type, attach_limits)."""
+    return {
+        "name": name,
+        **fields,
+        "labels": {wk.HOSTNAME: name, wk.ZONE: zone, **(labels or {})},
+        "taints": [dict(t) for t in taints],
+        "allocatable": dict(allocatable)
+        if allocatable is not None
+        else {"cpu": "4", "memory": "16Gi", "pods": 110},
+        "pods": [{**p, "spec": {**p["spec"], "nodeName": name}} for p in pods],
+        "schedulable": schedulable,
+    }
 
 
 # --- pools ---------------------------------------------------------------------------------------
@@ -414,10 +506,12 @@ def provisioner_manifest(
     weight: int | None = None,
     max_pods: int | None = None,
     annotations: Mapping[str, str] | None = None,
+    status: Mapping[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
     """A karpenter.sh/v1alpha5 Provisioner as API JSON. limits -> spec.limits.resources; max_pods ->
-    kubeletConfiguration.maxPods; `**spec` are spec fields as written (consolidation, provider...)."""
+    kubeletConfiguration.maxPods; status as written; `**spec` are spec fields as written
+    (consolidation, provider...)."""
     body: dict[str, Any] = {}
     if requirements:
         body["requirements"] = [dict(r) for r in requirements]
@@ -435,7 +529,15 @@ def provisioner_manifest(
     metadata: dict[str, Any] = {"name": name}
     if annotations:
         metadata["annotations"] = dict(annotations)
-    return {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": metadata, "spec": body}
+    manifest = {
+        "apiVersion": "karpenter.sh/v1alpha5",
+        "kind": "Provisioner",
+        "metadata": metadata,
+        "spec": body,
+    }
+    if status is not None:
+        manifest["status"] = dict(status)
+    return manifest
 
 
 def provisioner(name: str = "default", **options: Any) -> Provisioner:
@@ -447,18 +549,42 @@ def running_pod_manifest(
     name: str = "p1",
     *,
     owner: str | None = "ReplicaSet",
+    owner_name: str = "o",
     node_name: str = "n1",
     phase: str = "Running",
     **options: Any,
 ) -> dict[str, Any]:
     """A pod the lifecycle finds on a node: bound to `node_name`, in `phase`, owned by an `owner`
-    (None = a bare pod); other keywords as `pod_manifest`."""
-    return pod_manifest(name, owner_kind=owner, owner_name="o", node_name=node_name, phase=phase, **options)
+    kind named `owner_name` (owner None = a bare pod); other keywords as `pod_manifest`."""
+    return pod_manifest(
+        name, owner_kind=owner, owner_name=owner_name, node_name=node_name, phase=phase, **options
+    )
 
 
 def running_pod(name: str = "p1", **options: Any) -> Pod:
     """`running_pod_manifest` as the lifecycle reads it (`Pod.from_live`)."""
     return Pod.from_live(running_pod_manifest(name, **options))
+
+
+def workload_pod(name: str, cpu: str = "1", *, owner: str = "ReplicaSet", **options: Any) -> Pod:
+    """A pod of a workload as the consolidation tests write it (`cpu` positional): `cpu` and 256Mi
+    requested, owned by the `owner` kind named rs ("" = a bare pod), no uid or image; other keywords
+    as `pod`."""
+    return pod(
+        name,
+        uid="",
+        image=None,
+        cpu=cpu,
+        memory="256Mi",
+        owner_kind=owner or None,
+        owner_name="rs",
+        **options,
+    )
+
+
+def workload_pods(prefix: str, count: int, cpu: str = "1") -> list[Pod]:
+    """`count` workload pods named `<prefix>-<i>`."""
+    return [workload_pod(f"{prefix}-{i}", cpu) for i in range(count)]
 
 
 #: The EC2NodeClass a NodePool built here refers to.
@@ -469,6 +595,9 @@ def nodepool_manifest(
     name: str = "np",
     *,
     template_spec: Mapping[str, Any] | None = None,
+    requirements: Sequence[Mapping[str, Any]] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+    startup_taints: Sequence[Mapping[str, Any]] | None = None,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     uid: str | None = None,
@@ -476,13 +605,21 @@ def nodepool_manifest(
     **spec: Any,
 ) -> dict[str, Any]:
     """A karpenter.sh/v1 NodePool as API JSON: `template_spec` given whole (default: no requirements,
-    the `default` EC2NodeClass); labels / annotations -> template.metadata; `**spec` are spec fields as
-    written (disruption, limits, weight, replicas...)."""
-    template: dict[str, Any] = {
-        "spec": dict(template_spec)
+    the `default` EC2NodeClass), then `requirements`, `taints` and `startup_taints` set in it;
+    labels / annotations -> template.metadata; `**spec` are spec fields as written (disruption,
+    limits, weight, replicas...)."""
+    body = (
+        dict(template_spec)
         if template_spec is not None
         else {"requirements": [], "nodeClassRef": dict(NODE_CLASS_REF)}
-    }
+    )
+    if requirements is not None:
+        body["requirements"] = [dict(r) for r in requirements]
+    if taints is not None:
+        body["taints"] = [dict(t) for t in taints]
+    if startup_taints is not None:
+        body["startupTaints"] = [dict(t) for t in startup_taints]
+    template: dict[str, Any] = {"spec": body}
     if labels is not None or annotations is not None:
         template["metadata"] = {
             **({"labels": dict(labels)} if labels is not None else {}),

@@ -13,17 +13,18 @@ through `extender.cli.main`, with the KARPY_* environment a controller of this c
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
 import pytest
 
 from extender.api import labels as wk
+from tests import builders
 from tests.integration.helpers import (
     Karpy,
     create_pods,
     karpy_cli_json,
     nodepool,
-    pod_manifest,
     provisioner,
     unique,
     wait_for,
@@ -35,10 +36,8 @@ TAG = "karpy.test/explain"
 BIND_SECONDS = 90
 
 
-def _pod(name: str, cpu: str, tag: str, selector: dict[str, str], **spec: Any) -> dict[str, Any]:
-    manifest = pod_manifest(name, cpu, selector={TAG: tag, **selector})
-    manifest["spec"].update(spec)
-    return manifest
+#: An inflate pod (tests/integration/helpers.pod_manifest's); give it `cpu` and a `nodeSelector`.
+_pod = partial(builders.pod_manifest, **builders.INFLATE)
 
 
 def _explain(cluster: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> dict:
@@ -144,8 +143,12 @@ def test_explain_names_each_pools_first_rule_and_its_change_admits_the_pod(
         taints=[{"key": "team", "value": "mv", "effect": "NoSchedule"}],
     )
     # A pod in us-west-2a the anti-affinity pod must keep away from (its zone is all `arm` offers).
-    db = _pod(f"db-{tag}", "500m", tag, {wk.PROVISIONER_NAME: arm})
-    db["metadata"]["labels"] = {"app": f"db-{tag}"}
+    db = _pod(
+        f"db-{tag}",
+        cpu="500m",
+        labels={"app": f"db-{tag}"},
+        nodeSelector={TAG: tag, wk.PROVISIONER_NAME: arm},
+    )
     create_pods(core_v1, namespace, [db])
     wait_for(
         lambda: core_v1.read_namespaced_pod(db["metadata"]["name"], namespace).spec.node_name,
@@ -163,26 +166,39 @@ def test_explain_names_each_pools_first_rule_and_its_change_admits_the_pod(
     }
     foo = _pod(
         "unknown",
-        "500m",
-        tag,
-        {wk.PROVISIONER_NAME: gpu},
+        cpu="500m",
+        guaranteed={"example.com/foo": "1"},
+        nodeSelector={TAG: tag, wk.PROVISIONER_NAME: gpu},
         tolerations=[{"key": "dedicated", "operator": "Exists"}],
     )
-    foo["spec"]["containers"][0]["resources"]["requests"]["example.com/foo"] = "1"
-    foo["spec"]["containers"][0]["resources"]["limits"] = {"example.com/foo": "1"}
     pods = {
-        "arch": _pod("arch", "500m", tag, {wk.ARCH: "amd64"}),
-        "zone": _pod("zone", "500m", tag, {wk.ZONE: "us-west-2b"}),
-        "taint": _pod("taint", "500m", tag, {wk.PROVISIONER_NAME: gpu}),
-        "limit": _pod("limit", "500m", tag, {wk.PROVISIONER_NAME: small}, tolerations=tolerate["small"]),
-        "toobig": _pod("toobig", "8", tag, {wk.ARCH: "amd64"}, tolerations=tolerate["small"]),
+        "arch": _pod("arch", cpu="500m", nodeSelector={TAG: tag, wk.ARCH: "amd64"}),
+        "zone": _pod("zone", cpu="500m", nodeSelector={TAG: tag, wk.ZONE: "us-west-2b"}),
+        "taint": _pod("taint", cpu="500m", nodeSelector={TAG: tag, wk.PROVISIONER_NAME: gpu}),
+        "limit": _pod(
+            "limit",
+            cpu="500m",
+            nodeSelector={TAG: tag, wk.PROVISIONER_NAME: small},
+            tolerations=tolerate["small"],
+        ),
+        "toobig": _pod(
+            "toobig", cpu="8", nodeSelector={TAG: tag, wk.ARCH: "amd64"}, tolerations=tolerate["small"]
+        ),
         "unknown": foo,
         "minvalues": _pod(
-            "minvalues", "500m", tag, {wk.NODEPOOL: mv}, tolerations=[{"key": "team", "operator": "Exists"}]
+            "minvalues",
+            cpu="500m",
+            nodeSelector={TAG: tag, wk.NODEPOOL: mv},
+            tolerations=[{"key": "team", "operator": "Exists"}],
         ),
-        "anti": _pod("anti", "500m", tag, {wk.PROVISIONER_NAME: arm}, affinity=anti),
+        "anti": _pod(
+            "anti",
+            cpu="500m",
+            labels={"app": f"db-{tag}"},
+            nodeSelector={TAG: tag, wk.PROVISIONER_NAME: arm},
+            affinity=anti,
+        ),
     }
-    pods["anti"]["metadata"]["labels"] = {"app": f"db-{tag}"}
     create_pods(core_v1, namespace, list(pods.values()))
 
     # Each pod's most relevant pool, its first rule there, and words the user reads.

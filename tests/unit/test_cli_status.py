@@ -28,45 +28,25 @@ def ago(seconds: float) -> datetime:
     return datetime.fromtimestamp(NOW - seconds, UTC)
 
 
-def provisioner(
-    name: str, *, weight: int = 0, ttl: int | None = 30, capacity: tuple[str, ...] = ("spot",)
-) -> dict:
-    manifest = builders.provisioner_manifest(
-        name,
-        requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)}],
-        weight=weight or None,
-        **({"ttlSecondsAfterEmpty": ttl} if ttl is not None else {}),
-    )
-    manifest["status"] = {"resources": {"cpu": "8", "memory": "16Gi"}}
-    return manifest
+#: A spot-only Provisioner whose nodes hold 8 CPU and 16Gi; keywords as tests.builders.provisioner_manifest.
+provisioner = partial(
+    builders.provisioner_manifest,
+    requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
+    status={"resources": {"cpu": "8", "memory": "16Gi"}},
+)
 
 
-def node(
-    name: str,
-    instance_type: str,
-    *,
-    zone: str = "us-west-2a",
-    capacity_type: str = "spot",
-    age: float = 300,
-    ready: bool = True,
-    cordoned: bool = False,
-    cpu: str = "4",
-    memory: str = "8Gi",
-) -> dict:
-    return builders.node_manifest(
-        name,
-        created=ago(age),
-        instance=None,
-        labels={
-            "node.kubernetes.io/instance-type": instance_type,
-            "topology.kubernetes.io/zone": zone,
-            "karpenter.sh/capacity-type": capacity_type,
-            "kubernetes.io/arch": "amd64",
-        },
-        unschedulable=cordoned,
-        ready=ready,
-        capacity={"cpu": cpu, "memory": memory, "pods": "58"},
-    )
+#: A karpy spot node of 4 CPU and 8Gi in us-west-2a, 5 minutes old, no providerID; keywords as
+#: tests.builders.node_manifest.
+node = partial(
+    builders.node_manifest,
+    created=ago(300),
+    instance=None,
+    zone="us-west-2a",
+    capacity_type="spot",
+    arch="amd64",
+    capacity={"cpu": "4", "memory": "8Gi", "pods": "58"},
+)
 
 
 #: A pod asking 1 CPU and 512Mi, Unschedulable since 10 s ago; keywords as tests.builders.pod_manifest.
@@ -88,14 +68,24 @@ PRICES = PriceBook(
 
 def test_summarize_counts_prices_and_orders_rows() -> None:
     nodes = [
-        node("n-old", "c5.xlarge", age=7200),
-        node("n-new", "m5.large", capacity_type="on-demand", age=30, zone="us-west-2b", ready=False),
+        node("n-old", instance_type="c5.xlarge", created=ago(7200)),
+        node(
+            "n-new",
+            instance_type="m5.large",
+            capacity_type="on-demand",
+            created=ago(30),
+            zone="us-west-2b",
+            ready=False,
+        ),
     ]
     assigned = [waiting_pod(f"inflate-{i}", node_name="n-old") for i in range(3)] + [
         waiting_pod("other", node_name="elsewhere")
     ]
     result = status.summarize(
-        pools(provisioner("spot-only", weight=10), provisioner("default")),
+        pools(
+            provisioner("spot-only", weight=10, ttlSecondsAfterEmpty=30),
+            provisioner("default", ttlSecondsAfterEmpty=30),
+        ),
         nodes,
         [waiting_pod("waiting", created=ago(42))],
         assigned,
@@ -139,9 +129,22 @@ def test_summarize_counts_prices_and_orders_rows() -> None:
 
 def test_unknown_types_fall_back_to_the_documented_estimate() -> None:
     on_demand = status.node_row(
-        node("n", "zz9.huge", capacity_type="on-demand", cpu="8", memory="32Gi"), 0, PriceBook(), NOW
+        node(
+            "n",
+            instance_type="zz9.huge",
+            capacity_type="on-demand",
+            capacity={"cpu": "8", "memory": "32Gi", "pods": "58"},
+        ),
+        0,
+        PriceBook(),
+        NOW,
     )
-    spot = status.node_row(node("n", "zz9.huge", cpu="8", memory="32Gi"), 0, PriceBook(), NOW)
+    spot = status.node_row(
+        node("n", instance_type="zz9.huge", capacity={"cpu": "8", "memory": "32Gi", "pods": "58"}),
+        0,
+        PriceBook(),
+        NOW,
+    )
     assert on_demand.price_source == "estimate"
     assert on_demand.price == pytest.approx(estimate("zz9.huge", Shape(cpu=8, memory_gib=32)))
     assert (spot.price, spot.price_source) == (on_demand.price, "estimate")
@@ -149,8 +152,8 @@ def test_unknown_types_fall_back_to_the_documented_estimate() -> None:
 
 def test_render_shows_every_section_and_the_hourly_total() -> None:
     result = status.summarize(
-        pools(provisioner("default", ttl=None)),
-        [node("ip-10-0-1-4", "c5.xlarge", cordoned=True)],
+        pools(provisioner("default")),
+        [node("ip-10-0-1-4", instance_type="c5.xlarge", unschedulable=True)],
         [waiting_pod("p", created=ago(90))],
         [],
         prices=PRICES,
@@ -181,7 +184,7 @@ def test_render_shows_every_section_and_the_hourly_total() -> None:
 
 
 def test_json_output_is_the_same_rows() -> None:
-    result = status.summarize([], [node("n", "c5.xlarge")], [], [], prices=PRICES, now=NOW)
+    result = status.summarize([], [node("n", instance_type="c5.xlarge")], [], [], prices=PRICES, now=NOW)
     data = json.loads(status.as_json(result))
     assert data["nodes"][0]["instance_type"] == "c5.xlarge"
     assert data["pricePerHour"] == pytest.approx(0.068)
@@ -235,7 +238,7 @@ def test_a_nodepool_has_a_row_read_from_its_v1_fields_and_counts_its_nodes() -> 
         },
         "status": {"resources": {"cpu": "4", "memory": "8Gi"}},
     }
-    owned = node("n-v1", "c5.xlarge")
+    owned = node("n-v1", instance_type="c5.xlarge")
     owned["metadata"]["labels"].pop("karpenter.sh/provisioner-name")
     owned["metadata"]["labels"]["karpenter.sh/nodepool"] = "v1pool"
     result = status.summarize(pools(pool), [owned], [], [], prices=PRICES, now=NOW)
@@ -264,9 +267,11 @@ def test_a_provisioners_memory_reads_in_the_largest_unit(quantity: str, text: st
 def test_an_invalid_provisioner_is_listed_with_why_karpy_leaves_it_out() -> None:
     """Status shows the pools as the controller loads them (extender/api): one that does not load
     has no weight or TTL to show, and says why, rather than rows read from a manifest karpy ignores."""
-    bad = provisioner("broken", ttl=None)
+    bad = provisioner("broken")
     bad["spec"]["limits"] = {"resources": {"memory": "lots"}}
-    result = status.summarize(pools(bad, provisioner("fine")), [], [], [], prices=PRICES, now=NOW)
+    result = status.summarize(
+        pools(bad, provisioner("fine", ttlSecondsAfterEmpty=30)), [], [], [], prices=PRICES, now=NOW
+    )
     broken, fine = result.provisioners
     assert (fine.name, fine.problem) == ("fine", "")
     assert broken.name == "broken" and broken.problem.startswith("spec.limits.resources.memory")
@@ -291,7 +296,12 @@ def test_the_cost_line_prices_the_nodes_just_listed_not_the_controllers_lagging_
     """Seen in `make demo`: NODES (1, $0.3060/h) above `COST $0.0000/h`, the controller's
     karpy_nodes_price gauge not yet counting a node launched 4 s before."""
     listed = status.summarize(
-        pools(provisioner("default")), [node("n1", "c5.xlarge")], [], [], prices=PRICES, now=NOW
+        pools(provisioner("default", ttlSecondsAfterEmpty=30)),
+        [node("n1", instance_type="c5.xlarge")],
+        [],
+        [],
+        prices=PRICES,
+        now=NOW,
     )
     lagging = "# TYPE karpy_nodes_price_dollars_per_hour gauge\nkarpy_nodes_price_dollars_per_hour 0.0\n"
     figures = status.from_controller(listed, lagging)

@@ -86,12 +86,6 @@ def test_figures_from_the_controllers_metrics_are_the_dashboards() -> None:
     assert "lower bound of $0.0800/h (1.25x)" in text
 
 
-def node(name: str, provisioner: str, cpu: str) -> dict:
-    return builders.node_manifest(
-        name, provisioner=provisioner, instance=None, ready=None, capacity={"cpu": cpu, "memory": "16Gi"}
-    )
-
-
 def started(scheduled: float | None, ready: float | None) -> list[dict]:
     """A pod's PodScheduled (when `scheduled`) and Ready conditions, `ready` None = not Ready."""
     conditions = []
@@ -128,7 +122,12 @@ def test_figures_from_the_api_read_the_pods_on_karpys_nodes_now() -> None:
         },
     }
     provisioners = [load_configured(obj, plan_settings()) for obj in (v1alpha5, nodepool)]
-    nodes = [node("n1", "a", "4"), node("n2", "a", "8")]
+    nodes = [
+        builders.node_manifest(
+            n, provisioner="a", instance=None, ready=None, capacity={"cpu": cpu, "memory": "16Gi"}
+        )
+        for n, cpu in (("n1", "4"), ("n2", "8"))
+    ]
     assigned = [
         bound_pod("p1", node_name="n1", conditions=started(4, 6)),
         bound_pod("p2", node_name="n1", conditions=started(10, None)),  # not Ready yet

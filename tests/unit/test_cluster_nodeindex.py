@@ -3,24 +3,21 @@ creations counted before their events arrive."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from extender.cluster.nodeindex import NodeIndex
 from tests import builders
 
-
-def node(name: str, cpu: str = "4", version: str = "1", **labels: str) -> dict[str, Any]:
-    room = {"cpu": cpu, "pods": "110"}
-    return builders.node_manifest(
-        name,
-        provisioner=None,
-        instance=None,
-        ready=None,
-        labels=labels,
-        resource_version=version,
-        allocatable=room,
-        capacity=room,
-    )
+#: A node not karpy's of 4 CPU, 110 pods, at resourceVersion 1; keywords as tests.builders.node_manifest.
+node = partial(
+    builders.node_manifest,
+    provisioner=None,
+    instance=None,
+    ready=None,
+    resource_version="1",
+    room={"cpu": "4", "pods": "110"},
+)
 
 
 def names(index: NodeIndex) -> dict[str, float]:
@@ -36,26 +33,26 @@ def synced(*nodes: dict[str, Any]) -> NodeIndex:
 
 def test_events_add_modify_and_delete_nodes() -> None:
     index = synced(node("a"), node("b"))
-    index.apply("ADDED", node("c", version="11"))
-    index.apply("MODIFIED", node("a", cpu="8", version="12"))
-    index.apply("DELETED", node("b", version="13"))
+    index.apply("ADDED", node("c", resource_version="11"))
+    index.apply("MODIFIED", node("a", room={"cpu": "8", "pods": "110"}, resource_version="12"))
+    index.apply("DELETED", node("b", resource_version="13"))
     index.apply("BOOKMARK", {"metadata": {"resourceVersion": "14"}})
     assert names(index) == {"a": 8, "c": 4} and index.resource_version == "14"
 
 
 def test_a_node_karpy_cannot_parse_is_left_out_and_the_watch_goes_on() -> None:
-    index = synced(node("a"), node("bad", cpu="lots"))
-    index.apply("MODIFIED", node("a", cpu="nope", version="11"))
-    index.apply("ADDED", node("c", version="12"))
+    index = synced(node("a"), node("bad", room={"cpu": "lots", "pods": "110"}))
+    index.apply("MODIFIED", node("a", room={"cpu": "nope", "pods": "110"}, resource_version="11"))
+    index.apply("ADDED", node("c", resource_version="12"))
     assert names(index) == {"c": 4}
 
 
 def test_a_created_node_counts_until_its_event_arrives_and_never_overrides_it() -> None:
     index = synced(node("a"))
-    index.assume(node("new", cpu="2"))
+    index.assume(node("new", room={"cpu": "2", "pods": "110"}))
     assert names(index) == {"a": 4, "new": 2}
-    index.apply("ADDED", node("seen", cpu="16", version="11"))
-    index.assume(node("seen", cpu="1"))
+    index.apply("ADDED", node("seen", room={"cpu": "16", "pods": "110"}, resource_version="11"))
+    index.assume(node("seen", room={"cpu": "1", "pods": "110"}))
     assert names(index)["seen"] == 16
 
 

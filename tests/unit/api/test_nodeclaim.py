@@ -8,12 +8,12 @@ consolidation.go), and the Ready root of awslabs/operatorpkg status/condition_se
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
 from extender.api import labels as wk
 from extender.api import nodeclaim as nc
-from extender.api.node import Node
 from extender.api.nodeclass import AMI_ID_ANNOTATION
 from extender.api.provisioner import Provisioner, Requirement, Taint
 from extender.api.resources import Resources
@@ -40,32 +40,23 @@ POOL = Provisioner(
 )
 
 
-def node(
-    *,
-    ready: bool | None = True,
-    reason: str = "KubeletReady",
-    taints: list[dict[str, str]] | None = None,
-    allocatable: dict[str, str] | None = None,
-) -> Node:
-    name = "ip-10-0-1-7.ec2.internal"
-    manifest = builders.node_manifest(
-        name,
-        provisioner="general",
-        instance="i-0abc123",
-        ready=ready,
-        reason=reason,
-        labels={
-            **builders.launched_labels(name, "m5.large", capacity_type="spot"),
-            "karpenter.k8s.aws/instance-family": "m5",
-        },
-        annotations={AMI_ID_ANNOTATION: "ami-0123"},
-        taints=taints
-        if taints is not None
-        else [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
-        capacity={"cpu": "2", "memory": "8Gi", "pods": "29"},
-        allocatable=allocatable or {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
-    )
-    return Node.from_manifest(manifest)
+#: The allocatable of the node below unless a test gives one.
+ALLOCATABLE = {"cpu": "1930m", "memory": "7Gi", "pods": "29"}
+#: The Node karpy launched for the claim: an m5.large spot node of `general`, tainted dedicated=web
+#: unless a test gives `taints`; keywords as tests.builders.node.
+node = partial(
+    builders.node,
+    "ip-10-0-1-7.ec2.internal",
+    launched="m5.large",
+    capacity_type="spot",
+    provisioner="general",
+    instance="i-0abc123",
+    labels={"karpenter.k8s.aws/instance-family": "m5"},
+    annotations={AMI_ID_ANNOTATION: "ami-0123"},
+    taints=[{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+    capacity={"cpu": "2", "memory": "8Gi", "pods": "29"},
+    allocatable=ALLOCATABLE,
+)
 
 
 def kinds(conditions: nc.Conditions) -> dict[str, tuple[str, str]]:
@@ -284,7 +275,7 @@ def test_initialized_waits_for_startup_taints_ephemeral_taints_and_requested_res
     requests = Resources.parse({"cpu": "1", "nvidia.com/gpu": "1"}) if allocatable else Resources.of(cpu=1)
     c = nc.lifecycle(
         nc.launched(now=T0),
-        node(taints=taints, allocatable=allocatable),
+        node(taints=taints, allocatable=allocatable or ALLOCATABLE),
         startup_taints=startup,
         requests=requests,
         now=T1,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
@@ -32,21 +33,19 @@ EBS = {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoSchedule"}
 NOTES = {"example.com/owner": "team-a", "karpenter.sh/do-not-disrupt": "true"}
 
 
-def pool(startup: list[dict[str, str]] | None = None, annotations: dict[str, str] | None = None) -> Any:
-    spec: dict[str, Any] = {
-        "requirements": [],
-        "nodeClassRef": dict(builders.NODE_CLASS_REF),
-        "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
-    }
-    if startup is not None:
-        spec["startupTaints"] = startup
-    return builders.nodepool_manifest(
-        "np", uid="np-uid", labels={"team": "a"}, annotations=annotations, template_spec=spec
-    )
+#: The NodePool here: tainted dedicated=web, nodes labelled team=a; give it `startup_taints` and
+#: template `annotations`.
+pool = partial(
+    builders.nodepool_manifest,
+    "np",
+    uid="np-uid",
+    labels={"team": "a"},
+    taints=[{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+)
 
 
 def test_startup_taints_and_template_annotations_land_in_the_model() -> None:
-    prov = load_nodepool(pool([CILIUM, EBS], NOTES))
+    prov = load_nodepool(pool(startup_taints=[CILIUM, EBS], annotations=NOTES))
     assert prov.startup_taints == (
         Taint("node.cilium.io/agent-not-ready", "NoExecute", "true"),
         Taint("ebs.csi.aws.com/agent-not-ready", "NoSchedule"),
@@ -59,7 +58,12 @@ def test_startup_taints_and_template_annotations_land_in_the_model() -> None:
 
 def test_bad_startup_taints_and_annotation_keys_are_named() -> None:
     with pytest.raises(ValidationError) as err:
-        load_nodepool(pool([{"key": "a", "effect": "NoBind"}], {"not a key": "x", "ok/key": "y"}))
+        load_nodepool(
+            pool(
+                startup_taints=[{"key": "a", "effect": "NoBind"}],
+                annotations={"not a key": "x", "ok/key": "y"},
+            )
+        )
     messages = err.value.messages
     assert any(m.startswith('spec.template.spec.startupTaints[0].effect: "NoBind" not in') for m in messages)
     assert any(
@@ -72,7 +76,7 @@ def test_bad_startup_taints_and_annotation_keys_are_named() -> None:
 def test_the_solver_plans_a_pod_that_does_not_tolerate_a_startup_taint() -> None:
     """Karpenter docs concepts/nodepools: "pods do not need to tolerate the taint"; a regular taint
     of the same NodePool still has to be tolerated."""
-    prov = load_nodepool(pool([CILIUM]))
+    prov = load_nodepool(pool(startup_taints=[CILIUM]))
     tolerates_dedicated = [{"key": "dedicated", "operator": "Exists"}]
     plan = solve(
         [builders.pod("a", cpu="1", tolerations=tolerates_dedicated), builders.pod("b", cpu="1")],
@@ -98,22 +102,25 @@ def instance() -> Instance:
     )
 
 
-def node_manifest(prov: Any) -> dict[str, Any]:
+def launcher_node_manifest(prov: Any) -> dict[str, Any]:
+    """The Node manifest karpy's launcher writes for a pod planned on `prov`."""
     tolerates = [{"key": "dedicated", "operator": "Exists"}]
     (planned,) = solve([builders.pod("a", cpu="1", tolerations=tolerates)], [prov], catalog()).nodes
     return launcher.node_for(instance(), planned, prov)
 
 
 def launched(prov: Any) -> Node:
-    return Node.from_manifest(node_manifest(prov))
+    return Node.from_manifest(launcher_node_manifest(prov))
 
 
 def test_the_node_carries_the_startup_taints_and_the_template_annotations() -> None:
-    prov = load_nodepool(pool([CILIUM, EBS], {**NOTES, wk.PROVISIONER_HASH_ANNOTATION: "mine"}))
+    prov = load_nodepool(
+        pool(startup_taints=[CILIUM, EBS], annotations={**NOTES, wk.PROVISIONER_HASH_ANNOTATION: "mine"})
+    )
     node = launched(prov)
     assert node.taints == (*prov.taints, *prov.startup_taints, launcher.NOT_READY)
     assert node.startup_taints == prov.startup_taints
-    annotations = node_manifest(prov)["metadata"]["annotations"]
+    annotations = launcher_node_manifest(prov)["metadata"]["annotations"]
     assert {k: annotations[k] for k in NOTES} == NOTES
     # karpy's own stamps win over a template annotation of the same key.
     assert annotations[wk.PROVISIONER_HASH_ANNOTATION] == provisioner_hash(prov)
@@ -157,7 +164,7 @@ def test_the_solver_view_of_a_karpy_node_leaves_its_startup_taints_out() -> None
 
 
 def test_the_nodeclaim_carries_startup_taints_apart_and_the_template_annotations() -> None:
-    prov = load_nodepool(pool([CILIUM], NOTES))
+    prov = load_nodepool(pool(startup_taints=[CILIUM], annotations=NOTES))
     node = launched(prov)
     claim = nc.manifest(prov, node, "i-0abc", requests=Resources())
     assert claim["spec"]["taints"] == [{"key": "dedicated", "effect": "NoSchedule", "value": "web"}]
@@ -187,12 +194,12 @@ def test_the_hash_covers_them_and_is_unchanged_without_them() -> None:
     bare = load_nodepool(pool())
     assert "startup_taints" not in node_shape(bare) and "annotations" not in node_shape(bare)
     assert provisioner_hash(bare) == provisioner_hash(replace(bare, startup_taints=(), annotations={}))
-    with_startup = load_nodepool(pool([CILIUM]))
+    with_startup = load_nodepool(pool(startup_taints=[CILIUM]))
     with_notes = load_nodepool(pool(annotations=NOTES))
     hashes = {provisioner_hash(p) for p in (bare, with_startup, with_notes)}
     assert len(hashes) == 3
-    assert provisioner_hash(load_nodepool(pool([EBS, CILIUM]))) == provisioner_hash(
-        load_nodepool(pool([CILIUM, EBS]))
+    assert provisioner_hash(load_nodepool(pool(startup_taints=[EBS, CILIUM]))) == provisioner_hash(
+        load_nodepool(pool(startup_taints=[CILIUM, EBS]))
     )
 
 

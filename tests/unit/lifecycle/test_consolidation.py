@@ -7,6 +7,7 @@ v0.15-v0.34) name the test they follow.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any
 
 import pytest
@@ -16,14 +17,13 @@ from extender.api.affinity import LabelSelector
 from extender.api.disruption import MIN_SAVINGS_ANNOTATION
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Taint
-from extender.api.resources import Resources
 from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation.decide import Method, decide, plan
 from extender.lifecycle.consolidation.eligibility import candidates, free_slots
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, PdbAllowance, Settings
 from extender.scheduling.instancetypes import InstanceType
-from extender.scheduling.plan import ExistingNode
 from tests import builders
+from tests.model_builders import node_state
 
 from ..scheduling.builders import spot_discounted_catalog as catalog
 
@@ -53,57 +53,10 @@ def types() -> dict[str, InstanceType]:
     return {t.name: t for t in catalog()}
 
 
-def pod(name: str, cpu: str = "1", *, owner: str = "ReplicaSet", **meta: Any) -> Pod:
-    return builders.pod(
-        name,
-        uid="",
-        image=None,
-        cpu=cpu,
-        memory="256Mi",
-        owner_kind=owner or None,
-        owner_name="rs",
-        **meta,
-    )
-
-
-def node(
-    name: str,
-    instance_type: str,
-    pods: list[Pod],
-    *,
-    capacity_type: str = "on-demand",
-    provisioner: str = "default",
-    age: float = 3600.0,
-    **state: Any,
-) -> NodeState:
-    it = types()[instance_type]
-    requested = Resources()
-    for p in pods:
-        requested = requested + p.requests
-    price = min(o.price for o in it.offerings if o.capacity_type == capacity_type and o.zone == "us-west-2a")
-    return NodeState(
-        node=ExistingNode(
-            name=name,
-            provisioner=provisioner,
-            instance_type=instance_type,
-            labels={
-                **it.labels(),
-                wk.HOSTNAME: name,
-                wk.ZONE: "us-west-2a",
-                wk.CAPACITY_TYPE: capacity_type,
-                wk.PROVISIONER_NAME: provisioner,
-            },
-            taints=(),
-            allocatable=it.allocatable,
-            requested=requested,
-            pod_count=len(pods),
-            pods=tuple(pods),
-        ),
-        price=price,
-        capacity_type=capacity_type,
-        age_seconds=age,
-        **state,
-    )
+#: Consolidation's pods and nodes (other test files import them from here).
+pod = builders.workload_pod
+pods = builders.workload_pods
+node = partial(node_state, types=catalog())
 
 
 def view(*nodes: NodeState, provisioners: tuple[Provisioner, ...] | None = None, **kw: Any) -> ClusterView:
@@ -113,10 +66,6 @@ def view(*nodes: NodeState, provisioners: tuple[Provisioner, ...] | None = None,
         nodes=nodes,
         **kw,
     )
-
-
-def pods(prefix: str, count: int, cpu: str = "1") -> list[Pod]:
-    return [pod(f"{prefix}-{i}", cpu) for i in range(count)]
 
 
 # --- methods ---------------------------------------------------------------------------------------
@@ -278,12 +227,7 @@ def test_pending_pods_or_a_batch_in_flight_stop_consolidation() -> None:
     # a node NotReady for longer than a launch takes is broken, not launching
     assert decide(view(busy, node("broken", "m5.large", [], ready=False, age=3600.0))) is not None
     # a pending pod no Provisioner of this cluster would take does not hold the others back
-    gpu_only = Pod.from_manifest(
-        {
-            "metadata": {"name": "g", "namespace": "default"},
-            "spec": {"nodeSelector": {wk.PROVISIONER_NAME: "elsewhere"}, "containers": [{"name": "c"}]},
-        }
-    )
+    gpu_only = builders.pod("g", uid="", image=None, node_selector={wk.PROVISIONER_NAME: "elsewhere"})
     assert decide(view(busy, pending=(gpu_only,))) is not None
 
 
@@ -371,27 +315,17 @@ def test_single_node_tries_only_the_budget_many_least_used_candidates() -> None:
 
 def pinned(name: str) -> Pod:
     """A pod that only an m5.xlarge tainted `pin` takes, never beside another pinned pod."""
-    return Pod.from_manifest(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "default",
-                "labels": {"app": "pin"},
-                "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
-            },
-            "spec": {
-                "nodeSelector": {wk.INSTANCE_TYPE: "m5.xlarge"},
-                "tolerations": [{"key": "pin", "operator": "Exists"}],
-                "affinity": {
-                    "podAntiAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {"labelSelector": {"matchLabels": {"app": "pin"}}, "topologyKey": wk.HOSTNAME}
-                        ]
-                    }
-                },
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "256Mi"}}}],
-            },
-        }
+    return builders.pod(
+        name,
+        uid="",
+        image=None,
+        labels={"app": "pin"},
+        owners=[{"kind": "ReplicaSet", "name": "rs", "controller": True}],
+        node_selector={wk.INSTANCE_TYPE: "m5.xlarge"},
+        tolerations=[{"key": "pin", "operator": "Exists"}],
+        pod_anti_requirements=[builders.term(wk.HOSTNAME, {"app": "pin"})],
+        cpu="1",
+        memory="256Mi",
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import yaml
@@ -24,29 +25,16 @@ spec:
 """
 
 
-def node(name: str, instance_type: str = "m5.xlarge") -> dict[str, Any]:
-    return builders.node_manifest(
-        name,
-        created=datetime(2026, 1, 1, tzinfo=UTC),
-        instance=None,
-        labels=builders.launched_labels(name, instance_type),
-        allocatable={"cpu": "3920m", "memory": "14Gi", "pods": "58"},
-        capacity={"cpu": "4", "memory": "16Gi", "pods": "58"},
-    )
-
-
-def pod(name: str, node_name: str, cpu: str = "1", **annotations: str) -> dict[str, Any]:
-    return builders.pod_manifest(
-        name,
-        uid="",
-        image=None,
-        annotations=annotations,
-        owner_kind="ReplicaSet",
-        owner_name="rs",
-        node_name=node_name,
-        cpu=cpu,
-        phase="Running",
-    )
+#: A karpy node of 4 CPU, 16Gi (3920m, 14Gi allocatable); the instance type follows the name.
+cli_node = partial(
+    builders.launched_node_manifest,
+    created=datetime(2026, 1, 1, tzinfo=UTC),
+    instance=None,
+    allocatable={"cpu": "3920m", "memory": "14Gi", "pods": "58"},
+    capacity={"cpu": "4", "memory": "16Gi", "pods": "58"},
+)
+#: A Running pod of a ReplicaSet `rs` asking 1 CPU; give it `node_name`.
+cli_pod = partial(builders.running_pod_manifest, uid="", image=None, owner_name="rs", cpu="1")
 
 
 def run(tmp_path, capsys, docs: list[dict[str, Any]], *extra: str):
@@ -70,7 +58,14 @@ def run(tmp_path, capsys, docs: list[dict[str, Any]], *extra: str):
 
 
 def test_three_half_empty_nodes_are_consolidated_on_paper(tmp_path, capsys):
-    docs = [d for i in range(3) for d in (node(f"n{i}"), pod(f"p{i}", f"n{i}"))]
+    docs = [
+        d
+        for i in range(3)
+        for d in (
+            cli_node(f"n{i}"),
+            cli_pod(f"p{i}", node_name=f"n{i}"),
+        )
+    ]
     code, out = run(tmp_path, capsys, docs)
     assert code == 0, out.err
     lines = out.out.splitlines()
@@ -86,14 +81,22 @@ def test_do_not_evict_pods_keep_their_nodes_on_paper_too(tmp_path, capsys):
     docs = [
         d
         for i in range(3)
-        for d in (node(f"n{i}"), pod(f"p{i}", f"n{i}", **{wk.DO_NOT_EVICT_ANNOTATION: "true"}))
+        for d in (
+            cli_node(f"n{i}"),
+            cli_pod(f"p{i}", node_name=f"n{i}", annotations={wk.DO_NOT_EVICT_ANNOTATION: "true"}),
+        )
     ]
     code, out = run(tmp_path, capsys, docs, "-o", "json")
     assert code == 0 and json.loads(out.out) == []
 
 
 def test_a_node_replanned_into_two_is_described_with_both(tmp_path, capsys):
-    docs = [node("n", "c5a.2xlarge"), pod("a", "n", "500m"), pod("b", "n", "500m"), pod("c", "n", "3")]
+    docs = [
+        cli_node("n", "c5a.2xlarge"),
+        cli_pod("a", node_name="n", cpu="500m"),
+        cli_pod("b", node_name="n", cpu="500m"),
+        cli_pod("c", node_name="n", cpu="3"),
+    ]
     code, out = run(tmp_path, capsys, docs)
     assert code == 0, out.err
     assert out.out.splitlines()[0].startswith("Consolidating 1 node(s) into 2 node(s): ")

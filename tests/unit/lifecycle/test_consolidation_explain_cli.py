@@ -15,7 +15,7 @@ from extender.cli.consolidation import last_pod_starts
 from extender.cli.main import main
 from tests.unit.scheduling.builders import DATA
 
-from .test_consolidation_cli import PROVISIONER, node, pod
+from .test_consolidation_cli import PROVISIONER, cli_node, cli_pod
 
 
 def argv(tmp_path: Path, docs: list[dict[str, Any]], *extra: str) -> list[str]:
@@ -42,9 +42,8 @@ def pdb(allowed: int) -> dict[str, Any]:
 
 
 def cluster() -> list[dict[str, Any]]:
-    guarded = pod("g", "light", "500m")
-    guarded["metadata"]["labels"] = {"app": "guarded"}
-    return [node("busy"), node("light"), pod("a", "busy", "2"), guarded]
+    guarded = cli_pod("g", node_name="light", cpu="500m", labels={"app": "guarded"})
+    return [cli_node("busy"), cli_node("light"), cli_pod("a", node_name="busy", cpu="2"), guarded]
 
 
 def test_a_pdb_blocker_and_the_move_it_holds_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ from extender.lifecycle.consolidation import snapshot
 
 from ..scheduling.builders import catalog
 from .test_consolidation import provisioner
-from .test_consolidation_cli import node, pod
+from .test_consolidation_cli import cli_node, cli_pod
 
 NOW = datetime(2026, 1, 1, 1, 0, 0, tzinfo=UTC)
 
@@ -22,13 +22,11 @@ def build(**kw):
 
 
 def test_nodes_carry_price_age_and_what_makes_them_leave() -> None:
-    cordoned = node("c")
-    cordoned["spec"] = {"unschedulable": True}
-    protected = node("k")
-    protected["metadata"]["annotations"] = {wk.DO_NOT_CONSOLIDATE_ANNOTATION: "true"}
+    cordoned = cli_node("c", unschedulable=True)
+    protected = cli_node("k", annotations={wk.DO_NOT_CONSOLIDATE_ANNOTATION: "true"})
     view = build(
-        nodes=[Node.from_manifest(n) for n in (node("a"), cordoned, protected, node("m"))],
-        bound=group([pod("p", "a")]),
+        nodes=[Node.from_manifest(n) for n in (cli_node("a"), cordoned, protected, cli_node("m"))],
+        bound=group([cli_pod("p", node_name="a")]),
         marked={"m"},
     )
     by = {n.name: n for n in view.nodes}
@@ -48,7 +46,7 @@ def test_pdbs_become_allowances_and_pending_pods_are_kept() -> None:
         "status": {"disruptionsAllowed": 0},
     }
     null_selector = {"metadata": {"name": "none", "namespace": "default"}, "spec": {}, "status": {}}
-    waiting = pod("w", "")
+    waiting = cli_pod("w", node_name="")
     view = build(nodes=[], bound=group([]), pdbs=[pdb, null_selector], pending=parse_pods([waiting]))
     (allowance,) = view.pdbs
     assert allowance.name == "web" and allowance.disruptions_allowed == 0

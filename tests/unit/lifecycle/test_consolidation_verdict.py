@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from extender.api import labels as wk
 from extender.api.affinity import LabelSelector
-from extender.api.node import Node
 from extender.lifecycle.consolidation import eligibility, verdict
 from extender.lifecycle.consolidation.decide import DEFAULTS
 from extender.lifecycle.consolidation.eligibility import Blocker
 from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
 from extender.lifecycle.consolidation.view import PdbAllowance
+from tests import builders
 
 from .test_consolidation import node, pod, pods, provisioner, view
 
@@ -67,14 +66,10 @@ def test_only_the_reasons_make_a_change_not_the_numbers() -> None:
     assert "(300s, 290s left)" in first.message and "(300s, 100s left)" in second.message
 
 
-def _node(name: str) -> Node:
-    return Node.from_manifest({"metadata": {"name": name, "labels": {wk.PROVISIONER_NAME: "default"}}})
-
-
 def test_the_writer_announces_a_node_once_per_change_of_reasons() -> None:
     events: list[tuple[str, str, str]] = []
     writer = VerdictWriter(None, lambda n, reason, message: events.append((n.name, reason, message)))
-    nodes = {"n": _node("n")}
+    nodes = {"n": builders.node("n", created=None, ready=None, instance=None)}
     pool = provisioner()
 
     def write(v: verdict.Verdict) -> list[str]:

@@ -16,6 +16,7 @@ from extender.lifecycle.consolidation.decide import Action, Method, decide, simu
 from extender.lifecycle.consolidation.worker import Consolidator
 from extender.lifecycle.context import Context
 from extender.settings import Settings
+from tests import builders
 
 from .test_consolidation import node, pod, pods, provisioner, view
 
@@ -59,9 +60,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
     def get_node(_kube: Any, name: str) -> Node:
         calls["ready"].append(name)
-        return Node.from_live(
-            {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-        )
+        return builders.node(name, created=None, reason="", instance=None, provisioner=None)
 
     monkeypatch.setattr(worker_module.nodepatch, "get_node", get_node)
     return calls
@@ -89,8 +88,8 @@ def replace_view() -> Any:
 
 def manifests(action: Any) -> dict[str, Pod]:
     """The pods on the nodes to replace, as the worker reads them from the API."""
-    read = [{"metadata": {"name": p.name, "namespace": p.namespace}} for p in action.pods]
-    return {pod.key: pod for pod in map(Pod.from_live, read)}
+    read = [builders.pod(p.name, namespace=p.namespace, uid="", image=None, live=True) for p in action.pods]
+    return {pod.key: pod for pod in read}
 
 
 def test_replacement_is_ready_before_the_old_node_is_deleted(api: dict[str, list[str]]) -> None:

@@ -58,8 +58,10 @@ class FakeCluster:
         #: Claims, volumes and storage classes (empty: every claim is unknown).
         self.volumes = kube_volumes.Volumes()
         self.monkeypatch = m = monkeypatch
-        m.setattr(kube_pods, "list_pending", lambda _: ([p for p in self.pods.values() if not _node(p)], "1"))
-        m.setattr(kube_pods, "list_assigned", lambda _: [p for p in self.pods.values() if _node(p)])
+        m.setattr(
+            kube_pods, "list_pending", lambda _: ([p for p in self.pods.values() if not _node_name(p)], "1")
+        )
+        m.setattr(kube_pods, "list_assigned", lambda _: [p for p in self.pods.values() if _node_name(p)])
         m.setattr(kube_pods, "list_on_node", self.list_on_node)
         m.setattr(kube_pods, "daemonset_pods", lambda _: [])
         m.setattr(kube_nodes, "list_nodes", self.list_nodes)
@@ -87,7 +89,7 @@ class FakeCluster:
     def list_on_node(self, _: Any, node: str) -> list[dict[str, Any]]:
         for pod in self.arrive.pop(node, []):
             self.add_pod(pod)
-        return [p for p in self.pods.values() if _node(p) == node]
+        return [p for p in self.pods.values() if _node_name(p) == node]
 
     def create_node(self, _: Any, manifest: Mapping[str, Any]) -> bool:
         # The apiserver's TaintNodesByCondition taints every new Node until its kubelet is Ready.
@@ -114,18 +116,16 @@ class FakeCluster:
             self.pods[key].setdefault("status", {})["nominatedNodeName"] = node
 
     def add_node(self, name: str, zone: str, *, karpy: bool, cpu: str = "8") -> None:
-        labels = {wk.ZONE: zone, wk.HOSTNAME: name, wk.INSTANCE_TYPE: "m5.2xlarge"}
-        if karpy:
-            labels[wk.PROVISIONER_NAME] = "default"
-        self.nodes[name] = {
-            "metadata": {"name": name, "labels": labels},
-            "spec": {},
-            "status": {
-                "capacity": {"cpu": cpu, "memory": "32Gi", "pods": "58"},
-                "allocatable": {"cpu": cpu, "memory": "30Gi", "pods": "58"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
+        self.nodes[name] = builders.node_manifest(
+            name,
+            created=None,
+            reason="",
+            instance=None,
+            provisioner="default" if karpy else None,
+            labels={wk.ZONE: zone, wk.HOSTNAME: name, wk.INSTANCE_TYPE: "m5.2xlarge"},
+            capacity={"cpu": cpu, "memory": "32Gi", "pods": "58"},
+            allocatable={"cpu": cpu, "memory": "30Gi", "pods": "58"},
+        )
 
     def add_pod(self, manifest: dict[str, Any]) -> str:
         key = f"{manifest['metadata'].get('namespace', 'default')}/{manifest['metadata']['name']}"
@@ -133,7 +133,7 @@ class FakeCluster:
         return key
 
 
-def _node(pod: Mapping[str, Any]) -> str:
+def _node_name(pod: Mapping[str, Any]) -> str:
     return (pod.get("spec") or {}).get("nodeName") or ""
 
 

@@ -3,11 +3,10 @@ attached when the driver starts) and kube-scheduler's NodeVolumeLimits before bi
 
 from __future__ import annotations
 
-import dataclasses
+from functools import partial
 
 import pytest
 
-from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.scheduling import attach
 from extender.scheduling.admission import check
@@ -45,11 +44,7 @@ def test_binding_respects_the_csinode_limit():
     """kube-scheduler NodeVolumeLimits: existing + new volumes of a driver over its CSINode count
     refuse the node; a driver the CSINode does not list is unlimited."""
 
-    def pod(volumes: tuple[tuple[str, int], ...]) -> Pod:
-        parsed = builders.pod("p", uid="", image=None)
-        claims = tuple((driver, f"claim-{i}") for driver, count in volumes for i in range(count))
-        return dataclasses.replace(parsed, csi_claims=claims, claims=tuple(name for _, name in claims))
-
+    pod = partial(builders.pod, "p", uid="", image=None)
     node = existing_node(
         zone=None,
         hostname=False,
@@ -58,7 +53,7 @@ def test_binding_respects_the_csinode_limit():
         volume_limits=(("ebs.csi.aws.com", 8),),
         volumes_in_use=(("ebs.csi.aws.com", 7),),
     )
-    assert check(pod((("ebs.csi.aws.com", 1),)), node, [node]) is None
-    reason = check(pod((("ebs.csi.aws.com", 2),)), node, [node])
+    assert check(pod(csi_volumes={"ebs.csi.aws.com": 1}), node, [node]) is None
+    reason = check(pod(csi_volumes={"ebs.csi.aws.com": 2}), node, [node])
     assert reason is not None and reason.startswith("node(s) exceed max volume count")
-    assert check(pod((("efs.csi.aws.com", 50),)), node, [node]) is None
+    assert check(pod(csi_volumes={"efs.csi.aws.com": 50}), node, [node]) is None

@@ -27,6 +27,7 @@ from extender.api.provisioner import Taint
 from extender.api.resources import Resources
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode, Unschedulable
 from tests import builders
+from tests.model_builders import existing_node, planned_node
 from tests.unit.scheduling import rulecheck
 from tests.unit.scheduling.builders import ZONES, catalog, make_provisioner
 
@@ -52,41 +53,13 @@ def ref(raw: dict) -> Ref:
     return Ref(f"{raw['metadata'].get('namespace', 'default')}/{raw['metadata']['name']}")
 
 
-def node(
-    pods: list[dict],
-    *,
-    options: tuple[str, ...] = ("m5.xlarge",),
-    zones: tuple[str, ...] = (A,),
-    capacity_types: tuple[str, ...] = ("on-demand",),
-    provisioner: str = "default",
-    labels: dict | None = None,
-) -> PlannedNode:
-    return PlannedNode(
-        provisioner=provisioner,
-        options=tuple(TYPES[o] for o in options),
-        zones=zones,
-        capacity_types=capacity_types,
-        zone=zones[0],
-        capacity_type=capacity_types[0],
-        price=0.1,
-        pods=tuple(ref(p) for p in pods),
-        labels={wk.PROVISIONER_NAME: provisioner, **(labels or {})},
-        taints=(),
-        requests=Resources(),
-    )
+def node(pods: list[dict], *, options: tuple[str, ...] = ("m5.xlarge",), **fields: Any) -> PlannedNode:
+    """A planned node holding the checker's stand-ins for `pods`, its options named from the catalog."""
+    return planned_node([ref(p) for p in pods], options=[TYPES[o] for o in options], **fields)
 
 
-def existing(
-    name: str, zone: str, pods: list[dict] = (), *, schedulable: bool = True, taints=(), labels=None
-) -> dict:
-    return {
-        "name": name,
-        "labels": {wk.HOSTNAME: name, wk.ZONE: zone, wk.ARCH: "amd64", **(labels or {})},
-        "taints": list(taints),
-        "allocatable": {"cpu": "4", "memory": "16Gi", "pods": 110},
-        "pods": [{**p, "spec": {**p["spec"], "nodeName": name}} for p in pods],
-        "schedulable": schedulable,
-    }
+#: An amd64 node of the cluster (4 CPU, 16Gi); arguments as tests.builders.cluster_node.
+existing = partial(builders.cluster_node, labels={wk.ARCH: "amd64"})
 
 
 @dataclass
@@ -888,49 +861,46 @@ def _cluster(rng: random.Random, provisioners: list, groups: int) -> list[dict]:
             continue
         itype = rng.choice(types)
         name = f"karpy-{i}"
-        labels = {
-            wk.HOSTNAME: name,
-            wk.ZONE: rng.choice(zones),
-            wk.CAPACITY_TYPE: rng.choice(capacity_types),
-            **itype.labels(),
-            wk.PROVISIONER_NAME: prov.name,
-            **prov.labels,
-        }
         nodes.append(
-            {
-                "name": name,
-                "provisioner": prov.name,
-                "instance_type": itype.name,
-                "labels": labels,
-                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in prov.taints],
-                "allocatable": dict(itype.allocatable.amounts),
-                "pods": [_running_pod(rng, f"{name}-run{j}", groups) for j in range(rng.randint(0, 4))],
-                "schedulable": rng.random() > 0.15,
-            }
+            builders.cluster_node(
+                name,
+                rng.choice(zones),
+                labels={
+                    wk.CAPACITY_TYPE: rng.choice(capacity_types),
+                    **itype.labels(),
+                    wk.PROVISIONER_NAME: prov.name,
+                    **prov.labels,
+                },
+                provisioner=prov.name,
+                instance_type=itype.name,
+                taints=[{"key": t.key, "value": t.value, "effect": t.effect} for t in prov.taints],
+                allocatable=dict(itype.allocatable.amounts),
+                pods=[_running_pod(rng, f"{name}-run{j}", groups) for j in range(rng.randint(0, 4))],
+                schedulable=rng.random() > 0.15,
+            )
         )
     for i in range(rng.randint(0, 2)):
         name = f"static-{i}"
-        labels = {wk.HOSTNAME: name, wk.ZONE: rng.choice(ZONES), **catalog_type("m5.xlarge").labels()}
+        zone = rng.choice(ZONES)
+        labels = dict(catalog_type("m5.xlarge").labels())
         if rng.random() < 0.3:
             labels["team"] = rng.choice("ab")
         taints = (
             [{"key": "CriticalAddonsOnly", "value": "", "effect": "NoSchedule"}] if rng.random() < 0.3 else []
         )
         nodes.append(
-            {
-                "name": name,
-                "provisioner": "",
-                "instance_type": "m5.xlarge",
-                "labels": labels,
-                "taints": taints,
-                "allocatable": dict(catalog_type("m5.xlarge").allocatable.amounts),
-                "pods": [_running_pod(rng, f"{name}-run{j}", groups) for j in range(rng.randint(0, 3))],
-                "schedulable": False,
-            }
+            builders.cluster_node(
+                name,
+                zone,
+                labels=labels,
+                provisioner="",
+                instance_type="m5.xlarge",
+                taints=taints,
+                allocatable=dict(catalog_type("m5.xlarge").allocatable.amounts),
+                pods=[_running_pod(rng, f"{name}-run{j}", groups) for j in range(rng.randint(0, 3))],
+                schedulable=False,
+            )
         )
-    for node_ in nodes:
-        for running in node_["pods"]:
-            running["spec"]["nodeName"] = node_["name"]
     return nodes
 
 
@@ -1140,23 +1110,19 @@ def json_copy(value: Any) -> Any:
 
 
 def _existing_node(raw: dict) -> ExistingNode:
-    pods = tuple(Pod.from_manifest(p) for p in raw["pods"])
-    requested = Resources()
-    for p in pods:
-        requested = requested + p.requests
-    limits = tuple(sorted((raw.get("attach_limits") or {}).items()))
-    return ExistingNode(
-        volume_limits=limits,
-        name=raw["name"],
+    """The checker's node of the cluster as solve() takes it."""
+    return existing_node(
+        raw["name"],
+        zone=None,
+        hostname=False,
+        labels=raw["labels"],
         provisioner=raw["provisioner"],
         instance_type=raw["instance_type"],
-        labels=raw["labels"],
         taints=tuple(Taint(t["key"], t["effect"], t["value"]) for t in raw["taints"]),
         allocatable=Resources(raw["allocatable"]),
-        requested=requested,
-        pod_count=len(pods),
-        pods=pods,
+        pods=tuple(Pod.from_manifest(p) for p in raw["pods"]),
         schedulable=raw["schedulable"],
+        volume_limits=tuple(sorted((raw.get("attach_limits") or {}).items())),
     )
 
 

@@ -263,12 +263,11 @@ def test_zone_spread_balances_pods_across_zones():
 
 
 def test_existing_nodes_are_filled_first():
-    node = ExistingNode(
-        name="n1",
-        provisioner="default",
-        instance_type="m5.xlarge",
+    node = existing_node(
+        "n1",
+        zone=None,
+        hostname=False,
         labels={wk.ARCH: "amd64"},
-        taints=(),
         allocatable=Resources.of(cpu=3.8, memory=14e9, pods=58),
         requested=Resources.of(cpu=1),
         pod_count=1,

@@ -8,8 +8,9 @@ carry the pool's requirements alone; static pools take no part in dynamic provis
 
 from __future__ import annotations
 
+from functools import partial
+
 from extender.api import labels as wk
-from extender.api.node import Node
 from extender.api.nodepool import load_nodepool
 from extender.api.resources import NODES, Resources
 from extender.cluster.inventory import usage
@@ -21,9 +22,8 @@ from tests.builders import nodepool_manifest
 from tests.model_builders import existing_node
 from tests.unit.scheduling.builders import catalog, make_provisioner
 
-
-def pods(n: int, cpu: str = "3") -> list:
-    return [builders.pod(f"p{i}", cpu=cpu) for i in range(n)]
+#: Pods p0, p1... asking 3 CPU each.
+pods = partial(builders.pods, prefix="p", cpu="3")
 
 
 def test_limits_nodes_caps_the_new_nodes_of_a_dynamic_pool() -> None:
@@ -46,18 +46,18 @@ def test_live_nodes_count_against_limits_nodes() -> None:
 
 
 def test_usage_counts_each_node_once_towards_nodes() -> None:
-    def node(name: str, owner: str) -> Node:
-        manifest = builders.node_manifest(
+    nodes = [
+        builders.node(
             name,
             provisioner=None,
             instance=None,
             ready=None,
-            labels={wk.NODEPOOL: owner},
+            labels={wk.NODEPOOL: pool},
             capacity={"cpu": "2"},
         )
-        return Node.from_manifest(manifest)
-
-    counted = usage([node("a", "x"), node("b", "x"), node("c", "y")])
+        for name, pool in (("a", "x"), ("b", "x"), ("c", "y"))
+    ]
+    counted = usage(nodes)
     assert counted["x"].get(NODES) == 2 and counted["y"].get(NODES) == 1
     assert counted["x"].cpu == 4
 
@@ -99,14 +99,11 @@ def test_pending_pods_use_a_static_pools_existing_nodes() -> None:
 
 
 def test_a_static_node_is_the_cheapest_type_the_requirements_allow() -> None:
-    spec = {
-        "requirements": [
-            {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.2xlarge", "m5.xlarge", "c5.large"]},
-            {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-        ],
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-    }
-    static = load_nodepool(nodepool_manifest(name="static", replicas=1, template_spec=spec))
+    requirements = [
+        {"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.2xlarge", "m5.xlarge", "c5.large"]},
+        {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+    ]
+    static = load_nodepool(nodepool_manifest(name="static", replicas=1, requirements=requirements))
     planned = static_node(static, catalog())
     assert planned is not None and not planned.pods
     names = [t.name for t in planned.options]
@@ -120,22 +117,16 @@ def test_a_static_node_is_the_cheapest_type_the_requirements_allow() -> None:
 def test_a_static_pool_of_gpu_types_still_gets_nodes() -> None:
     """Accelerator types serve only pods asking for one (Karpenter 0.5 packable.go); a static pool
     asks for nodes, so its GPU-only requirements still give a node."""
-    spec = {
-        "requirements": [{"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"}],
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-    }
+    requirements = [{"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"}]
     planned = static_node(
-        load_nodepool(nodepool_manifest(name="gpu", replicas=1, template_spec=spec)), catalog()
+        load_nodepool(nodepool_manifest(name="gpu", replicas=1, requirements=requirements)), catalog()
     )
     assert planned is not None and all(t.has_gpu for t in planned.options)
 
 
 def test_no_offering_left_gives_no_static_node() -> None:
-    spec = {
-        "requirements": [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.xlarge"]}],
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-    }
-    static = load_nodepool(nodepool_manifest(name="static", replicas=1, template_spec=spec))
+    requirements = [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.xlarge"]}]
+    static = load_nodepool(nodepool_manifest(name="static", replicas=1, requirements=requirements))
     m5 = next(t for t in catalog() if t.name == "m5.xlarge")
     refused = frozenset((m5.name, o.zone, o.capacity_type) for o in m5.offerings)
     assert static_node(static, catalog(), unavailable=refused) is None

@@ -28,9 +28,10 @@ import pytest
 
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner, Taint
-from extender.api.resources import Resources
+from extender.api.resources import Resources, total
 from extender.scheduling.solver import ExistingNode, Plan, PlannedNode, solve
 from tests.builders import ZONE, req
+from tests.model_builders import existing_node
 from tests.unit.scheduling.builders import ZONES, catalog
 
 Z1, Z2, Z3 = ZONES
@@ -182,15 +183,15 @@ class Cluster:
     ) -> ExistingNode:
         name = name or f"existing-{next(self._node_names)}"
         bound = tuple(pods)
-        node = ExistingNode(
-            name=name,
+        node = existing_node(
+            name,
+            zone=None,
+            hostname=False,
             provisioner=provisioner,
             instance_type=instance_type,
             labels={**(labels or {}), HOSTNAME: name},
             taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in taints),
             allocatable=Resources.parse(allocatable or {}),
-            requested=_sum(p.requests for p in bound),
-            pod_count=len(bound),
             pods=bound,
             schedulable=schedulable,
         )
@@ -215,30 +216,27 @@ class Cluster:
             added = tuple(plan.existing.get(node.name, ()))
             if added:
                 bound = (*node.pods, *added)
-                self.nodes[i] = ExistingNode(
-                    **{
-                        **node.__dict__,
-                        "pods": bound,
-                        "requested": node.requested + _sum(p.requests for p in added),
-                        "pod_count": node.pod_count + len(added),
-                        "volumes_in_use": _volumes_in_use(bound),
-                    }
+                self.nodes[i] = dataclasses.replace(
+                    node,
+                    pods=bound,
+                    requested=node.requested + total(p.requests for p in added),
+                    pod_count=node.pod_count + len(added),
+                    volumes_in_use=_volumes_in_use(bound),
                 )
         for planned in plan.nodes:
             name = f"node-{next(self._node_names)}"
             self.uncertain[name] = _uncertain_keys(planned)
             self.nodes.append(
-                ExistingNode(
-                    name=name,
+                existing_node(
+                    name,
+                    zone=None,
+                    hostname=False,
                     provisioner=planned.provisioner,
                     instance_type=planned.instance_type.name,
                     labels={**planned.node_labels(), HOSTNAME: name},
-                    taints=tuple(planned.taints),
+                    taints=planned.taints,
                     allocatable=planned.instance_type.allocatable,
-                    requested=_sum(p.requests for p in planned.pods),
-                    pod_count=len(planned.pods),
-                    pods=tuple(planned.pods),
-                    schedulable=True,
+                    pods=planned.pods,
                     volumes_in_use=_volumes_in_use(planned.pods),
                 )
             )
@@ -280,13 +278,8 @@ class Cluster:
         for i, node in enumerate(self.nodes):
             kept = tuple(p for p in node.pods if p.key != pod.key)
             if len(kept) != len(node.pods):
-                self.nodes[i] = ExistingNode(
-                    **{
-                        **node.__dict__,
-                        "pods": kept,
-                        "requested": node.requested - pod.requests,
-                        "pod_count": node.pod_count - 1,
-                    }
+                self.nodes[i] = dataclasses.replace(
+                    node, pods=kept, requested=node.requested - pod.requests, pod_count=node.pod_count - 1
                 )
 
     def domains(
@@ -346,13 +339,6 @@ class Cluster:
 
     def new_nodes(self) -> list[ExistingNode]:
         return [n for n in self.nodes if n.name.startswith("node-")]
-
-
-def _sum(items: Iterable[Resources]) -> Resources:
-    result = Resources()
-    for item in items:
-        result = result + item
-    return result
 
 
 def ms(*counts: int) -> list[int]:
