@@ -190,7 +190,7 @@ class Cluster:
             provisioner=provisioner,
             instance_type=instance_type,
             labels={**(labels or {}), HOSTNAME: name},
-            taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in taints),
+            taints=tuple(Taint(t["key"], t["effect"], t.get("value", "")) for t in taints),
             allocatable=Resources.parse(allocatable or {}),
             pods=bound,
             schedulable=schedulable,
