@@ -12,12 +12,11 @@ from extender.api.labels import HOSTNAME, ZONE
 from extender.api.pod import Pod
 from extender.api.provisioner import Provisioner
 from extender.scheduling.candidates import CandidateCache, ProvisionerView
-from extender.scheduling.classes import Matcher, build_classes
 from extender.scheduling.requirements import Requirements
 from extender.scheduling.resolver import Resolver
-from extender.scheduling.shape import Shapes
+from extender.scheduling.shape import HOST_RULES, Shapes
 from extender.scheduling.solver import dimensions
-from extender.scheduling.topology import Terms
+from extender.scheduling.topology import HostConstraints, Terms
 from tests import builders
 from tests.unit.scheduling.builders import ZONES, catalog
 
@@ -81,29 +80,23 @@ def test_request_is_asked_once_per_pod_and_counts_the_pod_itself():
     assert resolver.request(pod)[:3] == (1.5, 2.0**30, 1.0)
 
 
-def _classes(pods: list[Pod]):  # type: ignore[no-untyped-def]
-    terms = Terms()
-    return build_classes(
-        pods,
-        shapes=Shapes(),
-        resolver=_resolver(pods),
-        terms=terms,
-        matcher=Matcher(terms),
-        namespaces=None,
-        pins={},
-        skip={},
-        sort="cpu",
-    )
-
-
-def test_hostname_rules_follow_the_namespace_and_the_rules_not_the_requests():
-    """A hostname spread counts pods in the pod's own namespace (kube-scheduler PodTopologySpread):
-    pods in two namespaces get two terms; pods differing only in requests share theirs."""
+def test_hostname_rules_follow_the_namespace_and_the_rules_not_labels_or_requests():
+    """`build_classes` computes a pod's hostname rules once per HOST_RULES key: pods differing only in
+    labels or requests share the key and the rules; a hostname spread counts pods in the pod's own
+    namespace (kube-scheduler PodTopologySpread), so another namespace is another key and term."""
     rule = builders.spread(HOSTNAME, selector={"matchLabels": {"app": "web"}})
-    one = builders.pod("one", cpu="1", labels={"app": "web"}, spreads=[rule])
-    bigger = builders.pod("bigger", cpu="2", labels={"app": "web"}, spreads=[rule])
-    elsewhere = builders.pod("elsewhere", namespace="other", cpu="1", labels={"app": "web"}, spreads=[rule])
-    by_pod = {c.pods[0].name: c for c in _classes([one, bigger, elsewhere])}
-    assert by_pod["one"].host.spread == by_pod["bigger"].host.spread
-    assert by_pod["one"].host.spread != by_pod["elsewhere"].host.spread
-    assert [s for _, s in by_pod["elsewhere"].host.spread] == [1]
+    pods = {
+        "one": builders.pod("one", cpu="1", labels={"app": "web"}, spreads=[rule]),
+        "bigger": builders.pod("bigger", cpu="2", labels={"app": "web"}, spreads=[rule]),
+        "relabelled": builders.pod("relabelled", cpu="1", labels={"app": "db"}, spreads=[rule]),
+        "elsewhere": builders.pod(
+            "elsewhere", namespace="other", cpu="1", labels={"app": "web"}, spreads=[rule]
+        ),
+    }
+    shapes, terms = Shapes(), Terms()
+    keys = {name: shapes(pod).key(HOST_RULES) for name, pod in pods.items()}
+    rules = {name: HostConstraints.of(pod, terms, None) for name, pod in pods.items()}
+    for alike in ("bigger", "relabelled"):
+        assert keys[alike] == keys["one"] and rules[alike] == rules["one"]
+    assert keys["elsewhere"] != keys["one"]
+    assert rules["elsewhere"].spread != rules["one"].spread
