@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import random
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -91,21 +88,10 @@ def measure(size: int, runs: int, limited: bool = True) -> dict[str, float]:
 
 def run_tree(tree: Path, size: int, runs: int, limited: bool) -> dict[str, float]:
     """`measure` in a fresh interpreter importing `tree`'s karpy (this file's workload code)."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    script = (
-        "import json, runpy, sys; sys.path.insert(0, sys.argv[1]);"
-        "m = runpy.run_path(sys.argv[2]);"
-        "print(json.dumps(m['measure'](int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == '1')))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script, str(tree), __file__, str(size), str(runs), str(int(limited))],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    from benchmarks.trees import run_in_tree  # here: the other tree's `benchmarks` may lack it
+
+    result: dict[str, float] = run_in_tree(tree, __file__, "measure", size, runs, limited)
+    return result
 
 
 def _cell(column: str, value: float, runs: int) -> str:

@@ -6,13 +6,25 @@ with its own label family — generic (my-label=<a..g>); zonal and hostname spre
 my-label=<random>, selector my-label=<another random>); zonal self-affinity (my-affininity=<random>,
 selecting its own label); hostname anti-affinity (app=nginx, selecting app=nginx: only these pods
 carry it) — and the remainder generic. cpu in {100,250,500,1000,1500}m, memory in
-{100,256,512,1024,2048,4096}Mi, seed 42. Run: python -m benchmarks.packing
+{100,256,512,1024,2048,4096}Mi, seed 42. One solve per size, in one process (the first size pays
+for what is derived from the catalog).
+
+    python -m benchmarks.packing [--base /work/wt-base [--rounds 3]] [--sizes 1 100]
+
+--base: this tree and another alternately, `--rounds` times, each round a fresh interpreter per tree
+(`PYTHONPATH=<tree>`, this file's workload code), then the median seconds per size side by side.
+"cpu s": the solving thread's CPU time, which other processes' load disturbs less. Prints the load
+average beside the figures; asserts nothing.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import random
+import statistics
 import time
+from pathlib import Path
 
 from extender.api import labels as wk
 from extender.api.pod import Pod
@@ -22,6 +34,7 @@ from extender.scheduling.instancetypes import InstanceType, Offering
 from extender.scheduling.solver import solve
 
 GIB = 2**30
+ROOT = Path(__file__).resolve().parents[1]
 ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
 LABEL_VALUES = "abcdefg"
 CPUS = ("100m", "250m", "500m", "1000m", "1500m")
@@ -87,23 +100,86 @@ def diverse_pods(count: int, rng: random.Random) -> list[Pod]:
     return pods
 
 
-def main() -> None:
+SIZES = (1, 100, 1_000, 5_000, 20_000)
+
+
+def measure(sizes: list[int]) -> list[dict[str, float]]:
+    """One solve (with the lower bound) per size, in order, in this process: one row of figures each."""
     types = fake_types()
     provisioner = Provisioner(name="default", limits=Resources.of(cpu=10_000_000, memory=10_000_000 * GIB))
-    header = f"{'pods':>7} {'seconds':>9} {'pods/sec':>10} {'nodes':>7} {'pods/node':>10} {'unsched':>8}"
-    print(header + f" {'$/h':>10} {'bound $/h':>10} {'gap':>7}")
-    for count in (1, 100, 1_000, 5_000, 20_000):
+    rows = []
+    for count in sizes:
         pods = diverse_pods(count, random.Random(42))
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
         plan = solve(pods, [provisioner], types)
         elapsed = time.perf_counter() - started
-        placed = sum(len(n.pods) for n in plan.nodes)
-        gap = f"{plan.gap * 100:.1f}%" if plan.gap is not None else "-"
-        print(
-            f"{count:>7} {elapsed:>9.3f} {count / elapsed:>10.0f} {len(plan.nodes):>7} "
-            f"{placed / max(len(plan.nodes), 1):>10.1f} {len(plan.unschedulable):>8}"
-            f" {plan.total_price:>10.2f} {plan.lower_bound:>10.2f} {gap:>7}"
+        rows.append(
+            {
+                "pods": count,
+                "seconds": elapsed,
+                "cpu": time.thread_time() - started_cpu,
+                "nodes": len(plan.nodes),
+                "placed": sum(len(n.pods) for n in plan.nodes),
+                "unsched": len(plan.unschedulable),
+                "price": plan.total_price,
+                "bound": plan.lower_bound,
+                "gap": -1.0 if plan.gap is None else plan.gap,
+            }
         )
+    return rows
+
+
+def _line(row: dict[str, float], tree: str = "") -> str:
+    count, elapsed, nodes = int(row["pods"]), row["seconds"], int(row["nodes"])
+    gap = f"{row['gap'] * 100:.1f}%" if row["gap"] >= 0 else "-"
+    return (
+        f"{count:>7} {tree:>5}{elapsed:>9.3f} {row['cpu']:>9.3f} {count / elapsed:>10.0f} {nodes:>7} "
+        f"{row['placed'] / max(nodes, 1):>10.1f} {int(row['unsched']):>8}"
+        f" {row['price']:>10.2f} {row['bound']:>10.2f} {gap:>7}"
+    )
+
+
+def compare(base: Path, rounds: int, sizes: list[int]) -> None:
+    """This tree and `base` alternately, each round in a fresh interpreter per tree; then the medians."""
+    from benchmarks.trees import run_in_tree  # here: the other tree's `benchmarks` may lack it
+
+    trees = {"this": ROOT, "base": base.resolve()}
+    seconds: dict[tuple[str, str, int], list[float]] = {}
+    for round_ in range(rounds):
+        order = ("this", "base") if round_ % 2 == 0 else ("base", "this")
+        for name in order:
+            for row in run_in_tree(trees[name], __file__, "measure", sizes):
+                print(_line(row, name), f"round {round_ + 1}", flush=True)
+                for column in ("seconds", "cpu"):
+                    seconds.setdefault((column, name, int(row["pods"])), []).append(row[column])
+    print(f"medians over {rounds} round(s), seconds:")
+    for count in sizes:
+        cells = []
+        for column in ("seconds", "cpu"):
+            this, then = (statistics.median(seconds[column, name, count]) for name in ("this", "base"))
+            cells.append(f"{column:>7} this {this:>8.3f} base {then:>8.3f} this/base {this / then:>5.2f}")
+        print(f"{count:>7}  " + "   ".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--base", type=Path, help="another tree (e.g. a worktree of main) to compare with")
+    parser.add_argument("--rounds", type=int, default=3, help="with --base: rounds of both trees, alternated")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=list(SIZES), help="batch sizes, solved in order"
+    )
+    args = parser.parse_args()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    header = (
+        f"{'pods':>7} {'tree':>5}{'seconds':>9} {'cpu s':>9} {'pods/sec':>10} {'nodes':>7} {'pods/node':>10}"
+    )
+    print(header + f" {'unsched':>8} {'$/h':>10} {'bound $/h':>10} {'gap':>7}")
+    if args.base:
+        compare(args.base, args.rounds, args.sizes)
+    else:
+        for row in measure(args.sizes):
+            print(_line(row), flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -191,13 +191,14 @@ class Tally:
         signature: Signature,
         rules: Sequence[Rule],
         pins: Mapping[str, str],
-        counted: AbstractSet[tuple[Counted, str]],
+        counting: Sequence[tuple[Counted, str]],
     ) -> None:
-        """Count the pod where it was pinned, for every batch rule that counts it there."""
+        """Count the pod where it was pinned, for every batch rule that counts it there (`counting`:
+        the batch rules' (term, key) whose term selects the pod)."""
         pinned = frozenset(pins) | ALWAYS_LABELLED
         for key, domain in pins.items():
-            for term, counted_key in counted:
-                if counted_key == key and term.selects(pod):
+            for term, counted_key in counting:
+                if counted_key == key:
                     self.batch.setdefault((term, key), {}).setdefault(domain, Counter())[
                         (signature, pinned)
                     ] += 1
@@ -240,6 +241,8 @@ class Phase:
 class _Memos:
     """Answers that depend only on their keys, kept for the planner's life."""
 
+    #: (pod namespace, labels) -> the batch rules' (term, key) that count the pod (`_counting`).
+    counting: dict[Hashable, tuple[tuple[Counted, str], ...]] = field(default_factory=dict)
     #: (pod namespace, labels) -> keys on which some batch pod's rule counts the pod.
     counted_keys: dict[Hashable, frozenset[str]] = field(default_factory=dict)
     #: (id of a spreader's term, pod namespace and labels) -> selects; the terms live as long as
@@ -363,13 +366,21 @@ class DomainPlanner:
                     surely[domain] += count
         return maybe, surely
 
+    def _counting(self, pod: Pod, counted: set[tuple[Counted, str]]) -> tuple[tuple[Counted, str], ...]:
+        """The batch rules' (term, key) whose term selects this pod, in `counted`'s order (fixed for
+        the plan): they depend on its namespace and labels only, which many batch pods share."""
+        memo = (pod.namespace, tuple(sorted(pod.labels.items())))
+        if (found := self._memos.counting.get(memo)) is None:
+            found = self._memos.counting[memo] = tuple(
+                (term, key) for term, key in counted if term.selects(pod)
+            )
+        return found
+
     def _counted_keys(self, pod: Pod, counted: set[tuple[Counted, str]]) -> frozenset[str]:
         """Keys on which some batch pod's rule counts this pod (depends on namespace and labels only)."""
         memo = (pod.namespace, tuple(sorted(pod.labels.items())))
         if (found := self._memos.counted_keys.get(memo)) is None:
-            found = self._memos.counted_keys[memo] = frozenset(
-                key for term, key in counted if term.selects(pod)
-            )
+            found = self._memos.counted_keys[memo] = frozenset(key for _, key in self._counting(pod, counted))
         return found
 
     def signature(self, pod: Pod) -> Signature:
@@ -590,7 +601,7 @@ class DomainPlanner:
         if self.phase.number:
             outcome.phases[pod.key] = self.phase.number
         signature = self.signature(pod)
-        self.tally.count(pod, signature, turn.rules, draft.pins, counted)
+        self.tally.count(pod, signature, turn.rules, draft.pins, self._counting(pod, counted))
         self.phase.join(pod, signature, turn.rules, turn.spread_keys, draft.pins)
         if draft.relaxed:
             outcome.notes.append(f"Relaxed {', '.join(dict.fromkeys(draft.relaxed))} of pod {pod.key}")

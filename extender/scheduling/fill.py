@@ -126,7 +126,7 @@ class Node:
 
     def after(self, pod_class: PodClass, count: int) -> Vector:
         """What the node would use with `count` more of the class's pods."""
-        used = tuple(u + count * r for u, r in zip(self.used, pod_class.request, strict=True))
+        used = tuple([u + count * r for u, r in zip(self.used, pod_class.request, strict=True)])
         if pod_class.shared and count > 0:
             used = shared_claims.shift(used, shared_claims.new_on(self.claims, pod_class.shared), 1.0)
         return used
@@ -136,8 +136,9 @@ class Node:
         if pod_class.shared and count > 0:
             self.claims.update(claim for _, claim in pod_class.shared)
         self.entries.append((pod_class, count))
+        counts = self.term_counts
         for term in pod_class.matches:
-            self.term_counts[term] += count
+            counts[term] = counts.get(term, 0) + count  # not `+=`: Counter.__missing__ is a Python call
         self.anti.update(pod_class.host.repels)
         self.ports.extend(pod_class.ports)
         for term, skew in pod_class.host.spread:

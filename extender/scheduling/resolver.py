@@ -28,7 +28,7 @@ from extender.scheduling.candidates import (
 from extender.scheduling.constraints import affinity_terms, describe_taint, pod_terms, preferences
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.requirements import Requirements
-from extender.scheduling.shape import Shapes, domains_grouping
+from extender.scheduling.shape import RESOLUTION, Shapes, domains_grouping
 
 Resolution = tuple[ProvisionerView | None, Requirements, Requirements | None, str]
 
@@ -51,10 +51,20 @@ class Resolver:
         self.dims = dims
         self.notes: list[str] = []
         self._domains: dict[Hashable, frozenset[str]] = {}
+        #: pod key -> `request`: asked per class, per resolution and per domain question.
+        self._requests: dict[str, Vector] = {}
+        #: (shape less identity and inter-pod rules, extra, excluded) -> `_resolve`.
+        self._resolved: dict[Hashable, tuple[Resolution, list[str]]] = {}
 
     def request(self, pod: Pod) -> Vector:
-        volumes = {attach.dimension(driver): count for driver, count in pod.csi_volumes}
-        return vector(pod.requests + Resources({PODS: 1, **volumes}), self.dims)
+        """The pod's request over the batch's dimensions: its resources, itself as one pod, and an
+        attachment per distinct CSI volume."""
+        if (found := self._requests.get(pod.key)) is None:
+            volumes = {attach.dimension(driver): count for driver, count in pod.csi_volumes}
+            found = self._requests[pod.key] = vector(
+                pod.requests + Resources({PODS: 1, **volumes}), self.dims
+            )
+        return found
 
     def holds(self, view: ProvisionerView, reqs: Requirements, request: Vector, gpus: frozenset[str]) -> bool:
         return any(fits(request, c.entry.alloc) for c in self.cache.lookup(view, reqs, gpus).candidates)
@@ -71,7 +81,24 @@ class Resolver:
     def resolve(
         self, pod: Pod, extra: Requirements | None = None, excluded: Collection[str] = ()
     ) -> Resolution:
+        """The Provisioner view, the pod's node-affinity term, the node requirements with the kept
+        preferences, and why no Provisioner takes it (when none does). Pods alike but for their
+        labels and inter-pod rules resolve alike: once per round (many classes differ only there)."""
         extra = extra or Requirements()
+        key = (self.shapes(pod).key(RESOLUTION), extra, tuple(sorted(excluded)))
+        if (found := self._resolved.get(key)) is None:
+            found = self._resolved[key] = self._resolve(pod, extra, excluded)
+        resolution, dropped = found
+        if dropped:
+            self.notes.append(
+                f"Relaxed preferred node affinity of pod {pod.key}, removing: {'; '.join(dropped)}"
+            )
+        return resolution
+
+    def _resolve(
+        self, pod: Pod, extra: Requirements, excluded: Collection[str]
+    ) -> tuple[Resolution, list[str]]:
+        """`resolve`, and the preferred terms it dropped."""
         request = self.request(pod)
         gpus = gpu_kinds(pod.requests)
         wanted = wk.owner_of(pod.node_selector)
@@ -122,14 +149,10 @@ class Resolver:
                         f"weight {weight}: "
                         + ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in raw)
                     )
-            if dropped:
-                self.notes.append(
-                    f"Relaxed preferred node affinity of pod {pod.key}, removing: {'; '.join(dropped)}"
-                )
-            return view, term, reqs, ""
+            return (view, term, reqs, ""), dropped
         if wanted and not views:
             reasons.append(f"provisioner {wanted} not found or at its limits")
-        return None, terms[0], None, "; ".join(dict.fromkeys(reasons)) or "no provisioner"
+        return (None, terms[0], None, "; ".join(dict.fromkeys(reasons)) or "no provisioner"), []
 
     def _preferred(
         self,

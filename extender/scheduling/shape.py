@@ -9,6 +9,7 @@ be missed by one of them).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, field, fields
 
@@ -117,14 +118,19 @@ TOLERATIONS = _grouping("tolerations")
 #: A class of the packer: labels matter only through the hostname terms they match, which the
 #: class key holds beside this.
 CLASS = _grouping("labels")
-#: Hostname rules as term ids: everything (the terms' namespaces default to the pod's).
-HOST_RULES: frozenset[str] = frozenset()
+#: Hostname rules as term ids (topology.HostConstraints.of): the inter-pod rules and the namespace
+#: (the terms' namespaces default to the pod's), not where the pod may go nor what it takes.
+HOST_RULES = _grouping("labels") | NODE_AFFINITY | PREFERENCES | REQUESTS | VOLUMES | TOLERATIONS
 #: The domain planner's "pods alike land alike": which nodes' labels and taints admit the pod.
 PLACEMENT = IDENTITY | INTER_POD | PREFERENCES | REQUESTS
+#: What the Resolver's answer depends on: where the pod may go and what it takes, not who it is
+#: nor whom it counts (the pod's key appears only in a note, added per pod).
+RESOLUTION = IDENTITY | INTER_POD
 #: Every grouping in use, by name (a test adds a field and checks each sees it).
-GROUPINGS = {"class": CLASS, "host rules": HOST_RULES, "placement": PLACEMENT}
+GROUPINGS = {"class": CLASS, "host rules": HOST_RULES, "placement": PLACEMENT, "resolution": RESOLUTION}
 
 
+@functools.cache
 def domains_grouping(*, affinity: bool, fit: bool, taints: bool) -> frozenset[str]:
     """What the domains a new node could take for a pod depend on (Resolver.domains): the node
     affinity when honoured, volumes and requests when the pod must fit, tolerations when honoured."""
