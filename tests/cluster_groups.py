@@ -88,5 +88,11 @@ def cluster_group(path: str, workers: int) -> str | None:
 class ClusterGroups(LoadScopeScheduling):
     """LoadScopeScheduling whose scope is a file's cluster group, else the test itself."""
 
+    _workers: int | None = None
+
     def _split_scope(self, nodeid: str) -> str:
-        return cluster_group(nodeid.split("::", 1)[0], len(self.nodes) or 1) or nodeid
+        # The worker count when the run is split, kept: xdist shuts surplus workers down after the
+        # split and asks the scope of each finished test again.
+        if self._workers is None:
+            self._workers = len(self.nodes) or 1
+        return cluster_group(nodeid.split("::", 1)[0], self._workers) or nodeid
