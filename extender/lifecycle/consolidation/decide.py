@@ -261,9 +261,10 @@ def simulate_removal(
     would plan them: existing karpy nodes first, then new nodes)."""
     leaving = {n.name for n in gone}
     pods = [p for n in gone for p in movable(n)]
-    existing = [n.node for n in view.nodes if n.name not in leaving]
-    if view.bins_only and not any(_ruled(p) for p in pods):
-        existing = _with_room(existing, pods)
+    if pods and view.bins_only and not any(_ruled(p) for p in pods):
+        existing = _with_room(view, leaving, pods)
+    else:
+        existing = [n.node for n in view.nodes if n.node.name not in leaving]
     return solve(
         pods,
         view.provisioners,
@@ -291,23 +292,19 @@ def _ruled(pod: Pod) -> bool:
     )
 
 
-def _with_room(existing: Sequence[ExistingNode], pods: Sequence[Pod]) -> list[ExistingNode]:
-    """The existing nodes that could take one of `pods`. When neither they nor any running pod
-    has a rule counting pods (`_ruled`, `ClusterView.bins_only`), an existing node is a bin only:
-    a cordoned one, or one without the smallest pod's cpu or memory free, takes no pod and changes
-    no placement, and the solver need not load it. After a few merges most nodes of a large cluster
-    are full (benchmarks.consolidation's 1,000-node cluster: 144 of 531 nodes with room at its 7th
-    action, 4 of 481 at its 10th), and loading every node was most of each solve."""
-    if not pods:
-        return list(existing)
+def _with_room(view: ClusterView, leaving: set[str], pods: Sequence[Pod]) -> list[ExistingNode]:
+    """The nodes staying (not in `leaving`) that could take one of `pods`. When neither they nor
+    any running pod has a rule counting pods (`_ruled`, `ClusterView.bins_only`), an existing node
+    is a bin only: a cordoned one, or one without the smallest pod's cpu or memory free, takes no
+    pod and changes no placement, and the solver need not load it. After a few merges most nodes of
+    a large cluster are full (benchmarks.consolidation's 1,000-node cluster: 144 of 531 nodes with
+    room at its 7th action, 4 of 481 at its 10th), and loading every node was most of each solve."""
     # Less the packer's tolerance (fill.room_for), so a node the solver would fill is never left out.
     cpu, memory = min(p.requests.cpu for p in pods) - 1e-9, min(p.requests.memory for p in pods) - 1e-9
     return [
-        n
-        for n in existing
-        if n.schedulable
-        and n.allocatable.cpu - n.requested.cpu >= cpu
-        and n.allocatable.memory - n.requested.memory >= memory
+        node
+        for node, free_cpu, free_memory in view.rooms
+        if free_cpu >= cpu and free_memory >= memory and node.name not in leaving
     ]
 
 
