@@ -116,7 +116,16 @@ class ClusterView:
     now: datetime | None = None
 
     def provisioner(self, name: str) -> Provisioner | None:
-        return next((p for p in self.provisioners if p.name == name), None)
+        return self._provisioners_by_name.get(name)
+
+    @cached_property
+    def _provisioners_by_name(self) -> dict[str, Provisioner]:
+        """Cached: a pass looks up each node's Provisioner several times (blockers, budgets, worth).
+        The first of a name wins, as a scan in order would find it."""
+        found: dict[str, Provisioner] = {}
+        for prov in self.provisioners:
+            found.setdefault(prov.name, prov)
+        return found
 
     @cached_property
     def bins_only(self) -> bool:
