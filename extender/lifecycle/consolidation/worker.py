@@ -73,13 +73,18 @@ def observe_done(action: Action) -> None:
         metrics.CONSOLIDATION_EVICTED.labels(**labels).observe(sum(len(movable(n)) for n in own))
 
 
-def _refusals(
-    kept: Mapping[str, Blocker], judged: Mapping[str, Blocker | None], candidates: Sequence[NodeState]
+def refusals(
+    kept: Mapping[str, Blocker], judged: Mapping[str, Blocker | None], assessment: eligibility.Assessment
 ) -> dict[str, Blocker]:
-    """The refusals to name: this pass's judgements over the kept ones, for candidates only (a
-    node with a blocker was not simulated, and its blockers say why it stays)."""
+    """The refusals a pass's verdicts name: its judgements (`decide`'s) over the kept ones, for the
+    nodes nothing else blocks (a blocked node was not simulated, and its blockers say why it stays;
+    a budget's too)."""
     merged = {**kept, **judged}
-    return {n.name: refused for n in candidates if (refused := merged.get(n.name)) is not None}
+    return {
+        n.name: refused
+        for n in assessment.candidates
+        if not assessment.blockers.get(n.name) and (refused := merged.get(n.name)) is not None
+    }
 
 
 class Consolidator:
@@ -152,7 +157,7 @@ class Consolidator:
         judged: dict[str, Blocker | None] = {}
         action = decide(view, self.settings, assessment.candidates, judged)
         self._log_blocked(view, assessment.candidates)
-        self._refused = _refusals(self._refused, judged, assessment.candidates)
+        self._refused = refusals(self._refused, judged, assessment)
         self.verdicts.write(
             verdict.verdicts(view, self.settings, assessment, self._refused), nodes, view.provisioner
         )

@@ -11,7 +11,7 @@ from extender.lifecycle.consolidation import decide as consolidation
 from extender.lifecycle.consolidation import verdict, worth
 from extender.lifecycle.consolidation.decide import DEFAULTS, decide
 from extender.lifecycle.consolidation.eligibility import Blocker, assess
-from extender.lifecycle.consolidation.worker import _refusals
+from extender.lifecycle.consolidation.worker import refusals
 
 from .test_consolidation import node, pods, provisioner, view
 
@@ -65,12 +65,19 @@ def test_judging_costs_no_solve_more(monkeypatch: pytest.MonkeyPatch) -> None:
     assert without >= 1 and len(calls) == 2 * without
 
 
-def test_a_refusal_is_kept_until_judged_again_and_only_for_candidates() -> None:
+def test_a_refusal_is_kept_until_judged_again_and_only_while_nothing_else_blocks() -> None:
     """A pass that acts stops searching before some nodes: their last judgement stays, so the
-    verdict does not flap; a new judgement replaces it; a node no longer a candidate loses it."""
+    verdict does not flap; a new judgement replaces it; a node that is no candidate, or that a
+    blocker (here its budget) holds, loses it: its blockers say why it stays."""
     low = Blocker(worth.BELOW_THRESHOLD, "saving $0.010/h is below ...")
     a, b, c = (node(name, "m5.large", pods(name, 1)) for name in "abc")
-    kept = _refusals({}, {"a": low, "b": low}, [a, b, c])
+    cluster = view(a, b, c)
+    everyone = assess(cluster, DEFAULTS)
+    kept = refusals({}, {"a": low, "b": low}, everyone)
     assert kept == {"a": low, "b": low}
-    assert _refusals(kept, {"b": None}, [a, b, c]) == {"a": low}
-    assert _refusals(kept, {}, [b, c]) == {"b": low}
+    assert refusals(kept, {"b": None}, everyone) == {"a": low}
+    assert refusals(kept, {}, assess(view(b, c), DEFAULTS)) == {"b": low}
+    closed = view(a, b, c, provisioners=(provisioner(budget="0"),))
+    held = assess(closed, DEFAULTS)
+    assert [n.name for n in held.candidates] == ["a", "b", "c"] and held.blockers["a"]
+    assert refusals(kept, {}, held) == {}
