@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import itertools
 import json
 import math
@@ -586,28 +587,62 @@ def fragmented_view(count: int, seed: int, types: list[InstanceType], budget: st
     return ClusterView(provisioners=(prov,), instance_types=tuple(types), nodes=tuple(nodes))
 
 
-def decide_latency(
-    count: int, seed: int, types: list[InstanceType], rounds: int
-) -> tuple[list[float], list[float]]:
+class GcClock:
+    """CPU seconds the garbage collector ran, per generation, while installed (gc.callbacks): a
+    full (generation 2) collection walks every object of the process, so it lands on whichever
+    call triggers it, and the latency figures say how much of them it was."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.collections = [0, 0, 0]
+        self._started = 0.0
+
+    def __enter__(self) -> GcClock:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.seconds[info["generation"]] += time.process_time() - self._started
+            self.collections[info["generation"]] += 1
+
+
+@dataclass
+class Latency:
+    """Wall and CPU seconds of each decide() call, and of its CPU the full collections' share."""
+
+    wall: list[float] = dataclasses.field(default_factory=list)
+    cpu: list[float] = dataclasses.field(default_factory=list)
+    full_gc: list[float] = dataclasses.field(default_factory=list)
+
+
+def decide_latency(count: int, seed: int, types: list[InstanceType], rounds: int) -> Latency:
     """Wall and CPU seconds of each decide() call while the worker takes `rounds` actions one after
     another on a `count`-node cluster (each action applied and its nodes gone before the next
     decision; each decision made twice, as the worker re-decides after the validation delay)."""
-    view, times, cpu = fragmented_view(count, seed, types), [], []
+    view, found = fragmented_view(count, seed, types), Latency()
     for _ in range(rounds):
         action = None
         for _ in range(2):
             # Fresh NodeStates, as the worker reads the cluster anew for each decision (no caches).
             view = dataclasses.replace(view, nodes=tuple(dataclasses.replace(n) for n in view.nodes))
-            started, used = time.perf_counter(), time.process_time()
-            action = consolidation.decide(view, SETTINGS)
-            times.append(time.perf_counter() - started)
-            cpu.append(time.process_time() - used)
+            with GcClock() as collector:
+                started, used = time.perf_counter(), time.process_time()
+                action = consolidation.decide(view, SETTINGS)
+                found.wall.append(time.perf_counter() - started)
+                found.cpu.append(time.process_time() - used)
+            found.full_gc.append(collector.seconds[2])
         if action is None:
             break
         # The removed nodes are gone by the next action (their budget slots free again).
         after = consolidation.apply(view, action)
         view = dataclasses.replace(after, nodes=tuple(n for n in after.nodes if not n.disrupting))
-    return times, cpu
+    return found
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -734,13 +769,20 @@ def main() -> None:
     if runs:
         print_summary(runs)
     for count in (int(x) for x in args.latency_nodes.split(",") if x):
-        wall, cpu = decide_latency(count, (seeds or [1])[0], types, args.latency_rounds)
-        for what, values in (("wall", wall), ("cpu", cpu)):
+        found = decide_latency(count, (seeds or [1])[0], types, args.latency_rounds)
+        for what, values in (("wall", found.wall), ("cpu", found.cpu)):
             ms = [1000 * t for t in values]
             print(
                 f"decide() at {count} nodes ({what}): {len(ms)} calls, p50 {percentile(ms, 0.5):.0f} ms,"
                 f" p99 {percentile(ms, 0.99):.0f} ms, max {max(ms):.0f} ms"
             )
+        hit = [1000 * t for t in found.full_gc if t > 0]
+        slowest = max(range(len(found.cpu)), key=found.cpu.__getitem__)
+        print(
+            f"  of that cpu, full garbage collections: {len(hit)} call(s), {sum(hit):.0f} ms"
+            f" ({', '.join(f'{t:.0f}' for t in hit) or '-'}); the slowest call"
+            f" {1000 * found.cpu[slowest]:.0f} ms, of which {1000 * found.full_gc[slowest]:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

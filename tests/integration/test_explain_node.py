@@ -1,7 +1,9 @@
 """`karpy explain node` and consolidation's verdict on the local control plane + moto (issue 34).
 
 Two nodes of a karpenter.sh/v1 NodePool (consolidating, `karpy.sh/consolidation-min-savings` of
-$10/h so that no move is ever worth it and the nodes stay through every step), each with one pod.
+$10/h so that no move is ever worth it and the nodes stay through every step), each with one pod;
+with nothing else blocking, node A's verdict is that saving below the threshold (SavingBelowThreshold,
+in the words `karpy explain node` gives its best move).
 One blocker at a time is put on node A, then lifted: a PDB allowing 0 disruptions, a
 karpenter.sh/do-not-disrupt pod, consolidateAfter not yet elapsed (then skipped with the harness's
 clock), a budget of 0 nodes and one of 0 in a schedule window, a pending pod, a launching node.
@@ -28,8 +30,11 @@ from kubernetes import client
 from extender.api import labels as wk
 from extender.api.disruption import DO_NOT_DISRUPT
 from extender.cluster.nodeclaims import Tracker
-from extender.lifecycle.consolidation import verdict
+from extender.lifecycle.consolidation import eligibility, verdict, worth
+from extender.lifecycle.consolidation.decide import decide
+from extender.lifecycle.consolidation.eligibility import Blocker
 from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
+from extender.lifecycle.consolidation.worker import refusals
 from tests.integration.helpers import karpy_cli_json, nodepool, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
@@ -132,7 +137,7 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     watch = Watcher(fast.kube, node_a)
 
     # Nothing blocks A; its move (delete it, B takes its pod) saves below the pool's $10/h.
-    first = watch.reaches("True", "Consolidatable")
+    first = watch.reaches("False", worth.BELOW_THRESHOLD)
     # Live, the CLI reads the minimum node age from its environment, as the harness's lifecycle (3 s).
     monkeypatch.setenv("KARPY_LIFECYCLE_CONSOLIDATION_MIN_NODE_AGE_SECONDS", "3")
     found = wait_for(lambda: (e := why())["blockers"] == [] and e, STEP, "A past 3 s, live")
@@ -142,13 +147,14 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
         r" \(\$10/h and 0%: \$10\.000/h here\)",
         found["bestMove"]["refusal"],
     ), found
+    assert first["message"] == found["bestMove"]["refusal"]  # the same words on the claim
     time.sleep(QUIET)
     assert condition(fast.kube, node_a) == first, "rewritten with nothing changed"
     # A pass may have seen A younger than the minimum age before it first had nothing blocking.
     young = Counter(e for e in verdict_events(core_v1, node_a) if e[1].startswith("node is "))
     assert all(reason == "Unconsolidatable" and count == 1 for reason, _, count in young), young
     assert Counter(verdict_events(core_v1, node_a)) - young == Counter(
-        [("Consolidatable", verdict.NOTHING_BLOCKS, 1)]
+        [("Unconsolidatable", first["message"], 1)]
     )
 
     # A PDB that allows no disruption.
@@ -167,10 +173,10 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     time.sleep(QUIET)
     assert condition(fast.kube, node_a) == held
     assert Counter(verdict_events(core_v1, node_a)) - young == Counter(
-        [("Consolidatable", verdict.NOTHING_BLOCKS, 1), ("Unconsolidatable", pdb, 1)]
+        [("Unconsolidatable", first["message"], 1), ("Unconsolidatable", pdb, 1)]
     )
     policy.delete_namespaced_pod_disruption_budget("a-pdb", namespace)
-    watch.reaches("True", "Consolidatable")
+    watch.reaches("False", worth.BELOW_THRESHOLD)
 
     # A karpenter.sh/do-not-disrupt pod.
     (pod,) = live_pods(core_v1, namespace, "a")
@@ -183,7 +189,7 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     core_v1.patch_namespaced_pod(
         pod.metadata.name, namespace, {"metadata": {"annotations": {DO_NOT_DISRUPT: None}}}
     )
-    watch.reaches("True", "Consolidatable")
+    watch.reaches("False", worth.BELOW_THRESHOLD)
 
     # consolidateAfter not yet elapsed; then skipped with the lifecycle's clock.
     patch_disruption(fast.kube, name, {**disruption, "consolidateAfter": "1h"})
@@ -199,7 +205,7 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     )
     with clock_ahead(fast):
         fast.clock.offset = timedelta(hours=2)
-        watch.reaches("True", "Consolidatable")
+        watch.reaches("False", worth.BELOW_THRESHOLD)
         patch_disruption(fast.kube, name, disruption)
         time.sleep(QUIET)  # the worker reads consolidateAfter 0s before the clock goes back
 
@@ -226,7 +232,7 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     time.sleep(QUIET)
     assert condition(fast.kube, node_a) == budget, "the same reason with other numbers is no change"
     patch_disruption(fast.kube, name, disruption)
-    watch.reaches("True", "Consolidatable")
+    watch.reaches("False", worth.BELOW_THRESHOLD)
 
     # A pod pending for the pool (no type it allows holds 100 CPU).
     huge = pod_manifest("huge", "100", selector={wk.NODEPOOL: name})
@@ -235,7 +241,7 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     assert watch.reaches("False", "PodsPending")["message"] == waiting
     assert why()["blockers"] == [waiting]
     core_v1.delete_namespaced_pod("huge", namespace, grace_period_seconds=0)
-    watch.reaches("True", "Consolidatable")
+    watch.reaches("False", worth.BELOW_THRESHOLD)
 
     # A node of the pool still launching: not Ready (no kubelet plays it), moments old.
     launching = unique("launching")
@@ -254,11 +260,11 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
             STEP,
             "the launching node gone",
         )
-    watch.reaches("True", "Consolidatable")
+    watch.reaches("False", worth.BELOW_THRESHOLD)
     time.sleep(QUIET)
 
     # One Event per change seen, each once (count 1), in the condition's words.
-    assert len(watch.seen) == 13  # True, then each of the six blockers and True again
+    assert len(watch.seen) == 13  # below the threshold, then each of the six blockers and below again
     expected = Counter(
         (verdict.CONSOLIDATABLE if c["status"] == "True" else verdict.UNCONSOLIDATABLE, c["message"], 1)
         for c in watch.seen
@@ -273,7 +279,13 @@ def test_explain_node_names_each_blocker_and_the_claim_and_node_say_it_once_per_
     fresh = VerdictWriter(
         Tracker(fast.kube, fast.clock), lambda node, reason, message: announced.append(node.name)
     )
-    ours = {n: v for n, v in verdict.verdicts(view, consolidator.settings).items() if n in (node_a, node_b)}
+    # The pass's verdicts: its blockers, and what its decision judged not worth it.
+    assessment = eligibility.assess(view, consolidator.settings)
+    judged: dict[str, Blocker | None] = {}
+    decide(view, consolidator.settings, assessment.candidates, judged)
+    refused = refusals({}, judged, assessment)
+    everyone = verdict.verdicts(view, consolidator.settings, assessment, refused)
+    ours = {n: v for n, v in everyone.items() if n in (node_a, node_b)}
     assert set(ours) == {node_a, node_b}
     assert fresh.write(ours, nodes, view.provisioner) == [] and announced == []
     for app in ("a", "b"):

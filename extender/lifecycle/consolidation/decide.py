@@ -27,7 +27,7 @@ from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.lifecycle import budgets
 from extender.lifecycle.consolidation import worth
-from extender.lifecycle.consolidation.eligibility import candidates, free_slots, movable
+from extender.lifecycle.consolidation.eligibility import Blocker, candidates, free_slots, movable
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.plan import ExistingNode, Plan, PlannedNode
@@ -97,11 +97,15 @@ class Action:
 
 
 def decide(
-    view: ClusterView, settings: Settings = DEFAULTS, eligible: Sequence[NodeState] | None = None
+    view: ClusterView,
+    settings: Settings = DEFAULTS,
+    eligible: Sequence[NodeState] | None = None,
+    judged: dict[str, Blocker | None] | None = None,
 ) -> Action | None:
     """The first action found, within the disruption budgets; None if none: empty nodes, then
     Karpenter's methods, then karpy's re-plans. `eligible`: the pass's candidates, when it has
-    them (`eligibility.assess`)."""
+    them (`eligibility.assess`). `judged`, when given, gets each node whose single-node move this
+    pass simulated: why that move is not worth its evictions (`worth`), or None (no solve more)."""
     pool = candidates(view, settings) if eligible is None else eligible
     if not pool:
         return None
@@ -110,7 +114,7 @@ def decide(
     if empty:
         return Action(Method.EMPTY, tuple(empty))
     slots = free_slots(view, budgets.UNDERUTILIZED)
-    if (action := _karpenter_methods(view, pool, slots, settings)) is not None:
+    if (action := _karpenter_methods(view, pool, slots, settings, judged)) is not None:
         return action
     # Where Karpenter's moves find nothing, re-plans; of those, the one saving the most $/h per
     # node disrupted (a budget slot, a drain and evicted pods each). Weighing Karpenter's moves
@@ -137,7 +141,11 @@ def decide_karpenter(view: ClusterView, settings: Settings = DEFAULTS) -> Action
 
 
 def _karpenter_methods(
-    view: ClusterView, pool: Sequence[NodeState], slots: dict[str, int], settings: Settings
+    view: ClusterView,
+    pool: Sequence[NodeState],
+    slots: dict[str, int],
+    settings: Settings,
+    judged: dict[str, Blocker | None] | None,
 ) -> Action | None:
     """The first action Karpenter's methods (multi-node, then single-node) find, as karpy orders
     and extends them."""
@@ -149,13 +157,13 @@ def _karpenter_methods(
     # the worker, a slot and the Provisioner (a node is launching) while merges waited:
     # benchmarks.consolidation at the default budget, +19.7 % over the bound instead of +13.0 %.
     for node in busy:
-        if (action := _simulate(view, (node,), Method.SINGLE, settings)) is not None:
+        if (action := _single(view, node, settings, judged)) is not None:
             return action
     # Past them, what costs no launch: a node whose pods fit on the rest (Karpenter's single-node
     # would find it too), then merges of the next least-used nodes (+13.0 % -> +11.4 % above).
     chosen = {n.name for n in busy}
     for node in (n for n in pool if n.name not in chosen and slots.get(n.provisioner, 0) > 0):
-        if (action := _simulate(view, (node,), Method.SINGLE, settings, replace=False)) is not None:
+        if (action := _single(view, node, settings, judged, replace=False)) is not None:
             return action
     for start in range(1, settings.merge_windows + 1):
         window = _within_budget(pool[start:], slots)[: settings.max_multi_node_candidates]
@@ -261,9 +269,10 @@ def simulate_removal(
     would plan them: existing karpy nodes first, then new nodes)."""
     leaving = {n.name for n in gone}
     pods = [p for n in gone for p in movable(n)]
-    existing = [n.node for n in view.nodes if n.name not in leaving]
-    if view.bins_only and not any(_ruled(p) for p in pods):
-        existing = _with_room(existing, pods)
+    if pods and view.bins_only and not any(_ruled(p) for p in pods):
+        existing = _with_room(view, leaving, pods)
+    else:
+        existing = [n.node for n in view.nodes if n.node.name not in leaving]
     return solve(
         pods,
         view.provisioners,
@@ -291,23 +300,19 @@ def _ruled(pod: Pod) -> bool:
     )
 
 
-def _with_room(existing: Sequence[ExistingNode], pods: Sequence[Pod]) -> list[ExistingNode]:
-    """The existing nodes that could take one of `pods`. When neither they nor any running pod
-    has a rule counting pods (`_ruled`, `ClusterView.bins_only`), an existing node is a bin only:
-    a cordoned one, or one without the smallest pod's cpu or memory free, takes no pod and changes
-    no placement, and the solver need not load it. After a few merges most nodes of a large cluster
-    are full (benchmarks.consolidation's 1,000-node cluster: 144 of 531 nodes with room at its 7th
-    action, 4 of 481 at its 10th), and loading every node was most of each solve."""
-    if not pods:
-        return list(existing)
+def _with_room(view: ClusterView, leaving: set[str], pods: Sequence[Pod]) -> list[ExistingNode]:
+    """The nodes staying (not in `leaving`) that could take one of `pods`. When neither they nor
+    any running pod has a rule counting pods (`_ruled`, `ClusterView.bins_only`), an existing node
+    is a bin only: a cordoned one, or one without the smallest pod's cpu or memory free, takes no
+    pod and changes no placement, and the solver need not load it. After a few merges most nodes of
+    a large cluster are full (benchmarks.consolidation's 1,000-node cluster: 144 of 531 nodes with
+    room at its 7th action, 4 of 481 at its 10th), and loading every node was most of each solve."""
     # Less the packer's tolerance (fill.room_for), so a node the solver would fill is never left out.
     cpu, memory = min(p.requests.cpu for p in pods) - 1e-9, min(p.requests.memory for p in pods) - 1e-9
     return [
-        n
-        for n in existing
-        if n.schedulable
-        and n.allocatable.cpu - n.requested.cpu >= cpu
-        and n.allocatable.memory - n.requested.memory >= memory
+        node
+        for node, free_cpu, free_memory in view.rooms
+        if free_cpu >= cpu and free_memory >= memory and node.name not in leaving
     ]
 
 
@@ -315,6 +320,23 @@ def single_node_move(view: ClusterView, node: NodeState, settings: Settings = DE
     """Karpenter's single-node move for `node` alone (delete it, or replace it by one cheaper node)
     whether or not it is a candidate or worth it (`karpy explain node` judges it apart)."""
     return _simulate(view, (node,), Method.SINGLE, settings, gated=False)
+
+
+def _single(
+    view: ClusterView,
+    node: NodeState,
+    settings: Settings,
+    judged: dict[str, Blocker | None] | None,
+    *,
+    replace: bool = True,
+) -> Action | None:
+    """The single-node move of `node` if worth its evictions, as `_simulate` gated finds it; the
+    judgement goes to `judged` (the node's verdict names a saving below the threshold)."""
+    action = _simulate(view, (node,), Method.SINGLE, settings, replace=replace, gated=False)
+    refused = worth.blocker(view, action.nodes, action.saving) if action is not None and action.pods else None
+    if judged is not None:
+        judged[node.name] = refused
+    return None if refused is not None else action
 
 
 def _simulate(

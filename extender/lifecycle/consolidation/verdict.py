@@ -8,6 +8,9 @@ consolidation filters by (`eligibility.assess`): `True` (reason `Consolidatable`
 when nothing blocks the node, else `False` with the blockers' reasons joined by commas (a valid
 metav1 reason: `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`) and their messages with the numbers.
 Karpenter's `Unconsolidatable` Event (pkg/controllers/disruption/events) carries the same words.
+A candidate whose single-node move the pass simulated and found not worth its evictions (`worth`:
+the pool's savings threshold, Balanced's score) is `False` too, reason `SavingBelowThreshold` or
+`BalancedScoreTooLow`: the worker passes in what `decide` judged, so it costs no solve more.
 
 A verdict changes when its reasons do, not its numbers: "300s left" becoming "290s left" is the
 same verdict, so the writer (verdict_writer.py) writes on a change of reasons only.
@@ -15,6 +18,7 @@ same verdict, so the writer (verdict_writer.py) writes on a change of reasons on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from extender.lifecycle.consolidation.eligibility import Assessment, Blocker, assess
@@ -49,10 +53,19 @@ def of(blockers: tuple[Blocker, ...]) -> Verdict:
 
 
 def verdicts(
-    view: ClusterView, settings: Settings, assessment: Assessment | None = None
+    view: ClusterView,
+    settings: Settings,
+    assessment: Assessment | None = None,
+    refused: Mapping[str, Blocker] | None = None,
 ) -> dict[str, Verdict]:
     """Node -> its verdict, for the karpy nodes of pools with consolidation enabled; nodes already
     on their way out are left out (their verdict would be written just before they go).
-    `assessment`: the pass's, when it has one (`eligibility.assess`)."""
+    `assessment`: the pass's, when it has one (`eligibility.assess`); `refused`: nodes whose
+    single-node move was simulated and found not worth its evictions (`decide`'s `judged`), named
+    after their other blockers."""
     found = (assessment or assess(view, settings)).blockers
-    return {name: of(blockers) for name, blockers in found.items()}
+    refused = refused or {}
+    return {
+        name: of((*blockers, refused[name]) if name in refused else blockers)
+        for name, blockers in found.items()
+    }

@@ -6,6 +6,7 @@ benchmark's simulated cluster and the unit tests.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -115,7 +116,16 @@ class ClusterView:
     now: datetime | None = None
 
     def provisioner(self, name: str) -> Provisioner | None:
-        return next((p for p in self.provisioners if p.name == name), None)
+        return self._provisioners_by_name.get(name)
+
+    @cached_property
+    def _provisioners_by_name(self) -> dict[str, Provisioner]:
+        """Cached: a pass looks up each node's Provisioner several times (blockers, budgets, worth).
+        The first of a name wins, as a scan in order would find it."""
+        found: dict[str, Provisioner] = {}
+        for prov in self.provisioners:
+            found.setdefault(prov.name, prov)
+        return found
 
     @cached_property
     def bins_only(self) -> bool:
@@ -123,3 +133,21 @@ class ClusterView:
         affinity or anti-affinity): then existing nodes matter to a moving pod without such rules
         only as room (decide.simulate_removal). Cached: a decision simulates many moves on one view."""
         return not any(p.counts_pods for n in self.nodes for p in n.node.pods)
+
+    @cached_property
+    def rooms(self) -> tuple[tuple[ExistingNode, float, float], ...]:
+        """(node, free cpu, free memory) of every node in order, -inf for a cordoned one: what
+        decide.simulate_removal filters bins by. Cached: a decision simulates many moves on one
+        view, and reading every node's resources again for each was a fifth of a simulation at
+        1,000 nodes (benchmarks.consolidation)."""
+        closed = -math.inf
+        return tuple(
+            (
+                n.node,
+                n.node.allocatable.cpu - n.node.requested.cpu,
+                n.node.allocatable.memory - n.node.requested.memory,
+            )
+            if n.node.schedulable
+            else (n.node, closed, closed)
+            for n in self.nodes
+        )

@@ -38,7 +38,7 @@ from extender.lifecycle import budgets, metrics, nodepatch
 from extender.lifecycle.budgets import DisruptionLedger
 from extender.lifecycle.consolidation import eligibility, snapshot, verdict
 from extender.lifecycle.consolidation.decide import Action, Method, decide
-from extender.lifecycle.consolidation.eligibility import free_slots, movable
+from extender.lifecycle.consolidation.eligibility import Blocker, free_slots, movable
 from extender.lifecycle.consolidation.verdict_writer import VerdictWriter
 from extender.lifecycle.consolidation.view import ClusterView, NodeState, Settings
 from extender.lifecycle.context import Context
@@ -73,6 +73,20 @@ def observe_done(action: Action) -> None:
         metrics.CONSOLIDATION_EVICTED.labels(**labels).observe(sum(len(movable(n)) for n in own))
 
 
+def refusals(
+    kept: Mapping[str, Blocker], judged: Mapping[str, Blocker | None], assessment: eligibility.Assessment
+) -> dict[str, Blocker]:
+    """The refusals a pass's verdicts name: its judgements (`decide`'s) over the kept ones, for the
+    nodes nothing else blocks (a blocked node was not simulated, and its blockers say why it stays;
+    a budget's too)."""
+    merged = {**kept, **judged}
+    return {
+        n.name: refused
+        for n in assessment.candidates
+        if not assessment.blockers.get(n.name) and (refused := merged.get(n.name)) is not None
+    }
+
+
 class Consolidator:
     def __init__(
         self,
@@ -97,6 +111,10 @@ class Consolidator:
         #: counts from its creation.
         self.pod_events = pod_events
         self._blocked: set[tuple[str, str]] = set()
+        #: Candidates whose single-node move the last pass that simulated it found not worth its
+        #: evictions: a pass that acts stops searching early, and the verdict keeps the last word
+        #: instead of flapping between passes.
+        self._refused: dict[str, Blocker] = {}
         #: Each node's verdict on its NodeClaim (`claims`: the node worker's tracker) and as an Event.
         self.verdicts = VerdictWriter(
             claims, lambda node, reason, message: ctx.recorder.node(node, reason, message, dedupe=False)
@@ -136,9 +154,13 @@ class Consolidator:
         self.report(view)
         # The blockers of every node, once per pass: for the decision, the budget log and verdicts.
         assessment = eligibility.assess(view, self.settings)
-        action = decide(view, self.settings, assessment.candidates)
+        judged: dict[str, Blocker | None] = {}
+        action = decide(view, self.settings, assessment.candidates, judged)
         self._log_blocked(view, assessment.candidates)
-        self.verdicts.write(verdict.verdicts(view, self.settings, assessment), nodes, view.provisioner)
+        self._refused = refusals(self._refused, judged, assessment)
+        self.verdicts.write(
+            verdict.verdicts(view, self.settings, assessment, self._refused), nodes, view.provisioner
+        )
         if action is None:
             return None
         delay = self.ctx.settings.lifecycle.consolidation_validation_seconds

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from extender.api.pod import Pod
-from extender.lifecycle.consolidation.eligibility import movable
+from extender.lifecycle.consolidation.eligibility import Blocker, movable
 from extender.lifecycle.consolidation.view import ClusterView, NodeState
 
 #: The annotation Kubernetes' ReplicaSet controller ranks scale-down victims by; Karpenter's
@@ -106,9 +106,20 @@ def balanced_scores(view: ClusterView, nodes: Sequence[NodeState], saving: float
     return scores
 
 
+#: Blocker reasons of a move not worth its evictions (the verdict names them, verdict.py).
+BELOW_THRESHOLD = "SavingBelowThreshold"
+BALANCED_SCORE = "BalancedScoreTooLow"
+
+
 def refusal(view: ClusterView, nodes: Sequence[NodeState], saving: float) -> str | None:
     """Why a move removing `nodes` (which evicts pods) and saving `saving` $/h is not worth it; None
     when it is."""
+    found = blocker(view, nodes, saving)
+    return None if found is None else found.message
+
+
+def blocker(view: ClusterView, nodes: Sequence[NodeState], saving: float) -> Blocker | None:
+    """`refusal` with its reason: the savings threshold first, then Balanced's score."""
     before = sum(n.price for n in nodes)
     for name in sorted({n.provisioner for n in nodes}):
         prov = view.provisioner(name)
@@ -116,11 +127,12 @@ def refusal(view: ClusterView, nodes: Sequence[NodeState], saving: float) -> str
             continue
         threshold = prov.consolidation_min_savings
         if saving < threshold.required(before) - 1e-12:
-            return (
+            return Blocker(
+                BELOW_THRESHOLD,
                 f"saving ${saving:.3f}/h is below {prov.noun} {name}'s consolidation-min-savings"
-                f" ({threshold}: ${threshold.required(before):.3f}/h here)"
+                f" ({threshold}: ${threshold.required(before):.3f}/h here)",
             )
     for score in balanced_scores(view, nodes, saving):
         if not score.approved:
-            return f"Balanced {score.pool}: {score}"
+            return Blocker(BALANCED_SCORE, f"Balanced {score.pool}: {score}")
     return None
