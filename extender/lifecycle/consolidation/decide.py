@@ -333,7 +333,7 @@ def _single(
     """The single-node move of `node` if worth its evictions, as `_simulate` gated finds it; the
     judgement goes to `judged` (the node's verdict names a saving below the threshold)."""
     action = _simulate(view, (node,), Method.SINGLE, settings, replace=replace, gated=False)
-    refused = worth.blocker(view, action.nodes, action.saving) if action is not None and action.pods else None
+    refused = _refused(view, action) if action is not None else None
     if judged is not None:
         judged[node.name] = refused
     return None if refused is not None else action
@@ -364,9 +364,12 @@ def _simulate(
             return None
         replacements = (replacement,)
     action = Action(method, nodes, replacements, moved)
-    if gated and action.pods and worth.refusal(view, nodes, action.saving) is not None:
-        return None
-    return action
+    return None if gated and _refused(view, action) is not None else action
+
+
+def _refused(view: ClusterView, action: Action) -> Blocker | None:
+    """Why `action` is not worth its evictions (`worth`); None when it is or evicts nothing."""
+    return worth.blocker(view, action.nodes, action.saving) if action.pods else None
 
 
 def offering_price(it: InstanceType, capacity_type: str, zones: Sequence[str]) -> float | None:
