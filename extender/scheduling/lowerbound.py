@@ -520,8 +520,9 @@ def _fractional(items: Sequence[Item], free: Sequence[float]) -> float:
     """
     free = [max(f, 0.0) for f in free]
     exclusive: list[Item] = []
+    fitting = [i for i in items if _fits_one(i[2], free)]
     for d, room in enumerate(free):
-        big = [i for i in items if i[2][d] > room / 2 + EPS and _fits_one(i[2], free)]
+        big = [i for i in fitting if i[2][d] > room / 2 + EPS]
         if len(big) > len(exclusive):
             exclusive = big
     if len(exclusive) < 2:
@@ -542,17 +543,23 @@ def _fill(items: Sequence[Item], free: Sequence[float]) -> float:
     fill bounds the knapsack. One resource alone is loose when pods differ in their cpu:memory
     ratio; the mixes recover most of the two-resource LP relaxation.
     """
-    bound = sum(w * _max_count(req, free, n) for _, w, req, n in items)
-    mixes = [tuple(1.0 if k == d else 0.0 for k in range(len(free))) for d in range(len(free))]
+    # The knapsack search calls this at every node it visits: each item's count is taken once,
+    # and a surrogate's sizes are its one or two nonzero terms (the same floats the full dot
+    # product gives, since the other terms add exact zeros).
+    caps = [_max_count(req, free, n) for _, _, req, n in items]
+    bound = sum(item[1] * cap for item, cap in zip(items, caps, strict=True))
+    surrogates: list[tuple[float, list[tuple[float, float, int]]]] = [
+        (room, [(item[1], item[2][d], cap) for item, cap in zip(items, caps, strict=True)])
+        for d, room in enumerate(free)
+    ]
     if len(free) >= 2 and free[0] > EPS and free[1] > EPS:
-        rest = (0.0,) * (len(free) - 2)
-        mixes += [(t / free[0], (1 - t) / free[1], *rest) for t in MIXES]
-    for mix in mixes:
-        room = sum(m * f for m, f in zip(mix, free, strict=True))
-        sized = [
-            (w, sum(m * r for m, r in zip(mix, req, strict=True)), _max_count(req, free, n))
-            for _, w, req, n in items
-        ]
+        for t in MIXES:
+            a, b = t / free[0], (1 - t) / free[1]
+            sizes = [
+                (item[1], a * item[2][0] + b * item[2][1], cap) for item, cap in zip(items, caps, strict=True)
+            ]
+            surrogates.append((a * free[0] + b * free[1], sizes))
+    for room, sized in surrogates:
         total = 0.0
         for w, size, cap in sorted(sized, key=lambda i: -(i[0] / i[1]) if i[1] > EPS else -math.inf):
             if size <= EPS:
