@@ -15,6 +15,10 @@
   send it objects (Karpenter's published examples, v1alpha5 and v1): every CRD installed, the
   process behind webhook configurations for each kind in ``examples_apply.ADMITTED`` that admit only
   objects labelled ``examples_apply.ADMISSION_LABEL``; yields the ``WebhookProcess``.
+- ``shared_catalog`` (session): one instance-type catalog (``CatalogProvider``) on the cluster's
+  moto for every in-process karpy that calls moto directly (this file's ``karpy`` and
+  lifecycle_harness's): the listing costs ~3 CPU-seconds per build (moto's DescribeInstanceTypes
+  answer alone ~1.8 s) and no test changes the types, zones or prices behind it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 import pytest
 from werkzeug.serving import make_server
 
+from extender.cloud.aws.instancetypes import CatalogProvider
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster import client as kube_client
@@ -187,11 +192,9 @@ def namespace(core_v1: Any) -> Iterator[str]:
             raise
 
 
-@pytest.fixture(scope="module")
-def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
-    """The provisioning controller and the extender in this process, against the local cluster."""
+def _settings(cluster: Any) -> Settings:
     seed = cluster.aws
-    settings = Settings(
+    return Settings(
         cluster_name=cluster.state.get("cluster_name", seed.cluster_name),
         cluster_endpoint=cluster.apiserver_url,
         kubeconfig=cluster.kubeconfig,
@@ -201,15 +204,30 @@ def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
         batching=BatchingSettings(idle_seconds=1.0, max_seconds=10.0),
         leader_election=LeaderElectionSettings(enabled=False),
     )
-    kube = kube_client.load(settings)
-    stop = threading.Event()
+
+
+def _provider(settings: Settings, catalog: CatalogProvider | None = None) -> AWSCloudProvider:
     with pytest.MonkeyPatch.context() as env:
         # moto accepts any key; boto3 must find one, and never a real one.
         env.setenv("AWS_ACCESS_KEY_ID", "testing")
         env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
         env.delenv("AWS_SESSION_TOKEN", raising=False)
         env.delenv("AWS_PROFILE", raising=False)
-        raw_cloud = AWSCloudProvider(settings=settings)
+        return AWSCloudProvider(settings=settings, catalog=catalog)
+
+
+@pytest.fixture(scope="session")
+def shared_catalog(cluster: Cluster) -> CatalogProvider:
+    return _provider(_settings(cluster)).catalog
+
+
+@pytest.fixture(scope="module")
+def karpy(cluster: Any, provisioner_crd: str, shared_catalog: CatalogProvider) -> Iterator[Karpy]:
+    """The provisioning controller and the extender in this process, against the local cluster."""
+    settings = _settings(cluster)
+    kube = kube_client.load(settings)
+    stop = threading.Event()
+    raw_cloud = _provider(settings, shared_catalog)
     state = ClusterState()
     leading = threading.Event()
     leading.set()

@@ -17,6 +17,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from extender.api import labels as wk
+from extender.cloud.aws.instancetypes import CatalogProvider
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.cloud.metrics import decorate
 from extender.cluster.boundpods import BoundPods
@@ -148,9 +149,9 @@ def make_settings(cluster: Any, aws_endpoint: str | None = None) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def karpy(cluster: Any, provisioner_crd: str) -> Iterator[Karpy]:
+def karpy(cluster: Any, provisioner_crd: str, shared_catalog: CatalogProvider) -> Iterator[Karpy]:
     with moto_credentials():
-        yield from _karpy(cluster)
+        yield from _karpy(cluster, catalog=shared_catalog)
 
 
 @contextlib.contextmanager
@@ -162,12 +163,15 @@ def moto_credentials() -> Iterator[None]:
         yield
 
 
-def _karpy(cluster: Any, kube: Any = None, aws_endpoint: str | None = None) -> Iterator[Karpy]:
-    """`kube` and `aws_endpoint` put something between karpy and the cluster (a fault proxy)."""
+def _karpy(
+    cluster: Any, kube: Any = None, aws_endpoint: str | None = None, catalog: CatalogProvider | None = None
+) -> Iterator[Karpy]:
+    """`kube` and `aws_endpoint` put something between karpy and the cluster (a fault proxy);
+    `catalog`: the session's instance types (conftest's `shared_catalog`), else its own."""
     kube = kube or cluster.api_client()
     settings = make_settings(cluster, aws_endpoint)
     cache_clock = CacheClock()
-    raw_cloud = AWSCloudProvider(settings=settings, timer=cache_clock)
+    raw_cloud = AWSCloudProvider(settings=settings, timer=cache_clock, catalog=catalog)
     cloud = decorate(raw_cloud)
     state = ClusterState()
     leading = threading.Event()
