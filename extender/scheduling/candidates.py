@@ -39,7 +39,7 @@ from extender.scheduling.memo import serial
 from extender.scheduling.overlays import overlaid
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
-from extender.scheduling.reservations import offering_allows, own_offerings
+from extender.scheduling.reservations import offering_allows, own_offerings, selects
 
 Vector = tuple[float, ...]
 
@@ -237,7 +237,11 @@ class CandidateCache:
         self.max_options = max_options
         self._memo: dict[tuple[str, Requirements, frozenset[str]], CandidateSet] = {}
 
-    def cheapest_offering(self, instance_type: InstanceType, reqs: Requirements) -> Offering | None:
+    def cheapest_offering(
+        self, instance_type: InstanceType, reqs: Requirements, reserving: bool = True
+    ) -> Offering | None:
+        """The type's cheapest offering `reqs` allow; `reserving=False` says `reqs` name no
+        capacity-reservation label (`selects`), so every offering passes that check."""
         zones, capacity_types = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
         best = None
         for offering in instance_type.offerings:
@@ -249,7 +253,7 @@ class CandidateCache:
             allowed = (
                 zones.contains(offering.zone)
                 and capacity_types.contains(offering.capacity_type)
-                and offering_allows(offering, reqs)
+                and (not reserving or offering_allows(offering, reqs))
             )
             if allowed and (best is None or offering.price < best.price):
                 best = offering
@@ -266,6 +270,9 @@ class CandidateCache:
         names, arches, oses = reqs.get(wk.INSTANCE_TYPE), reqs.get(wk.ARCH), reqs.get(wk.OS)
         # karpenter.k8s.aws/* keys: the type's own labels decide; a type without one is "absent".
         described = Requirements(tuple((k, v) for k, v in reqs if k in wk.INSTANCE_TYPE_LABELS))
+        # Asked once, not per offering: the first solve and each new requirement set scan every
+        # offering of the catalog, and almost no requirements name a reservation.
+        reserving = selects(reqs)
         candidates = []
         for entry in view.entries:
             instance_type = entry.type
@@ -280,7 +287,7 @@ class CandidateCache:
                 and (not described.items or described.matches(dict(instance_type.type_labels)))
             ):
                 continue
-            offering = self.cheapest_offering(instance_type, reqs)
+            offering = self.cheapest_offering(instance_type, reqs, reserving)
             if offering is not None:
                 candidates.append(Candidate(entry, offering))
         # An estimate is a guess: a type with a known price always ranks before one without.
