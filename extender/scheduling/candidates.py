@@ -303,12 +303,17 @@ class CandidateCache:
         """The set's types that hold one pod of `request`: the priced ones, or — only when no priced
         type holds it — the estimated ones. So an estimate never makes a type look cheap enough to
         win over a type with a real price."""
+        return found.remember(("usable", request), lambda: tuple(c for c, _ in self.counted(found, request)))
 
-        def compute() -> tuple[Candidate, ...]:
-            holding = [c for c in found.candidates if fit_count(request, c.entry.alloc)]
-            return tuple(c for c in holding if not c.estimated) or tuple(holding)
+    def counted(self, found: CandidateSet, request: Vector) -> tuple[tuple[Candidate, int], ...]:
+        """`usable`, each with how many pods of `request` it holds: a new request's first round
+        asks the types, their rate and their ranking, which would each count the set again."""
 
-        return found.remember(("usable", request), compute)
+        def compute() -> tuple[tuple[Candidate, int], ...]:
+            holding = [(c, n) for c in found.candidates if (n := fit_count(request, c.entry.alloc))]
+            return tuple(p for p in holding if not p[0].estimated) or tuple(holding)
+
+        return found.remember(("counted", request), compute)
 
     def frontier(self, found: CandidateSet, request: Vector) -> tuple[Candidate, ...]:
         """`usable` less the types another one beats on every resource at no higher price: only these
@@ -344,8 +349,7 @@ class CandidateCache:
         return found.remember(
             ("rate", request),
             lambda: min(
-                (c.offering.price / fit_count(request, c.entry.alloc) for c in self.usable(found, request)),
-                default=math.inf,
+                (c.offering.price / count for c, count in self.counted(found, request)), default=math.inf
             ),
         )
 
