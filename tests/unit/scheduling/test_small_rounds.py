@@ -17,7 +17,7 @@ from extender.api.provisioner import Provisioner, Requirement
 from extender.api.resources import Resources
 from extender.scheduling import reservations
 from extender.scheduling.candidates import CandidateCache, ProvisionerView, fit_count, vector
-from extender.scheduling.instancetypes import InstanceType, Offering
+from extender.scheduling.instancetypes import InstanceType
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
 from tests.unit.scheduling.builders import catalog
@@ -29,21 +29,18 @@ def _request(cpu: float, memory_gib: float) -> tuple[float, ...]:
     return vector(Resources({"cpu": cpu, "memory": memory_gib * 2**30, "pods": 1}), DIMS)
 
 
-def _unpriced_giant() -> InstanceType:
-    """A type larger than any in the catalog, priced only by the estimate."""
-    biggest = max(catalog(), key=lambda t: t.allocatable.cpu)
-    return InstanceType.build(
-        name="zz9.huge",
-        cpu=4 * biggest.cpu,
-        memory=4 * biggest.memory,
-        arch="amd64",
-        max_pods=737,
-        offerings=[Offering("us-west-2a", "on-demand", 99.0, True, ESTIMATE)],
-    )
+def _with_an_unpriced_largest() -> list[InstanceType]:
+    """The catalog with its largest types (by allocatable cpu) replaced by one of them priced only
+    by the estimate: the one type holding the largest requests."""
+    top = max(t.allocatable.cpu for t in catalog())
+    largest = next(t for t in catalog() if t.allocatable.cpu == top)
+    estimated = [replace(o, price_source=ESTIMATE) for o in largest.offerings]
+    return [t for t in catalog() if t.allocatable.cpu < top] + [largest.with_offerings(estimated)]
 
 
 def test_counted_is_usable_with_each_types_count_and_pod_rate_reads_it() -> None:
-    view = ProvisionerView.build(Provisioner(name="default"), [*catalog(), _unpriced_giant()], (), DIMS)
+    types = _with_an_unpriced_largest()
+    view = ProvisionerView.build(Provisioner(name="default"), types, (), DIMS)
     cache = CandidateCache(())
     found = cache.lookup(view, view.requirements, frozenset())
     biggest = max(c.entry.alloc[0] for c in found.candidates if not c.estimated)
@@ -64,7 +61,7 @@ def test_counted_is_usable_with_each_types_count_and_pod_rate_reads_it() -> None
             (c.offering.price / fit_count(request, c.entry.alloc) for c in usable), default=math.inf
         ), name
     # The cases are the ones named: the estimated type alone holds the large request, none the last.
-    assert [c.entry.type.name for c in cache.usable(found, requests["the estimated type only"])] == ["zz9.huge"]
+    assert [c.entry.type for c in cache.usable(found, requests["the estimated type only"])] == types[-1:]
     assert not any(c.estimated for c in cache.usable(found, requests["priced only"]))
     assert cache.pod_rate(found, requests["none"]) == math.inf
 
