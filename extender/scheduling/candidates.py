@@ -303,15 +303,21 @@ class CandidateCache:
         """The set's types that hold one pod of `request`: the priced ones, or — only when no priced
         type holds it — the estimated ones. So an estimate never makes a type look cheap enough to
         win over a type with a real price."""
-        return found.remember(("usable", request), lambda: tuple(c for c, _ in self.counted(found, request)))
+        return self.counted(found, request)[0]
 
-    def counted(self, found: CandidateSet, request: Vector) -> tuple[tuple[Candidate, int], ...]:
-        """`usable`, each with how many pods of `request` it holds: a new request's first round
-        asks the types, their rate and their ranking, which would each count the set again."""
+    def counted(self, found: CandidateSet, request: Vector) -> tuple[tuple[Candidate, ...], tuple[int, ...]]:
+        """`usable`, and how many pods of `request` each holds: a new request's first round asks the
+        types, their rate and their ranking, which would each count the set again. Two tuples, not
+        a pair per type: the memo keeps them, and a tracked object per type would add to every
+        collection's work."""
 
-        def compute() -> tuple[tuple[Candidate, int], ...]:
-            holding = [(c, n) for c in found.candidates if (n := fit_count(request, c.entry.alloc))]
-            return tuple(p for p in holding if not p[0].estimated) or tuple(holding)
+        def compute() -> tuple[tuple[Candidate, ...], tuple[int, ...]]:
+            candidates = found.candidates
+            counts = [fit_count(request, c.entry.alloc) for c in candidates]
+            kept = [i for i, c in enumerate(candidates) if counts[i] and not c.estimated] or [
+                i for i, count in enumerate(counts) if count
+            ]
+            return tuple(candidates[i] for i in kept), tuple(counts[i] for i in kept)
 
         return found.remember(("counted", request), compute)
 
@@ -349,7 +355,8 @@ class CandidateCache:
         return found.remember(
             ("rate", request),
             lambda: min(
-                (c.offering.price / count for c, count in self.counted(found, request)), default=math.inf
+                (c.offering.price / count for c, count in zip(*self.counted(found, request), strict=True)),
+                default=math.inf,
             ),
         )
 

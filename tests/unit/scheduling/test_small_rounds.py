@@ -54,9 +54,9 @@ def test_counted_is_usable_with_each_types_count_and_pod_rate_reads_it() -> None
         # What usable, pod_rate and the ranking computed before `counted`, from the set itself.
         holding = [c for c in found.candidates if fit_count(request, c.entry.alloc)]
         usable = [c for c in holding if not c.estimated] or holding
-        counted = cache.counted(found, request)
-        assert [c for c, _ in counted] == usable == list(cache.usable(found, request)), name
-        assert [n for _, n in counted] == [fit_count(request, c.entry.alloc) for c in usable], name
+        holders, counts = cache.counted(found, request)
+        assert list(holders) == usable == list(cache.usable(found, request)), name
+        assert list(counts) == [fit_count(request, c.entry.alloc) for c in usable], name
         assert cache.pod_rate(found, request) == min(
             (c.offering.price / fit_count(request, c.entry.alloc) for c in usable), default=math.inf
         ), name
