@@ -18,12 +18,16 @@ decided it). With fewer solves the column shows the maximum, marked `*`.
 Karpenter's figures on the same inputs (issue 26): 1 pod 0.6 ms, 5 pods 2.8 ms.
 
     python -m benchmarks.latency [--base /work/wt-base] [--runs 200] [--no-limits] [--sizes 1 5]
+        [--processes 10]
 
 --no-limits: the Provisioner states no limits (Karpenter's benchmark sets some), so the round also
 runs the configuration LP's rounded starts (passes.FromLP), which limited Provisioners never get.
 
 Each tree runs in its own interpreter (`PYTHONPATH=<tree>`); with --base, the trees alternate per
 size so machine load hits both alike. Prints the load average beside the figures; asserts nothing.
+--processes N: N interpreters per size and tree, each pair in turn led by the other tree, and the
+medians of each column: while other sessions run, one interpreter's figures at 1 and 5 pods move by
+30-50 % from the next one's, far more than the difference between two trees.
 """
 
 from __future__ import annotations
@@ -102,6 +106,14 @@ def _cell(column: str, value: float, runs: int) -> str:
     return f"{value:>9.2f}"
 
 
+def _row(size: int, name: str, runs: int, cols: tuple[str, ...], r: dict[str, float], karpenter: str) -> str:
+    return (
+        f"{size:>5} {name:>5} {runs:>5} "
+        + " ".join(_cell(c, r[c], runs) for c in cols)
+        + f" {int(r['nodes']):>6} {r['price']:>8.2f} {karpenter}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", type=Path, help="another tree (e.g. a worktree of main) to compare with")
@@ -109,6 +121,12 @@ def main() -> None:
         "--runs", type=int, default=200, help="solves per size and way (100 pods: half, at least 100)"
     )
     parser.add_argument("--no-limits", action="store_true", help="a Provisioner without limits")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="interpreters per size and tree, taking turns first; >1 adds a row of medians (~this, ~base)",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="batch sizes to measure")
     args = parser.parse_args()
     trees = {"this": ROOT, **({"base": args.base.resolve()} if args.base else {})}
@@ -119,16 +137,23 @@ def main() -> None:
     print(header + f" {'nodes':>6} {'$/h':>8} karpenter")
     for size in args.sizes:
         runs = args.runs if size < 100 else max(P99_SAMPLES, args.runs // 2) if size < 1000 else 3
-        for name in sorted(trees, reverse=True):
-            r = run_tree(trees[name], size, runs, not args.no_limits)
-            karpenter = f"{KARPENTER_MS[size]:.1f} ms" if size in KARPENTER_MS else "-"
-            print(
-                f"{size:>5} {name:>5} {runs:>5} "
-                + " ".join(_cell(c, r[c], runs) for c in cols)
-                + f" {int(r['nodes']):>6} {r['price']:>8.2f} {karpenter}"
-            )
+        karpenter = f"{KARPENTER_MS[size]:.1f} ms" if size in KARPENTER_MS else "-"
+        rows: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+        for process in range(args.processes):
+            # Each process in turn goes first, so a slow spell of the machine hits both trees alike.
+            names = sorted(trees, reverse=process % 2 == 0)
+            for name in names:
+                r = run_tree(trees[name], size, runs, not args.no_limits)
+                rows[name].append(r)
+                print(_row(size, name, runs, cols, r, karpenter))
+        if args.processes > 1:
+            for name in sorted(trees, reverse=True):
+                median = {k: statistics.median(r[k] for r in rows[name]) for k in rows[name][0]}
+                print(_row(size, f"~{name}", runs, cols, median, karpenter))
     print("milliseconds per solve(); gc2: full collections in the way's solves")
     print("* the maximum: too few solves for a 99th percentile")
+    if args.processes > 1:
+        print(f"~: the median of each column over the {args.processes} interpreters of the tree")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

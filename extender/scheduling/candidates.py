@@ -39,7 +39,7 @@ from extender.scheduling.memo import serial
 from extender.scheduling.overlays import overlaid
 from extender.scheduling.pricing import ESTIMATE
 from extender.scheduling.requirements import Requirements
-from extender.scheduling.reservations import offering_allows, own_offerings
+from extender.scheduling.reservations import offering_allows, own_offerings, selects
 
 Vector = tuple[float, ...]
 
@@ -237,7 +237,11 @@ class CandidateCache:
         self.max_options = max_options
         self._memo: dict[tuple[str, Requirements, frozenset[str]], CandidateSet] = {}
 
-    def cheapest_offering(self, instance_type: InstanceType, reqs: Requirements) -> Offering | None:
+    def cheapest_offering(
+        self, instance_type: InstanceType, reqs: Requirements, reserving: bool = True
+    ) -> Offering | None:
+        """The type's cheapest offering `reqs` allow; `reserving=False` says `reqs` name no
+        capacity-reservation label (`selects`), so every offering passes that check."""
         zones, capacity_types = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
         best = None
         for offering in instance_type.offerings:
@@ -249,7 +253,7 @@ class CandidateCache:
             allowed = (
                 zones.contains(offering.zone)
                 and capacity_types.contains(offering.capacity_type)
-                and offering_allows(offering, reqs)
+                and (not reserving or offering_allows(offering, reqs))
             )
             if allowed and (best is None or offering.price < best.price):
                 best = offering
@@ -266,6 +270,9 @@ class CandidateCache:
         names, arches, oses = reqs.get(wk.INSTANCE_TYPE), reqs.get(wk.ARCH), reqs.get(wk.OS)
         # karpenter.k8s.aws/* keys: the type's own labels decide; a type without one is "absent".
         described = Requirements(tuple((k, v) for k, v in reqs if k in wk.INSTANCE_TYPE_LABELS))
+        # Asked once, not per offering: the first solve and each new requirement set scan every
+        # offering of the catalog, and almost no requirements name a reservation.
+        reserving = selects(reqs)
         candidates = []
         for entry in view.entries:
             instance_type = entry.type
@@ -280,7 +287,7 @@ class CandidateCache:
                 and (not described.items or described.matches(dict(instance_type.type_labels)))
             ):
                 continue
-            offering = self.cheapest_offering(instance_type, reqs)
+            offering = self.cheapest_offering(instance_type, reqs, reserving)
             if offering is not None:
                 candidates.append(Candidate(entry, offering))
         # An estimate is a guess: a type with a known price always ranks before one without.
@@ -296,12 +303,23 @@ class CandidateCache:
         """The set's types that hold one pod of `request`: the priced ones, or — only when no priced
         type holds it — the estimated ones. So an estimate never makes a type look cheap enough to
         win over a type with a real price."""
+        return self.counted(found, request)[0]
 
-        def compute() -> tuple[Candidate, ...]:
-            holding = [c for c in found.candidates if fit_count(request, c.entry.alloc)]
-            return tuple(c for c in holding if not c.estimated) or tuple(holding)
+    def counted(self, found: CandidateSet, request: Vector) -> tuple[tuple[Candidate, ...], tuple[int, ...]]:
+        """`usable`, and how many pods of `request` each holds: a new request's first round asks the
+        types, their rate and their ranking, which would each count the set again. Two tuples, not
+        a pair per type: the memo keeps them, and a tracked object per type would add to every
+        collection's work."""
 
-        return found.remember(("usable", request), compute)
+        def compute() -> tuple[tuple[Candidate, ...], tuple[int, ...]]:
+            candidates = found.candidates
+            counts = [fit_count(request, c.entry.alloc) for c in candidates]
+            kept = [i for i, c in enumerate(candidates) if counts[i] and not c.estimated] or [
+                i for i, count in enumerate(counts) if count
+            ]
+            return tuple(candidates[i] for i in kept), tuple(counts[i] for i in kept)
+
+        return found.remember(("counted", request), compute)
 
     def frontier(self, found: CandidateSet, request: Vector) -> tuple[Candidate, ...]:
         """`usable` less the types another one beats on every resource at no higher price: only these
@@ -337,7 +355,7 @@ class CandidateCache:
         return found.remember(
             ("rate", request),
             lambda: min(
-                (c.offering.price / fit_count(request, c.entry.alloc) for c in self.usable(found, request)),
+                (c.offering.price / count for c, count in zip(*self.counted(found, request), strict=True)),
                 default=math.inf,
             ),
         )

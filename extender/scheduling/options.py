@@ -51,8 +51,12 @@ class Fitting:
         reqs, options = node.reqs, self(node, limit)
 
         def offered() -> tuple[list[str], list[str]]:
+            reserving = selects(reqs)
             offerings = [
-                o for c in options for o in c.entry.type.offerings if o.available and offering_allows(o, reqs)
+                o
+                for c in options
+                for o in c.entry.type.offerings
+                if o.available and (not reserving or offering_allows(o, reqs))
             ]
             zones = {o.zone for o in offerings if reqs.allows(wk.ZONE, o.zone)}
             kinds = {o.capacity_type for o in offerings if reqs.allows(wk.CAPACITY_TYPE, o.capacity_type)}

@@ -543,8 +543,7 @@ class Packer:
 
         def rank() -> list[Candidate]:
             rated = []
-            for c in self.cache.usable(found, seed.request):
-                count = fit_count(seed.request, c.entry.alloc)
+            for c, count in zip(*self.cache.counted(found, seed.request), strict=True):
                 rated.append((c.offering.price / count, -c.offering.price, c))
             rated.sort(key=lambda r: (r[0], r[1]))
             return [c for _, _, c in rated]
