@@ -48,7 +48,7 @@ from extender.state import ClusterState
 from hack.localcluster import awsseed, karpyenv
 from hack.localcluster import cluster as localcluster
 from hack.localcluster.karpyenv import install_provisioner_crd
-from tests.integration.helpers import PRICES, Karpy
+from tests.integration.helpers import PRICES, Karpy, moto_credentials
 
 STATE_ENV = "KARPY_CLUSTER_STATE"
 
@@ -207,12 +207,7 @@ def _settings(cluster: Any) -> Settings:
 
 
 def _provider(settings: Settings, catalog: CatalogProvider | None = None) -> AWSCloudProvider:
-    with pytest.MonkeyPatch.context() as env:
-        # moto accepts any key; boto3 must find one, and never a real one.
-        env.setenv("AWS_ACCESS_KEY_ID", "testing")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        env.delenv("AWS_SESSION_TOKEN", raising=False)
-        env.delenv("AWS_PROFILE", raising=False)
+    with moto_credentials():
         return AWSCloudProvider(settings=settings, catalog=catalog)
 
 

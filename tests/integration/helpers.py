@@ -9,13 +9,16 @@ from each other or from benchmarks. The price file (PRICES, the table shipped in
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.provisioning.controller import BatchReport, ProvisioningController
@@ -34,6 +37,7 @@ __all__ = [
     "free_port",
     "instance_tags",
     "karpy_cli_json",
+    "moto_credentials",
     "node_of",
     "pod_manifest",
     "pods_of",
@@ -43,6 +47,18 @@ __all__ = [
     "wait_for",
     "wait_for_first_consumer_class",
 ]
+
+
+@contextlib.contextmanager
+def moto_credentials() -> Iterator[pytest.MonkeyPatch]:
+    """moto takes any credentials; boto3 must find one, and never a real one (no session token or
+    profile from the machine)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.delenv("AWS_SESSION_TOKEN", raising=False)
+        env.delenv("AWS_PROFILE", raising=False)
+        yield env
 
 
 @dataclass

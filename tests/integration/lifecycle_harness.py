@@ -36,6 +36,7 @@ from extender.settings import (
 from extender.state import ClusterState
 from tests.integration.helpers import (
     PRICES,
+    moto_credentials,
     pod_manifest,
     wait_for,
 )
@@ -152,15 +153,6 @@ def make_settings(cluster: Any, aws_endpoint: str | None = None) -> Settings:
 def karpy(cluster: Any, provisioner_crd: str, shared_catalog: CatalogProvider) -> Iterator[Karpy]:
     with moto_credentials():
         yield from _karpy(cluster, catalog=shared_catalog)
-
-
-@contextlib.contextmanager
-def moto_credentials() -> Iterator[None]:
-    """moto takes any credentials; never let boto3 look further for real ones."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AWS_ACCESS_KEY_ID", "testing")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        yield
 
 
 def _karpy(
