@@ -6,7 +6,9 @@ one `karpy controller` serving the extender over HTTP, and `--runs` rounds of on
 other tenants' noise hit every side): before each run kube-scheduler is restarted with karpy's
 extender as shipped (`with`: filter and prioritize, for every pod), called only for pods requesting
 karpy.sh/guarded (`guarded-only`, docs/scheduler-path.md's opt-in configuration) or with the filter
-only (`filter-only`), or without an extender (`without`), and with its
+only (`filter-only`), or without an extender (`without`), or with an extender that does nothing in
+karpy's place (`noop`: filter and prioritize; `noop-filter`: filter only; benchmarks/noop_extender.py,
+its own process: the floor of any extender called for every pod), and with its
 client QPS at kube-scheduler's defaults (50/100) or lifted (1000/2000). Each run
 creates `--pods` pods kube-scheduler places on the existing nodes and reports:
 
@@ -24,7 +26,7 @@ itself; its pods are deleted after it; the cluster (KARPY_CLUSTER_STATE's, else 
 torn down at the end) gets its default kube-scheduler back. docs/scheduler-path.md has figures.
 
     .venv/bin/python -m benchmarks.schedpath --nodes 1000 --pods 3000 --runs 2 --qps lifted --kind plain \
-        [--sides with,guarded-only,filter-only,without] [--mode stream|backlog]
+        [--sides with,guarded-only,filter-only,noop,noop-filter,without] [--mode stream|backlog]
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import math
 import os
 import socket
 import ssl
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -54,11 +58,14 @@ from hack.localcluster.karpyenv import install_provisioner_crd
 
 NAMESPACE = "schedpath"
 QPS = {"default": (None, None), "lifted": (1000.0, 2000)}
-#: --sides -> localcluster.restart_scheduler's extender knobs.
+#: --sides -> localcluster.restart_scheduler's extender knobs; the noop sides register
+#: benchmarks/noop_extender.py in karpy's place.
 SIDES: dict[str, dict[str, bool]] = {
     "with": {"extender": True, "prioritize": True, "managed": False},
     "guarded-only": {"extender": True, "prioritize": False, "managed": True},
     "filter-only": {"extender": True, "prioritize": False, "managed": False},
+    "noop": {"extender": True, "prioritize": True, "managed": False},
+    "noop-filter": {"extender": True, "prioritize": False, "managed": False},
     "without": {"extender": False},
 }
 NODES_DEADLINE = 1200.0
@@ -235,7 +242,10 @@ def one_run(
     qps, burst = QPS[args.qps]
 
     def start_scheduler() -> tuple[int, float]:
-        localcluster.restart_scheduler(folder, **SIDES[side], client_qps=qps, client_burst=burst)
+        url = args.noop_url if side.startswith("noop") else None
+        localcluster.restart_scheduler(
+            folder, **SIDES[side], client_qps=qps, client_burst=burst, extender_url=url
+        )
         return localcluster.load_state(folder)["processes"]["kube-scheduler"]["pid"], time.monotonic()
 
     backlog = args.mode == "backlog"
@@ -377,7 +387,8 @@ def main() -> None:
         default=["with", "without"],
         help="kube-scheduler configurations, comma-separated, alternated: with (karpy's extender as "
         "shipped: filter and prioritize for every pod), guarded-only (called only for pods requesting "
-        "karpy.sh/guarded), filter-only (filter for every pod), without (no extender)",
+        "karpy.sh/guarded), filter-only (filter for every pod), noop / noop-filter (an extender that "
+        "does nothing, every pod), without (no extender)",
     )
     parser.add_argument("--run-seconds", type=float, default=240.0, help="deadline of each run")
     args = parser.parse_args()
@@ -400,6 +411,16 @@ def main() -> None:
         core.create_namespace({"metadata": {"name": NAMESPACE}})
         log_path = Path(tempfile.gettempdir()) / f"karpy-schedpath-controller-{os.getpid()}.log"
         results: list[RunResult] = []
+        noop = None
+        if any(side.startswith("noop") for side in args.sides):
+            noop = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.noop_extender", "0"],
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=Path(__file__).resolve().parents[1],
+            )
+            assert noop.stdout is not None
+            args.noop_url = noop.stdout.readline().strip()
         try:
             with controller(state, log_path) as (process, port):
                 if port != int(state["extender_port"]):
@@ -415,6 +436,9 @@ def main() -> None:
                         print(describe(result), flush=True)
                         delete_run(core, run)
         finally:
+            if noop is not None:
+                noop.kill()
+                noop.wait()
             if os.environ.get("KARPY_CLUSTER_STATE"):
                 localcluster.restart_scheduler(Path(args.folder))
                 with ThreadPoolExecutor(16) as pool:

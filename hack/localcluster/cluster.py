@@ -458,16 +458,18 @@ def restart_scheduler(
     client_qps: float | None = None,
     client_burst: int | None = None,
     die_with_parent: bool = False,
+    extender_url: str | None = None,
 ) -> None:
     """Stop kube-scheduler if it runs and start it again, with or without karpy's extender and
     with its client QPS/burst set (None: kube-scheduler's defaults, 50/100); waits until healthy.
-    For benchmarks that compare configurations on one cluster (benchmarks/schedpath.py)."""
+    For benchmarks that compare configurations on one cluster (benchmarks/schedpath.py).
+    `extender_url`: another plain-HTTP extender in karpy's place (benchmarks/noop_extender.py)."""
     state = stop_scheduler(folder)
     kubeconfig = folder / "scheduler.kubeconfig"
     config = _scheduler_config(
         kubeconfig,
-        state["extender_url"],
-        state.get("extender_tls"),
+        extender_url or state["extender_url"],
+        None if extender_url else state.get("extender_tls"),
         extender=extender,
         prioritize=prioritize,
         managed=managed,
