@@ -1,7 +1,7 @@
 """ClusterState: what the extender's guard and prioritize read, shared in-process and thread-safe.
 
 Lifecycle writes removal marks (each with the node's disrupted taint, lifecycle/context.py);
-provisioning writes claims (pods it is placing), reservations
+provisioning writes claims (pods it is placing), the nodes the running batch binds to, reservations
 (capacity promised to pods it is binding, and holds: room kept on a node launched for a pod
 kube-scheduler binds, until it does or a deadline passes) and the node cache it rebuilds every
 batch. Every read is a dict lookup: /filter runs in kube-scheduler's serialized scheduling loop.
@@ -54,6 +54,8 @@ class ClusterState:
         #: pod key -> its hold (its requests are in `_reserved` too).
         self._holds: dict[str, Hold] = {}
         self._claims: dict[str, int] = {}
+        #: Nodes the running batch launched and binds to (at most one batch runs at a time).
+        self._binding: frozenset[str] = frozenset()
         self._ready = threading.Event()
 
     # -- node cache ------------------------------------------------------------------------------
@@ -195,6 +197,21 @@ class ClusterState:
 
     def claimed(self, pod_key: str) -> bool:
         return pod_key in self._claims
+
+    def binding_to(self, node: str) -> None:
+        """The running batch launched `node` and binds its pods there: readiness keeps the node's
+        not-ready taint until `batch_done`, so kube-scheduler, which karpy's extender may not be
+        asked about these pods (docs/scheduler-path.md), places none of the batch's pods, nor any
+        other, on the batch's nodes before karpy's binds."""
+        with self._lock:
+            self._binding = self._binding | {node}
+
+    def batch_done(self) -> None:
+        with self._lock:
+            self._binding = frozenset()
+
+    def binding(self, node: str) -> bool:
+        return node in self._binding
 
     # -- readiness -------------------------------------------------------------------------------
 

@@ -62,6 +62,9 @@ class RemovalMarks(Protocol):
     #: Nodes holding capacity promised to pods provisioning is binding now (consolidation waits).
     def reserved_nodes(self) -> frozenset[str]: ...
 
+    #: Whether the running provisioning batch launched the node and binds to it (readiness waits).
+    def binding(self, node: str) -> bool: ...
+
 
 class Overlaying(Protocol):
     """Provisioning's NodeOverlays (extender/provisioning/overlays.py)."""

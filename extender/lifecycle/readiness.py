@@ -1,5 +1,9 @@
 """Readiness and liveness: lift `karpenter.sh/not-ready` once Ready; terminate nodes that never join.
 
+The taint stays on a Ready node while the provisioning batch that launched it still binds (its pods
+and its sibling nodes' pods): kube-scheduler then places nothing on the batch's nodes before karpy
+has bound what it planned there.
+
 A node that has never been Ready (still carries the not-ready taint, or its kubelet never posted a
 status) `registration_ttl` after creation is deleted; the termination finalizer then evicts the pods
 bound to it, so their owners recreate them and provisioning sees them again.
@@ -22,6 +26,8 @@ from extender.lifecycle import metrics, nodepatch
 from extender.lifecycle.context import Context
 
 NEVER_UPDATED_REASONS = ("", "NodeStatusNeverUpdated")
+#: How soon a Ready node whose taint waits for its batch's binds is looked at again.
+BATCH_BINDING_REQUEUE_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,10 @@ def reconcile(ctx: Context, node: Node, pool: Provisioner | None = None) -> floa
     node_name = node.name
     ttl = ctx.settings.lifecycle.registration_ttl_seconds
     decision = decide(node, ttl, ctx.clock())
+    if decision.remove_taint and ctx.state is not None and ctx.state.binding(node_name):
+        # The taint keeps kube-scheduler off the node until the batch that launched it has bound
+        # its pods (ClusterState.binding_to).
+        return BATCH_BINDING_REQUEUE_SECONDS
     if decision.remove_taint:
         nodepatch.remove_taint(ctx.kube, node, labels.NOT_READY_TAINT_KEY)
         ctx.log.info("Removed %s taint from ready node %s", labels.NOT_READY_TAINT_KEY, node_name)

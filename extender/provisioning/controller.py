@@ -360,6 +360,7 @@ class ProvisioningController:
                 ctx = self.pipeline.provision(frozenset(keys), report)
             finally:
                 self.state.unclaim(keys)
+                self.state.batch_done()
         if ctx is None:
             return report
         elapsed = self.clock() - started

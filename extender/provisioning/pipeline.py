@@ -238,6 +238,7 @@ class Pipeline:
                 continue
             names.append(name)
             if snapshot is not None:
+                self.binder.state.binding_to(name)
                 held += Held.split(name, planned.pods, provisioner.name, phases)
                 first = by_phase(planned.pods, phases)[0]
                 report.count("bound", self.binder.bind(name, first, provisioner.name, report, snapshot))

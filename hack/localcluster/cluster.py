@@ -453,8 +453,8 @@ def restart_scheduler(
     folder: Path,
     *,
     extender: bool = True,
-    prioritize: bool = True,
-    managed: bool = False,
+    prioritize: bool = False,
+    managed: bool = True,
     client_qps: float | None = None,
     client_burst: int | None = None,
     die_with_parent: bool = False,
@@ -493,15 +493,15 @@ def _scheduler_config(
     tls: dict[str, str] | None,
     *,
     extender: bool = True,
-    prioritize: bool = True,
-    managed: bool = False,
+    prioritize: bool = False,
+    managed: bool = True,
     client_qps: float | None = None,
     client_burst: int | None = None,
 ) -> dict[str, Any]:
     """`extender`: register karpy's extender as the shipped config does (manifests/scheduler: its
-    filter and `prioritize` verbs, for every pod); `managed`: only for pods requesting
-    `karpy.sh/guarded` (docs/scheduler-path.md's opt-in configuration, which
-    benchmarks/schedpath.py and the tests of that mode switch to);
+    filter verb, `managed`: only for pods requesting `karpy.sh/guarded`); `managed=False,
+    prioritize=True`: filter and prioritize for every pod (docs/scheduler-path.md's every-pod
+    configuration, which benchmarks/schedpath.py switches to);
     `client_qps`/`client_burst`: kube-scheduler's API client rate (clientConnection.qps/burst;
     None keeps its defaults, 50/100)."""
     connection: dict[str, Any] = {"kubeconfig": str(kubeconfig)}

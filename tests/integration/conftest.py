@@ -248,16 +248,3 @@ def karpy(cluster: Any, provisioner_crd: str, shared_catalog: CatalogProvider) -
         stop.set()
         server.shutdown()
         server.server_close()  # free the extender port for the next module (test_chaos routes it)
-
-
-@pytest.fixture
-def guarded_only(cluster: Cluster) -> Iterator[None]:
-    """kube-scheduler in docs/scheduler-path.md's opt-in configuration for one test: karpy's
-    extender called only for pods requesting karpy.sh/guarded; the shipped one (every pod) after."""
-    from hack.localcluster import cluster as localcluster
-
-    localcluster.restart_scheduler(cluster.run_dir, managed=True, prioritize=False)
-    try:
-        yield
-    finally:
-        localcluster.restart_scheduler(cluster.run_dir)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from extender.api.labels import GUARDED_RESOURCE
 from extender.cloud.aws.provider import AWSCloudProvider
 from extender.provisioning.controller import BatchReport, ProvisioningController
 from extender.state import ClusterState
@@ -180,6 +181,16 @@ def pod_manifest(name: str, cpu: str, memory: str = "64Mi", selector: dict[str, 
         terminationGracePeriodSeconds=0,
         nodeSelector=selector or {},
     )
+
+
+def guarded(manifest: dict[str, Any]) -> dict[str, Any]:
+    """`manifest` with its first container requesting `karpy.sh/guarded`: the shipped scheduler
+    config sends only such pods to karpy's extender (docs/scheduler-path.md)."""
+    container = manifest["spec"]["containers"][0]
+    resources = container.setdefault("resources", {})
+    for kind in ("requests", "limits"):
+        resources.setdefault(kind, {})[GUARDED_RESOURCE] = "1"
+    return manifest
 
 
 def create_pods(core: Any, namespace: str, manifests: list[dict], parallel: int = 1) -> None:

@@ -1,8 +1,8 @@
-"""docs/scheduler-path.md, step 3, on the local control plane + moto: in the opt-in scheduler
-configuration (`guarded_only`: ordinary pods are not sent to karpy's extender) nothing keeps
-kube-scheduler from binding a pod karpy has claimed for a batch. When kube-scheduler wins, karpy's
-own bind meets the conflict (409, the pod is bound) and leaves the pod where it is, as Karpenter
-v0.5 did, binding without a guard; the node launched for it comes up empty and emptiness removes it.
+"""docs/scheduler-path.md, step 3, on the local control plane + moto: with the shipped scheduler
+config ordinary pods are no longer sent to karpy's extender, so nothing keeps kube-scheduler from
+binding a pod karpy has claimed for a batch. When kube-scheduler wins, karpy's own bind meets the
+conflict (409, the pod is bound) and leaves the pod where it is, as Karpenter v0.5 did, binding
+without a guard; the node launched for it comes up empty and emptiness removes it.
 Provisioning, the lifecycle and the extender run in this process (lifecycle_harness)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ EMPTY_SECONDS = 120
 
 
 def test_a_claimed_pod_kube_scheduler_binds_first_leaves_the_node_launched_for_it_to_emptiness(
-    guarded_only: None, karpy: Karpy, core_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
+    karpy: Karpy, core_v1: Any, namespace: str, lifecycle_log: pytest.LogCaptureFixture
 ) -> None:
     prov = unique("race")
     provisioner(

@@ -1,6 +1,5 @@
-"""docs/scheduler-path.md's design on the local control plane + moto: in its opt-in scheduler
-configuration (managedResources: karpy.sh/guarded; the `guarded_only` fixture), kube-scheduler keeps
-ordinary pods off a node karpy is
+"""docs/scheduler-path.md's design on the local control plane + moto: with the shipped scheduler
+config (managedResources: karpy.sh/guarded), kube-scheduler keeps ordinary pods off a node karpy is
 removing through the node's `karpy.sh/disrupted:NoSchedule` taint, without calling karpy's extender;
 the taint goes with the removal mark (lifecycle/context.py), as Karpenter v1's
 `karpenter.sh/disrupted:NoSchedule` does, and a taint left without a mark (a restart) is removed.
@@ -57,7 +56,7 @@ def lifecycle_context(karpy: Karpy) -> Context:
 
 
 def test_a_node_being_removed_is_tainted_and_kube_scheduler_keeps_plain_pods_off_without_the_extender(
-    guarded_only: None, karpy: Karpy, core_v1: Any, namespace: str
+    karpy: Karpy, core_v1: Any, namespace: str
 ) -> None:
     name = unique("taint")
     provisioner(karpy.kube, name, [])

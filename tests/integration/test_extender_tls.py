@@ -19,7 +19,7 @@ import requests
 
 from hack.localcluster import cluster as localcluster
 from hack.localcluster.karpyenv import api_client, install_provisioner_crd, running_controller
-from tests.integration.helpers import controller_env, free_port, wait_for
+from tests.integration.helpers import controller_env, free_port, guarded, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -76,17 +76,20 @@ def test_kube_scheduler_calls_the_extender_over_https(tls_cluster: dict[str, Any
         core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node, labels=labels)))
         wait_for(lambda: _ready(core.read_node(node)), 60, f"kwok to make node {node} Ready")
         wait_for(lambda: _default_service_account(core), 30, "the default ServiceAccount")
+        # Requesting karpy.sh/guarded: the shipped config sends kube-scheduler's filter for it.
         core.create_namespaced_pod(
             "default",
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "via-scheduler"},
-                "spec": {
-                    "nodeSelector": {"kubernetes.io/hostname": node},
-                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}],
-                },
-            },
+            guarded(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "via-scheduler"},
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}],
+                    },
+                }
+            ),
         )
         wait_for(
             lambda: core.read_namespaced_pod("via-scheduler", "default").spec.node_name == node,

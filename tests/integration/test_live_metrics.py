@@ -45,7 +45,15 @@ from hack import helm as helm_build
 from hack import monitoring_crds, promql
 from hack.localcluster.karpyenv import install_crd, running_controller
 from tests import builders
-from tests.integration.helpers import controller_env, create_pods, free_port, pod_manifest, unique, wait_for
+from tests.integration.helpers import (
+    controller_env,
+    create_pods,
+    free_port,
+    guarded,
+    pod_manifest,
+    unique,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -273,8 +281,9 @@ def run(cluster: Any, provisioner_crd: str, tmp_path_factory: pytest.TempPathFac
                 wait_for(
                     lambda: _ready_pods(core, namespace) >= 3, 120, "3 pods bound and Ready on karpy's nodes"
                 )
-                # A pod that fits on karpy's nodes: kube-scheduler places it, asking the extender.
-                via = pod_manifest("via-scheduler", "100m", selector={wk.PROVISIONER_NAME: live})
+                # A pod that fits on karpy's nodes: kube-scheduler places it, asking the extender
+                # (it requests karpy.sh/guarded, as the shipped config sends only such pods).
+                via = guarded(pod_manifest("via-scheduler", "100m", selector={wk.PROVISIONER_NAME: live}))
                 create_pods(core, namespace, [via])
                 wait_for(
                     lambda: _ready_pods(core, namespace) >= 4,

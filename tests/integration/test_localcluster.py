@@ -25,6 +25,7 @@ from typing import Any
 import botocore.exceptions
 import pytest
 
+from extender.api.labels import GUARDED_RESOURCE
 from hack.localcluster import awsseed, procs
 
 pytestmark = pytest.mark.integration
@@ -263,7 +264,16 @@ def test_scheduler_calls_the_extender_at_the_configured_url(
         pod = client.V1Pod(
             metadata=client.V1ObjectMeta(name="extended"),
             spec=client.V1PodSpec(
-                containers=[client.V1Container(name="app", image="registry.invalid/proof:1")],
+                # Requesting karpy.sh/guarded: the shipped config sends kube-scheduler's filter for it.
+                containers=[
+                    client.V1Container(
+                        name="app",
+                        image="registry.invalid/proof:1",
+                        resources=client.V1ResourceRequirements(
+                            requests={GUARDED_RESOURCE: "1"}, limits={GUARDED_RESOURCE: "1"}
+                        ),
+                    )
+                ],
                 node_selector={"lc-test": namespace},
             ),
         )

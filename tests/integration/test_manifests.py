@@ -125,10 +125,9 @@ def test_scheduler_configuration_registers_the_extender() -> None:
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     (extender,) = config["extenders"]
     assert extender["urlPrefix"] == f"http://karpy-extender.{NAMESPACE}.svc:8088/"
-    # Every pod is sent: managedResources (only karpy.sh/guarded pods) is docs/scheduler-path.md's
-    # opt-in configuration, not the shipped one.
-    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
-    assert "managedResources" not in extender
+    # Only pods requesting karpy.sh/guarded are sent (docs/scheduler-path.md); holds are nominations.
+    assert extender["filterVerb"] == "filter" and "prioritizeVerb" not in extender
+    assert extender["managedResources"] == [{"name": "karpy.sh/guarded", "ignoredByScheduler": True}]
     assert extender["nodeCacheCapable"] is True and extender["ignorable"] is True
     assert "bindVerb" not in extender
 

@@ -22,6 +22,7 @@ from tests.integration.helpers import (
     controller_env,
     create_pods,
     free_port,
+    guarded,
     instance_tags,
     node_of,
     pod_manifest,
@@ -115,7 +116,8 @@ def test_extender_guard_and_fast_path(karpy: Karpy, core_v1: Any, namespace: str
     karpy.state.mark_for_removal(node, "draining")
     batches_before = len(karpy.controller.reports)
     try:
-        create_pods(core_v1, namespace, [pod_manifest("late", "100m", selector=selector)])
+        # Requesting karpy.sh/guarded: the shipped config sends kube-scheduler's filter for it.
+        create_pods(core_v1, namespace, [guarded(pod_manifest("late", "100m", selector=selector))])
         late = wait_for(
             lambda: (p := core_v1.read_namespaced_pod("late", namespace)).spec.node_name and p,
             60,

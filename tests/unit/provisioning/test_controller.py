@@ -91,6 +91,24 @@ def test_launch_creates_one_fleet_one_node_and_binds_the_batch(cluster, cloud) -
     assert not controller.parked and controller.reports == [report]
 
 
+def test_the_batchs_nodes_are_held_as_binding_until_the_batch_ends(cluster, cloud, monkeypatch) -> None:
+    """Every node of the batch reads `binding` while any pod of the batch binds (readiness keeps
+    their not-ready taint meanwhile: docs/scheduler-path.md), none after."""
+    keys = [cluster.add_pod(big(f"solo-{i}")) for i in range(2)]
+    state = ClusterState()
+    seen: list[dict[str, bool]] = []
+
+    def bind(kube: Any, *, namespace: str, name: str, uid: str, node: str) -> None:
+        seen.append({n: state.binding(n) for n in cluster.nodes})
+        cluster.bind(kube, namespace=namespace, name=name, uid=uid, node=node)
+
+    monkeypatch.setattr(kube_bind, "bind", bind)
+    run(controller_for(cloud, state=state), keys)
+    assert len(cluster.nodes) == 2 and len(seen) == 2
+    assert all(all(held.values()) for held in seen)
+    assert not any(state.binding(n) for n in cluster.nodes)
+
+
 def test_a_fleet_cut_short_replans_the_pods_of_the_nodes_it_did_not_launch(cluster, cloud) -> None:
     cloud.max_per_launch = 1
     keys = [cluster.add_pod(big(f"solo-{i}")) for i in range(2)]

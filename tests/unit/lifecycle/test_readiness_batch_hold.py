@@ -1,0 +1,52 @@
+"""Readiness keeps `karpenter.sh/not-ready` on a Ready node while the provisioning batch that
+launched it still binds (ClusterState.binding_to .. batch_done), so kube-scheduler, which is not
+asked karpy's extender about ordinary pods in the shipped configuration (docs/scheduler-path.md),
+places no pod on the batch's nodes before karpy's own binds; then it lifts the taint as before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.api.node import Node
+from extender.cloud.fake import FakeCloudProvider
+from extender.lifecycle import readiness
+from extender.lifecycle.context import Context
+from extender.lifecycle.events import Recorder
+from extender.settings import Settings
+from extender.state import ClusterState
+from tests.builders import T0, node_manifest
+from tests.unit.scheduling.builders import catalog, make_provisioner
+
+TAINT = [{"key": "karpenter.sh/not-ready", "effect": "NoSchedule"}]
+
+
+def test_the_taint_waits_for_the_batch_binding_to_the_node_then_goes(monkeypatch: pytest.MonkeyPatch) -> None:
+    removed: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        readiness.nodepatch, "remove_taint", lambda _kube, node, key: removed.append((node.name, key))
+    )
+    state = ClusterState()
+    ctx = Context(
+        settings=Settings(),
+        kube=None,
+        cloud=FakeCloudProvider(catalog=catalog()),
+        state=state,
+        provisioning=None,
+        recorder=Recorder(None),
+        clock=lambda: T0,
+    )
+    ready = Node.from_live(node_manifest("n1", taints=TAINT))
+    sibling: Any = Node.from_live(node_manifest("n2", taints=TAINT))
+    state.binding_to("n1")
+
+    assert readiness.reconcile(ctx, ready, make_provisioner("web")) == readiness.BATCH_BINDING_REQUEUE_SECONDS
+    assert removed == []
+    # A node the batch does not bind to is not held.
+    readiness.reconcile(ctx, sibling, make_provisioner("web"))
+    assert removed == [("n2", "karpenter.sh/not-ready")]
+
+    state.batch_done()
+    assert readiness.reconcile(ctx, ready, make_provisioner("web")) is None
+    assert removed == [("n2", "karpenter.sh/not-ready"), ("n1", "karpenter.sh/not-ready")]
