@@ -4,9 +4,10 @@ One local control plane with `--nodes` plain Ready Node objects (as benchmarks.s
 one `karpy controller` serving the extender over HTTP, and `--runs` rounds of one run per
 `--sides` configuration, alternated (in order, then reversed in the next round, so drift and the
 other tenants' noise hit every side): before each run kube-scheduler is restarted with karpy's
-extender as shipped (`with`: filter and prioritize, for every pod), called only for pods requesting
-karpy.sh/guarded (`guarded-only`, docs/scheduler-path.md's opt-in configuration) or with the filter
-only (`filter-only`), or without an extender (`without`), or with an extender that does nothing in
+extender as shipped (`guarded-only`: its filter, called only for pods requesting karpy.sh/guarded),
+called for every pod (`every-pod`: filter and prioritize, docs/scheduler-path.md's every-pod
+configuration) or with the filter only (`filter-only`), or without an extender (`without`), or with
+an extender that does nothing in
 karpy's place (`noop`: filter and prioritize; `noop-filter`: filter only; benchmarks/noop_extender.py,
 its own process: the floor of any extender called for every pod), and with its
 client QPS at kube-scheduler's defaults (50/100) or lifted (1000/2000). Each run
@@ -26,7 +27,7 @@ itself; its pods are deleted after it; the cluster (KARPY_CLUSTER_STATE's, else 
 torn down at the end) gets its default kube-scheduler back. docs/scheduler-path.md has figures.
 
     .venv/bin/python -m benchmarks.schedpath --nodes 1000 --pods 3000 --runs 2 --qps lifted --kind plain \
-        [--sides with,guarded-only,filter-only,noop,noop-filter,without] [--mode stream|backlog]
+        [--sides guarded-only,every-pod,filter-only,noop,noop-filter,without] [--mode stream|backlog]
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ QPS = {"default": (None, None), "lifted": (1000.0, 2000)}
 #: --sides -> localcluster.restart_scheduler's extender knobs; the noop sides register
 #: benchmarks/noop_extender.py in karpy's place.
 SIDES: dict[str, dict[str, bool]] = {
-    "with": {"extender": True, "prioritize": True, "managed": False},
     "guarded-only": {"extender": True, "prioritize": False, "managed": True},
+    "every-pod": {"extender": True, "prioritize": True, "managed": False},
     "filter-only": {"extender": True, "prioritize": False, "managed": False},
     "noop": {"extender": True, "prioritize": True, "managed": False},
     "noop-filter": {"extender": True, "prioritize": False, "managed": False},
@@ -384,11 +385,11 @@ def main() -> None:
     parser.add_argument(
         "--sides",
         type=sides,
-        default=["with", "without"],
-        help="kube-scheduler configurations, comma-separated, alternated: with (karpy's extender as "
-        "shipped: filter and prioritize for every pod), guarded-only (called only for pods requesting "
-        "karpy.sh/guarded), filter-only (filter for every pod), noop / noop-filter (an extender that "
-        "does nothing, every pod), without (no extender)",
+        default=["guarded-only", "every-pod", "without"],
+        help="kube-scheduler configurations, comma-separated, alternated: guarded-only (karpy's extender "
+        "as shipped: its filter, only for pods requesting karpy.sh/guarded), every-pod (filter and "
+        "prioritize for every pod), filter-only (filter for every pod), noop / noop-filter (an extender "
+        "that does nothing, every pod), without (no extender)",
     )
     parser.add_argument("--run-seconds", type=float, default=240.0, help="deadline of each run")
     args = parser.parse_args()

@@ -248,3 +248,16 @@ def karpy(cluster: Any, provisioner_crd: str, shared_catalog: CatalogProvider) -
         stop.set()
         server.shutdown()
         server.server_close()  # free the extender port for the next module (test_chaos routes it)
+
+
+@pytest.fixture
+def every_pod(cluster: Cluster) -> Iterator[None]:
+    """kube-scheduler in docs/scheduler-path.md's every-pod configuration for one test (filter and
+    prioritize for every pod); the shipped one (only pods requesting karpy.sh/guarded) after."""
+    from hack.localcluster import cluster as localcluster
+
+    localcluster.restart_scheduler(cluster.run_dir, managed=False, prioritize=True)
+    try:
+        yield
+    finally:
+        localcluster.restart_scheduler(cluster.run_dir)
