@@ -3,7 +3,9 @@
 The solver planned against the cluster as it was when the batch began; kube-scheduler may have
 placed pods since, so each pod passes kube-scheduler's Filter (`BindSnapshot.admit`) on the live
 node first. Capacity is reserved in ClusterState while the binds are in flight, so the extender's
-guard keeps kube-scheduler out of the same room. A pod is never lost: a failed bind goes back
+guard keeps the pods kube-scheduler sends it out of the same room (in the shipped scheduler config,
+those requesting karpy.sh/guarded; a new node's not-ready taint keeps every other pod off it until
+the batch is done: docs/scheduler-path.md). A pod is never lost: a failed bind goes back
 through the batching window, a refused pod too (refused twice within REFUSED_TTL_SECONDS it is
 parked instead). 409 on bind counts as bound: someone placed the pod, which is all that matters.
 
