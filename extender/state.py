@@ -200,9 +200,9 @@ class ClusterState:
 
     def binding_to(self, node: str) -> None:
         """The running batch launched `node` and binds its pods there: readiness keeps the node's
-        not-ready taint until `batch_done`, so kube-scheduler, which karpy's extender may not be
-        asked about these pods (docs/scheduler-path.md), places none of the batch's pods, nor any
-        other, on the batch's nodes before karpy's binds."""
+        not-ready taint until `batch_done`, so kube-scheduler, which in the shipped configuration
+        does not ask karpy about ordinary pods (docs/scheduler-path.md), places nothing on the
+        batch's nodes before karpy's binds."""
         with self._lock:
             self._binding = self._binding | {node}
 
