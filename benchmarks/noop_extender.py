@@ -74,8 +74,7 @@ class NoopExtender:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._listener = socket.create_server((host, port))
         self.url = f"http://{host}:{self._listener.getsockname()[1]}/"
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
         while True:

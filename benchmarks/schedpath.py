@@ -59,14 +59,17 @@ from hack.localcluster.karpyenv import install_provisioner_crd
 
 NAMESPACE = "schedpath"
 QPS = {"default": (None, None), "lifted": (1000.0, 2000)}
-#: --sides -> localcluster.restart_scheduler's extender knobs; the noop sides register
-#: benchmarks/noop_extender.py in karpy's place.
+EVERY_POD = {"extender": True, "prioritize": True, "managed": False}
+FILTER_ONLY = {"extender": True, "prioritize": False, "managed": False}
+#: The sides that register benchmarks/noop_extender.py in karpy's place, with the same knobs.
+NOOP_SIDES = frozenset({"noop", "noop-filter"})
+#: --sides -> localcluster.restart_scheduler's extender knobs.
 SIDES: dict[str, dict[str, bool]] = {
     "guarded-only": {"extender": True, "prioritize": False, "managed": True},
-    "every-pod": {"extender": True, "prioritize": True, "managed": False},
-    "filter-only": {"extender": True, "prioritize": False, "managed": False},
-    "noop": {"extender": True, "prioritize": True, "managed": False},
-    "noop-filter": {"extender": True, "prioritize": False, "managed": False},
+    "every-pod": EVERY_POD,
+    "filter-only": FILTER_ONLY,
+    "noop": EVERY_POD,
+    "noop-filter": FILTER_ONLY,
     "without": {"extender": False},
 }
 NODES_DEADLINE = 1200.0
@@ -243,7 +246,7 @@ def one_run(
     qps, burst = QPS[args.qps]
 
     def start_scheduler() -> tuple[int, float]:
-        url = args.noop_url if side.startswith("noop") else None
+        url = args.noop_url if side in NOOP_SIDES else None
         localcluster.restart_scheduler(
             folder, **SIDES[side], client_qps=qps, client_burst=burst, extender_url=url
         )
@@ -413,7 +416,7 @@ def main() -> None:
         log_path = Path(tempfile.gettempdir()) / f"karpy-schedpath-controller-{os.getpid()}.log"
         results: list[RunResult] = []
         noop = None
-        if any(side.startswith("noop") for side in args.sides):
+        if NOOP_SIDES.intersection(args.sides):
             noop = subprocess.Popen(
                 [sys.executable, "-m", "benchmarks.noop_extender", "0"],
                 stdout=subprocess.PIPE,

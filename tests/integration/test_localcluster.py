@@ -25,8 +25,8 @@ from typing import Any
 import botocore.exceptions
 import pytest
 
-from extender.api.labels import GUARDED_RESOURCE
 from hack.localcluster import awsseed, procs
+from tests.integration.helpers import guarded
 
 pytestmark = pytest.mark.integration
 
@@ -252,8 +252,6 @@ class _StubHandler(BaseHTTPRequestHandler):
 def test_scheduler_calls_the_extender_at_the_configured_url(
     cluster: Any, namespace: str, kwok_node: str, core_v1: Any
 ) -> None:
-    from kubernetes import client
-
     try:
         stub = _StubExtender(cluster.extender_port)
     except OSError as exc:
@@ -261,21 +259,15 @@ def test_scheduler_calls_the_extender_at_the_configured_url(
     thread = threading.Thread(target=stub.serve_forever, daemon=True)
     thread.start()
     try:
-        pod = client.V1Pod(
-            metadata=client.V1ObjectMeta(name="extended"),
-            spec=client.V1PodSpec(
-                # Requesting karpy.sh/guarded: the shipped config sends kube-scheduler's filter for it.
-                containers=[
-                    client.V1Container(
-                        name="app",
-                        image="registry.invalid/proof:1",
-                        resources=client.V1ResourceRequirements(
-                            requests={GUARDED_RESOURCE: "1"}, limits={GUARDED_RESOURCE: "1"}
-                        ),
-                    )
-                ],
-                node_selector={"lc-test": namespace},
-            ),
+        # Requesting karpy.sh/guarded: the shipped config sends kube-scheduler's filter for it.
+        pod = guarded(
+            {
+                "metadata": {"name": "extended"},
+                "spec": {
+                    "containers": [{"name": "app", "image": "registry.invalid/proof:1"}],
+                    "nodeSelector": {"lc-test": namespace},
+                },
+            }
         )
         core_v1.create_namespaced_pod(namespace, pod)
 

@@ -5,8 +5,6 @@ places no pod on the batch's nodes before karpy's own binds; then it lifts the t
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from extender.api.node import Node
@@ -38,7 +36,7 @@ def test_the_taint_waits_for_the_batch_binding_to_the_node_then_goes(monkeypatch
         clock=lambda: T0,
     )
     ready = Node.from_live(node_manifest("n1", taints=TAINT))
-    sibling: Any = Node.from_live(node_manifest("n2", taints=TAINT))
+    sibling = Node.from_live(node_manifest("n2", taints=TAINT))
     state.binding_to("n1")
 
     assert readiness.reconcile(ctx, ready, make_provisioner("web")) == readiness.BATCH_BINDING_REQUEUE_SECONDS
