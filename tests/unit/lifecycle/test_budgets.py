@@ -13,10 +13,9 @@ from extender.api.node import Node
 from extender.api.provisioner_schema import load_provisioner
 from extender.lifecycle import budgets, emptiness
 from extender.lifecycle.budgets import DisruptionLedger, nodes
-from extender.lifecycle.context import Context
 from extender.lifecycle.nodes import NodeWorker
-from extender.settings import Settings
 from tests.builders import T0, node, stamp
+from tests.unit.lifecycle.builders import context
 
 
 @pytest.mark.parametrize(
@@ -109,14 +108,7 @@ def test_due_empty_node_waits_for_a_slot_and_is_not_deleted(monkeypatch: pytest.
         def unmark(self, node: str) -> None:
             marks.pop(node, None)
 
-    ctx = Context(
-        settings=Settings(),
-        kube=None,
-        cloud=None,  # type: ignore[arg-type]
-        state=Marks(),
-        provisioning=None,
-        recorder=None,  # type: ignore[arg-type]
-    )
+    ctx = context(Marks())
     ctx.clock = lambda: T0 + timedelta(seconds=60)
     due = node(annotations={labels.EMPTINESS_TIMESTAMP_ANNOTATION: stamp(T0)})
     assert emptiness.reconcile(ctx, due, [], 30, admit=lambda: False) == emptiness.BUDGET_POLL_SECONDS

@@ -12,23 +12,11 @@ import pytest
 
 from extender.api import labels
 from extender.lifecycle import nodepatch
-from extender.lifecycle.context import Context
-from extender.settings import Settings
 from extender.state import ClusterState
 from tests.builders import node
+from tests.unit.lifecycle.builders import context
 
 KEY = labels.DISRUPTED_TAINT_KEY
-
-
-def context(state: ClusterState | None) -> Context:
-    return Context(
-        settings=Settings(),
-        kube=None,
-        cloud=None,  # type: ignore[arg-type]
-        state=state,
-        provisioning=None,
-        recorder=None,  # type: ignore[arg-type]
-    )
 
 
 def test_marking_taints_once_and_unmarking_removes_the_taint(node_taints: dict[str, set[str]]) -> None:

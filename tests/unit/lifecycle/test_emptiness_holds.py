@@ -11,10 +11,9 @@ from extender.api import labels
 from extender.api.pod import Pod
 from extender.api.resources import Resources
 from extender.lifecycle import emptiness
-from extender.lifecycle.context import Context
-from extender.settings import Settings
 from extender.state import ClusterState
 from tests.builders import T0, node, stamp
+from tests.unit.lifecycle.builders import context
 
 
 def test_a_due_empty_node_holding_room_is_kept_until_the_hold_ends(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -23,14 +22,7 @@ def test_a_due_empty_node_holding_room_is_kept_until_the_hold_ends(monkeypatch: 
     monkeypatch.setattr(emptiness.nodepatch, "delete_node", lambda _kube, name: deleted.append(name))
     state = ClusterState()
     state.hold("n1", [Pod(namespace="ns", name="claim-user", requests=Resources.of(cpu=1))], until=100.0)
-    ctx = Context(
-        settings=Settings(),
-        kube=None,
-        cloud=None,  # type: ignore[arg-type]
-        state=state,
-        provisioning=None,
-        recorder=None,  # type: ignore[arg-type]
-    )
+    ctx = context(state)
     ctx.clock = lambda: T0 + timedelta(seconds=60)
     due = node(annotations={labels.EMPTINESS_TIMESTAMP_ANNOTATION: stamp(T0)})
     assert emptiness.reconcile(ctx, due, [], 30) == emptiness.HOLD_POLL_SECONDS

@@ -1,21 +1,18 @@
 """Readiness keeps `karpenter.sh/not-ready` on a Ready node while the provisioning batch that
-launched it still binds (ClusterState.binding_to .. batch_done), so kube-scheduler, which is not
-asked karpy's extender about ordinary pods in the shipped configuration (docs/scheduler-path.md),
-places no pod on the batch's nodes before karpy's own binds; then it lifts the taint as before."""
+launched it still binds (ClusterState.binding_to .. batch_done), so kube-scheduler, which in the
+shipped configuration does not ask karpy about ordinary pods (docs/scheduler-path.md), places no pod
+on the batch's nodes before karpy's own binds; then it lifts the taint as before."""
 
 from __future__ import annotations
 
 import pytest
 
 from extender.api.node import Node
-from extender.cloud.fake import FakeCloudProvider
 from extender.lifecycle import readiness
-from extender.lifecycle.context import Context
-from extender.lifecycle.events import Recorder
-from extender.settings import Settings
 from extender.state import ClusterState
-from tests.builders import T0, node_manifest
-from tests.unit.scheduling.builders import catalog, make_provisioner
+from tests.builders import node_manifest
+from tests.unit.lifecycle.builders import context
+from tests.unit.scheduling.builders import make_provisioner
 
 TAINT = [{"key": "karpenter.sh/not-ready", "effect": "NoSchedule"}]
 
@@ -26,15 +23,7 @@ def test_the_taint_waits_for_the_batch_binding_to_the_node_then_goes(monkeypatch
         readiness.nodepatch, "remove_taint", lambda _kube, node, key: removed.append((node.name, key))
     )
     state = ClusterState()
-    ctx = Context(
-        settings=Settings(),
-        kube=None,
-        cloud=FakeCloudProvider(catalog=catalog()),
-        state=state,
-        provisioning=None,
-        recorder=Recorder(None),
-        clock=lambda: T0,
-    )
+    ctx = context(state)
     ready = Node.from_live(node_manifest("n1", taints=TAINT))
     sibling = Node.from_live(node_manifest("n2", taints=TAINT))
     state.binding_to("n1")
