@@ -18,8 +18,10 @@ still launching (scale-up or replacement) holds consolidation back, as `provisio
 Load changes at step boundaries: ReplicaSets scale down by Kubernetes' own victim ranking
 (`scale_down_victims`), and pending pods are planned with the solver onto existing nodes first.
 
-Reported per policy: node-hours, $ over the day, and $·h above the lower bound (the solver's LP
-bound for all running pods on fresh nodes, integrated over the day). Pure: no API, no clock.
+Reported per policy: node-hours, $ over the day, and how far above two lower bounds for all
+running pods on fresh nodes, integrated over the day: the solver's (the configuration LP, which may
+buy a fraction of a node) and the whole-node bound (benchmarks/integerbound.py: a MIP over whole
+nodes, HiGHS's dual bound, the cheapest plan itself when HiGHS finishes). Pure: no API, no clock.
 Run: .venv/bin/python -m benchmarks.consolidation [--hours 24 --step-minutes 5 --seed 7]
 """
 
@@ -82,6 +84,8 @@ DRAIN_SECONDS = 60.0
 EMPTY_TTL_SECONDS = 30.0
 #: An assumption, not a measurement: CreateFleet to node Ready on EC2 (`--launch-seconds`).
 LAUNCH_SECONDS = 90.0
+#: The benchmark Provisioner's only architecture (on-demand only): the whole-node bound's types.
+ARCH = "amd64"
 
 
 def catalog() -> list[InstanceType]:
@@ -97,7 +101,7 @@ def provisioner(consolidate: bool, budget: str = "10%", min_savings: str | None 
             "spec": {
                 "requirements": [
                     {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-                    {"key": wk.ARCH, "operator": "In", "values": ["amd64"]},
+                    {"key": wk.ARCH, "operator": "In", "values": [ARCH]},
                 ],
                 "consolidation": {"enabled": consolidate},
                 "disruption": {"nodes": budget},
@@ -180,6 +184,8 @@ class Result:
     node_hours: float = 0.0
     dollars: float = 0.0
     bound_dollars: float = 0.0
+    #: The whole-node bound integrated over the day (at least `bound_dollars`).
+    integer_dollars: float = 0.0
     #: Of `dollars`: paid for nodes not yet Ready, and for nodes draining after their delete.
     launching_dollars: float = 0.0
     draining_dollars: float = 0.0
@@ -195,6 +201,10 @@ class Result:
     @property
     def over_bound(self) -> float:
         return self.dollars - self.bound_dollars
+
+    @property
+    def over_integer(self) -> float:
+        return self.dollars - self.integer_dollars
 
     @property
     def serving_dollars(self) -> float:
@@ -469,24 +479,40 @@ def wanted_at(apps: tuple[App, ...], hour: float) -> dict[str, int]:
     return {app: replicas(peak, phase, hour) for app, _, _, peak, phase in apps}
 
 
-Curve = list[tuple[float, float, float]]
+Curve = list[tuple[float, float, float, float]]
 
 
 def bound_curve(
-    hours: float, every: float, types: list[InstanceType], apps: tuple[App, ...] = WORKLOAD
+    hours: float,
+    every: float,
+    types: list[InstanceType],
+    apps: tuple[App, ...] = WORKLOAD,
+    integer_seconds: float = 0.0,
+    proved: list[bool] | None = None,
 ) -> Curve:
-    """(hour, $/h lower bound, $/h of a from-scratch plan) for the pods wanted then, sampled every
-    `every` hours: the pods are the same for every policy, and one bound costs seconds, so it is
-    computed once and interpolated. The from-scratch plan is what packing alone achieves, ignoring
-    disruption: no policy that moves pods can do much better."""
+    """(hour, $/h lower bound, $/h of a from-scratch plan, $/h whole-node bound) for the pods
+    wanted then, sampled every `every` hours: the pods are the same for every policy, and one bound
+    costs seconds, so it is computed once and interpolated. The from-scratch plan is what packing
+    alone achieves, ignoring disruption: no policy that moves pods can do much better. The
+    whole-node bound gets `integer_seconds` of HiGHS per sample (0: the LP bound stands in);
+    `proved` gets, per sample, whether HiGHS finished (the bound is then the cheapest plan)."""
     prov = provisioner(consolidate=False)
     shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in apps}
+    allowed = [t for t in types if t.arch == ARCH]
     points = []
     for i in range(int(hours / every) + 1):
         hour = i * every
         pods = [make_pod(app, *shapes[app], k) for app, n in wanted_at(apps, hour).items() for k in range(n)]
         plan = solve(pods, [prov], types)
-        points.append((hour, plan.lower_bound, plan.total_price))
+        whole = plan.lower_bound
+        if integer_seconds > 0:
+            from benchmarks.integerbound import integer_bound  # scipy (dev extra)
+
+            found = integer_bound(pods, allowed, ["on-demand"], plan.total_price, integer_seconds)
+            whole = max(whole, found.bound)
+            if proved is not None:
+                proved.append(found.proved)
+        points.append((hour, plan.lower_bound, plan.total_price, whole))
     return points
 
 
@@ -537,6 +563,7 @@ def simulate(
         elif policy == "ca":
             result.actions += ca_step(cluster)
         result.bound_dollars += interpolate(bound, hour) * step / 3600
+        result.integer_dollars += interpolate(bound, hour, column=3) * step / 3600
         now += step
     cluster.advance(now)
     result.seconds = time.perf_counter() - started
@@ -656,25 +683,28 @@ def print_seed(seed: int, apps: tuple[App, ...], results: list[Result], fresh: f
         "policy",
         "node-h",
         "$",
-        "bound $",
-        "$ over bound",
-        "vs bound",
+        "LP bound $",
+        "vs LP",
+        "whole $",
+        "vs whole",
         "actions",
         "nodes",
         "evicted",
         "sim s",
     )
-    print("{:<15} {:>8} {:>9} {:>9} {:>13} {:>9} {:>8} {:>6} {:>8} {:>6}".format(*header))
+    print("{:<15} {:>8} {:>9} {:>10} {:>8} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}".format(*header))
     for r in results:
         print(
-            f"{r.policy:<15} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.bound_dollars:>9.2f}"
-            f" {r.over_bound:>13.2f} {gap(r) * 100:>8.1f}% {r.actions:>8} {r.disrupted:>6} {r.evicted:>8}"
-            f" {r.seconds:>6.1f}"
+            f"{r.policy:<15} {r.node_hours:>8.1f} {r.dollars:>9.2f} {r.bound_dollars:>10.2f}"
+            f" {gap(r) * 100:>7.1f}% {r.integer_dollars:>9.2f} {gap(r, whole=True) * 100:>8.1f}%"
+            f" {r.actions:>8} {r.disrupted:>6} {r.evicted:>8} {r.seconds:>6.1f}"
         )
-    bound_total = results[0].bound_dollars if results else 0.0
-    if bound_total:
-        over = (fresh / bound_total - 1) * 100
-        print(f"re-planning every pod from scratch: ${fresh:.2f}, {over:.1f}% over the bound")
+    if results and results[0].bound_dollars:
+        lp, whole = results[0].bound_dollars, results[0].integer_dollars
+        print(
+            f"re-planning every pod from scratch: ${fresh:.2f}, {(fresh / lp - 1) * 100:.1f}% over the LP"
+            f" bound, {(fresh / whole - 1) * 100:.1f}% over the whole-node bound"
+        )
     for r in results:
         transitions = r.launching_dollars + r.draining_dollars
         print(
@@ -684,24 +714,26 @@ def print_seed(seed: int, apps: tuple[App, ...], results: list[Result], fresh: f
         )
 
 
-def gap(r: Result) -> float:
-    return r.dollars / r.bound_dollars - 1 if r.bound_dollars else float("nan")
+def gap(r: Result, whole: bool = False) -> float:
+    """How far above a bound the policy's day cost: the LP bound, or (`whole`) the whole-node one."""
+    bound = r.integer_dollars if whole else r.bound_dollars
+    return r.dollars / bound - 1 if bound else float("nan")
 
 
 def print_summary(runs: dict[int, list[Result]]) -> None:
-    """Per policy over the seeds: mean and worst % over the bound, total actions and evictions."""
+    """Per policy over the seeds: mean and worst % over each bound, total actions and evictions."""
     print(f"\nsummary over {len(runs)} seed(s) {sorted(runs)}")
-    header = ("policy", "mean vs bound", "worst", "$ over bound", "actions", "evicted", "evicted/action")
-    print("{:<15} {:>13} {:>8} {:>13} {:>8} {:>8} {:>14}".format(*header))
+    header = ("policy", "mean vs LP", "worst", "mean vs whole", "worst", "actions", "evicted", "per action")
+    print("{:<15} {:>10} {:>7} {:>13} {:>7} {:>8} {:>8} {:>14}".format(*header))
     policies = [r.policy for r in next(iter(runs.values()))]
     for policy in policies:
         rs = [r for results in runs.values() for r in results if r.policy == policy]
-        gaps = [gap(r) * 100 for r in rs]
+        lp, whole = [gap(r) * 100 for r in rs], [gap(r, whole=True) * 100 for r in rs]
         actions, evicted = sum(r.actions for r in rs), sum(r.evicted for r in rs)
         per = f"{evicted / actions:.1f}" if actions else "-"
         print(
-            f"{policy:<15} {sum(gaps) / len(gaps):>12.1f}% {max(gaps):>7.1f}%"
-            f" {sum(r.over_bound for r in rs):>13.2f} {actions:>8} {evicted:>8} {per:>14}"
+            f"{policy:<15} {sum(lp) / len(lp):>9.1f}% {max(lp):>6.1f}% {sum(whole) / len(whole):>12.1f}%"
+            f" {max(whole):>6.1f}% {actions:>8} {evicted:>8} {per:>14}"
         )
     for policy in policies:
         ms = [
@@ -718,12 +750,16 @@ def print_summary(runs: dict[int, list[Result]]) -> None:
             )
 
 
-def one_seed(seed: int, args: argparse.Namespace) -> tuple[int, float, tuple[App, ...], list[Result], float]:
-    """The day of seed `seed` under every policy: (seed, seconds the bound took, apps, results,
-    $ of the from-scratch plan)."""
+Day = tuple[int, float, list[bool], tuple[App, ...], list[Result], float]
+
+
+def one_seed(seed: int, args: argparse.Namespace) -> Day:
+    """The day of seed `seed` under every policy: (seed, seconds the bounds took, whether HiGHS
+    finished each whole-node sample, apps, results, $ of the from-scratch plan)."""
     types, apps = catalog(), workload(seed)
     started = time.perf_counter()
-    curve = bound_curve(args.hours, args.bound_minutes / 60, types, apps)
+    proved: list[bool] = []
+    curve = bound_curve(args.hours, args.bound_minutes / 60, types, apps, args.integer_seconds, proved)
     took = time.perf_counter() - started
     results = [
         simulate(
@@ -740,7 +776,7 @@ def one_seed(seed: int, args: argparse.Namespace) -> tuple[int, float, tuple[App
     ]
     steps = [i * args.step_minutes / 60 for i in range(int(args.hours * 60 / args.step_minutes))]
     fresh = sum(interpolate(curve, h, column=2) for h in steps) * args.step_minutes / 60
-    return seed, took, apps, results, fresh
+    return seed, took, proved, apps, results, fresh
 
 
 def main() -> None:
@@ -749,6 +785,12 @@ def main() -> None:
     parser.add_argument("--step-minutes", type=float, default=5.0)
     parser.add_argument("--seeds", default="1,2,3,4,5", help="workloads (seed 0: the fixed WORKLOAD)")
     parser.add_argument("--bound-minutes", type=float, default=30.0, help="lower-bound sampling interval")
+    parser.add_argument(
+        "--integer-seconds",
+        type=float,
+        default=30.0,
+        help="HiGHS time per sample of the whole-node bound (0: the LP bound stands in)",
+    )
     parser.add_argument("--policies", default="emptiness,karpenter,karpy,balanced")
     parser.add_argument("--launch-seconds", type=float, default=LAUNCH_SECONDS, help="CreateFleet to Ready")
     parser.add_argument(
@@ -762,8 +804,10 @@ def main() -> None:
     runs: dict[int, list[Result]] = {}
     day = partial(one_seed, args=args)
     with ProcessPoolExecutor(max_workers=args.jobs) if args.jobs > 1 else nullcontext() as pool:
-        for seed, took, apps, results, fresh in pool.map(day, seeds) if pool else map(day, seeds):
-            print(f"seed {seed}: lower bound sampled every {args.bound_minutes:g} min in {took:.0f}s")
+        for seed, took, proved, apps, results, fresh in pool.map(day, seeds) if pool else map(day, seeds):
+            print(f"seed {seed}: lower bounds sampled every {args.bound_minutes:g} min in {took:.0f}s")
+            if proved:
+                print(f"  whole-node bound: the cheapest plan at {sum(proved)} of {len(proved)} samples")
             runs[seed] = results
             print_seed(seed, apps, results, fresh, args.hours)
     if runs:
