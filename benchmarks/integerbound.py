@@ -27,6 +27,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
+from benchmarks.catalogview import fit_count
 from benchmarks.configlp import Pool, pools
 from extender.api.pod import Pod
 from extender.scheduling.instancetypes import InstanceType
@@ -42,10 +43,6 @@ class IntegerBound:
     plan: float
     #: The bound is the optimum (HiGHS finished).
     proved: bool
-
-
-def _fit(request: Sequence[float], alloc: Sequence[float]) -> int:
-    return min((int((a + EPS) // r) for r, a in zip(request, alloc, strict=True) if r > 0), default=0)
 
 
 def pool_bound(pool: Pool, ceiling: float, time_limit: float) -> IntegerBound:
@@ -78,7 +75,7 @@ def pool_bound(pool: Pool, ceiling: float, time_limit: float) -> IntegerBound:
         cost[j], upper[j] = price, 1
         xs = [(n + j * s_count + s, s) for s in sorted(may)]
         for col, s in xs:
-            fit = min(counts[s], _fit(shapes[s], alloc))
+            fit = min(counts[s], fit_count(shapes[s], alloc))
             upper[col] = fit
             constraint([(col, 1.0), (j, -float(fit))], -np.inf, 0.0)  # only an open slot holds pods
         for d in range(dims):
