@@ -203,10 +203,6 @@ class Result:
         return self.dollars - self.bound_dollars
 
     @property
-    def over_integer(self) -> float:
-        return self.dollars - self.integer_dollars
-
-    @property
     def serving_dollars(self) -> float:
         return self.dollars - self.launching_dollars - self.draining_dollars
 

@@ -3,6 +3,8 @@ configuration LP undercuts by buying fractions of a node."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import consolidation
 from benchmarks.configlp import Pool
 from benchmarks.integerbound import integer_bound, pool_bound
@@ -53,3 +55,10 @@ def test_on_a_benchmark_night_between_the_lp_bound_and_karpys_plan() -> None:
     found = integer_bound(pods, allowed, ["on-demand"], plan.total_price, time_limit=30)
     assert found.proved
     assert plan.lower_bound < found.bound <= plan.total_price + 1e-9
+
+
+def test_a_ceiling_no_plan_meets_is_an_error_not_a_bound() -> None:
+    # Given a plan's price as the ceiling, no whole-node plan under it means the catalog views differ.
+    pool = Pool(shapes=[ONE], counts=[3], types=[("a", (2.0, 2.0, 110.0, 0.0), 1.0, frozenset({0}))])
+    with pytest.raises(RuntimeError, match="no whole-node plan"):
+        pool_bound(pool, ceiling=1.5, time_limit=10)
