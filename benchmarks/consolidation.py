@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from benchmarks.integerbound import integer_bound
 from extender.api import labels as wk
 from extender.api.disruption import DEFAULT_CONSOLIDATION_THRESHOLD, MIN_SAVINGS_ANNOTATION
 from extender.api.pod import Pod
@@ -504,8 +505,6 @@ def bound_curve(
         plan = solve(pods, [prov], types)
         whole = plan.lower_bound
         if integer_seconds > 0:
-            from benchmarks.integerbound import integer_bound  # scipy (dev extra)
-
             found = integer_bound(pods, allowed, ["on-demand"], plan.total_price, integer_seconds)
             whole = max(whole, found.bound)
             if proved is not None:
@@ -556,7 +555,8 @@ def simulate(
     while now < hours * 3600:
         hour = now / 3600
         cluster.advance(now)
-        cluster.provision(cluster.scale(wanted_at(apps, hour), shapes), launch)
+        wanted = wanted_at(apps, hour)
+        cluster.provision(cluster.scale(wanted, shapes), launch)
         if policy == "emptiness":
             result.actions += emptiness_step(cluster, now + step)
         elif consolidating:
@@ -569,7 +569,7 @@ def simulate(
             serving = sum(n.price for n in cluster.nodes.values() if not n.disrupting)
             scratch = interpolate(bound, hour, column=2)
             print(
-                f"  {result.policy} {hour:5.2f} h: {sum(wanted_at(apps, hour).values())} pods,"
+                f"  {result.policy} {hour:5.2f} h: {sum(wanted.values())} pods,"
                 f" serving ${serving:.3f}/h, from scratch ${scratch:.3f}/h"
                 f" ({(serving / scratch - 1) * 100:+.1f} %), {result.actions} actions so far"
             )
