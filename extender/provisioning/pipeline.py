@@ -225,9 +225,11 @@ class Pipeline:
         provisioner = group.request.provisioner
         names: list[str] = []
         held: list[Held] = []
+        # Marked before the Node exists: readiness keeps its not-ready taint until the batch is done.
+        mark = self.binder.state.binding_to if snapshot is not None else (lambda _name: None)
         for instance, planned in outcome.instances:
             try:
-                name = self.registrar.register(instance, planned, provisioner, report)
+                name = self.registrar.register(instance, planned, provisioner, report, before_create=mark)
             except NodeRefused as err:
                 # The instance is gone and the pool backed off: the pods wait, never relaunched for
                 # in the next batch (launch.py checks the backoff first).
@@ -238,7 +240,6 @@ class Pipeline:
                 continue
             names.append(name)
             if snapshot is not None:
-                self.binder.state.binding_to(name)
                 held += Held.split(name, planned.pods, provisioner.name, phases)
                 first = by_phase(planned.pods, phases)[0]
                 report.count("bound", self.binder.bind(name, first, provisioner.name, report, snapshot))

@@ -59,12 +59,21 @@ class Registrar:
         self.created = created
 
     def register(
-        self, instance: Instance, planned: PlannedNode, provisioner: Provisioner, report: BatchReport
+        self,
+        instance: Instance,
+        planned: PlannedNode,
+        provisioner: Provisioner,
+        report: BatchReport,
+        *,
+        before_create: Callable[[str], None] = lambda _name: None,
     ) -> str:
-        """Create the Node of a launched instance; its name."""
+        """Create the Node of a launched instance; its name. `before_create` is told the name
+        before the Node exists (the pipeline marks the node as binding: a Node turns Ready as soon
+        as it is created, and readiness must not lift its not-ready taint in between)."""
         t0 = self.clock()
         manifest = launcher.node_for(instance, planned, provisioner, region=self.region)
         name: str = manifest["metadata"]["name"]
+        before_create(name)
         if provisioner.records_nodeclaims:
             # Before the Node: the lifecycle looks for the claim as soon as the Node appears.
             nodeclaims.record_launch(

@@ -109,6 +109,27 @@ def test_the_batchs_nodes_are_held_as_binding_until_the_batch_ends(cluster, clou
     assert not any(state.binding(n) for n in cluster.nodes)
 
 
+def test_a_batchs_node_reads_binding_before_it_exists(cluster, cloud, monkeypatch) -> None:
+    """Marked before the Node is created, not after: kwok (and a fast kubelet) makes a Node Ready
+    within milliseconds, and readiness lifted the not-ready taint in the gap between the create and
+    the mark (the LaunchedNode Event is written in it), so kube-scheduler placed a pod of the batch
+    on the node while karpy bound three others there: 4 + 1 on two c5.xlarge (CI, stop 42)."""
+    keys = [cluster.add_pod(big(f"solo-{i}")) for i in range(2)]
+    state = ClusterState()
+    at_create: dict[str, bool] = {}
+    create = cluster.create_node
+
+    def create_node(kube: Any, manifest: dict[str, Any]) -> bool:
+        name = manifest["metadata"]["name"]
+        at_create[name] = state.binding(name)
+        return create(kube, manifest)
+
+    monkeypatch.setattr(kube_nodes, "create_node", create_node)
+    run(controller_for(cloud, state=state), keys)
+    assert len(at_create) == 2 and all(at_create.values()), at_create
+    assert not any(state.binding(n) for n in cluster.nodes)
+
+
 def test_a_fleet_cut_short_replans_the_pods_of_the_nodes_it_did_not_launch(cluster, cloud) -> None:
     cloud.max_per_launch = 1
     keys = [cluster.add_pod(big(f"solo-{i}")) for i in range(2)]
