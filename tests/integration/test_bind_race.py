@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from extender.api import labels as wk
+from extender.cluster import events
 from tests.integration import lifecycle_harness
 from tests.integration.helpers import all_bound, create_pods, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import Karpy, messages, node_or_none, provisioner, ready_untainted
@@ -86,3 +87,42 @@ def test_a_claimed_pod_kube_scheduler_binds_first_leaves_the_node_launched_for_i
     nodes = core_v1.list_node(label_selector=f"{wk.PROVISIONER_NAME}={prov}").items
     assert [n.metadata.name for n in nodes] == [old]
     assert core_v1.read_namespaced_pod("racer", namespace).spec.node_name == old
+
+
+def test_a_batchs_new_node_keeps_its_not_ready_taint_from_its_create_to_the_batchs_binds(
+    karpy: Karpy, core_v1: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kwok makes a Node Ready within milliseconds of its create. The batch's mark was set after
+    `register` returned, and the LaunchedNode Event is written in between: readiness lifted the
+    not-ready taint there, so kube-scheduler could place a pod of the batch beside karpy's binds
+    (the walkthrough's 4 + 1 on two c5.xlarge, CI at stop 42). Here the Event waits until kwok has
+    made the node Ready and readiness has had 3 s; the taint must still be on."""
+    prov = unique("hold")
+    provisioner(karpy.kube, prov, [{"key": wk.INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}])
+    tainted_when_ready: list[bool] = []
+    record = events.record
+
+    def slow_launched_event(kube: Any, **kwargs: Any) -> None:
+        if kwargs.get("reason") == "LaunchedNode" and kwargs.get("name") == prov:
+            node = kwargs["message"].split()[2]
+            ready = wait_for(
+                lambda: (
+                    (n := node_or_none(core_v1, node))
+                    and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+                    and n
+                ),
+                30,
+                f"kwok to make {node} Ready",
+            )
+            time.sleep(3)  # readiness reconciles a node within a second of its watch event
+            taints = core_v1.read_node(ready.metadata.name).spec.taints or []
+            tainted_when_ready.append(any(t.key == wk.NOT_READY_TAINT_KEY for t in taints))
+        record(kube, **kwargs)
+
+    monkeypatch.setattr(events, "record", slow_launched_event)
+    selector = {wk.PROVISIONER_NAME: prov}
+    create_pods(core_v1, namespace, [pod_manifest("held", "1", selector=selector)])
+    (pod,) = wait_for(all_bound(core_v1, namespace, 1), 120, "the pod bound")
+    assert tainted_when_ready == [True]
+    # Lifted once the batch is done.
+    wait_for(lambda: ready_untainted(core_v1, pod.spec.node_name), 60, "the taint lifted after the batch")
