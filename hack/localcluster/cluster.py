@@ -164,8 +164,9 @@ def _claim_path(folder: Path) -> Path:
 
 
 def _claimed_ports(folder: Path) -> set[int]:
-    """Extender ports recorded by other live runs (nobody listens on them until karpy starts): a
-    run whose components are up, or one still starting them (its claiming process alive)."""
+    """Ports recorded by other live runs (nobody listens on the extender's until karpy starts, on
+    the components' until each starts): a run whose components are up, or one still starting them
+    (its claiming process alive)."""
     claimed = set()
     for claim in _claims_dir().glob("*.json"):
         try:
@@ -180,30 +181,37 @@ def _claimed_ports(folder: Path) -> set[int]:
         starting = pid > 0 and procs.pid_alive(pid)
         if (other_state and _live(other_state)) or starting:
             claimed.add(int(other["extender_port"]))
+            claimed.update(int(port) for port in other.get("ports", ()))
         else:
             claim.unlink(missing_ok=True)
     return claimed
 
 
-def _extender_port(folder: Path) -> int:
-    """8088 unless another run holds it. Two clusters starting at once (pytest-xdist's workers)
-    both saw 8088 free before either wrote its claim: the check and the claim are one step under
-    an exclusive lock."""
+def _claim_ports(folder: Path, names: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """The extender's port (8088 unless another run holds it) and one port per component, none
+    another live run claimed. Two clusters starting at once (pytest-xdist's workers) both saw 8088
+    free before either wrote its claim: the check and the claim are one step under an exclusive
+    lock."""
     _claims_dir().mkdir(parents=True, exist_ok=True)
     with (_claims_dir() / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        claimed = _claimed_ports(folder)
         wanted = os.environ.get("KARPY_EXTENDER_PORT")
         if wanted:
             port = int(wanted)
-        elif DEFAULT_EXTENDER_PORT not in _claimed_ports(folder) and not procs.port_in_use(
-            DEFAULT_EXTENDER_PORT
-        ):
+        elif DEFAULT_EXTENDER_PORT not in claimed and not procs.port_in_use(DEFAULT_EXTENDER_PORT):
             port = DEFAULT_EXTENDER_PORT
         else:
-            port = procs.free_port()
-        claim = {"run_dir": str(folder), "extender_port": port, "pid": os.getpid()}
+            port = procs.free_ports(1, exclude=claimed)[0]
+        ports = dict(zip(names, procs.free_ports(len(names), exclude=claimed | {port}), strict=True))
+        claim = {
+            "run_dir": str(folder),
+            "extender_port": port,
+            "ports": sorted(ports.values()),
+            "pid": os.getpid(),
+        }
         _claim_path(folder).write_text(json.dumps(claim))
-    return port
+    return port, ports
 
 
 def up(
@@ -237,8 +245,7 @@ def up(
         shutil.rmtree(folder / sub, ignore_errors=True)
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     names = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-    ports = dict(zip(names, procs.free_ports(len(names)), strict=True))
-    extender_port = _extender_port(folder)
+    extender_port, ports = _claim_ports(folder, names)
     apiserver_url = f"https://{LOOPBACK}:{ports['kube-apiserver']}"
     state: dict[str, Any] = {
         "run_dir": str(folder),

@@ -11,13 +11,14 @@ import contextlib
 import ctypes
 import errno
 import os
+import random
 import signal
 import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
@@ -34,23 +35,41 @@ class ComponentError(RuntimeError):
         super().__init__(f"{component}: {message}{suffix}")
 
 
-def free_port() -> int:
-    """An ephemeral loopback port that was free a moment ago (the caller must tolerate a race)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
+#: Linux's default ip_local_port_range, when /proc does not say.
+_EPHEMERAL_DEFAULT = (32768, 60999)
+#: The lowest port picked: above the well-known ones and the usual servers' defaults.
+_LOWEST_PORT = 10000
 
 
-def free_ports(count: int) -> list[int]:
-    """count distinct free loopback ports (all held open while choosing, so none repeats)."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the source ports of outgoing connections (and for bind to port 0)."""
     try:
-        for sock in sockets:
-            sock.bind((LOOPBACK, 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+        low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        return _EPHEMERAL_DEFAULT
+    return low, high
+
+
+def free_ports(count: int, exclude: Collection[int] = ()) -> list[int]:
+    """`count` distinct loopback ports, free now, outside the kernel's ephemeral range. A port that
+    bind(0) hands out lies in that range, and once released an outgoing connection (to etcd, to
+    moto) may take it as its source port before the server binds it: "kube-apiserver: port 59689
+    on 127.0.0.1 is already in use" in CI. Another process may still pick the same port: callers
+    that start together exclude each other's claims (cluster.py)."""
+    low, high = ephemeral_range()
+    candidates = [p for p in range(_LOWEST_PORT, 65536) if not low <= p <= high and p not in exclude]
+    chosen: list[int] = []
+    for port in random.SystemRandom().sample(candidates, min(len(candidates), 50 + count)):
+        if port not in chosen and not port_in_use(port):
+            chosen.append(port)
+            if len(chosen) == count:
+                return chosen
+    raise ComponentError("ports", f"found no {count} free loopback ports outside {low}-{high}")
+
+
+def free_port() -> int:
+    """One port as `free_ports` picks them (the caller must tolerate a race)."""
+    return free_ports(1)[0]
 
 
 def port_in_use(port: int) -> bool:
