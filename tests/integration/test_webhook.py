@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import ssl
 import subprocess
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from extender.cli.webhook import local_command
+from hack.localcluster.procs import free_port
 from tests import builders
 
 pytestmark = pytest.mark.integration
@@ -35,12 +35,6 @@ RUN = uuid.uuid4().hex[:8]
 CONFIG_NAME = f"karpy-webhook-test-{RUN}"
 RUN_LABEL = {"karpy.sh/webhook-test": RUN}
 GROUP, VERSION, PLURAL = "karpenter.sh", "v1alpha5", "provisioners"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class WebhookProcess:
@@ -58,7 +52,7 @@ class WebhookProcess:
         self.cert_dir = cert_dir
         self.config_name = config_name
         self.extra_args = extra_args
-        self.port = _free_port()
+        self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = cert_dir / "webhook.log"
 

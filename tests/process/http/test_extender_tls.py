@@ -8,7 +8,6 @@ plane in tests/integration/test_extender_tls.py.
 from __future__ import annotations
 
 import argparse
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,13 +17,8 @@ import requests
 from extender.cli.controller import settings_from
 from extender.cli.main import UsageError
 from hack.localcluster import pki
+from hack.localcluster.procs import free_port
 from tests.process.http import slowserver
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +28,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> pki.Pki:
 
 @pytest.fixture(scope="module")
 def server(certs: pki.Pki) -> Iterator[tuple[int, int]]:
-    port, metrics_port = _free_port(), _free_port()
+    port, metrics_port = free_port(), free_port()
 
     def up() -> bool:
         try:

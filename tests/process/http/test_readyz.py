@@ -5,20 +5,14 @@ order, while /healthz answers 200 as before; 200 "ok" once every step is done. B
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
 import requests
 
 from extender.provisioning.warmup import STEPS
+from hack.localcluster.procs import free_port
 from tests.process.http.slowserver import running
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _readyz_once(url: str, status: int, body: object, seconds: float = 10.0) -> None:
@@ -34,7 +28,7 @@ def _readyz_once(url: str, status: int, body: object, seconds: float = 10.0) -> 
 
 
 def test_readyz_names_the_steps_still_warming_then_answers_ok(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
 
     def up() -> bool:

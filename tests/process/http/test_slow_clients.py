@@ -17,6 +17,7 @@ import pytest
 import requests
 
 from extender.settings import ExtenderSettings
+from hack.localcluster.procs import free_port
 from tests.process.http import slowserver
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {"containers": []}}
@@ -24,15 +25,9 @@ POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {"cont
 ANSWER_SECONDS = 1.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[int, int]]:
-    port, metrics_port = _free_port(), _free_port()
+    port, metrics_port = free_port(), free_port()
 
     def up() -> bool:
         try:

@@ -3,7 +3,6 @@ gunicorn, rotation): started on a free port, waited for until it serves /healthz
 
 from __future__ import annotations
 
-import socket
 import ssl
 import subprocess
 import time
@@ -14,14 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from extender.cli.webhook import local_command
+from hack.localcluster.procs import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
