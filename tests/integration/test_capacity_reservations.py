@@ -56,8 +56,8 @@ from tests.integration.lifecycle_harness import (
     deployment,
     live_pods,
     node_or_none,
-    ready_untainted,
 )
+from tests.integration.test_disruption_controls import clock_ahead
 
 pytestmark = pytest.mark.integration
 
@@ -302,33 +302,35 @@ def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
     deployment(client.AppsV1Api(karpy.kube), namespace, "app", name, 1, cpu="1500m", owner_label=wk.NODEPOOL)
     node = bound_node(core_v1, namespace, "app")
     assert core_v1.read_node(node).metadata.labels[wk.CAPACITY_RESERVATION_ID] == item["id"]
-    # karpy binds before kwok reports the node Ready: stood 79 minutes ahead while still NotReady,
-    # the node read as one that never joined and was terminated (seen in CI under load).
-    wait_for(lambda: ready_untainted(core_v1, node), 60, f"node {node} Ready and untainted")
 
     performed = {"reason": "interrupted", "outcome": "performed"}
     before = REGISTRY.get_sample_value("karpy_disruption_decisions_total", performed) or 0.0
     end = karpy.clock() + timedelta(hours=2)
     declared.write([{**item, "reservationType": "capacity-block", "endDate": end.isoformat()}])
-    karpy.cache_clock.offset += 61  # the provider's answers are cached a minute
-    # 41 minutes before the end the block is active: the node stays (the check runs every second).
-    karpy.clock.offset += timedelta(minutes=79)
-    time.sleep(3)
-    assert node_or_none(core_v1, node) is not None and not core_v1.read_node(node).spec.unschedulable
-    # 40 minutes before the end it is expiring: drained and replaced before EC2 reclaims it.
-    karpy.clock.offset += timedelta(minutes=1, seconds=5)
-    wait_for(lambda: node_or_none(core_v1, node) is None, 90, f"node {node} removed")
-    # Back to real time: 80 minutes ahead, the replacement (created now by the API server) read as
-    # 80 minutes old and was terminated as a node that failed to join whenever the readiness check
-    # saw it before kwok made it Ready, and its pool backed off for a minute each time.
-    karpy.clock.offset -= timedelta(minutes=80, seconds=5)
-    moved = wait_for(
-        lambda: (
-            (ps := live_pods(core_v1, namespace, "app")) and ps[0].spec.node_name not in (None, node) and ps
-        ),
-        120,
-        "the pod bound again",
-    )[0]
+    # clock_ahead: 80 minutes ahead, a node not yet Ready (karpy binds before kwok reports it Ready;
+    # the replacement, created by the API server now) read as 80 minutes old and was terminated as a
+    # node that failed to join, and its pool backed off for a minute each time (CI, stop 42: the
+    # block's own node, bound moments before, went so and the test failed).
+    with clock_ahead(karpy):
+        karpy.cache_clock.offset += 61  # the provider's answers are cached a minute
+        # 41 minutes before the end the block is active: the node stays (the check runs every second).
+        karpy.clock.offset += timedelta(minutes=79)
+        time.sleep(3)
+        assert node_or_none(core_v1, node) is not None and not core_v1.read_node(node).spec.unschedulable
+        # 40 minutes before the end it is expiring: drained and replaced before EC2 reclaims it.
+        karpy.clock.offset += timedelta(minutes=1, seconds=5)
+        wait_for(lambda: node_or_none(core_v1, node) is None, 90, f"node {node} removed")
+        # Back to real time for the rest.
+        karpy.clock.offset -= timedelta(minutes=80, seconds=5)
+        moved = wait_for(
+            lambda: (
+                (ps := live_pods(core_v1, namespace, "app"))
+                and ps[0].spec.node_name not in (None, node)
+                and ps
+            ),
+            120,
+            "the pod bound again",
+        )[0]
     replacement = core_v1.read_node(moved.spec.node_name).metadata.labels
     # Not into the ending block again.
     assert replacement[wk.CAPACITY_TYPE] == "on-demand" and wk.CAPACITY_RESERVATION_ID not in replacement
