@@ -51,3 +51,11 @@ def test_the_components_ports_lie_outside_the_kernels_ephemeral_range(
         assert len(set(ports.values())) == len(NAMES)
         assert not [p for p in ports.values() if low <= p <= high], (ports, low, high)
     assert not low <= procs.free_port() <= high
+
+
+def test_a_kernel_whose_ephemeral_range_is_nearly_everything_still_gets_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(procs, "ephemeral_range", lambda: (1024, 65535))
+    ports = procs.free_ports(3)
+    assert len(set(ports)) == 3 and all(p >= 10000 for p in ports)
