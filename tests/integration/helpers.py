@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -231,10 +231,17 @@ def node_of(core: Any, name: str) -> Any:
     return core.read_node(name)
 
 
-def batch_report(karpy: Karpy, after: int, match: Callable[[BatchReport], bool]) -> BatchReport:
-    """The first batch report since `after` that matches (a report lands after its binds)."""
+def batch_report(
+    karpy: Karpy, before: Sequence[BatchReport], match: Callable[[BatchReport], bool]
+) -> BatchReport:
+    """The first batch report not in `before` (`list(karpy.controller.reports)` taken earlier) that
+    matches; a report lands after its binds. By identity, not by index: the controller keeps its
+    last 100 reports, so past 100 batches an index taken before would never see a new one."""
+    seen = {id(r) for r in before}  # `before` holds them, so no id is reused meanwhile
     return wait_for(
-        lambda: next((r for r in karpy.controller.reports[after:] if match(r)), None), 10, "batch report"
+        lambda: next((r for r in karpy.controller.reports if id(r) not in seen and match(r)), None),
+        10,
+        "batch report",
     )
 
 

@@ -120,7 +120,7 @@ def test_extender_guard_and_fast_path(every_pod: None, karpy: Karpy, core_v1: An
     # Marked in memory only (no disrupted taint, which keeps every pod off: test_disrupted_taint.py):
     # what the extender's guard does for every pod kube-scheduler sends it.
     karpy.state.mark_for_removal(node, "draining")
-    batches_before = len(karpy.controller.reports)
+    batches_before = list(karpy.controller.reports)
     try:
         create_pods(core_v1, namespace, [pod_manifest("late", "100m", selector=selector)])
         late = wait_for(
@@ -161,7 +161,7 @@ def test_capacity_error_on_cheapest_offering_replans_in_same_batch(
 
     karpy.ec2.meta.events.register("after-call.ec2.CreateFleet", refuse_first)
     try:
-        batches_before = len(karpy.controller.reports)
+        batches_before = list(karpy.controller.reports)
         selector = {wk.PROVISIONER_NAME: name}
         create_pods(core_v1, namespace, [pod_manifest(f"p{i}", "1", selector=selector) for i in range(2)])
         pods = wait_for(all_bound(core_v1, namespace, 2), 90, "pods bound after capacity error")
@@ -216,7 +216,7 @@ def test_thousand_mixed_pods_in_one_batch(karpy: Karpy, core_v1: Any, namespace:
     provisioner(karpy.kube, name, [])
     selector = {wk.PROVISIONER_NAME: name}
     shapes = [("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "4Gi")]
-    before = len(karpy.controller.reports)
+    before = list(karpy.controller.reports)
     # kube-scheduler marks pods Unschedulable at ~25/s (a status patch and an Event each, under its
     # client's default 50 QPS) and the watch only takes marked pods: the window's 10 s cap would split
     # 1,000 pods, so it is widened here, and the idle rule to 5 s so a pause in marking (the
