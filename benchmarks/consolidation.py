@@ -200,10 +200,6 @@ class Result:
     decide_seconds: list[float] = dataclasses.field(default_factory=list)
 
     @property
-    def over_bound(self) -> float:
-        return self.dollars - self.bound_dollars
-
-    @property
     def serving_dollars(self) -> float:
         return self.dollars - self.launching_dollars - self.draining_dollars
 
@@ -485,20 +481,21 @@ def bound_curve(
     types: list[InstanceType],
     apps: tuple[App, ...] = WORKLOAD,
     integer_seconds: float = 0.0,
-    proved: list[bool] | None = None,
-) -> Curve:
+) -> tuple[Curve, list[bool]]:
     """(hour, $/h lower bound, $/h of a from-scratch plan, $/h whole-node bound) for the pods
     wanted then, sampled every `every` hours: the pods are the same for every policy, so the curve
     is computed once. Sampled every step it is exact (the pods change only at steps); coarser, it
     is interpolated, which is no bound between samples (seed 4: 10.9 % over the LP bound sampled
     hourly, 10.4 % every step). The from-scratch plan is what packing
     alone achieves, ignoring disruption: no policy that moves pods can do much better. The
-    whole-node bound gets `integer_seconds` of HiGHS per sample (0: the LP bound stands in);
-    `proved` gets, per sample, whether HiGHS finished (the bound is then the cheapest plan)."""
+    whole-node bound gets `integer_seconds` of HiGHS per sample (0: the LP bound stands in).
+    Returned with, per whole-node sample, whether HiGHS finished (the bound is then the cheapest
+    plan)."""
     prov = provisioner(consolidate=False)
     shapes = {app: (cpu, mem) for app, cpu, mem, _, _ in apps}
     allowed = [t for t in types if t.arch == ARCH]
     points = []
+    proved = []
     for i in range(int(hours / every) + 1):
         hour = i * every
         pods = [make_pod(app, *shapes[app], k) for app, n in wanted_at(apps, hour).items() for k in range(n)]
@@ -507,10 +504,9 @@ def bound_curve(
         if integer_seconds > 0:
             found = integer_bound(pods, allowed, ["on-demand"], plan.total_price, integer_seconds)
             whole = max(whole, found.bound)
-            if proved is not None:
-                proved.append(found.proved)
+            proved.append(found.proved)
         points.append((hour, plan.lower_bound, plan.total_price, whole))
-    return points
+    return points, proved
 
 
 def interpolate(curve: Curve, hour: float, column: int = 1) -> float:
@@ -767,8 +763,7 @@ def one_seed(seed: int, args: argparse.Namespace) -> Day:
     finished each whole-node sample, apps, results, $ of the from-scratch plan)."""
     types, apps = catalog(), workload(seed)
     started = time.perf_counter()
-    proved: list[bool] = []
-    curve = bound_curve(args.hours, args.bound_minutes / 60, types, apps, args.integer_seconds, proved)
+    curve, proved = bound_curve(args.hours, args.bound_minutes / 60, types, apps, args.integer_seconds)
     took = time.perf_counter() - started
     results = [
         simulate(

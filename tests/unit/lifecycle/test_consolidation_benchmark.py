@@ -8,7 +8,7 @@ from benchmarks.consolidation import bound_curve, catalog, simulate
 
 def test_consolidation_is_never_dearer_than_emptiness_and_stays_above_the_bound() -> None:
     types = catalog()
-    curve = bound_curve(3.0, 3.0, types)
+    curve, _ = bound_curve(3.0, 3.0, types)
     runs = {
         p: simulate(p, hours=3.0, step=900, seed=1, types=types, bound=curve)
         for p in ("emptiness", "karpy@100%", "ca")
