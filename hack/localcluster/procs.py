@@ -62,7 +62,7 @@ def free_ports(count: int, exclude: Collection[int] = ()) -> list[int]:
         candidates = [p for p in range(_LOWEST_PORT, 65536) if p not in exclude]
     chosen: list[int] = []
     for port in random.SystemRandom().sample(candidates, min(len(candidates), 50 + count)):
-        if port not in chosen and not port_in_use(port):
+        if not port_in_use(port):  # sample() repeats none
             chosen.append(port)
             if len(chosen) == count:
                 return chosen

@@ -93,6 +93,22 @@ class OffsetClock:
         self.offset += target - now
 
 
+@contextlib.contextmanager
+def clock_ahead(harness: Karpy) -> Iterator[None]:
+    """Lets a test stand the lifecycle's clock a day or so ahead of the API server's and moto's
+    timestamps. The jump must not read as age: a replacement node seen before kwok marked it Ready
+    looked a day old and was terminated as "failed to join" (a CI run at 00:52 UTC), and an instance
+    seen before its Node exists would look past the GC grace."""
+    lifecycle = harness.settings.lifecycle
+    saved = lifecycle.registration_ttl_seconds, lifecycle.gc_grace_seconds
+    lifecycle.registration_ttl_seconds = lifecycle.gc_grace_seconds = 2 * 86400.0
+    try:
+        yield
+    finally:
+        harness.clock.offset = type(harness.clock.offset)()
+        lifecycle.registration_ttl_seconds, lifecycle.gc_grace_seconds = saved
+
+
 class CacheClock:
     """The cloud provider's cache timer: time.monotonic() plus `offset`, only ever moved forward, so
     a test can age the provider's caches (SSM parameters and AMIs: 60 s) instead of waiting them out

@@ -53,11 +53,11 @@ from tests.integration.helpers import (
 from tests.integration.lifecycle_harness import (
     Karpy,
     bound_node,
+    clock_ahead,
     deployment,
     live_pods,
     node_or_none,
 )
-from tests.integration.test_disruption_controls import clock_ahead
 
 pytestmark = pytest.mark.integration
 
@@ -320,17 +320,14 @@ def test_a_node_in_an_ending_capacity_block_is_drained_and_replaced(
         # 40 minutes before the end it is expiring: drained and replaced before EC2 reclaims it.
         karpy.clock.offset += timedelta(minutes=1, seconds=5)
         wait_for(lambda: node_or_none(core_v1, node) is None, 90, f"node {node} removed")
-        # Back to real time for the rest.
-        karpy.clock.offset -= timedelta(minutes=80, seconds=5)
-        moved = wait_for(
-            lambda: (
-                (ps := live_pods(core_v1, namespace, "app"))
-                and ps[0].spec.node_name not in (None, node)
-                and ps
-            ),
-            120,
-            "the pod bound again",
-        )[0]
+    # Back to real time for the rest (clock_ahead's exit).
+    moved = wait_for(
+        lambda: (
+            (ps := live_pods(core_v1, namespace, "app")) and ps[0].spec.node_name not in (None, node) and ps
+        ),
+        120,
+        "the pod bound again",
+    )[0]
     replacement = core_v1.read_node(moved.spec.node_name).metadata.labels
     # Not into the ending block again.
     assert replacement[wk.CAPACITY_TYPE] == "on-demand" and wk.CAPACITY_RESERVATION_ID not in replacement

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from extender.api.disruption import DO_NOT_DISRUPT
 from tests.integration.helpers import nodepool, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
+    clock_ahead,
     deployment,
     karpy,
     live_pods,
@@ -76,22 +76,6 @@ def untouched(core: Any, names: list[str]) -> None:
         node = node_or_none(core, name)
         assert node is not None and node.metadata.deletion_timestamp is None, f"{name} was disrupted"
         assert not node.spec.unschedulable, f"{name} was cordoned"
-
-
-@contextmanager
-def clock_ahead(harness: Karpy) -> Iterator[None]:
-    """Lets a test stand the lifecycle's clock a day or so ahead of the API server's and moto's
-    timestamps. The jump must not read as age: a replacement node seen before kwok marked it Ready
-    looked a day old and was terminated as "failed to join" (a CI run at 00:52 UTC), and an instance
-    seen before its Node exists would look past the GC grace."""
-    lifecycle = harness.settings.lifecycle
-    saved = lifecycle.registration_ttl_seconds, lifecycle.gc_grace_seconds
-    lifecycle.registration_ttl_seconds = lifecycle.gc_grace_seconds = 2 * 86400.0
-    try:
-        yield
-    finally:
-        harness.clock.offset = type(harness.clock.offset)()
-        lifecycle.registration_ttl_seconds, lifecycle.gc_grace_seconds = saved
 
 
 def test_scheduled_budget_blocks_consolidation_only_inside_its_window(

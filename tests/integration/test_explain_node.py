@@ -38,6 +38,7 @@ from extender.lifecycle.consolidation.worker import refusals
 from tests.integration.helpers import karpy_cli_json, nodepool, pod_manifest, unique, wait_for
 from tests.integration.lifecycle_harness import (  # noqa: F401 (karpy is a fixture)
     Karpy,
+    clock_ahead,
     karpy,
     live_pods,
     node_or_none,
@@ -46,7 +47,6 @@ from tests.integration.test_consolidation import release, spread
 from tests.integration.test_disruption_controls import (  # noqa: F401 (fast is a fixture)
     ON_DEMAND,
     POOL,
-    clock_ahead,
     fast,
     patch_disruption,
 )

@@ -34,6 +34,7 @@ from tests.integration.lifecycle_harness import (
     Karpy,
     available,
     bound_node,
+    clock_ahead,
     deployment,
     instance_of,
     instance_state,
@@ -43,7 +44,6 @@ from tests.integration.lifecycle_harness import (
     provisioner,
     ready_untainted,
 )
-from tests.integration.test_disruption_controls import clock_ahead
 
 pytestmark = pytest.mark.integration
 
